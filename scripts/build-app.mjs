@@ -1,0 +1,21 @@
+// Bundles the browser app (app/main.ts and its imports from shared/) into dist/app with esbuild,
+// copies its static files, and stamps the build for scripts/build-if-needed.mjs.
+import { build } from 'esbuild';
+import { cpSync, existsSync, mkdirSync, writeFileSync } from 'node:fs';
+
+mkdirSync('dist', { recursive: true });
+if (existsSync('app/main.ts')) {
+  await build({
+    entryPoints: ['app/main.ts'],
+    bundle: true,
+    format: 'esm',
+    target: 'es2022',
+    platform: 'browser',
+    minify: true,
+    sourcemap: true,
+    outfile: 'dist/app/app.js',
+    logLevel: 'warning',
+  });
+  if (existsSync('app/static')) cpSync('app/static', 'dist/app', { recursive: true });
+}
+writeFileSync('dist/.build-stamp', new Date().toISOString() + '\n');

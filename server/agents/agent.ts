@@ -1,0 +1,85 @@
+/**
+ * The agent provider port. The hub calls `runTurn` when a turn starts on a chat whose session
+ * uses this provider; the provider streams, asks and runs tools through the `TurnContext`,
+ * and the hub turns every call into validated, sequenced, durable AHP actions. When `runTurn`
+ * resolves the hub completes the turn; when it throws the hub ends the turn with `chat/error`;
+ * when a client cancels, `signal` aborts and pending waits reject with an AbortError.
+ */
+import type { ChatInputRequest, Message, ToolCallState } from '../../shared/protocol/state.js';
+
+export interface AgentInfo {
+  readonly provider: string;
+  readonly displayName: string;
+  readonly description?: string;
+}
+
+/** What a completed `chat/inputCompleted` gives back to the agent. */
+export interface InputOutcome {
+  readonly response: 'accept' | 'decline' | 'cancel';
+  readonly answers: NonNullable<ChatInputRequest['answers']>;
+}
+
+export interface ToolCallRequest {
+  readonly id: string;
+  readonly name: string;
+  readonly displayName?: string;
+  readonly input?: unknown;
+  /** When true the call waits in pending-confirmation for `chat/toolCallConfirmed`. */
+  readonly confirm?: boolean;
+  /** Confirmation options offered to the user (AHP `{id, label, kind: approve|deny}`). */
+  readonly options?: ReadonlyArray<{ id: string; label: string; kind: 'approve' | 'deny'; group?: string }>;
+  /** Runs the tool once it may run; its string result is reported as the tool's output. */
+  readonly execute?: (input: unknown) => Promise<string>;
+}
+
+export interface ToolOutcome {
+  readonly approved: boolean;
+  readonly state: ToolCallState;
+}
+
+/** A steering input the agent took at a safe barrier (issue: steering a running turn). */
+export interface SteeringInput {
+  readonly inputId: string;
+  readonly text: string;
+}
+
+export interface TurnContext {
+  readonly session: string;
+  readonly chat: string;
+  readonly turnId: string;
+  readonly message: Message;
+  readonly signal: AbortSignal;
+  /** Streams markdown as a new response part (one responsePart + delta chunks). */
+  say(text: string): Promise<void>;
+  /** Dispatches `chat/inputRequested` and waits for `chat/inputCompleted` on that request. */
+  requestInput(request: ChatInputRequest): Promise<InputOutcome>;
+  /** Runs a tool call through the AHP tool state machine, with confirmation when asked. */
+  runTool(call: ToolCallRequest): Promise<ToolOutcome>;
+  /** Waits `ms` unless the turn is cancelled first. */
+  sleep(ms: number): Promise<void>;
+  /**
+   * A safe input barrier: returns the steering inputs accepted since the last barrier, now
+   * marked consumed and visible in the transcript. Agents call it between steps.
+   */
+  barrier(): Promise<readonly SteeringInput[]>;
+}
+
+export interface AgentProvider {
+  readonly info: AgentInfo;
+  /**
+   * Drives one turn. Resolve to complete the turn; throw to fail it. Remote agents (which connect
+   * over the WebSocket and dispatch actions themselves) use a provider whose runTurn never
+   * finishes the turn on its own: see `RemoteAgentProvider`.
+   */
+  runTurn(ctx: TurnContext): Promise<TurnResult>;
+}
+
+/** `complete`: the hub dispatches chat/turnComplete. `external`: someone else ends the turn. */
+export type TurnResult = 'complete' | 'external';
+
+export class TurnFailure extends Error {
+  constructor(message: string, readonly errorType = 'agentError') {
+    super(message);
+    this.name = 'TurnFailure';
+  }
+}

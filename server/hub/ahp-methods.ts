@@ -1,0 +1,168 @@
+/**
+ * The AHP core methods on the JSON-RPC router: initialize, ping, subscribe, unsubscribe,
+ * dispatchAction, reconnect, listSessions, createSession, disposeSession, createChat, disposeChat.
+ */
+
+import { ErrorCode, ProtocolError } from '../../shared/protocol/errors.js';
+import {
+  createChatParamsSchema,
+  createSessionParamsSchema,
+  dispatchActionParamsSchema,
+  disposeChatParamsSchema,
+  disposeSessionParamsSchema,
+  initializeParamsSchema,
+  listSessionsParamsSchema,
+  Method,
+  pingParamsSchema,
+  reconnectParamsSchema,
+  subscribeParamsSchema,
+  unsubscribeParamsSchema,
+  type InitializeResult,
+  type Snapshot,
+} from '../../shared/protocol/messages.js';
+import { ROOT_URI, channelKind } from '../../shared/protocol/uris.js';
+import { negotiateVersion, SUPPORTED_VERSIONS } from '../../shared/protocol/version.js';
+import { CloseCode } from './connection.js';
+import type { Hub } from './hub.js';
+import type { RpcContext, RpcRouter } from './rpc.js';
+
+export const SERVER_INFO = { name: 'ahp-hub', version: '0.1.0' };
+
+function requireRoot(channel: string, method: string): void {
+  if (channel !== ROOT_URI) throw new ProtocolError(ErrorCode.InvalidParams, `${method} is a root command: channel must be ${ROOT_URI}`);
+}
+
+function clientOf(ctx: RpcContext) {
+  return { conn: ctx.conn, principal: ctx.principal, clientId: ctx.state.clientId ?? ctx.conn.id };
+}
+
+export function registerAhpMethods(router: RpcRouter, hub: Hub): void {
+  router.request(Method.Initialize, {
+    params: initializeParamsSchema,
+    beforeInitialize: true,
+    handle(ctx, params): InitializeResult {
+      requireRoot(params.channel, Method.Initialize);
+      if (ctx.state.protocolVersion !== undefined) throw new ProtocolError(ErrorCode.InvalidRequest, 'already initialized: initialize is sent once per connection');
+      const version = negotiateVersion(params.protocolVersions);
+      if (!version) {
+        // AHP: answer -32005 with our versions, then close; there is no renegotiation.
+        setImmediate(() => ctx.conn.close(CloseCode.UnsupportedVersion, 'unsupported protocol version'));
+        throw new ProtocolError(
+          ErrorCode.UnsupportedProtocolVersion,
+          `none of the offered protocol versions (${params.protocolVersions.join(', ')}) is supported`,
+          { supportedVersions: [...SUPPORTED_VERSIONS] },
+        );
+      }
+      ctx.state.protocolVersion = version;
+      ctx.state.clientId = params.clientId;
+      const snapshots: Snapshot[] = [];
+      const missing: string[] = [];
+      for (const channel of params.initialSubscriptions ?? []) {
+        try {
+          snapshots.push(hub.subscribe(ctx.conn, ctx.principal, channel));
+        } catch {
+          missing.push(channel);
+        }
+      }
+      const result: InitializeResult = { protocolVersion: version, serverSeq: hub.serverSeq, serverInfo: SERVER_INFO, snapshots };
+      result._meta = { 'hub/principal': { user: ctx.principal.user, role: ctx.principal.role } };
+      if (missing.length > 0) result._meta['hub/missingSubscriptions'] = missing;
+      return result;
+    },
+  });
+
+  router.request(Method.Ping, { params: pingParamsSchema, beforeInitialize: true, handle: () => ({}) });
+
+  router.request(Method.Subscribe, {
+    params: subscribeParamsSchema,
+    handle(ctx, params) {
+      return { snapshot: hub.subscribe(ctx.conn, ctx.principal, params.channel, params.delivery?.maxLatencyMs ?? 0) };
+    },
+  });
+
+  router.notification(Method.Unsubscribe, {
+    params: unsubscribeParamsSchema,
+    handle(ctx, params) {
+      hub.unsubscribe(ctx.conn, params.channel);
+    },
+  });
+
+  router.notification(Method.DispatchAction, {
+    params: dispatchActionParamsSchema,
+    handle(ctx, params) {
+      hub.dispatchFromClient(clientOf(ctx), params.channel, params.clientSeq, params.action);
+    },
+  });
+
+  router.request(Method.Reconnect, {
+    params: reconnectParamsSchema,
+    handle(ctx, params) {
+      requireRoot(params.channel, Method.Reconnect);
+      if (params.clientId !== ctx.state.clientId) {
+        throw new ProtocolError(ErrorCode.InvalidParams, 'clientId must be the one sent in initialize on this connection');
+      }
+      return hub.reconnect(ctx.conn, ctx.principal, params);
+    },
+  });
+
+  router.request(Method.ListSessions, {
+    params: listSessionsParamsSchema,
+    handle(ctx, params) {
+      requireRoot(params.channel, Method.ListSessions);
+      const all = hub.listSessions(ctx.principal);
+      const offset = params.cursor === undefined ? 0 : Number.parseInt(params.cursor, 10);
+      if (!Number.isSafeInteger(offset) || offset < 0 || String(offset) !== (params.cursor ?? '0')) {
+        throw new ProtocolError(ErrorCode.InvalidParams, 'unrecognised pagination cursor');
+      }
+      const limit = params.limit ?? all.length;
+      const items = all.slice(offset, offset + limit);
+      const result: { items: typeof items; nextCursor?: string } = { items };
+      if (offset + limit < all.length) result.nextCursor = String(offset + limit);
+      return result;
+    },
+  });
+
+  router.request(Method.CreateSession, {
+    params: createSessionParamsSchema,
+    handle(ctx, params) {
+      return hub.createSession(ctx.principal, { uri: params.channel, provider: params.provider, title: params.title });
+    },
+  });
+
+  router.request(Method.DisposeSession, {
+    params: disposeSessionParamsSchema,
+    async handle(ctx, params) {
+      if (channelKind(params.channel) !== 'session') throw new ProtocolError(ErrorCode.InvalidParams, 'channel must be a session URI');
+      await hub.disposeSession(ctx.principal, params.channel);
+      return {};
+    },
+  });
+
+  router.request(Method.CreateChat, {
+    params: createChatParamsSchema,
+    handle(ctx, params) {
+      return hub.createChat(ctx.principal, params.channel, { chat: params.chat, title: params.title });
+    },
+  });
+
+  router.request(Method.DisposeChat, {
+    params: disposeChatParamsSchema,
+    async handle(ctx, params) {
+      await hub.disposeChat(ctx.principal, params.channel);
+      return {};
+    },
+  });
+}
+
+/** Rate-limited dispatches are echoed as rejections so the client's pending queue never stalls. */
+export function throttledDispatchHandler(hub: Hub) {
+  return (ctx: RpcContext, method: string, params: unknown): void => {
+    const parsed = method === Method.DispatchAction ? dispatchActionParamsSchema.safeParse(params) : undefined;
+    if (parsed?.success) {
+      hub.rejectFromClient(clientOf(ctx), parsed.data.channel, parsed.data.clientSeq, parsed.data.action, 'rate limit exceeded: slow down and dispatch again');
+      return;
+    }
+    ctx.conn.send(JSON.stringify({ jsonrpc: '2.0', id: null, error: { code: ErrorCode.LimitExceeded, message: `rate limit exceeded: ${method} was not processed` } }));
+  };
+}
+

@@ -1,0 +1,166 @@
+/**
+ * The hub's in-memory image of everything it owns: root state, sessions (with owner and tenant)
+ * and chats, each with its current AHP state. `applyRecord` is the one fold used both live and
+ * when recovering from the log, so a restarted hub reaches exactly the state it had.
+ *
+ * Session and chat lifecycle (create/dispose, ownership) is recorded on an internal channel
+ * that is never sent to clients; AHP channel actions go through the shared pure reducers.
+ */
+import { chatReducer } from '../../shared/state/chat-reducer.js';
+import { sessionReducer } from '../../shared/state/session-reducer.js';
+import { rootReducer } from '../../shared/state/root-reducer.js';
+import {
+  initialChatState,
+  initialSessionState,
+  type ChatState,
+  type RootState,
+  type SessionState,
+} from '../../shared/protocol/state.js';
+import { channelKind } from '../../shared/protocol/uris.js';
+import type { LogRecord } from '../storage/action-log.js';
+
+/** Internal channel for lifecycle records; not an AHP URI, so no client can subscribe to it. */
+export const CATALOG_CHANNEL = 'hub:catalog';
+
+export const CatalogAction = {
+  SessionCreated: 'hub/sessionCreated',
+  SessionDisposed: 'hub/sessionDisposed',
+  ChatCreated: 'hub/chatCreated',
+  ChatDisposed: 'hub/chatDisposed',
+} as const;
+
+export interface SessionCreatedRecord {
+  type: typeof CatalogAction.SessionCreated;
+  session: string;
+  tenant: string;
+  owner: string;
+  provider: string;
+  title: string;
+  createdAt: string;
+}
+export interface SessionDisposedRecord { type: typeof CatalogAction.SessionDisposed; session: string }
+export interface ChatCreatedRecord {
+  type: typeof CatalogAction.ChatCreated;
+  chat: string;
+  session: string;
+  title: string;
+  createdAt: string;
+}
+export interface ChatDisposedRecord { type: typeof CatalogAction.ChatDisposed; chat: string }
+export type CatalogRecordAction = SessionCreatedRecord | SessionDisposedRecord | ChatCreatedRecord | ChatDisposedRecord;
+
+export interface SessionEntry {
+  readonly uri: string;
+  readonly tenant: string;
+  readonly owner: string;
+  readonly provider: string;
+  readonly createdAt: string;
+  state: SessionState;
+  readonly chats: Set<string>;
+}
+
+export interface ChatEntry {
+  readonly uri: string;
+  readonly session: string;
+  state: ChatState;
+}
+
+/** JSON image stored in log snapshots. */
+export interface CatalogImage {
+  root: RootState;
+  sessions: Array<Omit<SessionEntry, 'chats'> & { chats: string[] }>;
+  chats: ChatEntry[];
+}
+
+export class Catalog {
+  root: RootState;
+  readonly sessions = new Map<string, SessionEntry>();
+  readonly chats = new Map<string, ChatEntry>();
+
+  constructor(root: RootState) {
+    this.root = root;
+  }
+
+  static fromImage(image: CatalogImage): Catalog {
+    const catalog = new Catalog(image.root);
+    for (const s of image.sessions) catalog.sessions.set(s.uri, { ...s, chats: new Set(s.chats) });
+    for (const c of image.chats) catalog.chats.set(c.uri, { ...c });
+    return catalog;
+  }
+
+  toImage(): CatalogImage {
+    return {
+      root: this.root,
+      sessions: [...this.sessions.values()].map((s) => ({ ...s, chats: [...s.chats] })),
+      chats: [...this.chats.values()].map((c) => ({ ...c })),
+    };
+  }
+
+  /** Applies one sequenced record. Records for channels that no longer exist are no-ops. */
+  applyRecord(record: Pick<LogRecord, 'channel' | 'action'>): void {
+    if (record.channel === CATALOG_CHANNEL) {
+      this.#applyCatalog(record.action as unknown as CatalogRecordAction);
+      return;
+    }
+    switch (channelKind(record.channel)) {
+      case 'root':
+        this.root = rootReducer(this.root, record.action);
+        return;
+      case 'session': {
+        const session = this.sessions.get(record.channel);
+        if (session) session.state = sessionReducer(session.state, record.action);
+        return;
+      }
+      case 'chat': {
+        const chat = this.chats.get(record.channel);
+        if (chat) chat.state = chatReducer(chat.state, record.action);
+        return;
+      }
+      default:
+        return;
+    }
+  }
+
+  #applyCatalog(action: CatalogRecordAction): void {
+    switch (action.type) {
+      case CatalogAction.SessionCreated:
+        this.sessions.set(action.session, {
+          uri: action.session,
+          tenant: action.tenant,
+          owner: action.owner,
+          provider: action.provider,
+          createdAt: action.createdAt,
+          state: initialSessionState(action.session, action.provider, action.title),
+          chats: new Set(),
+        });
+        return;
+      case CatalogAction.SessionDisposed: {
+        const session = this.sessions.get(action.session);
+        if (!session) return;
+        for (const chat of session.chats) this.chats.delete(chat);
+        this.sessions.delete(action.session);
+        return;
+      }
+      case CatalogAction.ChatCreated: {
+        const session = this.sessions.get(action.session);
+        if (!session) return;
+        session.chats.add(action.chat);
+        this.chats.set(action.chat, {
+          uri: action.chat,
+          session: action.session,
+          state: initialChatState(action.chat, action.title, action.createdAt),
+        });
+        return;
+      }
+      case CatalogAction.ChatDisposed: {
+        const chat = this.chats.get(action.chat);
+        if (!chat) return;
+        this.sessions.get(chat.session)?.chats.delete(action.chat);
+        this.chats.delete(action.chat);
+        return;
+      }
+      default:
+        return;
+    }
+  }
+}

@@ -1,0 +1,25 @@
+/**
+ * What the hub needs of a client connection. The WebSocket transport adapts `ws` to this; tests
+ * can use a fake. The hub never imports `ws`.
+ */
+export interface Connection {
+  readonly id: string;
+  /** Sends one text frame. Must not throw; a dead connection drops the frame. */
+  send(text: string): void;
+  /** Closes with a WebSocket close code and a short reason. */
+  close(code: number, reason: string): void;
+  /** Bytes queued but not yet written to the socket (slow-consumer detection). */
+  readonly bufferedAmount: number;
+}
+
+/** Application close codes (4000–4999 are ours). */
+export const CloseCode = {
+  Normal: 1000,
+  GoingAway: 1001,
+  /** The client did not read fast enough; it may reconnect and resume. */
+  SlowConsumer: 4008,
+  /** The connection exceeded its message rate for too long. */
+  RateLimited: 4029,
+  /** The protocol version could not be negotiated. */
+  UnsupportedVersion: 4005,
+} as const;

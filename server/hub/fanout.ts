@@ -1,0 +1,209 @@
+/**
+ * Delivers sequenced envelopes to a channel's subscribers.
+ *
+ * Every envelope is encoded once and the same string goes to every receiver. Subscribers that
+ * asked for `delivery.maxLatencyMs > 0` share one coalescing buffer per latency value: within
+ * that window consecutive server `chat/delta` (or `chat/reasoning`) envelopes for the same
+ * turn and part merge into one envelope carrying the later serverSeq. Applying the merged
+ * envelope gives exactly the state the separate ones would have, which is the rule AHP sets
+ * for coalescing. Envelopes carrying an origin (echoes) are never merged.
+ *
+ * New subscribers join with a `fromSeq`: envelopes at or below it are already in their
+ * snapshot (or replay) and are skipped, without a per-subscriber check on the hot path once
+ * they have caught up.
+ */
+import type { ActionEnvelope } from '../../shared/protocol/messages.js';
+import { CloseCode, type Connection } from './connection.js';
+
+export function encodeNotification(method: string, params: unknown): string {
+  return `{"jsonrpc":"2.0","method":${JSON.stringify(method)},"params":${JSON.stringify(params)}}`;
+}
+
+export function encodeEnvelope(envelope: ActionEnvelope): string {
+  return '{"jsonrpc":"2.0","method":"action","params":' + JSON.stringify(envelope) + '}';
+}
+
+export interface FanoutLimits {
+  /** A receiver whose unsent bytes exceed this is closed as a slow consumer. */
+  readonly maxBufferedBytes: number;
+  /** A coalescing buffer flushes early when it holds this many envelopes. */
+  readonly maxCoalescedEnvelopes: number;
+}
+
+export const DEFAULT_FANOUT_LIMITS: FanoutLimits = {
+  maxBufferedBytes: 16 * 1024 * 1024,
+  maxCoalescedEnvelopes: 1024,
+};
+
+type Scheduler = (fn: () => void, ms: number) => { cancel(): void };
+const defaultScheduler: Scheduler = (fn, ms) => {
+  const t = setTimeout(fn, ms);
+  return { cancel: () => clearTimeout(t) };
+};
+
+interface BufferedItem {
+  envelope: ActionEnvelope;
+  /** Pre-encoded text, when not merged. */
+  text?: string;
+  /** Set for an item meant for one receiver only (a rejection echo). */
+  target?: Connection;
+}
+
+function send(conn: Connection, text: string, limits: FanoutLimits): void {
+  if (conn.bufferedAmount > limits.maxBufferedBytes) {
+    conn.close(CloseCode.SlowConsumer, 'slow consumer: reconnect and resume');
+    return;
+  }
+  conn.send(text);
+}
+
+/** Merges `next` into `prev` when AHP allows it; returns the merged envelope or undefined. */
+export function mergeStreamingEnvelopes(prev: ActionEnvelope, next: ActionEnvelope): ActionEnvelope | undefined {
+  if (prev.origin || next.origin || prev.rejectionReason || next.rejectionReason) return undefined;
+  const a = prev.action;
+  const b = next.action;
+  if (a.type !== b.type || (a.type !== 'chat/delta' && a.type !== 'chat/reasoning')) return undefined;
+  if (a['turnId'] !== b['turnId'] || a['partId'] !== b['partId']) return undefined;
+  if (a['_meta'] !== undefined || b['_meta'] !== undefined) return undefined;
+  if (typeof a['content'] !== 'string' || typeof b['content'] !== 'string') return undefined;
+  return { ...next, action: { ...b, content: a['content'] + b['content'] } };
+}
+
+class CoalescingGroup {
+  readonly members = new Set<Connection>();
+  #buffer: BufferedItem[] = [];
+  #timer: { cancel(): void } | undefined;
+
+  constructor(
+    readonly maxLatencyMs: number,
+    private readonly limits: FanoutLimits,
+    private readonly schedule: Scheduler,
+  ) {}
+
+  push(item: BufferedItem): void {
+    const last = this.#buffer[this.#buffer.length - 1];
+    const merged = last && !last.target && !item.target ? mergeStreamingEnvelopes(last.envelope, item.envelope) : undefined;
+    if (merged && last) {
+      last.envelope = merged;
+      delete last.text;
+    } else {
+      this.#buffer.push(item);
+    }
+    if (this.#buffer.length >= this.limits.maxCoalescedEnvelopes) this.flush();
+    else this.#timer ??= this.schedule(() => this.flush(), this.maxLatencyMs);
+  }
+
+  flush(): void {
+    this.#timer?.cancel();
+    this.#timer = undefined;
+    const items = this.#buffer;
+    this.#buffer = [];
+    for (const item of items) {
+      const text = item.text ?? encodeEnvelope(item.envelope);
+      if (item.target) {
+        if (this.members.has(item.target)) send(item.target, text, this.limits);
+        continue;
+      }
+      for (const m of this.members) send(m, text, this.limits);
+    }
+  }
+
+  remove(conn: Connection): void {
+    this.members.delete(conn);
+    if (this.members.size === 0) {
+      this.#timer?.cancel();
+      this.#timer = undefined;
+      this.#buffer = [];
+    }
+  }
+}
+
+/** The subscribers of one channel. */
+export class ChannelFanout {
+  readonly #immediate = new Set<Connection>();
+  readonly #groups = new Map<number, CoalescingGroup>();
+  /** Subscribers whose snapshot is ahead of what has been delivered so far. */
+  readonly #joining = new Map<Connection, { fromSeq: number; maxLatencyMs: number }>();
+
+  constructor(
+    private readonly limits: FanoutLimits = DEFAULT_FANOUT_LIMITS,
+    private readonly schedule: Scheduler = defaultScheduler,
+  ) {}
+
+  get size(): number {
+    let n = this.#immediate.size + this.#joining.size;
+    for (const g of this.#groups.values()) n += g.members.size;
+    return n;
+  }
+
+  has(conn: Connection): boolean {
+    if (this.#immediate.has(conn) || this.#joining.has(conn)) return true;
+    for (const g of this.#groups.values()) if (g.members.has(conn)) return true;
+    return false;
+  }
+
+  /**
+   * Adds a subscriber whose state already reflects every envelope up to `fromSeq`.
+   * `deliveredSeq` is the highest seq already handed to subscribers.
+   */
+  add(conn: Connection, fromSeq: number, deliveredSeq: number, maxLatencyMs = 0): void {
+    this.remove(conn);
+    if (fromSeq > deliveredSeq) this.#joining.set(conn, { fromSeq, maxLatencyMs });
+    else this.#admit(conn, maxLatencyMs);
+  }
+
+  remove(conn: Connection): void {
+    this.#immediate.delete(conn);
+    this.#joining.delete(conn);
+    for (const [latency, g] of this.#groups) {
+      g.remove(conn);
+      if (g.members.size === 0) this.#groups.delete(latency);
+    }
+  }
+
+  /** Delivers one sequenced envelope to every subscriber (encoded once). */
+  publish(envelope: ActionEnvelope, text: string): void {
+    for (const conn of this.#immediate) send(conn, text, this.limits);
+    for (const g of this.#groups.values()) g.push({ envelope, text });
+    if (this.#joining.size > 0) this.#promoteJoiners(envelope, text);
+  }
+
+  /** Sends an envelope to one subscriber only, in order with what it has been sent before. */
+  sendTo(conn: Connection, envelope: ActionEnvelope, text: string): void {
+    for (const g of this.#groups.values()) {
+      if (g.members.has(conn)) {
+        g.push({ envelope, text, target: conn });
+        return;
+      }
+    }
+    send(conn, text, this.limits);
+  }
+
+  /** Flushes coalescing buffers now (used on shutdown and by tests). */
+  flush(): void {
+    for (const g of this.#groups.values()) g.flush();
+  }
+
+  #promoteJoiners(envelope: ActionEnvelope, text: string): void {
+    for (const [conn, j] of this.#joining) {
+      if (envelope.serverSeq <= j.fromSeq) continue;
+      this.#joining.delete(conn);
+      this.#admit(conn, j.maxLatencyMs);
+      if (j.maxLatencyMs > 0) this.#groups.get(j.maxLatencyMs)?.push({ envelope, text, target: conn });
+      else send(conn, text, this.limits);
+    }
+  }
+
+  #admit(conn: Connection, maxLatencyMs: number): void {
+    if (maxLatencyMs <= 0) {
+      this.#immediate.add(conn);
+      return;
+    }
+    let g = this.#groups.get(maxLatencyMs);
+    if (!g) {
+      g = new CoalescingGroup(maxLatencyMs, this.limits, this.schedule);
+      this.#groups.set(maxLatencyMs, g);
+    }
+    g.members.add(conn);
+  }
+}

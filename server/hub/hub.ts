@@ -1,0 +1,733 @@
+/**
+ * The hub: one authoritative state per channel, an ordered action log, and fan-out.
+ *
+ * Every accepted action goes through `#sequence`: it gets the next global serverSeq, is applied
+ * through the pure reducers, is queued for the log and for delivery. Queued records are appended
+ * to the log in one batch per event-loop turn (group commit); only after the append resolves are
+ * their envelopes delivered and their waiters resolved, so an echo always means "durable".
+ * Rejections travel through the same ordered outbox so a client never sees a rejection before
+ * the echo of an action it dispatched earlier.
+ *
+ * The hub knows connections only through the `Connection` interface and storage only through
+ * the `ActionLog` port. Roll-up (chat → session → root) happens here because it must be
+ * sequenced together with the action that caused it.
+ */
+import { ProtocolError, ErrorCode } from '../../shared/protocol/errors.js';
+import type {
+  ActionEnvelope,
+  ActionOrigin,
+  ReconnectParams,
+  ReconnectResult,
+  Snapshot,
+  WireAction,
+} from '../../shared/protocol/messages.js';
+import { ServerNotification } from '../../shared/protocol/messages.js';
+import { CLIENT_DISPATCHABLE_ACTIONS, parseAction } from '../../shared/protocol/actions.js';
+import { initialRootState, type ChatState } from '../../shared/protocol/state.js';
+import { validateClientAction } from '../../shared/state/validate-action.js';
+import { CHAT_SCHEME, ROOT_URI, channelKind } from '../../shared/protocol/uris.js';
+import type { ActionLog, LogRecord } from '../storage/action-log.js';
+import type { AgentInfo } from '../agents/agent.js';
+import { canActAsAgent, canWrite, type Principal } from '../auth/auth.js';
+import type { Logger } from '../log.js';
+import { errorFields } from '../log.js';
+import { Catalog, CATALOG_CHANNEL, CatalogAction, type CatalogImage, type ChatEntry, type SessionEntry } from './catalog.js';
+import type { Connection } from './connection.js';
+import { ChannelFanout, DEFAULT_FANOUT_LIMITS, encodeEnvelope, encodeNotification, type FanoutLimits } from './fanout.js';
+import { chatRollUpActions, sessionStatusActions, sessionSummary, summaryChanges, type SessionSummaryView } from './rollup.js';
+import { ClientLedger } from './client-ledger.js';
+import { validateAgentAction } from './agent-actions.js';
+
+export interface HubLimits {
+  readonly maxSessionsPerTenant: number;
+  readonly maxChatsPerSession: number;
+  readonly maxSubscriptionsPerConnection: number;
+  /** Envelopes kept in memory for `reconnect` replay; older gaps get snapshots. */
+  readonly replayBufferSize: number;
+  /** A snapshot is written after this many records, so recovery replays at most that many. */
+  readonly snapshotEvery: number;
+  readonly fanout: FanoutLimits;
+}
+
+export const DEFAULT_HUB_LIMITS: HubLimits = {
+  maxSessionsPerTenant: 10_000,
+  maxChatsPerSession: 64,
+  maxSubscriptionsPerConnection: 1_024,
+  replayBufferSize: 20_000,
+  snapshotEvery: 5_000,
+  fanout: DEFAULT_FANOUT_LIMITS,
+};
+
+export interface HubOptions {
+  readonly log: ActionLog;
+  readonly logger: Logger;
+  /** Wall clock in ms; the only source of time. Reducers never read a clock. */
+  readonly now: () => number;
+  /** Fresh opaque ids (chat URIs, tool request ids). */
+  readonly newId: () => string;
+  readonly agents: readonly AgentInfo[];
+  readonly defaultProvider: string;
+  readonly limits?: Partial<HubLimits>;
+}
+
+/** A client that dispatches actions: the connection it speaks on and who it is. */
+export interface ClientHandle {
+  readonly conn: Connection;
+  readonly principal: Principal;
+  readonly clientId: string;
+}
+
+/** What extensions (agents, steering, permission replies) observe after each live commit. */
+export interface CommitEvent {
+  readonly channel: string;
+  readonly action: WireAction;
+  readonly serverSeq: number;
+  readonly origin?: ActionOrigin | undefined;
+}
+
+export type HubEvent =
+  | { type: 'committed'; event: CommitEvent }
+  | { type: 'sessionDisposed'; session: string }
+  | { type: 'chatDisposed'; chat: string; session: string };
+
+type OutboxItem =
+  | { kind: 'envelope'; envelope: ActionEnvelope }
+  | { kind: 'private'; conn: Connection; envelope: ActionEnvelope }
+  | { kind: 'root'; tenant: string; text: string }
+  | { kind: 'durable'; resolve: () => void };
+
+interface ReplayEntry {
+  readonly envelope: ActionEnvelope;
+}
+
+/** Server-only chat actions whose effect can never change status, summary or input-needed. */
+const STREAMING_ONLY_ACTIONS = new Set([
+  'chat/delta',
+  'chat/reasoning',
+  'chat/usage',
+  'chat/toolCallDelta',
+  'chat/draftChanged',
+  'chat/toolCallContentChanged',
+]);
+
+export class Hub {
+  readonly limits: HubLimits;
+  readonly #log: ActionLog;
+  readonly #logger: Logger;
+  readonly #now: () => number;
+  readonly #newId: () => string;
+  readonly #agents: readonly AgentInfo[];
+  readonly #defaultProvider: string;
+  #catalog: Catalog;
+
+  /** Last serverSeq assigned (applied in memory). */
+  #seq = 0;
+  /** Last serverSeq appended durably. */
+  #durableSeq = 0;
+  /** Last serverSeq whose envelope was handed to subscribers. */
+  #deliveredSeq = 0;
+  #recordsSinceSnapshot = 0;
+
+  #pendingRecords: LogRecord[] = [];
+  #outbox: OutboxItem[] = [];
+  #flushScheduled = false;
+  #flushing: Promise<void> | undefined;
+  #failed: Error | undefined;
+  #closed = false;
+
+  readonly #replay: ReplayEntry[] = [];
+  readonly #fanouts = new Map<string, ChannelFanout>();
+  readonly #rootSubscribers = new Map<string, Set<Connection>>();
+  readonly #subscriptionsByConn = new Map<Connection, Set<string>>();
+  readonly #publishedSummaries = new Map<string, SessionSummaryView>();
+  readonly #ledger = new ClientLedger();
+  readonly #listeners = new Set<(e: HubEvent) => void>();
+
+  private constructor(options: HubOptions, catalog: Catalog) {
+    this.#log = options.log;
+    this.#logger = options.logger;
+    this.#now = options.now;
+    this.#newId = options.newId;
+    this.#agents = options.agents;
+    this.#defaultProvider = options.defaultProvider;
+    this.limits = { ...DEFAULT_HUB_LIMITS, ...options.limits };
+    this.#catalog = catalog;
+  }
+
+  /**
+   * Opens a hub on a log: loads the newest snapshot, replays the records after it, then ends
+   * every turn that was running when the previous process stopped (as errored, never silently).
+   */
+  static async open(options: HubOptions): Promise<Hub> {
+    const snapshot = await options.log.latestSnapshot();
+    const image = snapshot?.data as { catalog: CatalogImage } | undefined;
+    const catalog = image ? Catalog.fromImage(image.catalog) : new Catalog(initialRootState(options.agents.map((a) => ({ ...a }))));
+    const hub = new Hub(options, catalog);
+    let seq = snapshot?.serverSeq ?? 0;
+    const PAGE = 2_000;
+    for (;;) {
+      const records = await options.log.read(seq, PAGE);
+      for (const r of records) {
+        hub.#catalog.applyRecord(r);
+        if (r.origin) hub.#ledger.accepted(r.origin.clientId, r.origin.clientSeq, r.serverSeq);
+        if (r.channel !== CATALOG_CHANNEL) hub.#remember(hub.#envelopeOf(r));
+        seq = r.serverSeq;
+      }
+      if (records.length < PAGE) break;
+    }
+    const head = await options.log.head();
+    hub.#seq = hub.#durableSeq = hub.#deliveredSeq = Math.max(seq, head);
+    for (const s of hub.#catalog.sessions.values()) hub.#publishedSummaries.set(s.uri, sessionSummary(s, hub.#catalog));
+    hub.#failInterruptedTurns();
+    await hub.drain();
+    return hub;
+  }
+
+  // ─── Queries ────────────────────────────────────────────────────────────────
+
+  get serverSeq(): number {
+    return this.#seq;
+  }
+
+  get agents(): readonly AgentInfo[] {
+    return this.#agents;
+  }
+
+  on(listener: (e: HubEvent) => void): () => void {
+    this.#listeners.add(listener);
+    return () => this.#listeners.delete(listener);
+  }
+
+  /** A session the principal may see, or undefined (other tenants' sessions do not exist for them). */
+  session(principal: Principal, uri: string): SessionEntry | undefined {
+    const s = this.#catalog.sessions.get(uri);
+    return s && s.tenant === principal.tenant ? s : undefined;
+  }
+
+  chat(principal: Principal, uri: string): ChatEntry | undefined {
+    const c = this.#catalog.chats.get(uri);
+    return c && this.session(principal, c.session) ? c : undefined;
+  }
+
+  /** Internal lookups for the agent runner and extensions (no tenant check: they act for the hub). */
+  sessionEntry(uri: string): SessionEntry | undefined {
+    return this.#catalog.sessions.get(uri);
+  }
+
+  chatEntry(uri: string): ChatEntry | undefined {
+    return this.#catalog.chats.get(uri);
+  }
+
+  listSessions(principal: Principal): SessionSummaryView[] {
+    const out: SessionSummaryView[] = [];
+    for (const s of this.#catalog.sessions.values()) {
+      if (s.tenant === principal.tenant) out.push(sessionSummary(s, this.#catalog));
+    }
+    return out.sort((a, b) => Date.parse(b.modifiedAt) - Date.parse(a.modifiedAt));
+  }
+
+  /** The snapshot of a channel visible to the principal; throws SessionNotFound/NotFound otherwise. */
+  snapshot(principal: Principal, channel: string): Snapshot {
+    const kind = channelKind(channel);
+    if (kind === 'root') return { resource: ROOT_URI, state: this.#catalog.root, fromSeq: this.#seq };
+    if (kind === 'session') {
+      const s = this.session(principal, channel);
+      if (!s) throw new ProtocolError(ErrorCode.SessionNotFound, `session ${channel} not found`);
+      return { resource: channel, state: s.state, fromSeq: this.#seq };
+    }
+    if (kind === 'chat') {
+      const c = this.chat(principal, channel);
+      if (!c) throw new ProtocolError(ErrorCode.NotFound, `chat ${channel} not found`);
+      return { resource: channel, state: c.state, fromSeq: this.#seq };
+    }
+    throw new ProtocolError(ErrorCode.InvalidParams, `unsupported channel URI ${JSON.stringify(channel)}`);
+  }
+
+  // ─── Subscriptions ──────────────────────────────────────────────────────────
+
+  subscribe(conn: Connection, principal: Principal, channel: string, maxLatencyMs = 0): Snapshot {
+    const snapshot = this.snapshot(principal, channel);
+    this.#attach(conn, principal, channel, snapshot.fromSeq, maxLatencyMs);
+    return snapshot;
+  }
+
+  unsubscribe(conn: Connection, channel: string): void {
+    this.#subscriptionsByConn.get(conn)?.delete(channel);
+    if (channel === ROOT_URI) {
+      for (const set of this.#rootSubscribers.values()) set.delete(conn);
+      return;
+    }
+    const f = this.#fanouts.get(channel);
+    if (!f) return;
+    f.remove(conn);
+    if (f.size === 0) this.#fanouts.delete(channel);
+  }
+
+  disconnect(conn: Connection): void {
+    const subs = this.#subscriptionsByConn.get(conn);
+    if (subs) for (const channel of [...subs]) this.unsubscribe(conn, channel);
+    this.#subscriptionsByConn.delete(conn);
+  }
+
+  subscriptionsOf(conn: Connection): ReadonlySet<string> {
+    return this.#subscriptionsByConn.get(conn) ?? new Set();
+  }
+
+  /**
+   * Legacy AHP reconnect: replay every delivered envelope after `lastSeenServerSeq` for the
+   * requested channels when the replay buffer still covers the gap, else snapshots. Channels that
+   * no longer exist (or are not visible) are reported `missing`. Either way the connection is
+   * re-subscribed at the live edge.
+   */
+  reconnect(conn: Connection, principal: Principal, params: ReconnectParams): ReconnectResult {
+    const visible: string[] = [];
+    const missing: string[] = [];
+    for (const ch of new Set(params.subscriptions)) {
+      const kind = channelKind(ch);
+      const ok = kind === 'root' || (kind === 'session' && this.session(principal, ch)) || (kind === 'chat' && this.chat(principal, ch));
+      (ok ? visible : missing).push(ch);
+    }
+    const oldest = this.#replay[0]?.envelope.serverSeq ?? this.#deliveredSeq + 1;
+    const canReplay = params.lastSeenServerSeq <= this.#seq && params.lastSeenServerSeq >= oldest - 1;
+    if (canReplay) {
+      const wanted = new Set(visible);
+      const actions = this.#replay
+        .filter((e) => e.envelope.serverSeq > params.lastSeenServerSeq && wanted.has(e.envelope.channel))
+        .map((e) => e.envelope);
+      for (const ch of visible) this.#attach(conn, principal, ch, this.#deliveredSeq, 0);
+      return { type: 'replay', actions, missing };
+    }
+    const snapshots = visible.map((ch) => this.subscribe(conn, principal, ch));
+    return { type: 'snapshot', snapshots, missing };
+  }
+
+  #attach(conn: Connection, principal: Principal, channel: string, fromSeq: number, maxLatencyMs: number): void {
+    let subs = this.#subscriptionsByConn.get(conn);
+    if (!subs) {
+      subs = new Set();
+      this.#subscriptionsByConn.set(conn, subs);
+    }
+    if (!subs.has(channel) && subs.size >= this.limits.maxSubscriptionsPerConnection) {
+      throw new ProtocolError(ErrorCode.LimitExceeded, `at most ${this.limits.maxSubscriptionsPerConnection} subscriptions per connection`);
+    }
+    subs.add(channel);
+    if (channel === ROOT_URI) {
+      let set = this.#rootSubscribers.get(principal.tenant);
+      if (!set) {
+        set = new Set();
+        this.#rootSubscribers.set(principal.tenant, set);
+      }
+      set.add(conn);
+      return;
+    }
+    let f = this.#fanouts.get(channel);
+    if (!f) {
+      f = new ChannelFanout(this.limits.fanout);
+      this.#fanouts.set(channel, f);
+    }
+    f.add(conn, fromSeq, this.#deliveredSeq, maxLatencyMs);
+  }
+
+  // ─── Commands ───────────────────────────────────────────────────────────────
+
+  async createSession(principal: Principal, params: { uri: string; provider?: string | undefined; title?: string | undefined }): Promise<{ defaultChat: string }> {
+    this.#assertOpen();
+    if (!canWrite(principal)) throw new ProtocolError(ErrorCode.PermissionDenied, 'viewers cannot create sessions');
+    if (channelKind(params.uri) !== 'session') {
+      throw new ProtocolError(ErrorCode.InvalidParams, 'channel must be an ahp-session:/<id> URI');
+    }
+    if (this.#catalog.sessions.has(params.uri)) {
+      // Indistinguishable for other tenants too: the URI is taken either way.
+      throw new ProtocolError(ErrorCode.SessionAlreadyExists, `session ${params.uri} already exists`);
+    }
+    const provider = params.provider ?? this.#defaultProvider;
+    if (!this.#agents.some((a) => a.provider === provider)) {
+      throw new ProtocolError(ErrorCode.ProviderNotFound, `no agent provider ${JSON.stringify(provider)}`);
+    }
+    let count = 0;
+    for (const s of this.#catalog.sessions.values()) if (s.tenant === principal.tenant) count++;
+    if (count >= this.limits.maxSessionsPerTenant) {
+      throw new ProtocolError(ErrorCode.LimitExceeded, `at most ${this.limits.maxSessionsPerTenant} sessions per tenant`);
+    }
+    const createdAt = new Date(this.#now()).toISOString();
+    const title = params.title ?? 'New session';
+    this.#sequence(CATALOG_CHANNEL, {
+      type: CatalogAction.SessionCreated,
+      session: params.uri,
+      tenant: principal.tenant,
+      owner: principal.user,
+      provider,
+      title,
+      createdAt,
+    });
+    const defaultChat = this.#createChatRecord(params.uri, CHAT_SCHEME + this.#newId(), 'Chat', createdAt);
+    this.#sequence(params.uri, { type: 'session/defaultChatChanged', defaultChat });
+    const session = this.#catalog.sessions.get(params.uri)!;
+    const summary = sessionSummary(session, this.#catalog);
+    this.#publishedSummaries.set(params.uri, summary);
+    this.#queueRoot(principal.tenant, ServerNotification.SessionAdded, { channel: ROOT_URI, summary });
+    await this.#durable();
+    return { defaultChat };
+  }
+
+  async disposeSession(principal: Principal, uri: string): Promise<void> {
+    this.#assertOpen();
+    const session = this.session(principal, uri);
+    if (!session) throw new ProtocolError(ErrorCode.SessionNotFound, `session ${uri} not found`);
+    if (!canWrite(principal)) throw new ProtocolError(ErrorCode.PermissionDenied, 'viewers cannot dispose sessions');
+    const chats = [...session.chats];
+    this.#sequence(CATALOG_CHANNEL, { type: CatalogAction.SessionDisposed, session: uri });
+    this.#publishedSummaries.delete(uri);
+    this.#queueRoot(session.tenant, ServerNotification.SessionRemoved, { channel: ROOT_URI, session: uri });
+    for (const chat of chats) this.#dropChannel(chat);
+    this.#dropChannel(uri);
+    this.#emit({ type: 'sessionDisposed', session: uri });
+    await this.#durable();
+  }
+
+  async createChat(principal: Principal, sessionUri: string, params: { chat?: string | undefined; title?: string | undefined }): Promise<{ chat: string }> {
+    this.#assertOpen();
+    const session = this.session(principal, sessionUri);
+    if (!session) throw new ProtocolError(ErrorCode.SessionNotFound, `session ${sessionUri} not found`);
+    if (!canWrite(principal)) throw new ProtocolError(ErrorCode.PermissionDenied, 'viewers cannot create chats');
+    if (session.chats.size >= this.limits.maxChatsPerSession) {
+      throw new ProtocolError(ErrorCode.LimitExceeded, `at most ${this.limits.maxChatsPerSession} chats per session`);
+    }
+    const chat = params.chat ?? CHAT_SCHEME + this.#newId();
+    if (channelKind(chat) !== 'chat') throw new ProtocolError(ErrorCode.InvalidParams, 'chat must be an ahp-chat:/<id> URI');
+    if (this.#catalog.chats.has(chat)) throw new ProtocolError(ErrorCode.AlreadyExists, `chat ${chat} already exists`);
+    this.#createChatRecord(sessionUri, chat, params.title ?? 'Chat', new Date(this.#now()).toISOString());
+    this.#rollUpSession(sessionUri);
+    await this.#durable();
+    return { chat };
+  }
+
+  async disposeChat(principal: Principal, chatUri: string): Promise<void> {
+    this.#assertOpen();
+    const chat = this.chat(principal, chatUri);
+    if (!chat) throw new ProtocolError(ErrorCode.NotFound, `chat ${chatUri} not found`);
+    if (!canWrite(principal)) throw new ProtocolError(ErrorCode.PermissionDenied, 'viewers cannot dispose chats');
+    const session = this.#catalog.sessions.get(chat.session)!;
+    if (session.state.defaultChat === chatUri) {
+      throw new ProtocolError(ErrorCode.InvalidParams, 'the default chat is disposed with its session');
+    }
+    for (const entry of session.state.inputNeeded ?? []) {
+      if (entry.chat === chatUri) this.#sequence(session.uri, { type: 'session/inputNeededRemoved', id: entry.id });
+    }
+    this.#sequence(CATALOG_CHANNEL, { type: CatalogAction.ChatDisposed, chat: chatUri });
+    this.#sequence(session.uri, { type: 'session/chatRemoved', chat: chatUri });
+    this.#dropChannel(chatUri);
+    this.#emit({ type: 'chatDisposed', chat: chatUri, session: session.uri });
+    this.#rollUpSession(session.uri);
+    await this.#durable();
+  }
+
+  #createChatRecord(session: string, chat: string, title: string, createdAt: string): string {
+    this.#sequence(CATALOG_CHANNEL, { type: CatalogAction.ChatCreated, chat, session, title, createdAt });
+    const state = this.#catalog.chats.get(chat)!.state;
+    this.#sequence(session, {
+      type: 'session/chatAdded',
+      summary: { resource: chat, title: state.title, status: state.status, modifiedAt: state.modifiedAt, origin: { kind: 'user' } },
+    });
+    return chat;
+  }
+
+  // ─── Dispatch ───────────────────────────────────────────────────────────────
+
+  /**
+   * A client's `dispatchAction`. Unknown or invisible channels are ignored without an echo (AHP).
+   * Everything else is either sequenced and echoed to every subscriber with its origin, or echoed
+   * to its sender alone with a `rejectionReason` and not applied.
+   */
+  dispatchFromClient(client: ClientHandle, channel: string, clientSeq: number, rawAction: WireAction): void {
+    if (this.#failed || this.#closed) return;
+    const kind = channelKind(channel);
+    const chat = kind === 'chat' ? this.chat(client.principal, channel) : undefined;
+    const session = kind === 'session' ? this.session(client.principal, channel) : chat ? this.#catalog.sessions.get(chat.session) : undefined;
+    if (!session) return;
+    const origin = { clientId: client.clientId, clientSeq };
+    const reject = (reason: string): void => {
+      this.#ledger.rejected(client.clientId, clientSeq, reason);
+      this.#queuePrivate(client.conn, { channel, action: rawAction, serverSeq: this.#seq, origin, rejectionReason: reason });
+    };
+    const duplicate = this.#ledger.duplicate(client.clientId, clientSeq);
+    if (duplicate !== undefined) return reject(duplicate);
+    if (!canWrite(client.principal)) return reject('read-only access: viewers cannot dispatch actions');
+    const parsed = parseAction(rawAction);
+    if (!parsed.ok) return reject(`invalid ${rawAction.type}: ${parsed.message}`);
+    const action = parsed.action as WireAction;
+
+    // Server-side actions (streaming, input requests, turn end) are open to agents only, and are
+    // checked for shape and turn; everything a client may dispatch gets the full AHP validation.
+    const reason = !CLIENT_DISPATCHABLE_ACTIONS.has(action.type) && canActAsAgent(client.principal)
+      ? validateAgentAction(action, chat?.state)
+      : validateClientAction(
+          {
+            channelKind: kind === 'chat' ? 'chat' : 'session',
+            chat: chat?.state,
+            session: session.state,
+            clientId: client.clientId,
+            sessionChats: [...session.chats],
+            allTurnIds: (turnId: string) => this.#turnIdUsed(session, turnId),
+          },
+          action,
+        );
+    if (reason !== undefined) return reject(reason);
+    this.#ledger.accepted(client.clientId, clientSeq, this.#seq + 1);
+    this.#commit(channel, action, origin);
+  }
+
+  /** Echoes a rejection to the sender without looking at the action (e.g. rate limits), in order. */
+  rejectFromClient(client: ClientHandle, channel: string, clientSeq: number, action: WireAction, reason: string): void {
+    const origin = { clientId: client.clientId, clientSeq };
+    this.#queuePrivate(client.conn, { channel, action, serverSeq: this.#seq, origin, rejectionReason: reason });
+  }
+
+  /**
+   * An action produced by the hub itself or an in-process agent. Validated for shape and turn
+   * (like a remote agent's), sequenced, and resolved once durable. Rejections throw.
+   */
+  async dispatchServer(channel: string, action: WireAction): Promise<number> {
+    this.#assertOpen();
+    const parsed = parseAction(action);
+    if (!parsed.ok) throw new Error(`invalid server action ${action.type}: ${parsed.message}`);
+    const chat = this.#catalog.chats.get(channel);
+    if (!chat && !this.#catalog.sessions.has(channel)) throw new ProtocolError(ErrorCode.NotFound, `no channel ${channel}`);
+    const reason = validateAgentAction(parsed.action as WireAction, chat?.state);
+    if (reason !== undefined) throw new ProtocolError(ErrorCode.InvalidParams, reason);
+    const seq = this.#commit(channel, parsed.action as WireAction, undefined);
+    await this.#durable();
+    return seq;
+  }
+
+  /** Sequences a validated action, then rolls chat status up to the session and root. */
+  #commit(channel: string, action: WireAction, origin: ActionOrigin | undefined): number {
+    const seq = this.#sequence(channel, action, origin);
+    const chat = this.#catalog.chats.get(channel);
+    if (chat && !STREAMING_ONLY_ACTIONS.has(action.type)) this.#rollUpChat(chat);
+    else if (this.#catalog.sessions.has(channel)) this.#rollUpSession(channel);
+    this.#emit({ type: 'committed', event: { channel, action, serverSeq: seq, origin } });
+    return seq;
+  }
+
+  #rollUpChat(chat: ChatEntry): void {
+    const session = this.#catalog.sessions.get(chat.session);
+    if (!session) return;
+    for (const action of chatRollUpActions(chat, session)) this.#sequence(session.uri, action);
+    this.#rollUpSession(session.uri);
+  }
+
+  /** Recomputes the session's aggregate status and publishes its summary to the root channel. */
+  #rollUpSession(uri: string): void {
+    const session = this.#catalog.sessions.get(uri);
+    if (!session) return;
+    for (const action of sessionStatusActions(session)) this.#sequence(uri, action);
+    const next = sessionSummary(session, this.#catalog);
+    const prev = this.#publishedSummaries.get(uri);
+    const changes = prev ? summaryChanges(prev, next) : next;
+    if (changes) {
+      this.#publishedSummaries.set(uri, next);
+      this.#queueRoot(session.tenant, ServerNotification.SessionSummaryChanged, { channel: ROOT_URI, session: uri, changes });
+    }
+  }
+
+  #turnIdUsed(session: SessionEntry, turnId: string): boolean {
+    for (const uri of session.chats) {
+      const state = this.#catalog.chats.get(uri)?.state;
+      if (!state) continue;
+      if (state.activeTurn?.id === turnId) return true;
+      if (state.turns.some((t) => t.id === turnId)) return true;
+    }
+    return false;
+  }
+
+  /** After a restart, turns that were running cannot continue: end them as errors. */
+  #failInterruptedTurns(): void {
+    for (const chat of this.#catalog.chats.values()) {
+      const turn = chat.state.activeTurn;
+      if (!turn) continue;
+      const duration = Math.max(0, this.#now() - Date.parse(turn.startedAt));
+      this.#commit(chat.uri, {
+        type: 'chat/error',
+        turnId: turn.id,
+        duration: Number.isFinite(duration) ? duration : 0,
+        error: { errorType: 'hubRestarted', message: 'The hub restarted while this turn was running; the turn was ended.' },
+      }, undefined);
+    }
+  }
+
+  // ─── Sequencing, persistence, delivery ──────────────────────────────────────
+
+  #sequence(channel: string, action: WireAction | { type: string }, origin?: ActionOrigin): number {
+    const serverSeq = ++this.#seq;
+    const record: LogRecord = origin
+      ? { serverSeq, channel, action: action as LogRecord['action'], origin }
+      : { serverSeq, channel, action: action as LogRecord['action'] };
+    this.#catalog.applyRecord(record);
+    this.#pendingRecords.push(record);
+    if (channel !== CATALOG_CHANNEL) this.#outbox.push({ kind: 'envelope', envelope: this.#envelopeOf(record) });
+    this.#scheduleFlush();
+    return serverSeq;
+  }
+
+  #envelopeOf(record: LogRecord): ActionEnvelope {
+    const envelope: ActionEnvelope = { channel: record.channel, action: record.action as WireAction, serverSeq: record.serverSeq };
+    if (record.origin) envelope.origin = { clientId: record.origin.clientId, clientSeq: record.origin.clientSeq };
+    return envelope;
+  }
+
+  #queuePrivate(conn: Connection, envelope: ActionEnvelope): void {
+    this.#outbox.push({ kind: 'private', conn, envelope });
+    this.#scheduleFlush();
+  }
+
+  #queueRoot(tenant: string, method: string, params: unknown): void {
+    if (!this.#rootSubscribers.get(tenant)?.size) return;
+    this.#outbox.push({ kind: 'root', tenant, text: encodeNotification(method, params) });
+    this.#scheduleFlush();
+  }
+
+  /** Resolves once everything sequenced so far is durable and delivered. */
+  #durable(): Promise<void> {
+    return new Promise((resolve) => {
+      this.#outbox.push({ kind: 'durable', resolve });
+      this.#scheduleFlush();
+    });
+  }
+
+  /** Public form of #durable for extensions and tests. */
+  drain(): Promise<void> {
+    return this.#durable();
+  }
+
+  #scheduleFlush(): void {
+    if (this.#flushScheduled) return;
+    this.#flushScheduled = true;
+    // setImmediate, not a microtask: frames that arrive in the same I/O turn share one append.
+    setImmediate(() => {
+      this.#flushScheduled = false;
+      if (!this.#flushing) this.#flushing = this.#flushLoop().finally(() => (this.#flushing = undefined));
+    });
+  }
+
+  async #flushLoop(): Promise<void> {
+    while (this.#outbox.length > 0 || this.#pendingRecords.length > 0) {
+      const records = this.#pendingRecords;
+      const outbox = this.#outbox;
+      this.#pendingRecords = [];
+      this.#outbox = [];
+      if (records.length > 0) {
+        try {
+          const result = await this.#log.append(this.#durableSeq, records);
+          if (!result.ok) throw new Error(`action log head moved to ${result.head}; another writer appended (expected ${this.#durableSeq})`);
+        } catch (err) {
+          this.#fail(err);
+          return;
+        }
+        this.#durableSeq = records[records.length - 1]!.serverSeq;
+        this.#recordsSinceSnapshot += records.length;
+      }
+      this.#deliver(outbox);
+      if (this.#recordsSinceSnapshot >= this.limits.snapshotEvery) await this.#writeSnapshot();
+    }
+  }
+
+  #deliver(outbox: OutboxItem[]): void {
+    for (const item of outbox) {
+      switch (item.kind) {
+        case 'envelope': {
+          const env = item.envelope;
+          this.#deliveredSeq = env.serverSeq;
+          this.#remember(env);
+          const fanout = this.#fanouts.get(env.channel);
+          if (fanout) fanout.publish(env, encodeEnvelope(env));
+          break;
+        }
+        case 'private': {
+          const text = encodeEnvelope(item.envelope);
+          const fanout = this.#fanouts.get(item.envelope.channel);
+          if (fanout?.has(item.conn)) fanout.sendTo(item.conn, item.envelope, text);
+          else item.conn.send(text);
+          break;
+        }
+        case 'root': {
+          const subs = this.#rootSubscribers.get(item.tenant);
+          if (subs) for (const conn of subs) conn.send(item.text);
+          break;
+        }
+        case 'durable':
+          item.resolve();
+          break;
+      }
+    }
+  }
+
+  #remember(envelope: ActionEnvelope): void {
+    this.#replay.push({ envelope });
+    const excess = this.#replay.length - this.limits.replayBufferSize;
+    // Trim in chunks so the array is not shifted on every envelope.
+    if (excess > Math.max(64, this.limits.replayBufferSize / 8)) this.#replay.splice(0, excess);
+  }
+
+  async #writeSnapshot(): Promise<void> {
+    this.#recordsSinceSnapshot = 0;
+    const seq = this.#durableSeq;
+    // Everything up to #durableSeq is applied; records after it are applied too but not yet durable,
+    // so the image is taken only when nothing is pending.
+    if (this.#pendingRecords.length > 0 || this.#seq !== seq) return;
+    try {
+      await this.#log.saveSnapshot({ serverSeq: seq, data: { catalog: this.#catalog.toImage() } });
+      // Keep the replay window's worth of records; older ones are covered by the snapshot.
+      const keepFrom = seq - this.limits.replayBufferSize;
+      if (keepFrom > 0) await this.#log.compact(keepFrom);
+    } catch (err) {
+      this.#logger.warn('snapshot failed; recovery will replay more records', errorFields(err));
+    }
+  }
+
+  #fail(err: unknown): void {
+    this.#failed = err instanceof Error ? err : new Error(String(err));
+    this.#logger.error('action log append failed: the hub stops accepting actions', errorFields(err));
+    this.#emitFatal?.(this.#failed);
+  }
+
+  /** Set by the composition root: what to do when the log fails (exit so a supervisor restarts). */
+  #emitFatal: ((err: Error) => void) | undefined;
+  onFatal(handler: (err: Error) => void): void {
+    this.#emitFatal = handler;
+  }
+
+  #assertOpen(): void {
+    if (this.#failed) throw new ProtocolError(ErrorCode.InternalError, 'the hub cannot persist actions right now');
+    if (this.#closed) throw new ProtocolError(ErrorCode.InternalError, 'the hub is shutting down');
+  }
+
+  #dropChannel(channel: string): void {
+    const f = this.#fanouts.get(channel);
+    if (f) f.flush();
+    this.#fanouts.delete(channel);
+    for (const subs of this.#subscriptionsByConn.values()) subs.delete(channel);
+  }
+
+  #emit(e: HubEvent): void {
+    for (const l of this.#listeners) {
+      try {
+        l(e);
+      } catch (err) {
+        this.#logger.error('hub listener failed', errorFields(err));
+      }
+    }
+  }
+
+  /** Stops accepting work, flushes, writes a final snapshot. Idempotent. */
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    await this.drain();
+    this.#closed = true;
+    for (const f of this.#fanouts.values()) f.flush();
+    await this.#flushing;
+    if (!this.#failed && this.#durableSeq > 0 && this.#recordsSinceSnapshot > 0) await this.#writeSnapshot();
+  }
+}
+
+export type { ChatState };

@@ -1,0 +1,133 @@
+/**
+ * Status roll-up, chat → session → root, computed after every action that can change it.
+ * Pure functions of current state that return the session actions to sequence; the hub
+ * sequences them right after the chat action that caused them, so the log replays to the
+ * same state without recomputing anything.
+ */
+import type { WireAction } from '../../shared/protocol/messages.js';
+import type { SessionInputRequest } from '../../shared/protocol/state.js';
+import { aggregateSessionStatus, awaitsUser, sessionInputNeededEntries } from '../../shared/state/status.js';
+import type { Catalog, ChatEntry, SessionEntry } from './catalog.js';
+
+/** Status bits 0–4 are the activity; bits 5+ are flags kept as they are. */
+const ACTIVITY_MASK = 31;
+
+function sameJson(a: unknown, b: unknown): boolean {
+  return JSON.stringify(a) === JSON.stringify(b);
+}
+
+/**
+ * Session actions that bring the session in line with one chat: its catalogue summary
+ * (`session/chatUpdated`) and its `inputNeeded` entries (`session/inputNeededSet`/`Removed`).
+ */
+export function chatRollUpActions(chat: ChatEntry, session: SessionEntry): WireAction[] {
+  const actions: WireAction[] = [];
+  const summary = session.state.chats.find((c) => c.resource === chat.uri);
+  if (summary) {
+    const changes: Record<string, unknown> = {};
+    const s = chat.state;
+    if (summary.title !== s.title) changes['title'] = s.title;
+    if (summary.status !== s.status) changes['status'] = s.status;
+    if (summary.modifiedAt !== s.modifiedAt) changes['modifiedAt'] = s.modifiedAt;
+    if (summary.activity !== s.activity) changes['activity'] = s.activity;
+    if (Object.keys(changes).length > 0) actions.push({ type: 'session/chatUpdated', chat: chat.uri, changes });
+  }
+  const wanted = sessionInputNeededEntries(chat.uri, chat.state);
+  const have = (session.state.inputNeeded ?? []).filter((e: SessionInputRequest) => e.chat === chat.uri);
+  for (const entry of wanted) {
+    const existing = have.find((e: SessionInputRequest) => e.id === entry.id);
+    if (!existing || !sameJson(existing, entry)) actions.push({ type: 'session/inputNeededSet', request: entry });
+  }
+  for (const entry of have) {
+    if (!wanted.some((w) => w.id === entry.id)) actions.push({ type: 'session/inputNeededRemoved', id: entry.id });
+  }
+  return actions;
+}
+
+/**
+ * The session's aggregate status (default chat's activity, promoted to InputNeeded / Error by any
+ * chat) as an `x-session/statusChanged` action when it differs from the stored one. AHP has no
+ * standard action for this; `x-` actions are implementation-defined and ignored by clients
+ * that don't know them, which still see InputNeeded through `session/inputNeeded*`.
+ */
+export function sessionStatusActions(session: SessionEntry): WireAction[] {
+  const flags = session.state.status & ~ACTIVITY_MASK;
+  const agg = aggregateSessionStatus(session.state.chats, session.state.defaultChat, flags);
+  if (agg.status === session.state.status && agg.activity === session.state['activity']) return [];
+  const action: WireAction = { type: 'x-session/statusChanged', status: agg.status };
+  if (agg.activity !== undefined) action['activity'] = agg.activity;
+  return [action];
+}
+
+/** What the root catalogue publishes for a session (`listSessions`, `root/session*`). */
+export interface SessionSummaryView {
+  resource: string;
+  provider: string;
+  title: string;
+  status: number;
+  activity?: string;
+  createdAt: string;
+  modifiedAt: string;
+  /** Entries that await a person (client execution excluded). */
+  inputNeededCount: number;
+  /** Hub extension: what the session is waiting for, so a dashboard needs no chat subscription. */
+  _meta: { 'hub/inputNeeded': InputNeededBrief[]; 'hub/chatCount': number };
+}
+
+export interface InputNeededBrief {
+  id: string;
+  chat: string;
+  kind: string;
+  /** The question the user is asked, shortened. */
+  message?: string;
+}
+
+function brief(entry: SessionInputRequest): InputNeededBrief {
+  const out: InputNeededBrief = { id: entry.id, chat: entry.chat, kind: entry.kind };
+  let message: string | undefined;
+  if (entry.kind === 'chatInput') {
+    const req = entry.request;
+    const first = req.questions?.[0] as { message?: unknown } | undefined;
+    const candidate = req.message ?? first?.message ?? req.url;
+    message = typeof candidate === 'string' ? candidate : undefined;
+  } else if ('toolCall' in entry && entry.toolCall) {
+    const tc = entry.toolCall as { displayName?: string; toolName?: string; invocationMessage?: unknown };
+    message = typeof tc.invocationMessage === 'string' ? tc.invocationMessage : tc.displayName ?? tc.toolName;
+  }
+  if (message !== undefined) out.message = message.length > 200 ? message.slice(0, 199) + '…' : message;
+  return out;
+}
+
+export function sessionSummary(session: SessionEntry, catalog: Catalog): SessionSummaryView {
+  let modifiedAt = Date.parse(session.createdAt);
+  for (const uri of session.chats) {
+    const m = Date.parse(catalog.chats.get(uri)?.state.modifiedAt ?? '');
+    if (Number.isFinite(m) && m > modifiedAt) modifiedAt = m;
+  }
+  const waiting = (session.state.inputNeeded ?? []).filter(awaitsUser);
+  const view: SessionSummaryView = {
+    resource: session.uri,
+    provider: session.provider,
+    title: session.state.title,
+    status: session.state.status,
+    createdAt: session.createdAt,
+    modifiedAt: new Date(modifiedAt).toISOString(),
+    inputNeededCount: waiting.length,
+    _meta: { 'hub/inputNeeded': waiting.map(brief), 'hub/chatCount': session.chats.size },
+  };
+  const activity = session.state['activity'];
+  if (typeof activity === 'string') view.activity = activity;
+  return view;
+}
+
+/** The mutable fields that differ, or undefined when nothing changed. */
+export function summaryChanges(prev: SessionSummaryView, next: SessionSummaryView): Partial<SessionSummaryView> | undefined {
+  const changes: Partial<SessionSummaryView> = {};
+  if (prev.title !== next.title) changes.title = next.title;
+  if (prev.status !== next.status) changes.status = next.status;
+  if (prev.activity !== next.activity) changes.activity = next.activity ?? '';
+  if (prev.modifiedAt !== next.modifiedAt) changes.modifiedAt = next.modifiedAt;
+  if (prev.inputNeededCount !== next.inputNeededCount) changes.inputNeededCount = next.inputNeededCount;
+  if (!sameJson(prev._meta, next._meta)) changes._meta = next._meta;
+  return Object.keys(changes).length > 0 ? changes : undefined;
+}

@@ -1,0 +1,184 @@
+/**
+ * JSON-RPC 2.0 over one connection: decode, validate, route, answer. Never throws to the
+ * transport and never sends a stack trace: bad JSON gets -32700, a bad envelope -32600, an
+ * unknown method -32601, bad params -32602 naming the field, and a failing handler -32603 with a
+ * generic message (details go to the log). The connection stays open in every case.
+ *
+ * Methods are registered by feature modules (AHP core, steering, collaboration…), so this file
+ * knows nothing about what they do.
+ */
+import type { z } from 'zod';
+import { ErrorCode, ProtocolError } from '../../shared/protocol/errors.js';
+import { jsonRpcInboundSchema, type RequestId } from '../../shared/protocol/messages.js';
+import type { Principal } from '../auth/auth.js';
+import type { Logger } from '../log.js';
+import { errorFields } from '../log.js';
+import type { Connection } from './connection.js';
+
+/** Per-connection protocol state. */
+export interface ConnectionState {
+  clientId: string | undefined;
+  protocolVersion: string | undefined;
+  /** Token bucket for inbound messages. */
+  tokens: number;
+  lastRefill: number;
+}
+
+export interface RpcContext {
+  readonly conn: Connection;
+  readonly principal: Principal;
+  readonly state: ConnectionState;
+}
+
+export interface RequestHandler<S extends z.ZodType> {
+  readonly params: S;
+  /** Allowed before `initialize` (only initialize and ping are). */
+  readonly beforeInitialize?: boolean;
+  handle(ctx: RpcContext, params: z.output<S>): unknown;
+}
+
+export interface NotificationHandler<S extends z.ZodType> {
+  readonly params: S;
+  handle(ctx: RpcContext, params: z.output<S>): void;
+}
+
+export interface RateLimit {
+  /** Sustained messages per second per connection. */
+  readonly perSecond: number;
+  /** Burst allowance. */
+  readonly burst: number;
+}
+
+export const DEFAULT_RATE_LIMIT: RateLimit = { perSecond: 500, burst: 2_000 };
+
+/** Formats the first zod issue as `path: message` so clients learn which field is wrong. */
+export function describeZodError(error: z.ZodError): string {
+  const issue = error.issues[0];
+  if (!issue) return 'invalid value';
+  const path = issue.path.length > 0 ? issue.path.join('.') : '(root)';
+  return `${path}: ${issue.message}`;
+}
+
+export function encodeResult(id: RequestId | null, result: unknown): string {
+  return JSON.stringify({ jsonrpc: '2.0', id, result: result ?? null });
+}
+
+export function encodeError(id: RequestId | null, code: number, message: string, data?: unknown): string {
+  const error: { code: number; message: string; data?: unknown } = { code, message };
+  if (data !== undefined) error.data = data;
+  return JSON.stringify({ jsonrpc: '2.0', id, error });
+}
+
+export class RpcRouter {
+  readonly #requests = new Map<string, RequestHandler<z.ZodType>>();
+  readonly #notifications = new Map<string, NotificationHandler<z.ZodType>>();
+
+  constructor(
+    private readonly logger: Logger,
+    private readonly now: () => number,
+    private readonly rateLimit: RateLimit = DEFAULT_RATE_LIMIT,
+    /** Called when a notification is rate-limited, so the hub can echo a rejection for dispatches. */
+    private readonly onThrottledNotification?: (ctx: RpcContext, method: string, params: unknown) => void,
+  ) {}
+
+  request<S extends z.ZodType>(method: string, handler: RequestHandler<S>): void {
+    if (this.#requests.has(method)) throw new Error(`request method ${method} registered twice`);
+    this.#requests.set(method, handler as unknown as RequestHandler<z.ZodType>);
+  }
+
+  notification<S extends z.ZodType>(method: string, handler: NotificationHandler<S>): void {
+    if (this.#notifications.has(method)) throw new Error(`notification method ${method} registered twice`);
+    this.#notifications.set(method, handler as unknown as NotificationHandler<z.ZodType>);
+  }
+
+  newConnectionState(): ConnectionState {
+    return { clientId: undefined, protocolVersion: undefined, tokens: this.rateLimit.burst, lastRefill: this.now() };
+  }
+
+  /** Handles one inbound text frame. Resolves when the answer (if any) has been sent. */
+  async handleFrame(ctx: RpcContext, text: string): Promise<void> {
+    let json: unknown;
+    try {
+      json = JSON.parse(text);
+    } catch {
+      ctx.conn.send(encodeError(null, ErrorCode.ParseError, 'parse error: the frame is not valid JSON'));
+      return;
+    }
+    const parsed = jsonRpcInboundSchema.safeParse(json);
+    if (!parsed.success) {
+      const id = typeof json === 'object' && json !== null && 'id' in json ? (json as { id: unknown }).id : null;
+      const safeId = typeof id === 'string' || typeof id === 'number' ? id : null;
+      const hint = Array.isArray(json) ? 'batches are not supported; send one message per frame' : describeZodError(parsed.error);
+      ctx.conn.send(encodeError(safeId, ErrorCode.InvalidRequest, `invalid request: ${hint}`));
+      return;
+    }
+    const msg = parsed.data;
+    const throttled = !this.#take(ctx.state);
+    if (msg.id === undefined) {
+      this.#handleNotification(ctx, msg.method, msg.params, throttled);
+      return;
+    }
+    if (throttled) {
+      ctx.conn.send(encodeError(msg.id, ErrorCode.LimitExceeded, `rate limit exceeded: at most ${this.rateLimit.perSecond} messages per second`));
+      return;
+    }
+    ctx.conn.send(await this.#handleRequest(ctx, msg.id, msg.method, msg.params));
+  }
+
+  async #handleRequest(ctx: RpcContext, id: RequestId, method: string, rawParams: unknown): Promise<string> {
+    const handler = this.#requests.get(method);
+    if (!handler) return encodeError(id, ErrorCode.MethodNotFound, `method not found: ${method}`);
+    if (!handler.beforeInitialize && ctx.state.protocolVersion === undefined) {
+      return encodeError(id, ErrorCode.NotInitialized, `${method} before initialize: send initialize first`);
+    }
+    const params = handler.params.safeParse(rawParams);
+    if (!params.success) return encodeError(id, ErrorCode.InvalidParams, `invalid params for ${method}: ${describeZodError(params.error)}`);
+    try {
+      return encodeResult(id, await handler.handle(ctx, params.data));
+    } catch (err) {
+      if (err instanceof ProtocolError) return encodeError(id, err.code, err.message, err.data);
+      this.logger.error('request handler failed', { method, ...errorFields(err) });
+      return encodeError(id, ErrorCode.InternalError, `internal error while handling ${method}`);
+    }
+  }
+
+  #handleNotification(ctx: RpcContext, method: string, rawParams: unknown, throttled: boolean): void {
+    const handler = this.#notifications.get(method);
+    // JSON-RPC sends no response to notifications; an error with id null is the one way to tell
+    // the client its notification was not taken, rather than dropping it silently.
+    if (!handler) {
+      ctx.conn.send(encodeError(null, ErrorCode.MethodNotFound, `notification method not found: ${method}`));
+      return;
+    }
+    if (ctx.state.protocolVersion === undefined) {
+      ctx.conn.send(encodeError(null, ErrorCode.NotInitialized, `${method} before initialize: send initialize first`));
+      return;
+    }
+    const params = handler.params.safeParse(rawParams);
+    if (!params.success) {
+      ctx.conn.send(encodeError(null, ErrorCode.InvalidParams, `invalid params for ${method}: ${describeZodError(params.error)}`));
+      return;
+    }
+    if (throttled) {
+      if (this.onThrottledNotification) this.onThrottledNotification(ctx, method, params.data);
+      else ctx.conn.send(encodeError(null, ErrorCode.LimitExceeded, `rate limit exceeded: ${method} was not processed`));
+      return;
+    }
+    try {
+      handler.handle(ctx, params.data);
+    } catch (err) {
+      this.logger.error('notification handler failed', { method, ...errorFields(err) });
+      ctx.conn.send(encodeError(null, ErrorCode.InternalError, `internal error while handling ${method}`));
+    }
+  }
+
+  #take(state: ConnectionState): boolean {
+    const now = this.now();
+    const elapsed = Math.max(0, now - state.lastRefill) / 1000;
+    state.tokens = Math.min(this.rateLimit.burst, state.tokens + elapsed * this.rateLimit.perSecond);
+    state.lastRefill = now;
+    if (state.tokens < 1) return false;
+    state.tokens -= 1;
+    return true;
+  }
+}

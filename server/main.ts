@@ -1,0 +1,59 @@
+/**
+ * `npm start`: parse flags, start the hub, print `listening on http://HOST:PORT`, drain on SIGTERM.
+ */
+import { dirname, join } from 'node:path';
+import { existsSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { devAuthenticator, loadAuthFile } from './auth/auth.js';
+import { ConfigError, parseArgs } from './config.js';
+import { createLogger } from './log.js';
+import { startHubServer } from './server.js';
+import { defaultFeatures } from './features.js';
+
+async function main(): Promise<void> {
+  let config;
+  try {
+    config = parseArgs(process.argv.slice(2));
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      process.stderr.write(err.message + '\n');
+      process.exit(2);
+    }
+    throw err;
+  }
+  const logger = createLogger(config.logLevel);
+  const auth = config.authFile ? loadAuthFile(config.authFile) : devAuthenticator();
+  if (!auth.enforced) logger.warn('no --auth given: single-user dev mode, loopback only');
+  const appDir = join(dirname(fileURLToPath(import.meta.url)), '..', 'app');
+  const server = await startHubServer({
+    host: config.host,
+    port: config.port,
+    dataDir: config.dataDir,
+    sqliteSynchronous: config.sync,
+    auth,
+    logger,
+    staticDir: existsSync(appDir) ? appDir : undefined,
+    features: defaultFeatures(),
+  });
+  process.stdout.write(`listening on ${server.url}\n`);
+  let stopping = false;
+  const stop = (signal: string): void => {
+    if (stopping) return;
+    stopping = true;
+    logger.info('draining', { signal });
+    server.close().then(
+      () => process.exit(process.exitCode ?? 0),
+      (err: unknown) => {
+        logger.error('shutdown failed', { err: String(err) });
+        process.exit(1);
+      },
+    );
+  };
+  process.on('SIGTERM', () => stop('SIGTERM'));
+  process.on('SIGINT', () => stop('SIGINT'));
+}
+
+main().catch((err: unknown) => {
+  process.stderr.write(`hub failed to start: ${err instanceof Error ? err.message : String(err)}\n`);
+  process.exit(1);
+});

@@ -1,0 +1,168 @@
+/**
+ * The composition root: the one place that picks implementations (SQLite or memory log, token or
+ * dev auth, the demo agent) and wires hub, agent runner, JSON-RPC, HTTP routes, WebSocket and
+ * feature modules together. Everything else depends on interfaces.
+ */
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { randomUUID } from 'node:crypto';
+import { join } from 'node:path';
+import type { AddressInfo } from 'node:net';
+import type { Authenticator } from './auth/auth.js';
+import type { AgentProvider } from './agents/agent.js';
+import { AgentRunner } from './agents/agent-runner.js';
+import { demoAgent, remoteAgent } from './agents/demo-agent.js';
+import { Hub, type HubLimits } from './hub/hub.js';
+import { registerAhpMethods, throttledDispatchHandler } from './hub/ahp-methods.js';
+import { RpcRouter, type RateLimit } from './hub/rpc.js';
+import type { Logger } from './log.js';
+import { errorFields } from './log.js';
+import type { ActionLog } from './storage/action-log.js';
+import { MemoryActionLog } from './storage/memory-action-log.js';
+import { SqliteActionLog } from './storage/sqlite-action-log.js';
+import { HttpRouter, sendJson } from './transport/http-router.js';
+import { serveStatic } from './transport/static-files.js';
+import { WsTransport } from './transport/ws-transport.js';
+
+export interface HubServerConfig {
+  readonly host: string;
+  /** 0 picks any free port. */
+  readonly port: number;
+  /** Directory for the SQLite log; undefined keeps everything in memory (tests, demos). */
+  readonly dataDir: string | undefined;
+  readonly sqliteSynchronous?: 'normal' | 'full';
+  readonly auth: Authenticator;
+  readonly logger: Logger;
+  /** Built browser app to serve at `/`; absent → `/` answers 404. */
+  readonly staticDir?: string | undefined;
+  readonly providers?: readonly AgentProvider[];
+  readonly defaultProvider?: string;
+  readonly limits?: Partial<HubLimits>;
+  readonly rateLimit?: RateLimit;
+  readonly maxPayloadBytes?: number;
+  readonly maxConnections?: number;
+  readonly heartbeatMs?: number;
+  readonly features?: readonly Feature[];
+  readonly now?: () => number;
+}
+
+/** What a feature module (steering, permission replies, collaboration) gets to plug into. */
+export interface FeatureContext {
+  readonly hub: Hub;
+  readonly rpc: RpcRouter;
+  readonly http: HttpRouter;
+  readonly runner: AgentRunner;
+  readonly logger: Logger;
+  readonly now: () => number;
+  readonly newId: () => string;
+  readonly auth: Authenticator;
+}
+
+export interface Feature {
+  readonly name: string;
+  install(ctx: FeatureContext): { close?(): Promise<void> | void } | void;
+}
+
+export interface HubServer {
+  readonly url: string;
+  readonly wsUrl: string;
+  readonly port: number;
+  readonly hub: Hub;
+  readonly http: Server;
+  /** Drains and stops: closes sockets, flushes the log, writes a snapshot. Idempotent. */
+  close(): Promise<void>;
+}
+
+export async function startHubServer(config: HubServerConfig): Promise<HubServer> {
+  const logger = config.logger;
+  const now = config.now ?? Date.now;
+  const newId = (): string => randomUUID();
+  const providers = config.providers ?? [demoAgent, remoteAgent];
+  const log: ActionLog = config.dataDir
+    ? SqliteActionLog.open({ file: join(config.dataDir, 'hub.db'), synchronous: config.sqliteSynchronous ?? 'normal' })
+    : new MemoryActionLog();
+  const hub = await Hub.open({
+    log,
+    logger: logger.child({ component: 'hub' }),
+    now,
+    newId,
+    agents: providers.map((p) => p.info),
+    defaultProvider: config.defaultProvider ?? providers[0]!.info.provider,
+    ...(config.limits ? { limits: config.limits } : {}),
+  });
+  const runner = new AgentRunner(hub, new Map(providers.map((p) => [p.info.provider, p])), logger.child({ component: 'agents' }), now, newId);
+  runner.start();
+
+  const rpc = new RpcRouter(logger.child({ component: 'rpc' }), now, config.rateLimit, throttledDispatchHandler(hub));
+  registerAhpMethods(rpc, hub);
+  const http = new HttpRouter(config.auth, logger.child({ component: 'http' }));
+  http.add('GET', '/healthz', (_req, res) => sendJson(res, 200, { status: 'ok', serverSeq: hub.serverSeq }), { public: true });
+
+  const closers: Array<() => Promise<void> | void> = [];
+  for (const feature of config.features ?? []) {
+    const installed = feature.install({ hub, rpc, http, runner, logger: logger.child({ feature: feature.name }), now, newId, auth: config.auth });
+    if (installed?.close) closers.push(() => installed.close!());
+  }
+
+  const ws = new WsTransport({
+    path: '/ahp',
+    auth: config.auth,
+    router: rpc,
+    logger: logger.child({ component: 'ws' }),
+    maxPayloadBytes: config.maxPayloadBytes ?? 1024 * 1024,
+    heartbeatMs: config.heartbeatMs ?? 30_000,
+    maxConnections: config.maxConnections ?? 10_000,
+    onClose: (conn) => hub.disconnect(conn),
+  });
+
+  const server = createServer((req: IncomingMessage, res: ServerResponse) => {
+    void (async () => {
+      try {
+        if (await http.handle(req, res)) return;
+        if (config.staticDir && req.method === 'GET' && (await serveStatic(config.staticDir, req, res))) return;
+        sendJson(res, 404, { code: 'not_found', message: `no route for ${req.method} ${new URL(req.url ?? '/', 'http://x').pathname}` });
+      } catch (err) {
+        logger.error('request failed', errorFields(err));
+        if (!res.headersSent) sendJson(res, 500, { code: 'internal_error', message: 'internal error' });
+        else res.destroy();
+      }
+    })();
+  });
+  server.on('upgrade', (req, socket, head) => {
+    if (!ws.handleUpgrade(req, socket, head)) socket.end('HTTP/1.1 404 Not Found\r\nConnection: close\r\n\r\n');
+  });
+  hub.onFatal(() => {
+    // The log refused an append: state in memory can no longer be made durable. Stop serving so a
+    // supervisor restarts the process, which recovers from what the log holds.
+    logger.error('fatal storage failure; exiting');
+    process.exitCode = 1;
+    void close();
+  });
+
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(config.port, config.host, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  const port = (server.address() as AddressInfo).port;
+  const hostForUrl = config.host.includes(':') ? `[${config.host}]` : config.host;
+
+  let closing: Promise<void> | undefined;
+  const close = (): Promise<void> => {
+    closing ??= (async () => {
+      runner.stop();
+      ws.close();
+      await new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections?.();
+      });
+      for (const c of closers) await c();
+      await hub.close();
+      await log.close();
+    })();
+    return closing;
+  };
+
+  return { url: `http://${hostForUrl}:${port}`, wsUrl: `ws://${hostForUrl}:${port}/ahp`, port, hub, http: server, close };
+}

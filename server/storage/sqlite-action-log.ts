@@ -1,0 +1,281 @@
+/**
+ * ActionLog on an embedded SQLite file (better-sqlite3): the hub's default durable store.
+ *
+ * Durability: the database runs in WAL mode. With `synchronous=NORMAL` (the default here) a
+ * committed transaction has been written to the WAL file with write(2) before `append` resolves,
+ * so it survives the hub process being killed at any point: that is the promise we make. It is
+ * not fsync'd until the next checkpoint, so an OS crash or power loss can lose the most recent
+ * commits (never corrupt the file). `synchronous: 'full'` fsyncs the WAL on every commit and adds
+ * durability against OS crash and power loss, at a large cost in appends per second.
+ *
+ * Concurrency: every write runs in a BEGIN IMMEDIATE transaction, which takes SQLite's single
+ * write lock up front, so the read-head-then-insert in `append` is atomic even when several
+ * processes share the file. better-sqlite3 is synchronous; the methods return Promises only
+ * because the port is async (so network-backed engines fit) and do all their work before returning.
+ */
+import { mkdirSync } from 'node:fs';
+import { dirname } from 'node:path';
+import Database from 'better-sqlite3';
+import type { ActionLog, AppendResult, LogRecord, LogSnapshot } from './action-log.js';
+import {
+  SNAPSHOTS_KEPT,
+  decodeRecord,
+  decodeSnapshot,
+  encodeAppendBatch,
+  encodeSnapshotData,
+  requireCompactionCovered,
+  requireLimitArgument,
+  requireSeqArgument,
+  requireSnapshotWithinHead,
+  type RawRecordRow,
+  type StoredRecord,
+} from './memory-action-log.js';
+
+export interface SqliteActionLogOptions {
+  /** Path of the database file; missing parent directories are created. */
+  readonly file: string;
+  /**
+   * 'normal' (default): survives a process kill. 'full': also survives OS crash / power loss,
+   * at the price of an fsync per append.
+   */
+  readonly synchronous?: 'normal' | 'full';
+}
+
+/** Bump when the schema changes; a file written by a newer build is refused rather than misread. */
+const SCHEMA_VERSION = 1;
+
+interface SnapshotRow {
+  readonly seq: number;
+  readonly data: unknown;
+}
+
+export class SqliteActionLog implements ActionLog {
+  readonly #db: Database.Database;
+  readonly #file: string;
+  #closed = false;
+
+  // Prepared once and reused: preparing is most of the cost of a small statement.
+  readonly #selectHead: Database.Statement<[], unknown>;
+  readonly #updateHead: Database.Statement<[string]>;
+  readonly #insertRecord: Database.Statement<[number, string, string, string | null]>;
+  readonly #selectRecords: Database.Statement<[number, number], RawRecordRow>;
+  readonly #selectOldestSeq: Database.Statement<[], number | null>;
+  readonly #deleteRecordsUpTo: Database.Statement<[number]>;
+  readonly #upsertSnapshot: Database.Statement<[number, string]>;
+  readonly #pruneSnapshots: Database.Statement<[number]>;
+  readonly #selectLatestSnapshot: Database.Statement<[], SnapshotRow>;
+
+  // Transactions wrap the statements above; `.immediate()` is used for every write.
+  readonly #appendTx: Database.Transaction<(expectedHead: number, rows: readonly StoredRecord[]) => AppendResult>;
+  readonly #saveSnapshotTx: Database.Transaction<(seq: number, data: string) => void>;
+  readonly #compactTx: Database.Transaction<(uptoSeq: number) => void>;
+  readonly #oldestSeqTx: Database.Transaction<() => number>;
+
+  /** Opens (creating if needed) the log at `options.file`. Throws a descriptive Error on failure. */
+  static open(options: SqliteActionLogOptions): SqliteActionLog {
+    const { file, synchronous = 'normal' } = options;
+    mkdirSync(dirname(file), { recursive: true });
+    let db: Database.Database;
+    try {
+      db = new Database(file);
+    } catch (cause) {
+      throw new Error(`action log: cannot open ${file}: ${errorMessage(cause)}`, { cause });
+    }
+    try {
+      // journal_mode must be set outside a transaction; it is persistent in the file.
+      const mode = db.pragma('journal_mode = WAL', { simple: true });
+      if (mode !== 'wal') throw new Error(`SQLite refused WAL mode (journal_mode is ${String(mode)})`);
+      // synchronous is per connection, so it is set on every open.
+      db.pragma(`synchronous = ${synchronous === 'full' ? 'FULL' : 'NORMAL'}`);
+      migrate(db);
+      return new SqliteActionLog(db, file);
+    } catch (cause) {
+      db.close();
+      throw new Error(`action log: cannot open ${file}: ${errorMessage(cause)}`, { cause });
+    }
+  }
+
+  private constructor(db: Database.Database, file: string) {
+    this.#db = db;
+    this.#file = file;
+    this.#selectHead = db.prepare<[], unknown>(`SELECT value FROM meta WHERE key = 'head'`).pluck();
+    this.#updateHead = db.prepare<[string]>(`UPDATE meta SET value = ? WHERE key = 'head'`);
+    this.#insertRecord = db.prepare<[number, string, string, string | null]>(
+      'INSERT INTO records (seq, channel, action, origin) VALUES (?, ?, ?, ?)',
+    );
+    // LIMIT -1 means "no limit" in SQLite; read() maps Infinity to it.
+    this.#selectRecords = db.prepare<[number, number], RawRecordRow>(
+      'SELECT seq, channel, action, origin FROM records WHERE seq > ? ORDER BY seq LIMIT ?',
+    );
+    this.#selectOldestSeq = db.prepare<[], number | null>('SELECT MIN(seq) FROM records').pluck();
+    this.#deleteRecordsUpTo = db.prepare<[number]>('DELETE FROM records WHERE seq <= ?');
+    this.#upsertSnapshot = db.prepare<[number, string]>('INSERT OR REPLACE INTO snapshots (seq, data) VALUES (?, ?)');
+    this.#pruneSnapshots = db.prepare<[number]>(
+      'DELETE FROM snapshots WHERE seq NOT IN (SELECT seq FROM snapshots ORDER BY seq DESC LIMIT ?)',
+    );
+    this.#selectLatestSnapshot = db.prepare<[], SnapshotRow>('SELECT seq, data FROM snapshots ORDER BY seq DESC LIMIT 1');
+
+    // The one atomic primitive: check the head and insert every row inside a single
+    // transaction, so a batch is all-or-nothing and two writers can never both win.
+    this.#appendTx = db.transaction((expectedHead: number, rows: readonly StoredRecord[]): AppendResult => {
+      const head = this.#readHead();
+      if (head !== expectedHead) return { ok: false, head };
+      for (const row of rows) {
+        try {
+          this.#insertRecord.run(row.seq, row.channel, row.action, row.origin);
+        } catch (cause) {
+          // Only possible if meta.head lags behind the records table, i.e. the file was edited.
+          throw new Error(
+            `action log: ${this.#file} is inconsistent: record ${row.seq} already exists above head ${head} ` +
+              `(${errorMessage(cause)})`,
+            { cause },
+          );
+        }
+      }
+      const newHead = expectedHead + rows.length;
+      // head lives in meta, not MAX(seq), so compaction can never make it go back.
+      if (rows.length > 0) this.#updateHead.run(String(newHead));
+      return { ok: true, head: newHead };
+    });
+    this.#saveSnapshotTx = db.transaction((seq: number, data: string): void => {
+      requireSnapshotWithinHead(seq, this.#readHead());
+      this.#upsertSnapshot.run(seq, data);
+      this.#pruneSnapshots.run(SNAPSHOTS_KEPT);
+    });
+    this.#compactTx = db.transaction((uptoSeq: number): void => {
+      // Checked inside the write transaction so another process cannot swap the snapshot out
+      // between the check and the delete.
+      requireCompactionCovered(uptoSeq, this.#selectLatestSnapshot.get()?.seq);
+      this.#deleteRecordsUpTo.run(uptoSeq);
+    });
+    // A read transaction: MIN(seq) and head come from the same committed state.
+    this.#oldestSeqTx = db.transaction((): number => this.#selectOldestSeq.get() ?? this.#readHead() + 1);
+  }
+
+  async head(): Promise<number> {
+    this.#assertOpen();
+    return this.#readHead();
+  }
+
+  async append(expectedHead: number, records: readonly LogRecord[]): Promise<AppendResult> {
+    this.#assertOpen();
+    // Validate and serialise before taking the write lock, keeping the locked section short.
+    const rows = encodeAppendBatch(expectedHead, records);
+    return this.#appendTx.immediate(expectedHead, rows);
+  }
+
+  async read(afterSeq: number, limit: number): Promise<LogRecord[]> {
+    this.#assertOpen();
+    requireSeqArgument('afterSeq', afterSeq);
+    requireLimitArgument(limit);
+    const rows = this.#selectRecords.all(afterSeq, limit === Number.POSITIVE_INFINITY ? -1 : limit);
+    return rows.map((row, index) => {
+      const previous = rows[index - 1];
+      if (previous !== undefined && row.seq !== previous.seq + 1) {
+        throw new Error(`action log: ${this.#file} is corrupt: records ${previous.seq + 1}..${row.seq - 1} are missing`);
+      }
+      return decodeRecord(row);
+    });
+  }
+
+  async oldestSeq(): Promise<number> {
+    this.#assertOpen();
+    return this.#oldestSeqTx.deferred();
+  }
+
+  async saveSnapshot(snapshot: LogSnapshot): Promise<void> {
+    this.#assertOpen();
+    requireSeqArgument('snapshot.serverSeq', snapshot.serverSeq);
+    const data = encodeSnapshotData(snapshot);
+    this.#saveSnapshotTx.immediate(snapshot.serverSeq, data);
+  }
+
+  async latestSnapshot(): Promise<LogSnapshot | undefined> {
+    this.#assertOpen();
+    const row = this.#selectLatestSnapshot.get();
+    return row === undefined ? undefined : decodeSnapshot(row.seq, row.data);
+  }
+
+  async compact(uptoSeq: number): Promise<void> {
+    this.#assertOpen();
+    requireSeqArgument('uptoSeq', uptoSeq);
+    this.#compactTx.immediate(uptoSeq);
+  }
+
+  /** Closes the database (checkpointing the WAL). Safe to call more than once. */
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    this.#db.close();
+  }
+
+  #readHead(): number {
+    return parseHead(this.#selectHead.get(), this.#file);
+  }
+
+  #assertOpen(): void {
+    if (this.#closed) throw new Error(`action log: SqliteActionLog for ${this.#file} is closed`);
+  }
+}
+
+/**
+ * Creates the schema in a fresh file, or checks an existing one. Runs under BEGIN IMMEDIATE so
+ * two processes opening a new file at once cannot both create it.
+ */
+function migrate(db: Database.Database): void {
+  db.transaction(() => {
+    const tables = new Set(
+      db.prepare<[], string>(`SELECT name FROM sqlite_master WHERE type = 'table'`).pluck().all(),
+    );
+    if (tables.has('meta')) {
+      const stored = db.prepare<[], unknown>(`SELECT value FROM meta WHERE key = 'schema_version'`).pluck().get();
+      const version = typeof stored === 'string' && /^\d+$/.test(stored) ? Number(stored) : undefined;
+      if (version === undefined) {
+        throw new Error(`not an action log (meta.schema_version is ${JSON.stringify(stored) ?? 'missing'})`);
+      }
+      if (version > SCHEMA_VERSION) {
+        throw new Error(
+          `the file has schema version ${version}, written by a newer build; this build understands up to ` +
+            `${SCHEMA_VERSION}. Upgrade the hub (downgrading the file is not supported).`,
+        );
+      }
+      // version === SCHEMA_VERSION: nothing to migrate yet. Future versions upgrade here, in order.
+      return;
+    }
+    if (tables.size > 0) {
+      throw new Error(`not an action log (it has tables ${[...tables].join(', ')} but no meta table)`);
+    }
+    // STRICT makes SQLite reject wrongly typed values instead of silently storing them.
+    db.exec(`
+      CREATE TABLE records (
+        seq INTEGER PRIMARY KEY,
+        channel TEXT NOT NULL,
+        action TEXT NOT NULL,  -- JSON
+        origin TEXT            -- JSON, or NULL when the record has no origin
+      ) STRICT;
+      CREATE TABLE snapshots (
+        seq INTEGER PRIMARY KEY,
+        data TEXT NOT NULL     -- JSON
+      ) STRICT;
+      CREATE TABLE meta (
+        key TEXT PRIMARY KEY,
+        value TEXT
+      ) STRICT;
+    `);
+    const insertMeta = db.prepare<[string, string]>('INSERT INTO meta (key, value) VALUES (?, ?)');
+    insertMeta.run('schema_version', String(SCHEMA_VERSION));
+    insertMeta.run('head', '0');
+  }).immediate();
+}
+
+function parseHead(value: unknown, file: string): number {
+  if (typeof value === 'string' && /^\d+$/.test(value)) {
+    const head = Number(value);
+    if (Number.isSafeInteger(head)) return head;
+  }
+  throw new Error(`action log: ${file} is corrupt: meta.head is ${JSON.stringify(value) ?? 'missing'}`);
+}
+
+function errorMessage(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}

@@ -1,0 +1,148 @@
+/**
+ * A small HTTP router for the hub's REST surfaces (steering inputs, permission replies, SSE).
+ * Path patterns use `{name}` segments; each segment is URL-decoded on its own, so ids may carry
+ * reserved characters (`%2F` stays inside one segment). Every error body is
+ * `{code, message}` with a stable machine-readable code.
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Authenticator, Principal } from '../auth/auth.js';
+import { tokenFromRequest } from '../auth/auth.js';
+import type { Logger } from '../log.js';
+import { errorFields } from '../log.js';
+
+export interface HttpContext {
+  readonly params: Readonly<Record<string, string>>;
+  readonly url: URL;
+  readonly principal: Principal;
+}
+
+export type HttpHandler = (req: IncomingMessage, res: ServerResponse, ctx: HttpContext) => unknown;
+
+/** An error that becomes `{code, message, ...extra}` with the given HTTP status. */
+export class HttpError extends Error {
+  constructor(
+    readonly status: number,
+    readonly code: string,
+    message: string,
+    readonly extra: Record<string, unknown> = {},
+  ) {
+    super(message);
+    this.name = 'HttpError';
+  }
+}
+
+export function sendJson(res: ServerResponse, status: number, body: unknown): void {
+  const text = JSON.stringify(body);
+  res.writeHead(status, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(text), 'cache-control': 'no-store' });
+  res.end(text);
+}
+
+export function sendError(res: ServerResponse, err: HttpError): void {
+  sendJson(res, err.status, { ...err.extra, code: err.code, message: err.message });
+}
+
+/** Reads and parses a JSON body of at most `limit` bytes; 413/400/415 with clear codes otherwise. */
+export async function readJsonBody(req: IncomingMessage, limit = 256 * 1024): Promise<unknown> {
+  const type = req.headers['content-type'] ?? '';
+  if (type && !/^application\/(.+\+)?json\b/i.test(type)) {
+    throw new HttpError(415, 'unsupported_media_type', 'send the body as application/json');
+  }
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of req) {
+    const buf = chunk as Buffer;
+    size += buf.length;
+    if (size > limit) throw new HttpError(413, 'body_too_large', `the body is larger than ${limit} bytes`);
+    chunks.push(buf);
+  }
+  const text = Buffer.concat(chunks).toString('utf8');
+  if (text.trim() === '') throw new HttpError(400, 'invalid_json', 'the body is empty; send a JSON object');
+  try {
+    return JSON.parse(text);
+  } catch {
+    throw new HttpError(400, 'invalid_json', 'the body is not valid JSON');
+  }
+}
+
+interface Route {
+  readonly method: string;
+  readonly segments: readonly string[];
+  readonly handler: HttpHandler;
+  readonly public: boolean;
+}
+
+export class HttpRouter {
+  readonly #routes: Route[] = [];
+
+  constructor(
+    private readonly auth: Authenticator,
+    private readonly logger: Logger,
+  ) {}
+
+  /** Registers a route; `{name}` segments become params. Routes need a token unless `public`. */
+  add(method: string, pattern: string, handler: HttpHandler, options: { public?: boolean } = {}): void {
+    this.#routes.push({ method, segments: pattern.split('/').slice(1), handler, public: options.public ?? false });
+  }
+
+  /** Handles the request if a route matches; returns false when none does. */
+  async handle(req: IncomingMessage, res: ServerResponse): Promise<boolean> {
+    const url = new URL(req.url ?? '/', 'http://localhost');
+    const rawSegments = url.pathname.split('/').slice(1);
+    let pathMatched = false;
+    for (const route of this.#routes) {
+      const params = match(route.segments, rawSegments);
+      if (!params) continue;
+      pathMatched = true;
+      if (route.method !== req.method) continue;
+      let principal: Principal | undefined;
+      if (!route.public) {
+        principal = this.auth.authenticate(tokenFromRequest(req.headers, url));
+        if (!principal) {
+          sendError(res, new HttpError(401, 'unauthorized', 'a valid token is required (Authorization: Bearer <token> or ?token=)'));
+          return true;
+        }
+      }
+      try {
+        await route.handler(req, res, { params, url, principal: principal ?? { user: 'anonymous', tenant: '', role: 'viewer' } });
+      } catch (err) {
+        if (res.headersSent) {
+          res.destroy();
+        } else if (err instanceof HttpError) {
+          sendError(res, err);
+        } else if (params === undefined) {
+          sendError(res, new HttpError(400, 'bad_request', 'bad request'));
+        } else {
+          this.logger.error('http handler failed', { path: url.pathname, ...errorFields(err) });
+          sendError(res, new HttpError(500, 'internal_error', 'internal error'));
+        }
+      }
+      return true;
+    }
+    if (pathMatched) {
+      sendError(res, new HttpError(405, 'method_not_allowed', `${req.method} is not allowed on ${url.pathname}`));
+      return true;
+    }
+    return false;
+  }
+}
+
+function match(pattern: readonly string[], raw: readonly string[]): Record<string, string> | undefined {
+  if (pattern.length !== raw.length) return undefined;
+  const params: Record<string, string> = {};
+  for (let i = 0; i < pattern.length; i++) {
+    const p = pattern[i]!;
+    let segment: string;
+    try {
+      segment = decodeURIComponent(raw[i]!);
+    } catch {
+      return undefined;
+    }
+    if (p.startsWith('{') && p.endsWith('}')) {
+      if (segment === '') return undefined;
+      params[p.slice(1, -1)] = segment;
+    } else if (p !== segment) {
+      return undefined;
+    }
+  }
+  return params;
+}

@@ -1,0 +1,45 @@
+/**
+ * Serves the built browser app. Only files that exist under the app directory are served; paths
+ * are resolved and checked to stay inside it. Unknown paths without an extension fall back to
+ * index.html so client-side routes (`/chat/...`) load the app.
+ */
+import { createReadStream } from 'node:fs';
+import { stat } from 'node:fs/promises';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { extname, join, resolve, sep } from 'node:path';
+
+const TYPES: Record<string, string> = {
+  '.html': 'text/html; charset=utf-8',
+  '.js': 'text/javascript; charset=utf-8',
+  '.css': 'text/css; charset=utf-8',
+  '.svg': 'image/svg+xml',
+  '.png': 'image/png',
+  '.map': 'application/json',
+  '.ico': 'image/x-icon',
+};
+
+export async function serveStatic(root: string, req: IncomingMessage, res: ServerResponse): Promise<boolean> {
+  const base = resolve(root);
+  const pathname = decodeURIComponent(new URL(req.url ?? '/', 'http://x').pathname);
+  let file = resolve(join(base, pathname));
+  if (file !== base && !file.startsWith(base + sep)) return false;
+  let info = await stat(file).catch(() => undefined);
+  if (info?.isDirectory()) {
+    file = join(file, 'index.html');
+    info = await stat(file).catch(() => undefined);
+  }
+  if (!info && extname(pathname) === '') {
+    file = join(base, 'index.html');
+    info = await stat(file).catch(() => undefined);
+  }
+  if (!info?.isFile()) return false;
+  res.writeHead(200, {
+    'content-type': TYPES[extname(file)] ?? 'application/octet-stream',
+    'content-length': info.size,
+    'x-content-type-options': 'nosniff',
+    // The app renders agent text; a strict CSP is a second line of defence against injected markup.
+    'content-security-policy': "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; connect-src 'self' ws: wss:; object-src 'none'; base-uri 'none'; frame-ancestors 'none'",
+  });
+  createReadStream(file).pipe(res);
+  return true;
+}

@@ -1,0 +1,130 @@
+/**
+ * The WebSocket transport at `/ahp`: authenticates the upgrade (401 before any frame), adapts each
+ * `ws` socket to the hub's `Connection`, feeds text frames to the JSON-RPC router, and keeps
+ * connections honest with a ping/pong heartbeat. It knows nothing about channels or storage.
+ */
+import type { IncomingMessage } from 'node:http';
+import type { Duplex } from 'node:stream';
+import { randomUUID } from 'node:crypto';
+import { WebSocketServer, WebSocket, type RawData } from 'ws';
+import type { Authenticator, Principal } from '../auth/auth.js';
+import { tokenFromRequest } from '../auth/auth.js';
+import { ErrorCode } from '../../shared/protocol/errors.js';
+import type { Connection } from '../hub/connection.js';
+import { CloseCode } from '../hub/connection.js';
+import type { RpcRouter, RpcContext } from '../hub/rpc.js';
+import { encodeError } from '../hub/rpc.js';
+import type { Logger } from '../log.js';
+import { errorFields } from '../log.js';
+
+export interface WsTransportOptions {
+  readonly path: string;
+  readonly auth: Authenticator;
+  readonly router: RpcRouter;
+  readonly logger: Logger;
+  /** Largest accepted frame; bigger frames close the socket with 1009 (ws does this). */
+  readonly maxPayloadBytes: number;
+  readonly heartbeatMs: number;
+  readonly maxConnections: number;
+  /** Called when a connection closes so the hub can drop its subscriptions. */
+  readonly onClose: (conn: Connection, principal: Principal) => void;
+}
+
+class WsConnection implements Connection {
+  readonly id = randomUUID();
+  alive = true;
+  constructor(readonly socket: WebSocket) {}
+  send(text: string): void {
+    if (this.socket.readyState === WebSocket.OPEN) this.socket.send(text);
+  }
+  close(code: number, reason: string): void {
+    if (this.socket.readyState === WebSocket.OPEN || this.socket.readyState === WebSocket.CONNECTING) this.socket.close(code, reason);
+  }
+  get bufferedAmount(): number {
+    return this.socket.bufferedAmount;
+  }
+}
+
+export class WsTransport {
+  readonly #wss: WebSocketServer;
+  readonly #connections = new Set<WsConnection>();
+  readonly #heartbeat: NodeJS.Timeout;
+
+  constructor(private readonly options: WsTransportOptions) {
+    this.#wss = new WebSocketServer({ noServer: true, maxPayload: options.maxPayloadBytes, perMessageDeflate: false });
+    this.#heartbeat = setInterval(() => this.#beat(), options.heartbeatMs);
+    this.#heartbeat.unref();
+  }
+
+  get connectionCount(): number {
+    return this.#connections.size;
+  }
+
+  /** Handles an HTTP upgrade; returns false when the path is not ours. */
+  handleUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): boolean {
+    const url = new URL(req.url ?? '/', 'http://localhost');
+    if (url.pathname !== this.options.path) return false;
+    const principal = this.options.auth.authenticate(tokenFromRequest(req.headers, url));
+    if (!principal) {
+      refuse(socket, 401, 'Unauthorized', 'a valid token is required (Authorization: Bearer <token> or ?token=)');
+      return true;
+    }
+    if (this.#connections.size >= this.options.maxConnections) {
+      refuse(socket, 503, 'Service Unavailable', 'too many connections');
+      return true;
+    }
+    this.#wss.handleUpgrade(req, socket, head, (ws) => this.#accept(ws, principal));
+    return true;
+  }
+
+  #accept(ws: WebSocket, principal: Principal): void {
+    const conn = new WsConnection(ws);
+    this.#connections.add(conn);
+    const ctx: RpcContext = { conn, principal, state: this.options.router.newConnectionState() };
+    // Frames are handled one at a time per connection so answers keep the order of requests.
+    let queue: Promise<void> = Promise.resolve();
+    ws.on('message', (data: RawData, isBinary: boolean) => {
+      if (isBinary) {
+        conn.send(encodeError(null, ErrorCode.InvalidRequest, 'binary frames are not supported: send JSON-RPC as text frames'));
+        return;
+      }
+      const text = Array.isArray(data) ? Buffer.concat(data).toString('utf8') : Buffer.from(data as ArrayBuffer).toString('utf8');
+      queue = queue
+        .then(() => this.options.router.handleFrame(ctx, text))
+        .catch((err: unknown) => this.options.logger.error('frame handling failed', errorFields(err)));
+    });
+    ws.on('pong', () => {
+      conn.alive = true;
+    });
+    ws.on('error', (err) => this.options.logger.warn('websocket error', { connection: conn.id, ...errorFields(err) }));
+    ws.on('close', () => {
+      this.#connections.delete(conn);
+      this.options.onClose(conn, principal);
+    });
+  }
+
+  #beat(): void {
+    for (const conn of this.#connections) {
+      if (!conn.alive) {
+        conn.socket.terminate();
+        continue;
+      }
+      conn.alive = false;
+      conn.socket.ping();
+    }
+  }
+
+  /** Closes every connection with 1001 (going away). */
+  close(): void {
+    clearInterval(this.#heartbeat);
+    for (const conn of this.#connections) conn.close(CloseCode.GoingAway, 'server shutting down');
+    this.#wss.close();
+  }
+}
+
+function refuse(socket: Duplex, status: number, text: string, message: string): void {
+  const body = JSON.stringify({ code: status === 401 ? 'unauthorized' : 'unavailable', message });
+  socket.end(
+    `HTTP/1.1 ${status} ${text}\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
+  );
+}

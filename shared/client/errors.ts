@@ -1,0 +1,55 @@
+/**
+ * Errors the client surfaces. Action rejections are NOT errors: `dispatch` resolves
+ * `{accepted: false, reason}` for those (AHP §1.5, §1.8).
+ */
+import type { JsonRpcError } from '../protocol/messages.js';
+
+/** The server answered a request with a JSON-RPC error (codes in shared/protocol/errors.ts). */
+export class AhpRequestError extends Error {
+  readonly code: number;
+  readonly data: unknown;
+  /** The request method, for logs; not part of the wire error. */
+  readonly method: string;
+  constructor(method: string, error: JsonRpcError) {
+    super(error.message);
+    this.name = 'AhpRequestError';
+    this.method = method;
+    this.code = error.code;
+    this.data = error.data;
+  }
+}
+
+/**
+ * The request (or dispatch) could not complete because of the connection. `permanent` is true
+ * when the client is closed for good (close(), fatal handshake error, reconnect disabled or
+ * exhausted); false when the socket merely dropped and the client is reconnecting — the request
+ * may or may not have reached the server, so retry only if it is idempotent.
+ */
+export class AhpConnectionError extends Error {
+  readonly permanent: boolean;
+  constructor(message: string, permanent: boolean, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = 'AhpConnectionError';
+    this.permanent = permanent;
+  }
+}
+
+/** No response within the request timeout. The request may still be processed by the server. */
+export class AhpTimeoutError extends Error {
+  readonly method: string;
+  readonly timeoutMs: number;
+  constructor(method: string, timeoutMs: number) {
+    super(`${method}: no response within ${timeoutMs} ms`);
+    this.name = 'AhpTimeoutError';
+    this.method = method;
+    this.timeoutMs = timeoutMs;
+  }
+}
+
+/** The server sent something that does not match the protocol (bad result shape, bad version). */
+export class AhpProtocolError extends Error {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = 'AhpProtocolError';
+  }
+}

@@ -1,0 +1,51 @@
+/**
+ * JSON-RPC and AHP error codes. Action rejections are not errors: they are echoed envelopes
+ * with `rejectionReason`. These codes are for requests that cannot be answered.
+ */
+export const ErrorCode = {
+  /** Frame is not valid JSON. The connection stays open. */
+  ParseError: -32700,
+  /** Valid JSON but not a JSON-RPC 2.0 request/notification object. */
+  InvalidRequest: -32600,
+  /** Unknown method. */
+  MethodNotFound: -32601,
+  /** Params do not match the method's schema (the message says which field). */
+  InvalidParams: -32602,
+  /** A bug on our side; the message never carries a stack trace. */
+  InternalError: -32603,
+  /** Session does not exist, or belongs to another tenant (indistinguishable on purpose). */
+  SessionNotFound: -32001,
+  /** No agent provider with that id. */
+  ProviderNotFound: -32002,
+  /** `createSession` with a URI that is taken. */
+  SessionAlreadyExists: -32003,
+  /** The operation needs no active turn. */
+  TurnInProgress: -32004,
+  /** No offered protocol version is supported; `data.supportedVersions` lists ours. */
+  UnsupportedProtocolVersion: -32005,
+  /** Authentication required. */
+  AuthRequired: -32007,
+  /** Generic not found (e.g. chat). */
+  NotFound: -32008,
+  /** The caller's role may not do this. */
+  PermissionDenied: -32009,
+  /** Something with that id already exists. */
+  AlreadyExists: -32010,
+  /** A limit was hit (too many subscriptions, sessions, chats, rate). Not retryable as is. */
+  LimitExceeded: -32020,
+  /** `initialize` must come first. */
+  NotInitialized: -32021,
+} as const;
+export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
+
+/** An error meant for the client: code + readable message (+ optional structured data). */
+export class ProtocolError extends Error {
+  readonly code: number;
+  readonly data: unknown;
+  constructor(code: number, message: string, data?: unknown) {
+    super(message);
+    this.name = 'ProtocolError';
+    this.code = code;
+    this.data = data;
+  }
+}

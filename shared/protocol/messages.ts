@@ -1,0 +1,194 @@
+/**
+ * The JSON-RPC 2.0 surface of the hub at `ws://HOST:PORT/ahp`: one message per text frame.
+ * Zod schemas here are the single source for every request, notification and result shape;
+ * types come from z.infer.
+ *
+ * Requests (client → server, with `id`): initialize, ping, subscribe, reconnect, listSessions,
+ * createSession, disposeSession, createChat, disposeChat, and the implementation-defined
+ * `x-…` methods. Notifications (no `id`): dispatchAction, unsubscribe (client → server);
+ * action, root/sessionAdded, root/sessionRemoved, root/sessionSummaryChanged (server → client).
+ */
+import { z } from 'zod';
+
+export const JSONRPC = '2.0';
+
+/** Upper bounds on what a client can make the server hold per message. */
+export const Limits = {
+  maxIdLength: 256,
+  maxMethodLength: 128,
+  maxSubscriptionsPerRequest: 256,
+  maxProtocolVersions: 16,
+} as const;
+
+const uri = z.string().min(1).max(512);
+const meta = z.record(z.string(), z.unknown()).optional();
+
+export const requestIdSchema = z.union([z.string().max(Limits.maxIdLength), z.number().finite()]);
+export type RequestId = z.infer<typeof requestIdSchema>;
+
+/** Any well-formed JSON-RPC message from a client: request (has id) or notification (no id). */
+export const jsonRpcInboundSchema = z.object({
+  jsonrpc: z.literal(JSONRPC),
+  id: requestIdSchema.optional(),
+  method: z.string().min(1).max(Limits.maxMethodLength),
+  params: z.unknown().optional(),
+});
+export type JsonRpcInbound = z.infer<typeof jsonRpcInboundSchema>;
+
+export const jsonRpcErrorSchema = z.object({
+  code: z.number().int(),
+  message: z.string(),
+  data: z.unknown().optional(),
+});
+export type JsonRpcError = z.infer<typeof jsonRpcErrorSchema>;
+
+/** A response from the server (success or error) or a server notification. */
+export const jsonRpcOutboundSchema = z.union([
+  z.object({ jsonrpc: z.literal(JSONRPC), id: requestIdSchema.nullable(), result: z.unknown() }),
+  z.object({ jsonrpc: z.literal(JSONRPC), id: requestIdSchema.nullable(), error: jsonRpcErrorSchema }),
+  z.object({ jsonrpc: z.literal(JSONRPC), method: z.string(), params: z.unknown() }),
+]);
+export type JsonRpcOutbound = z.infer<typeof jsonRpcOutboundSchema>;
+
+// ─── Envelopes ────────────────────────────────────────────────────────────────
+
+export const actionOriginSchema = z.object({
+  clientId: z.string().min(1).max(Limits.maxIdLength),
+  clientSeq: z.number().int().nonnegative(),
+});
+export type ActionOrigin = z.infer<typeof actionOriginSchema>;
+
+/** Actions are validated per type elsewhere; on the envelope any `{type}` object is carried through. */
+export const wireActionSchema = z.looseObject({ type: z.string().min(1).max(128) });
+export type WireAction = z.infer<typeof wireActionSchema>;
+
+/** `action` notification params. `origin` absent = server-originated. */
+export const actionEnvelopeSchema = z.object({
+  channel: uri,
+  action: wireActionSchema,
+  serverSeq: z.number().int().positive(),
+  origin: actionOriginSchema.optional(),
+  rejectionReason: z.string().optional(),
+});
+export type ActionEnvelope = z.infer<typeof actionEnvelopeSchema>;
+
+export const snapshotSchema = z.object({
+  resource: uri,
+  state: z.unknown(),
+  fromSeq: z.number().int().nonnegative(),
+});
+export type Snapshot = z.infer<typeof snapshotSchema>;
+
+// ─── Requests ────────────────────────────────────────────────────────────────
+
+export const initializeParamsSchema = z.object({
+  channel: uri,
+  protocolVersions: z.array(z.string().max(32)).min(1).max(Limits.maxProtocolVersions),
+  clientId: z.string().min(1).max(Limits.maxIdLength),
+  clientInfo: z.looseObject({ name: z.string().max(256), version: z.string().max(64).optional() }).optional(),
+  initialSubscriptions: z.array(uri).max(Limits.maxSubscriptionsPerRequest).optional(),
+  locale: z.string().max(64).optional(),
+  capabilities: z.record(z.string(), z.unknown()).optional(),
+  _meta: meta,
+});
+export type InitializeParams = z.infer<typeof initializeParamsSchema>;
+
+export interface InitializeResult {
+  protocolVersion: string;
+  serverSeq: number;
+  serverInfo: { name: string; version: string };
+  snapshots: Snapshot[];
+  _meta?: Record<string, unknown>;
+}
+
+export const pingParamsSchema = z.object({ channel: uri, _meta: meta }).optional();
+
+export const deliveryOptionsSchema = z.object({
+  /** Upper bound on intentional buffering/coalescing, ms. 0 = immediate. */
+  maxLatencyMs: z.number().int().min(0).max(60_000).optional(),
+});
+
+export const subscribeParamsSchema = z.object({
+  channel: uri,
+  delivery: deliveryOptionsSchema.optional(),
+  view: z.looseObject({ turns: z.number().int().positive().optional() }).optional(),
+  _meta: meta,
+});
+export type SubscribeParams = z.infer<typeof subscribeParamsSchema>;
+export interface SubscribeResult { snapshot?: Snapshot }
+
+export const unsubscribeParamsSchema = z.object({ channel: uri, _meta: meta });
+
+export const dispatchActionParamsSchema = z.object({
+  channel: uri,
+  clientSeq: z.number().int().nonnegative(),
+  action: wireActionSchema,
+  _meta: meta,
+});
+export type DispatchActionParams = z.infer<typeof dispatchActionParamsSchema>;
+
+export const reconnectParamsSchema = z.object({
+  channel: uri,
+  clientId: z.string().min(1).max(Limits.maxIdLength),
+  lastSeenServerSeq: z.number().int().nonnegative(),
+  subscriptions: z.array(uri).max(Limits.maxSubscriptionsPerRequest),
+  _meta: meta,
+});
+export type ReconnectParams = z.infer<typeof reconnectParamsSchema>;
+export type ReconnectResult =
+  | { type: 'replay'; actions: ActionEnvelope[]; missing: string[] }
+  | { type: 'snapshot'; snapshots: Snapshot[]; missing: string[] };
+
+export const listSessionsParamsSchema = z.object({
+  channel: uri,
+  limit: z.number().int().positive().max(1000).optional(),
+  cursor: z.string().max(256).optional(),
+  _meta: meta,
+});
+
+export const createSessionParamsSchema = z.object({
+  /** Client-chosen `ahp-session:/<uuid>`. */
+  channel: uri,
+  provider: z.string().max(128).optional(),
+  title: z.string().max(512).optional(),
+  _meta: meta,
+});
+export type CreateSessionParams = z.infer<typeof createSessionParamsSchema>;
+export interface CreateSessionResult { defaultChat: string }
+
+export const disposeSessionParamsSchema = z.object({ channel: uri, _meta: meta });
+
+export const createChatParamsSchema = z.object({
+  /** The session that will own the chat. */
+  channel: uri,
+  /** Optional client-chosen `ahp-chat:/<id>`; allocated by the server when absent. */
+  chat: uri.optional(),
+  title: z.string().max(512).optional(),
+  _meta: meta,
+});
+export interface CreateChatResult { chat: string }
+
+export const disposeChatParamsSchema = z.object({ channel: uri, _meta: meta });
+
+// ─── Server notifications ────────────────────────────────────────────────────
+
+export const ServerNotification = {
+  Action: 'action',
+  SessionAdded: 'root/sessionAdded',
+  SessionRemoved: 'root/sessionRemoved',
+  SessionSummaryChanged: 'root/sessionSummaryChanged',
+} as const;
+
+export const Method = {
+  Initialize: 'initialize',
+  Ping: 'ping',
+  Subscribe: 'subscribe',
+  Unsubscribe: 'unsubscribe',
+  DispatchAction: 'dispatchAction',
+  Reconnect: 'reconnect',
+  ListSessions: 'listSessions',
+  CreateSession: 'createSession',
+  DisposeSession: 'disposeSession',
+  CreateChat: 'createChat',
+  DisposeChat: 'disposeChat',
+} as const;

@@ -1,0 +1,105 @@
+/**
+ * The session-channel reducer (§3.5, §2.5). Pure, clock-free, never throws, never mutates its
+ * input, and returns the same object for a no-op. Unknown action types are no-ops.
+ *
+ * It does not aggregate chat statuses (§2.6 is a producer rule, see `aggregateSessionStatus`);
+ * the only status rules here are the `inputNeeded` roll-up and the IsRead / IsArchived flags.
+ */
+import { isSessionActionType, type SessionAction } from '../protocol/actions.js';
+import {
+  INPUT_NEEDED_BIT,
+  SessionStatus,
+  withActivity,
+  withBit,
+  type ChatSummary,
+  type SessionInputRequest,
+  type SessionState,
+} from '../protocol/state.js';
+import { nonEmpty, removeWhere, upsertBy, withField } from './collections.js';
+import { awaitsUser } from './status.js';
+
+export function sessionReducer(state: SessionState, action: { type: string }): SessionState {
+  if (!isSessionActionType(action.type)) return state;
+  try {
+    return reduce(state, action as SessionAction);
+  } catch {
+    // Only reachable with a known type whose payload skipped validation; see chatReducer.
+    return state;
+  }
+}
+
+function reduce(state: SessionState, action: SessionAction): SessionState {
+  switch (action.type) {
+    case 'session/ready':
+      // Never touches `status`: a provisional session may already be running its first turn.
+      return withField(state, 'lifecycle', 'ready');
+    case 'session/titleChanged':
+      return withField(state, 'title', action.title);
+    case 'session/chatAdded':
+      return { ...state, chats: upsertBy(state.chats, action.summary, resourceOf) };
+    case 'session/chatRemoved':
+      return chatRemoved(state, action.chat);
+    case 'session/chatUpdated':
+      return chatUpdated(state, action.chat, action.changes);
+    case 'session/defaultChatChanged':
+      return withField(state, 'defaultChat', action.defaultChat);
+    case 'session/inputNeededSet':
+      return withInputNeeded(state, upsertBy(state.inputNeeded, action.request, idOf));
+    case 'session/inputNeededRemoved':
+      return inputNeededRemoved(state, action.id);
+    case 'session/isReadChanged':
+      return withField(state, 'status', withBit(state.status, SessionStatus.IsRead, action.isRead));
+    case 'session/isArchivedChanged':
+      return withField(state, 'status', withBit(state.status, SessionStatus.IsArchived, action.isArchived));
+    case 'session/stateReplaced':
+      return action.state;
+    case 'x-session/statusChanged':
+      // Activity bits and activity text come from the hub's roll-up; flags stay the session's own.
+      return withField(withField(state, 'status', withActivity(state.status, action.status & 31)), 'activity', action.activity);
+    default:
+      return unreachable(action, state);
+  }
+}
+
+/** Compile-time exhaustiveness: adding a session action without a case fails to type-check here. */
+function unreachable(_action: never, state: SessionState): SessionState {
+  return state;
+}
+
+const resourceOf = (chat: ChatSummary): string => chat.resource;
+const idOf = (entry: SessionInputRequest): string => entry.id;
+
+/** Removes a chat from the catalogue; a default-chat hint pointing at it goes too. */
+function chatRemoved(state: SessionState, chat: string): SessionState {
+  const chats = removeWhere(state.chats, (summary) => summary.resource === chat);
+  if (chats === state.chats) return state;
+  const next: SessionState = { ...state, chats: [...chats] };
+  return next.defaultChat === chat ? withField(next, 'defaultChat', undefined) : next;
+}
+
+/** Merges partial changes into a known chat's summary; the summary keeps its own resource. */
+function chatUpdated(state: SessionState, chat: string, changes: Partial<ChatSummary>): SessionState {
+  const index = state.chats.findIndex((summary) => summary.resource === chat);
+  if (index === -1) return state;
+  const chats = state.chats.map((summary, i) => (i === index ? { ...summary, ...changes, resource: chat } : summary));
+  return { ...state, chats };
+}
+
+function inputNeededRemoved(state: SessionState, id: string): SessionState {
+  const entries = state.inputNeeded;
+  if (!entries) return state;
+  const remaining = removeWhere(entries, (entry) => entry.id === id);
+  return remaining === entries ? state : withInputNeeded(state, remaining);
+}
+
+/**
+ * Stores the roll-up (empty → absent) and re-derives the InputNeeded bit: any entry that awaits a
+ * person makes the activity InputNeeded; otherwise only bit 16 is cleared, so a running session
+ * stays InProgress and an idle one stays idle. Client-executed tools never count (2026-08-03).
+ */
+function withInputNeeded(state: SessionState, entries: readonly SessionInputRequest[]): SessionState {
+  const status = entries.some(awaitsUser)
+    ? withActivity(state.status, SessionStatus.InputNeeded)
+    : withBit(state.status, INPUT_NEEDED_BIT, false);
+  return { ...withField(state, 'inputNeeded', nonEmpty(entries)), status };
+}

@@ -1,0 +1,32 @@
+/** Runs the real hub as a child process (`node dist/server/main.js`), as `npm start` does. */
+import { spawn, execFileSync, type ChildProcess } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { waitFor } from './wait-for.js';
+
+export function ensureBuilt(): void {
+  if (!existsSync('dist/server/main.js')) execFileSync('npx', ['tsc', '-p', 'tsconfig.build.json'], { stdio: 'inherit' });
+}
+
+export interface HubProcess {
+  readonly child: ChildProcess;
+  readonly url: string;
+  readonly wsUrl: string;
+  stdout(): string;
+  stderr(): string;
+  exited(): Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+}
+
+export async function startHubProcess(args: string[]): Promise<HubProcess> {
+  ensureBuilt();
+  const child = spawn(process.execPath, ['dist/server/main.js', '--port', '0', ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  let err = '';
+  child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
+  child.stderr!.on('data', (d: Buffer) => (err += d.toString()));
+  const exit = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
+  const url = await waitFor(() => /listening on (http:\/\/\S+)/.exec(out)?.[1] ?? (child.exitCode !== null ? Promise.reject(new Error(`hub exited: ${err}`)) : undefined), {
+    what: 'hub to listen',
+    timeoutMs: 20_000,
+  });
+  return { child, url, wsUrl: url.replace('http://', 'ws://') + '/ahp', stdout: () => out, stderr: () => err, exited: () => exit };
+}

@@ -1,0 +1,86 @@
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { SqliteActionLog } from '../../server/storage/sqlite-action-log.js';
+import type { ActionEnvelope } from '../../shared/protocol/messages.js';
+import { startHubProcess, type HubProcess } from '../helpers/hub-process.js';
+import { RpcClient } from '../helpers/rpc-client.js';
+import { tempDir } from '../helpers/start-server.js';
+import { startScriptTurn, TWO_QUESTION_REQUEST } from '../helpers/turns.js';
+import { waitFor } from '../helpers/wait-for.js';
+
+describe('durable log: SIGKILL and restart', () => {
+  const dirs: Array<{ remove(): void }> = [];
+  const procs: HubProcess[] = [];
+  afterEach(() => {
+    for (const p of procs.splice(0)) p.child.kill('SIGKILL');
+    for (const d of dirs.splice(0)) d.remove();
+  });
+
+  it('loses no echoed action, keeps serverSeq increasing and ends the running turn as an error', async () => {
+    const data = tempDir();
+    dirs.push(data);
+    const first = await startHubProcess(['--data', data.dir]);
+    procs.push(first);
+    const client = await RpcClient.open(first.wsUrl);
+    const { chat } = await client.createSession('crash');
+    await client.subscribe(chat);
+    await startScriptTurn(client, chat, [{ ask: TWO_QUESTION_REQUEST }, { sleep: 600_000 }]);
+    await client.waitForEnvelope((e) => e.action.type === 'chat/inputRequested');
+
+    // Stream drafts without waiting, then kill the hub while they are still arriving.
+    for (let i = 0; i < 200; i++) {
+      client.dispatch(chat, {
+        type: 'chat/inputAnswerChanged', requestId: 'req-1', questionId: 'notes',
+        answer: { state: 'draft', value: { kind: 'text', value: `draft ${i}` } },
+      });
+    }
+    await waitFor(() => (client.envelopes.filter((e) => e.action.type === 'chat/inputAnswerChanged').length >= 20 ? true : undefined));
+    first.child.kill('SIGKILL');
+    expect((await first.exited()).signal).toBe('SIGKILL');
+    await waitFor(() => (client.closed ? true : undefined));
+    const echoed = client.envelopes.filter((e) => e.channel === chat);
+    const lastSeen = Math.max(...client.envelopes.map((e) => e.serverSeq));
+
+    // Every echoed envelope is in the log, byte for byte the same action under the same seq.
+    const log = SqliteActionLog.open({ file: join(data.dir, 'hub.db') });
+    const stored = new Map((await log.read(0, 1_000_000)).map((r) => [r.serverSeq, r]));
+    await log.close();
+    for (const e of echoed) {
+      expect(stored.get(e.serverSeq)?.action).toEqual(e.action);
+      expect(stored.get(e.serverSeq)?.origin).toEqual(e.origin);
+    }
+
+    const second = await startHubProcess(['--data', data.dir]);
+    procs.push(second);
+    // A fresh client reads the whole state: every echoed draft is there, ending with the last echoed.
+    const reader = await RpcClient.open(second.wsUrl);
+    const snap = await reader.subscribe<{ status: number; activeTurn?: unknown; turns: Array<{ state: string; responseParts: Array<{ kind: string; request?: { answers?: Record<string, { value: { value: string } }> } }> }> }>(chat);
+    const lastDraft = [...echoed].reverse().find((e) => e.action.type === 'chat/inputAnswerChanged')!;
+    const lastDraftText = (lastDraft.action['answer'] as { value: { value: string } }).value.value;
+    const draftIndex = (t: string) => Number(t.split(' ')[1]);
+    // The turn that was running is ended as an error, with the request left unresolved in the transcript.
+    expect(snap.state.activeTurn).toBeUndefined();
+    const turn = snap.state.turns[snap.state.turns.length - 1]!;
+    expect(turn.state).toBe('error');
+    const storedDraft = turn.responseParts.find((p) => p.kind === 'inputRequest')!.request!.answers!['notes']!.value.value;
+    expect(draftIndex(storedDraft)).toBeGreaterThanOrEqual(draftIndex(lastDraftText));
+    expect(snap.fromSeq).toBeGreaterThan(lastSeen);
+
+    // The original client reconnects with its clientId and lastSeenServerSeq and converges.
+    const back = await RpcClient.connect(second.wsUrl, { clientId: client.clientId });
+    await back.initialize();
+    const result = await back.request<{ type: string; actions?: ActionEnvelope[]; snapshots?: unknown[]; missing: string[] }>('reconnect', {
+      channel: 'ahp-root://', clientId: client.clientId, lastSeenServerSeq: lastSeen, subscriptions: [chat, 'ahp-chat:/gone'],
+    });
+    expect(result.missing).toEqual(['ahp-chat:/gone']);
+    if (result.type === 'replay') {
+      const seqs = result.actions!.map((a) => a.serverSeq);
+      expect(seqs.every((s) => s > lastSeen)).toBe(true);
+      expect(result.actions!.some((a) => a.action.type === 'chat/error')).toBe(true);
+    } else {
+      expect(result.type).toBe('snapshot');
+    }
+    await reader.close();
+    await back.close();
+  });
+});

@@ -1,0 +1,84 @@
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { RpcClient } from '../helpers/rpc-client.js';
+import { startTestServer, type TestServer } from '../helpers/start-server.js';
+import { startScriptTurn, TWO_QUESTION_REQUEST } from '../helpers/turns.js';
+import { waitFor } from '../helpers/wait-for.js';
+
+const IDLE = 1;
+const IN_PROGRESS = 8;
+const INPUT_NEEDED = 24;
+const activity = (status: number) => status & 31;
+
+describe('status roll-up: chat → session → root', () => {
+  let server: TestServer;
+  const clients: RpcClient[] = [];
+  beforeEach(async () => {
+    server = await startTestServer();
+  });
+  afterEach(async () => {
+    await Promise.all(clients.splice(0).map((c) => c.close()));
+    await server.stop();
+  });
+
+  it('chat, session and the root summary go InputNeeded while a request is open and back after', async () => {
+    const dashboard = await RpcClient.open(server.wsUrl, { subscribe: ['ahp-root://'] });
+    const worker = await RpcClient.open(server.wsUrl);
+    clients.push(dashboard, worker);
+    const { session, chat } = await worker.createSession('rollup');
+    await worker.subscribe(chat);
+    await worker.subscribe(session);
+    await dashboard.waitForNotification((n) => n.method === 'root/sessionAdded' && (n.params['summary'] as { resource: string }).resource === session);
+
+    await startScriptTurn(worker, chat, [{ ask: TWO_QUESTION_REQUEST }, { sleep: 60_000 }]);
+    const statusOf = (channel: string) => (n: { action: { type: string; [k: string]: unknown }; channel: string }) => n.channel === channel;
+
+    // Chat: InputNeeded.
+    await worker.waitForEnvelope((e) => statusOf(chat)(e) && e.action.type === 'chat/inputRequested');
+    const chatSnap = await worker.subscribe<{ status: number }>(chat);
+    expect(activity(chatSnap.state.status)).toBe(INPUT_NEEDED);
+    // Session: the inputNeeded entry and aggregate status.
+    const sessionSnap = await waitFor(async () => {
+      const s = await worker.subscribe<{ status: number; inputNeeded?: Array<{ kind: string; chat: string }> }>(session);
+      return s.state.inputNeeded?.length ? s : undefined;
+    });
+    expect(sessionSnap.state.inputNeeded).toEqual([expect.objectContaining({ kind: 'chatInput', chat })]);
+    expect(activity(sessionSnap.state.status)).toBe(INPUT_NEEDED);
+    // Root: a summary change the dashboard sees without any chat subscription.
+    await dashboard.waitForNotification((n) =>
+      n.method === 'root/sessionSummaryChanged' && n.params['session'] === session && activity((n.params['changes'] as { status?: number }).status ?? 0) === INPUT_NEEDED,
+      'root InputNeeded');
+    const listed = await dashboard.request<{ items: Array<{ resource: string; status: number; inputNeededCount: number }> }>('listSessions', { channel: 'ahp-root://' });
+    expect(listed.items.find((s) => s.resource === session)).toMatchObject({ inputNeededCount: 1 });
+
+    // Answer and accept: everything returns to InProgress (the turn is still sleeping).
+    await worker.dispatchAndWait(chat, { type: 'chat/inputCompleted', requestId: 'req-1', response: 'cancel' });
+    await dashboard.waitForNotification((n) =>
+      n.method === 'root/sessionSummaryChanged' && n.params['session'] === session && activity((n.params['changes'] as { status?: number }).status ?? 0) === IN_PROGRESS,
+      'root back to InProgress');
+    const after = await worker.subscribe<{ status: number; inputNeeded?: unknown[] }>(session);
+    expect(after.state.inputNeeded ?? []).toEqual([]);
+    expect(activity(after.state.status)).toBe(IN_PROGRESS);
+    expect(activity((await worker.subscribe<{ status: number }>(chat)).state.status)).toBe(IN_PROGRESS);
+
+    // Cancel the turn: Idle everywhere.
+    const turnId = (await worker.subscribe<{ activeTurn: { id: string } }>(chat)).state.activeTurn.id;
+    await worker.dispatchAndWait(chat, { type: 'chat/turnCancelled', turnId, duration: 1 });
+    await dashboard.waitForNotification((n) =>
+      n.method === 'root/sessionSummaryChanged' && n.params['session'] === session && activity((n.params['changes'] as { status?: number }).status ?? 0) === IDLE,
+      'root Idle');
+  });
+
+  it('an error in a turn shows as Error on chat, session and root', async () => {
+    const dashboard = await RpcClient.open(server.wsUrl, { subscribe: ['ahp-root://'] });
+    const worker = await RpcClient.open(server.wsUrl);
+    clients.push(dashboard, worker);
+    const { session, chat } = await worker.createSession();
+    await worker.subscribe(chat);
+    await startScriptTurn(worker, chat, [{ say: 'working' }, { fail: 'disk full' }]);
+    const err = await worker.waitForEnvelope((e) => e.action.type === 'chat/error');
+    expect(JSON.stringify(err.action)).toContain('disk full');
+    await dashboard.waitForNotification((n) =>
+      n.method === 'root/sessionSummaryChanged' && n.params['session'] === session && activity((n.params['changes'] as { status?: number }).status ?? 0) === 2,
+      'root Error');
+  });
+});
