@@ -2,8 +2,11 @@
  * The feature modules `npm start` installs on top of the AHP core. Each lives in its own folder
  * and plugs into the hub through `FeatureContext` (JSON-RPC methods, HTTP routes, hub events).
  */
+import { collabFeature } from './collab/feature.js';
+import { interactionsFeature } from './interactions/feature.js';
 import type { Feature } from './server.js';
+import { steeringFeature } from './steering/feature.js';
 
 export function defaultFeatures(): Feature[] {
-  return [];
+  return [steeringFeature, interactionsFeature, collabFeature];
 }

@@ -73,8 +73,13 @@ export class AgentRunner {
     private readonly logger: Logger,
     private readonly now: () => number,
     private readonly newId: () => string,
-    private readonly steering: SteeringPort = noSteering,
+    private steering: SteeringPort = noSteering,
   ) {}
+
+  /** Installed by the steering feature: where barrier() takes accepted inputs from. */
+  setSteering(port: SteeringPort): void {
+    this.steering = port;
+  }
 
   start(): void {
     this.#unsubscribe = this.hub.on((e) => this.#onHubEvent(e));

@@ -85,6 +85,10 @@ export interface CommitEvent {
   readonly origin?: ActionOrigin | undefined;
 }
 
+export type SubmitResult =
+  | { readonly ok: true; readonly serverSeq: number }
+  | { readonly ok: false; readonly notFound: boolean; readonly reason: string };
+
 export type HubEvent =
   | { type: 'committed'; event: CommitEvent }
   | { type: 'sessionDisposed'; session: string }
@@ -441,40 +445,82 @@ export class Hub {
    */
   dispatchFromClient(client: ClientHandle, channel: string, clientSeq: number, rawAction: WireAction): void {
     if (this.#failed || this.#closed) return;
-    const kind = channelKind(channel);
-    const chat = kind === 'chat' ? this.chat(client.principal, channel) : undefined;
-    const session = kind === 'session' ? this.session(client.principal, channel) : chat ? this.#catalog.sessions.get(chat.session) : undefined;
-    if (!session) return;
     const origin = { clientId: client.clientId, clientSeq };
-    const reject = (reason: string): void => {
-      this.#ledger.rejected(client.clientId, clientSeq, reason);
-      this.#queuePrivate(client.conn, { channel, action: rawAction, serverSeq: this.#seq, origin, rejectionReason: reason });
-    };
-    const duplicate = this.#ledger.duplicate(client.clientId, clientSeq);
-    if (duplicate !== undefined) return reject(duplicate);
-    if (!canWrite(client.principal)) return reject('read-only access: viewers cannot dispatch actions');
-    const parsed = parseAction(rawAction);
-    if (!parsed.ok) return reject(`invalid ${rawAction.type}: ${parsed.message}`);
-    const action = parsed.action as WireAction;
+    const duplicate = this.#visibleSession(client.principal, channel) ? this.#ledger.duplicate(client.clientId, clientSeq) : undefined;
+    if (duplicate?.kind === 'accepted') {
+      // A re-sent action that was applied: answer with its original echo, never apply it again.
+      const original = this.#replay.find((e) => e.envelope.serverSeq === duplicate.serverSeq)?.envelope;
+      if (original) return this.#queuePrivate(client.conn, original);
+    }
+    const decision = duplicate
+      ? ({ ok: false, reason: duplicate.kind === 'rejected' ? duplicate.reason : `clientSeq ${clientSeq} was already applied; it is not applied again` } as const)
+      : this.#decide(client.principal, client.clientId, channel, rawAction);
+    if (!decision) return;
+    if (!decision.ok) {
+      if (!duplicate) this.#ledger.rejected(client.clientId, clientSeq, decision.reason);
+      this.#queuePrivate(client.conn, { channel, action: rawAction, serverSeq: this.#seq, origin, rejectionReason: decision.reason });
+      return;
+    }
+    this.#ledger.accepted(client.clientId, clientSeq, this.#seq + 1);
+    const seq = this.#commit(channel, decision.action, origin);
+    // AHP lets a client answer a chat it has not subscribed to; it still gets its echo.
+    if (!this.#fanouts.get(channel)?.has(client.conn)) {
+      this.#queuePrivate(client.conn, { channel, action: decision.action, serverSeq: seq, origin });
+    }
+  }
 
+  /**
+   * Dispatches a client-dispatchable action on behalf of a caller that is not an AHP connection
+   * (HTTP replies, SSE clients, the collaboration bridge). It gets exactly the validation a client
+   * dispatch gets, is decided synchronously (so the first of several racing callers wins), is
+   * broadcast without an origin, and resolves once durable. Unknown or invisible channels give
+   * `{ok: false, notFound: true}`.
+   */
+  async submitAs(principal: Principal, channel: string, rawAction: WireAction): Promise<SubmitResult> {
+    this.#assertOpen();
+    const decision = this.#decide(principal, `hub:${principal.user}`, channel, rawAction);
+    if (!decision) return { ok: false, notFound: true, reason: `no channel ${channel}` };
+    if (!decision.ok) return { ok: false, notFound: false, reason: decision.reason };
+    const serverSeq = this.#commit(channel, decision.action, undefined);
+    await this.#durable();
+    return { ok: true, serverSeq };
+  }
+
+  #visibleSession(principal: Principal, channel: string): SessionEntry | undefined {
+    const kind = channelKind(channel);
+    if (kind === 'session') return this.session(principal, channel);
+    const chat = kind === 'chat' ? this.chat(principal, channel) : undefined;
+    return chat ? this.#catalog.sessions.get(chat.session) : undefined;
+  }
+
+  /** Validation shared by every client path. undefined = channel unknown or invisible (ignore). */
+  #decide(principal: Principal, clientId: string, channel: string, rawAction: WireAction):
+    | { ok: true; action: WireAction }
+    | { ok: false; reason: string }
+    | undefined {
+    const session = this.#visibleSession(principal, channel);
+    if (!session) return undefined;
+    const chat = channelKind(channel) === 'chat' ? this.#catalog.chats.get(channel) : undefined;
+    if (!canWrite(principal)) return { ok: false, reason: 'read-only access: viewers cannot dispatch actions' };
+    const parsed = parseAction(rawAction);
+    if (!parsed.ok) return { ok: false, reason: `invalid ${rawAction.type}: ${parsed.message}` };
+    const action = parsed.action as WireAction;
     // Server-side actions (streaming, input requests, turn end) are open to agents only, and are
     // checked for shape and turn; everything a client may dispatch gets the full AHP validation.
-    const reason = !CLIENT_DISPATCHABLE_ACTIONS.has(action.type) && canActAsAgent(client.principal)
+    const reason = !CLIENT_DISPATCHABLE_ACTIONS.has(action.type) && canActAsAgent(principal)
       ? validateAgentAction(action, chat?.state)
       : validateClientAction(
           {
-            channelKind: kind === 'chat' ? 'chat' : 'session',
+            channelKind: chat ? 'chat' : 'session',
             chat: chat?.state,
             session: session.state,
-            clientId: client.clientId,
+            clientId,
             sessionChats: [...session.chats],
             allTurnIds: (turnId: string) => this.#turnIdUsed(session, turnId),
           },
           action,
         );
-    if (reason !== undefined) return reject(reason);
-    this.#ledger.accepted(client.clientId, clientSeq, this.#seq + 1);
-    this.#commit(channel, action, origin);
+    return reason === undefined ? { ok: true, action } : { ok: false, reason };
   }
 
   /** Echoes a rejection to the sender without looking at the action (e.g. rate limits), in order. */

@@ -66,7 +66,8 @@ export type WireAction = z.infer<typeof wireActionSchema>;
 export const actionEnvelopeSchema = z.object({
   channel: uri,
   action: wireActionSchema,
-  serverSeq: z.number().int().positive(),
+  /** For a rejection echo: the last seq assigned when it was decided (0 on an empty log). */
+  serverSeq: z.number().int().nonnegative(),
   origin: actionOriginSchema.optional(),
   rejectionReason: z.string().optional(),
 });

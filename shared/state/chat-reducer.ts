@@ -53,7 +53,11 @@ import {
 import { nonEmpty, nonEmptyRecord, removeWhere, setEntry, updateAt, upsertBy, withField } from './collections.js';
 import { deriveChatStatus, isOpenInputRequest } from './status.js';
 
-export function chatReducer(state: ChatState, action: { type: string }): ChatState {
+/**
+ * `action` is typed loosely on purpose: logs and peers may carry types this version does not
+ * know. The `ChatAction` member keeps excess-property checks for inline known actions.
+ */
+export function chatReducer(state: ChatState, action: ChatAction | { readonly type: string }): ChatState {
   if (!isChatActionType(action.type)) return state;
   try {
     return reduce(state, action as ChatAction);

@@ -5,7 +5,8 @@
 import { isRootActionType, type RootAction } from '../protocol/actions.js';
 import type { RootState } from '../protocol/state.js';
 
-export function rootReducer(state: RootState, action: { type: string }): RootState {
+/** `action` is typed loosely on purpose (unknown types are legal); see `chatReducer`. */
+export function rootReducer(state: RootState, action: RootAction | { readonly type: string }): RootState {
   if (!isRootActionType(action.type)) return state;
   try {
     return reduce(state, action as RootAction);

@@ -18,7 +18,8 @@ import {
 import { nonEmpty, removeWhere, upsertBy, withField } from './collections.js';
 import { awaitsUser } from './status.js';
 
-export function sessionReducer(state: SessionState, action: { type: string }): SessionState {
+/** `action` is typed loosely on purpose (unknown types are legal); see `chatReducer`. */
+export function sessionReducer(state: SessionState, action: SessionAction | { readonly type: string }): SessionState {
   if (!isSessionActionType(action.type)) return state;
   try {
     return reduce(state, action as SessionAction);

@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { devAuthenticator, tokenAuthenticator, type AuthFile } from '../../server/auth/auth.js';
 import { silentLogger } from '../../server/log.js';
+import { defaultFeatures } from '../../server/features.js';
 import { startHubServer, type HubServer, type HubServerConfig } from '../../server/server.js';
 
 export interface TestServer extends HubServer {
@@ -50,6 +51,7 @@ export async function startTestServer(options: { persistent?: boolean; withAuth?
     dataDir,
     auth: options.withAuth ? tokenAuthenticator(AUTH_FILE) : devAuthenticator(),
     logger: silentLogger,
+    features: defaultFeatures(),
     ...options,
   });
   return {
