@@ -9,9 +9,6 @@ import type { SessionInputRequest } from '../../shared/protocol/state.js';
 import { aggregateSessionStatus, awaitsUser, sessionInputNeededEntries } from '../../shared/state/status.js';
 import type { Catalog, ChatEntry, SessionEntry } from './catalog.js';
 
-/** Status bits 0–4 are the activity; bits 5+ are flags kept as they are. */
-const ACTIVITY_MASK = 31;
-
 function sameJson(a: unknown, b: unknown): boolean {
   return JSON.stringify(a) === JSON.stringify(b);
 }
@@ -51,8 +48,8 @@ export function chatRollUpActions(chat: ChatEntry, session: SessionEntry): WireA
  * that don't know them, which still see InputNeeded through `session/inputNeeded*`.
  */
 export function sessionStatusActions(session: SessionEntry): WireAction[] {
-  const flags = session.state.status & ~ACTIVITY_MASK;
-  const agg = aggregateSessionStatus(session.state.chats, session.state.defaultChat, flags);
+  // aggregateSessionStatus keeps only the flag bits of what it is given (arithmetically, so high bits survive).
+  const agg = aggregateSessionStatus(session.state.chats, session.state.defaultChat, session.state.status);
   if (agg.status === session.state.status && agg.activity === session.state['activity']) return [];
   const action: WireAction = { type: 'x-session/statusChanged', status: agg.status };
   if (agg.activity !== undefined) action['activity'] = agg.activity;

@@ -561,7 +561,8 @@ export type ParseActionResult =
 
 /**
  * Validates a raw action. Known types must match their schema; the message names the failing
- * field (`chat/turnStarted: message.text: …`). Unknown types pass as `{type, …}`.
+ * field (`chat/turnStarted: message.text: …`). Unknown types pass as `{type, …}`. A top-level
+ * `null` field of a known type is read as absent (see `withoutNullFields`).
  * Returned actions are fresh objects (unknown keys kept), safe to store and echo.
  */
 export function parseAction(raw: unknown): ParseActionResult {
@@ -572,9 +573,20 @@ export function parseAction(raw: unknown): ParseActionResult {
   const { type } = envelope.data;
   if (!isKnownActionType(type)) return { ok: true, action: envelope.data };
 
-  const parsed = ACTION_SCHEMAS[type].safeParse(raw);
+  const parsed = ACTION_SCHEMAS[type].safeParse(withoutNullFields(envelope.data));
   if (!parsed.success) return { ok: false, message: `${type}: ${describeIssues(parsed.error.issues)}` };
   return { ok: true, action: parsed.data };
+}
+
+/**
+ * AHP treats a JSON `null` field as absent, and peers with typed encoders send `"draft": null`
+ * or `"answer": null` to mean "clear". Top-level fields only: nested payloads (tool results,
+ * `_meta`) are opaque and may use `null` as a value.
+ */
+function withoutNullFields(action: AnyAction): AnyAction {
+  const entries = Object.entries(action);
+  if (!entries.some(([, value]) => value === null)) return action;
+  return Object.fromEntries(entries.filter(([, value]) => value !== null)) as AnyAction;
 }
 
 /** The parts of a zod issue this formatter reads (kept structural to stay version-agnostic). */

@@ -95,11 +95,16 @@ export const channelUriSchema = z.string().min(1).max(MAX_URI_LENGTH);
 export const labelSchema = z.string().max(StateLimits.label);
 export const textSchema = z.string().max(StateLimits.text);
 
-/** An ISO 8601 timestamp. Checked for parseability because reducers do arithmetic on it. */
+/** `YYYY-MM-DDTHH:MM[:SS[.fff]]` with `Z` or an offset: what `Date.prototype.toISOString` and peers emit. */
+const ISO_DATE_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(?::\d{2}(?:\.\d{1,9})?)?(?:Z|[+-]\d{2}:\d{2})$/;
+
+/** An ISO 8601 date-time. Must also parse, because reducers do arithmetic on it. */
 export const isoTimestampSchema = z
   .string()
   .max(64)
-  .refine((value) => !Number.isNaN(Date.parse(value)), { message: 'must be an ISO 8601 timestamp' });
+  .refine((value) => ISO_DATE_TIME.test(value) && !Number.isNaN(Date.parse(value)), {
+    message: 'must be an ISO 8601 timestamp',
+  });
 
 /** Opaque, namespaced extension data. Receivers ignore keys they do not know. */
 export const metaSchema = z
@@ -684,6 +689,8 @@ export const sessionStateSchema = z.looseObject({
   title: labelSchema,
   /** Aggregated activity (§2.6) plus the session-scoped IsRead / IsArchived flags. */
   status: sessionStatusSchema,
+  /** `activity` of the chat that contributed the aggregated activity bits (§2.6). */
+  activity: labelSchema.optional(),
   /** `creating` | `ready` | … (open). */
   lifecycle: sessionLifecycleSchema,
   activeClients: z.array(activeClientSchema),

@@ -4,8 +4,9 @@
  *   or `startedAt + duration` when a turn ends); actions without a timestamp leave it alone;
  * - never mutates its input, and returns the *same* state object for a no-op, so callers can
  *   detect "nothing happened" by identity;
- * - never throws: unknown action types are no-ops (forward compatibility), and a known type whose
- *   payload is malformed (it skipped `parseAction`) is a no-op as well.
+ * - never throws: unknown action types are no-ops (forward compatibility). Known types are
+ *   trusted to be well-formed (they come through `parseAction` or from typed server code); as a
+ *   safety net, a payload that would make a transition throw is dropped as a no-op.
  */
 import {
   isChatActionType,
@@ -62,8 +63,8 @@ export function chatReducer(state: ChatState, action: ChatAction | { readonly ty
   try {
     return reduce(state, action as ChatAction);
   } catch {
-    // Only reachable with a known type whose payload skipped validation (e.g. a field missing).
-    // Dropping it keeps the channel alive; a valid action can never take this path.
+    // Only reachable with a known type whose payload skipped validation (e.g. a missing object).
+    // Dropping it keeps the channel alive; a valid action never takes this path.
     return state;
   }
 }
@@ -340,8 +341,9 @@ function findOpenRequestIndex(turn: ActiveTurn, requestId: string): number {
 
 /** The open input-request part with `requestId` in the active turn, if any. */
 export function findOpenInputRequest(chat: ChatState, requestId: string): InputRequestPart | undefined {
-  const part = chat.activeTurn?.responseParts.find((p) => isOpenInputRequest(p) && p.request.id === requestId);
-  return part && isOpenInputRequest(part) ? part : undefined;
+  return chat.activeTurn?.responseParts.find(
+    (part): part is InputRequestPart => isOpenInputRequest(part) && part.request.id === requestId,
+  );
 }
 
 /**

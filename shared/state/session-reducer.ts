@@ -8,6 +8,7 @@
 import { isSessionActionType, type SessionAction } from '../protocol/actions.js';
 import {
   INPUT_NEEDED_BIT,
+  activityOf,
   SessionStatus,
   withActivity,
   withBit,
@@ -56,7 +57,7 @@ function reduce(state: SessionState, action: SessionAction): SessionState {
       return action.state;
     case 'x-session/statusChanged':
       // Activity bits and activity text come from the hub's roll-up; flags stay the session's own.
-      return withField(withField(state, 'status', withActivity(state.status, action.status & 31)), 'activity', action.activity);
+      return withField(withField(state, 'status', withActivity(state.status, activityOf(action.status))), 'activity', action.activity);
     default:
       return unreachable(action, state);
   }

@@ -16,6 +16,7 @@ import {
   type SessionState,
   type ToolCallState,
 } from '../../shared/protocol/state.js';
+import { parseAction } from '../../shared/protocol/actions.js';
 import {
   validateAnswerValue,
   validateClientAction,
@@ -366,5 +367,43 @@ describe('validateAnswerValue (shared with HTTP reply routes)', () => {
   it('checks the kind of drafts but their constraints only once submitted', () => {
     expect(validateAnswerValue(text, draft({ kind: 'text', value: 'way too long' }))).toBeUndefined();
     expect(validateAnswerValue(text, submitted({ kind: 'text', value: 'way too long' }))).toMatch(/above the maximum 5/);
+  });
+});
+
+describe('parseAction', () => {
+  it('names the failing field of a known action', () => {
+    expect(parseAction({ type: 'chat/inputRequested', request: { id: 'r', questions: [{ kind: 'text', id: 'q' }] } })).toEqual({
+      ok: false,
+      message: 'chat/inputRequested: request.questions[0].message: Invalid input: expected string, received undefined',
+    });
+  });
+
+  it('reports the known shape, not the unknown-kind fallback, for a malformed known kind', () => {
+    const result = parseAction(answerChanged('q', { state: 'draft', value: { kind: 'number', value: 'seven' } } as never));
+    expect(result).toMatchObject({ ok: false, message: expect.stringMatching(/answer\.value\.value: .*expected number/) });
+  });
+
+  it('enforces size limits on client text', () => {
+    const result = parseAction({ type: 'chat/draftChanged', draft: user('x'.repeat(100_001)) });
+    expect(result).toMatchObject({ ok: false, message: expect.stringMatching(/^chat\/draftChanged: draft\.text: /) });
+  });
+
+  it('passes unknown action types through with their fields', () => {
+    expect(parseAction({ type: 'future/newAction', foo: 42 })).toEqual({ ok: true, action: { type: 'future/newAction', foo: 42 } });
+  });
+
+  it('keeps unknown fields of known actions', () => {
+    const action = { type: 'session/isReadChanged', isRead: true, addedLater: { x: 1 } };
+    expect(parseAction(action)).toEqual({ ok: true, action });
+  });
+
+  it('reads a top-level null of a known action as absent (typed peers send null to clear)', () => {
+    expect(parseAction({ type: 'chat/draftChanged', draft: null })).toEqual({ ok: true, action: { type: 'chat/draftChanged' } });
+    expect(validateClientAction(idle, { type: 'chat/truncated', turnId: null } as never)).toBeUndefined();
+  });
+
+  it('rejects anything without a string type', () => {
+    expect(parseAction(null)).toMatchObject({ ok: false, message: expect.stringMatching(/^action: \(root\)/) });
+    expect(parseAction({ type: 7 })).toMatchObject({ ok: false, message: expect.stringMatching(/^action: type: /) });
   });
 });
