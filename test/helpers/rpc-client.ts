@@ -79,6 +79,7 @@ export class RpcClient {
 
   request<T = Record<string, unknown>>(method: string, params?: unknown): Promise<T> {
     const id = this.#nextId++;
+    if (this.closed) return Promise.reject(new Error('connection closed'));
     return new Promise<T>((resolve, reject) => {
       this.#pending.set(id, { resolve: resolve as (v: unknown) => void, reject });
       this.ws.send(JSON.stringify({ jsonrpc: '2.0', id, method, params }));
