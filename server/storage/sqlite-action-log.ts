@@ -29,7 +29,7 @@ import {
   requireSnapshotWithinHead,
   type RawRecordRow,
   type StoredRecord,
-} from './memory-action-log.js';
+} from './record-codec.js';
 
 export interface SqliteActionLogOptions {
   /** Path of the database file; missing parent directories are created. */

@@ -32,7 +32,7 @@ describeActionLogContract('SqliteActionLog', async () => {
       rmSync(dir, { recursive: true, force: true });
     },
   };
-});
+}, { persistent: true });
 
 function tick(serverSeq: number): LogRecord {
   return { serverSeq, channel: 'ahp://sessions/s1', action: { type: 'test/tick', n: serverSeq } };
@@ -183,7 +183,7 @@ function untilOutput(child: ChildProcess, done: () => boolean, timeoutMs: number
  */
 describe('SqliteActionLog durability across a process kill', () => {
   const compiled = join(REPO_ROOT, 'dist/server/storage/sqlite-action-log.js');
-  const sources = ['action-log.ts', 'memory-action-log.ts', 'sqlite-action-log.ts'].map((name) =>
+  const sources = ['action-log.ts', 'record-codec.ts', 'sqlite-action-log.ts'].map((name) =>
     join(REPO_ROOT, 'server/storage', name),
   );
   const isFresh = (): boolean =>
