@@ -102,7 +102,8 @@ export interface InitializeResult {
   _meta?: Record<string, unknown>;
 }
 
-export const pingParamsSchema = z.object({ channel: uri, _meta: meta }).optional();
+/** Keep-alive; lenient on purpose: a missing channel is taken as the root channel. */
+export const pingParamsSchema = z.object({ channel: uri.optional(), _meta: meta }).optional();
 
 export const deliveryOptionsSchema = z.object({
   /** Upper bound on intentional buffering/coalescing, ms. 0 = immediate. */

@@ -81,4 +81,23 @@ describe('status roll-up: chat → session → root', () => {
       n.method === 'root/sessionSummaryChanged' && n.params['session'] === session && activity((n.params['changes'] as { status?: number }).status ?? 0) === 2,
       'root Error');
   });
+
+  it('truncating the active turn removes its input-needed entries and returns everything to Idle', async () => {
+    const worker = await RpcClient.open(server.wsUrl);
+    clients.push(worker);
+    const { session, chat } = await worker.createSession();
+    await worker.subscribe(chat);
+    await startScriptTurn(worker, chat, [{ ask: TWO_QUESTION_REQUEST }]);
+    await worker.waitForEnvelope((e) => e.action.type === 'chat/inputRequested');
+    await waitFor(async () => ((await worker.subscribe<{ inputNeeded?: unknown[] }>(session)).state.inputNeeded?.length ? true : undefined));
+    const echo = await worker.dispatchAndWait(chat, { type: 'chat/truncated' });
+    expect(echo.rejectionReason).toBeUndefined();
+    const s = await worker.subscribe<{ status: number; inputNeeded?: unknown[] }>(session);
+    expect(s.state.inputNeeded ?? []).toEqual([]);
+    expect(activity(s.state.status)).toBe(IDLE);
+    const c = await worker.subscribe<{ status: number; activeTurn?: unknown; turns: unknown[] }>(chat);
+    expect(c.state.activeTurn).toBeUndefined();
+    expect(c.state.turns).toEqual([]);
+    expect(activity(c.state.status)).toBe(IDLE);
+  });
 });
