@@ -12,7 +12,7 @@
  * snapshot (or replay) and are skipped, without a per-subscriber check on the hot path once
  * they have caught up.
  */
-import type { ActionEnvelope } from '../../shared/protocol/messages.js';
+import type { ActionEnvelope, WireAction } from '../../shared/protocol/messages.js';
 import { CloseCode, type Connection } from './connection.js';
 
 export function encodeNotification(method: string, params: unknown): string {
@@ -47,6 +47,8 @@ interface BufferedItem {
   text?: string;
   /** Set for an item meant for one receiver only (a rejection echo). */
   target?: Connection;
+  /** Set for an item every member gets except this one (it gets the unmerged echoes instead). */
+  exclude?: Connection;
 }
 
 function send(conn: Connection, text: string, limits: FanoutLimits): void {
@@ -57,16 +59,24 @@ function send(conn: Connection, text: string, limits: FanoutLimits): void {
   conn.send(text);
 }
 
-/** Merges `next` into `prev` when AHP allows it; returns the merged envelope or undefined. */
-export function mergeStreamingEnvelopes(prev: ActionEnvelope, next: ActionEnvelope): ActionEnvelope | undefined {
-  if (prev.origin || next.origin || prev.rejectionReason || next.rejectionReason) return undefined;
-  const a = prev.action;
-  const b = next.action;
+/**
+ * Merges two consecutive streaming actions when applying the result equals applying both:
+ * `chat/delta` (or `chat/reasoning`) for the same turn and part, without `_meta`.
+ */
+export function mergeStreamingActions(a: WireAction, b: WireAction): WireAction | undefined {
   if (a.type !== b.type || (a.type !== 'chat/delta' && a.type !== 'chat/reasoning')) return undefined;
   if (a['turnId'] !== b['turnId'] || a['partId'] !== b['partId']) return undefined;
   if (a['_meta'] !== undefined || b['_meta'] !== undefined) return undefined;
   if (typeof a['content'] !== 'string' || typeof b['content'] !== 'string') return undefined;
-  return { ...next, action: { ...b, content: a['content'] + b['content'] } };
+  return { ...b, content: a['content'] + b['content'] };
+}
+
+/** Merges `next` into `prev` for receivers that are not their origin; echoes are never merged. */
+export function mergeStreamingEnvelopes(prev: ActionEnvelope, next: ActionEnvelope): ActionEnvelope | undefined {
+  if (prev.origin || next.origin || prev.rejectionReason || next.rejectionReason) return undefined;
+  if (prev.channel !== next.channel) return undefined;
+  const action = mergeStreamingActions(prev.action, next.action);
+  return action ? { ...next, action } : undefined;
 }
 
 class CoalescingGroup {
@@ -82,7 +92,8 @@ class CoalescingGroup {
 
   push(item: BufferedItem): void {
     const last = this.#buffer[this.#buffer.length - 1];
-    const merged = last && !last.target && !item.target ? mergeStreamingEnvelopes(last.envelope, item.envelope) : undefined;
+    const mergeable = last && !last.target && !item.target && last.exclude === item.exclude;
+    const merged = mergeable ? mergeStreamingEnvelopes(last.envelope, item.envelope) : undefined;
     if (merged && last) {
       last.envelope = merged;
       delete last.text;
@@ -104,7 +115,7 @@ class CoalescingGroup {
         if (this.members.has(item.target)) send(item.target, text, this.limits);
         continue;
       }
-      for (const m of this.members) send(m, text, this.limits);
+      for (const m of this.members) if (m !== item.exclude) send(m, text, this.limits);
     }
   }
 
@@ -161,11 +172,20 @@ export class ChannelFanout {
     }
   }
 
-  /** Delivers one sequenced envelope to every subscriber (encoded once). */
-  publish(envelope: ActionEnvelope, text: string): void {
-    for (const conn of this.#immediate) send(conn, text, this.limits);
-    for (const g of this.#groups.values()) g.push({ envelope, text });
-    if (this.#joining.size > 0) this.#promoteJoiners(envelope, text);
+  /** True while some subscriber's snapshot is ahead of what has been delivered. */
+  get hasJoiners(): boolean {
+    return this.#joining.size > 0;
+  }
+
+  /**
+   * Delivers one sequenced envelope to every subscriber (encoded once), except `exclude`, which
+   * the caller serves itself (the origin of a merged batch gets its own unmerged echoes).
+   */
+  publish(envelope: ActionEnvelope, text: string, exclude?: Connection): void {
+    // Admit joiners first: the first envelope beyond their snapshot goes to them like to everyone.
+    if (this.#joining.size > 0) this.#promoteJoiners(envelope.serverSeq);
+    for (const conn of this.#immediate) if (conn !== exclude) send(conn, text, this.limits);
+    for (const g of this.#groups.values()) g.push(exclude ? { envelope, text, exclude } : { envelope, text });
   }
 
   /** Sends an envelope to one subscriber only, in order with what it has been sent before. */
@@ -184,13 +204,11 @@ export class ChannelFanout {
     for (const g of this.#groups.values()) g.flush();
   }
 
-  #promoteJoiners(envelope: ActionEnvelope, text: string): void {
+  #promoteJoiners(serverSeq: number): void {
     for (const [conn, j] of this.#joining) {
-      if (envelope.serverSeq <= j.fromSeq) continue;
+      if (serverSeq <= j.fromSeq) continue;
       this.#joining.delete(conn);
       this.#admit(conn, j.maxLatencyMs);
-      if (j.maxLatencyMs > 0) this.#groups.get(j.maxLatencyMs)?.push({ envelope, text, target: conn });
-      else send(conn, text, this.limits);
     }
   }
 
@@ -204,6 +222,9 @@ export class ChannelFanout {
       g = new CoalescingGroup(maxLatencyMs, this.limits, this.schedule);
       this.#groups.set(maxLatencyMs, g);
     }
+    // What is buffered is already in the newcomer's snapshot; send it to the others now so the
+    // newcomer never receives (and applies) it twice.
+    g.flush();
     g.members.add(conn);
   }
 }

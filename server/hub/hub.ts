@@ -33,7 +33,7 @@ import type { Logger } from '../log.js';
 import { errorFields } from '../log.js';
 import { Catalog, CATALOG_CHANNEL, CatalogAction, type CatalogImage, type ChatEntry, type SessionEntry } from './catalog.js';
 import type { Connection } from './connection.js';
-import { ChannelFanout, DEFAULT_FANOUT_LIMITS, encodeEnvelope, encodeNotification, type FanoutLimits } from './fanout.js';
+import { ChannelFanout, DEFAULT_FANOUT_LIMITS, encodeEnvelope, encodeNotification, mergeStreamingActions, type FanoutLimits } from './fanout.js';
 import { chatRollUpActions, sessionStatusActions, sessionSummary, summaryChanges, type SessionSummaryView } from './rollup.js';
 import { ClientLedger } from './client-ledger.js';
 import { validateAgentAction } from './agent-actions.js';
@@ -95,7 +95,8 @@ export type HubEvent =
   | { type: 'chatDisposed'; chat: string; session: string };
 
 type OutboxItem =
-  | { kind: 'envelope'; envelope: ActionEnvelope }
+  /** `source`: the connection that dispatched it, when a client did. */
+  | { kind: 'envelope'; envelope: ActionEnvelope; source?: Connection | undefined }
   | { kind: 'private'; conn: Connection; envelope: ActionEnvelope }
   | { kind: 'root'; tenant: string; text: string }
   | { kind: 'durable'; resolve: () => void };
@@ -462,7 +463,7 @@ export class Hub {
       return;
     }
     this.#ledger.accepted(client.clientId, clientSeq, this.#seq + 1);
-    const seq = this.#commit(channel, decision.action, origin);
+    const seq = this.#commit(channel, decision.action, origin, client.conn);
     // AHP lets a client answer a chat it has not subscribed to; it still gets its echo.
     if (!this.#fanouts.get(channel)?.has(client.conn)) {
       this.#queuePrivate(client.conn, { channel, action: decision.action, serverSeq: seq, origin });
@@ -547,8 +548,8 @@ export class Hub {
   }
 
   /** Sequences a validated action, then rolls chat status up to the session and root. */
-  #commit(channel: string, action: WireAction, origin: ActionOrigin | undefined): number {
-    const seq = this.#sequence(channel, action, origin);
+  #commit(channel: string, action: WireAction, origin: ActionOrigin | undefined, source?: Connection): number {
+    const seq = this.#sequence(channel, action, origin, source);
     const chat = this.#catalog.chats.get(channel);
     if (chat && !STREAMING_ONLY_ACTIONS.has(action.type)) this.#rollUpChat(chat);
     else if (this.#catalog.sessions.has(channel)) this.#rollUpSession(channel);
@@ -604,14 +605,14 @@ export class Hub {
 
   // ─── Sequencing, persistence, delivery ──────────────────────────────────────
 
-  #sequence(channel: string, action: WireAction | { type: string }, origin?: ActionOrigin): number {
+  #sequence(channel: string, action: WireAction | { type: string }, origin?: ActionOrigin, source?: Connection): number {
     const serverSeq = ++this.#seq;
     const record: LogRecord = origin
       ? { serverSeq, channel, action: action as LogRecord['action'], origin }
       : { serverSeq, channel, action: action as LogRecord['action'] };
     this.#catalog.applyRecord(record);
     this.#pendingRecords.push(record);
-    if (channel !== CATALOG_CHANNEL) this.#outbox.push({ kind: 'envelope', envelope: this.#envelopeOf(record) });
+    if (channel !== CATALOG_CHANNEL) this.#outbox.push({ kind: 'envelope', envelope: this.#envelopeOf(record), source });
     this.#scheduleFlush();
     return serverSeq;
   }
@@ -679,14 +680,40 @@ export class Hub {
   }
 
   #deliver(outbox: OutboxItem[]): void {
-    for (const item of outbox) {
+    for (let i = 0; i < outbox.length; i++) {
+      const item = outbox[i]!;
       switch (item.kind) {
         case 'envelope': {
-          const env = item.envelope;
-          this.#deliveredSeq = env.serverSeq;
-          this.#remember(env);
-          const fanout = this.#fanouts.get(env.channel);
-          if (fanout) fanout.publish(env, encodeEnvelope(env));
+          const fanout = this.#fanouts.get(item.envelope.channel);
+          // Under load many deltas for one part arrive in the same batch: send them as one
+          // envelope (the reduced state is identical), the way Hocuspocus coalesces updates that
+          // arrive together. Only adjacent envelopes from the same source merge, so no other
+          // envelope's seq falls between them, and never while a subscriber joins mid-batch.
+          const batch = [item.envelope];
+          let merged: WireAction = item.envelope.action;
+          if (fanout && !fanout.hasJoiners) {
+            for (let next = outbox[i + 1]; next?.kind === 'envelope' && next.source === item.source && next.envelope.channel === item.envelope.channel; next = outbox[i + 1]) {
+              const combined = mergeStreamingActions(merged, next.envelope.action);
+              if (!combined) break;
+              merged = combined;
+              batch.push(next.envelope);
+              i++;
+            }
+          }
+          for (const env of batch) this.#remember(env);
+          const last = batch[batch.length - 1]!;
+          this.#deliveredSeq = last.serverSeq;
+          if (!fanout) break;
+          if (batch.length === 1) {
+            fanout.publish(last, encodeEnvelope(last));
+            break;
+          }
+          // Everyone else gets one envelope; a dispatching client still gets each of its echoes,
+          // so its pending actions resolve one by one.
+          const combined: ActionEnvelope = { channel: last.channel, action: merged, serverSeq: last.serverSeq };
+          const source = item.source && fanout.has(item.source) ? item.source : undefined;
+          fanout.publish(combined, encodeEnvelope(combined), source);
+          if (source) for (const env of batch) fanout.sendTo(source, env, encodeEnvelope(env));
           break;
         }
         case 'private': {
