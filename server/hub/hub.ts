@@ -743,11 +743,11 @@ export class Hub {
   }
 
   async #writeSnapshot(): Promise<void> {
-    this.#recordsSinceSnapshot = 0;
+    // The in-memory image includes every sequenced record, so it can only be labelled with a seq
+    // when nothing sequenced is still waiting to be appended; otherwise try again after the next batch.
+    if (this.#pendingRecords.length > 0 || this.#seq !== this.#durableSeq) return;
     const seq = this.#durableSeq;
-    // Everything up to #durableSeq is applied; records after it are applied too but not yet durable,
-    // so the image is taken only when nothing is pending.
-    if (this.#pendingRecords.length > 0 || this.#seq !== seq) return;
+    this.#recordsSinceSnapshot = 0;
     try {
       await this.#log.saveSnapshot({ serverSeq: seq, data: { catalog: this.#catalog.toImage() } });
       // Keep the replay window's worth of records; older ones are covered by the snapshot.
