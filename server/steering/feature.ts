@@ -1,7 +1,167 @@
-/** Placeholder: the steering feature is being built; it registers its routes and methods here. */
-import type { Feature } from '../server.js';
+/**
+ * Steering a running turn (issue #3): the input engine behind three surfaces that answer with
+ * the same results and the same machine-readable codes.
+ *
+ * HTTP (auth as the hub; `{sessionId}` = the path part of `ahp-session:/<id>`):
+ *   GET  /v2/sessions/{sessionId}/input-capabilities          → 200 capabilities
+ *   POST /v2/sessions/{sessionId}/inputs                       → 202 {outcome:'accepted', receipt}
+ *                                                                409 turn_closed | input_conflict, 429, 422, 400
+ *   GET  /v2/sessions/{sessionId}/inputs/{inputId}?historyEpoch=&turnId=  → 200 {receipt} | 404 input_not_found
+ * WebSocket JSON-RPC on /ahp (`params.channel` = the session URI):
+ *   x-input/capabilities {channel}, x-input/submit {channel, inputId, target, content, ack?},
+ *   x-input/status {channel, inputId, target}
+ * Errors on the WebSocket carry `error.data = {outcome?, code, message, status}` with the HTTP
+ * status the same refusal gets over HTTP.
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { z } from 'zod';
+import { ErrorCode, ProtocolError } from '../../shared/protocol/errors.js';
+import { channelKind, sessionUri } from '../../shared/protocol/uris.js';
+import { canWrite, type Principal } from '../auth/auth.js';
+import type { Hub } from '../hub/hub.js';
+import type { Feature, FeatureContext } from '../server.js';
+import { HttpError, readJsonBody, sendJson, type HttpContext } from '../transport/http-router.js';
+import { SteeringEngine, type SteeringOptions } from './engine.js';
+import { InputError, parseStatusQuery, parseSubmit, type InputSource } from './inputs.js';
 
-export const steeringFeature: Feature = {
-  name: 'steering',
-  install() {},
-};
+/** JSON-RPC code for an input refused as closed/rejected (409/422 over HTTP); data.code says which. */
+export const INPUT_REJECTED_RPC_CODE = -32030;
+
+/** Maps an HTTP-style status to the JSON-RPC error code used on the WebSocket. */
+function rpcCodeFor(status: number): number {
+  switch (status) {
+    case 400:
+      return ErrorCode.InvalidParams;
+    case 403:
+      return ErrorCode.PermissionDenied;
+    case 404:
+      return ErrorCode.SessionNotFound;
+    case 429:
+      return ErrorCode.LimitExceeded;
+    default:
+      return INPUT_REJECTED_RPC_CODE;
+  }
+}
+
+const sessionNotFound = (): InputError => new InputError(404, undefined, 'session_not_found', 'session not found');
+
+/** Resolves a session the caller may see, or throws 404 session_not_found (other tenants' sessions do not exist for them). */
+function visibleSession(hub: Hub, principal: Principal, uri: string): string {
+  if (channelKind(uri) !== 'session' || !hub.session(principal, uri)) throw sessionNotFound();
+  return uri;
+}
+
+function assertWriter(principal: Principal): void {
+  if (!canWrite(principal)) throw new InputError(403, undefined, 'permission_denied', 'read-only access: viewers cannot add input to a turn');
+}
+
+export function createSteeringFeature(options: SteeringOptions = {}): Feature {
+  return {
+    name: 'steering',
+    install(ctx: FeatureContext) {
+      const { hub, rpc, http, runner, logger, now } = ctx;
+      const engine = new SteeringEngine(hub, logger, now, options);
+      runner.setSteering(engine);
+      const unsubscribe = hub.on((e) => engine.onHubEvent(e));
+
+      const submit = async (principal: Principal, uri: string, body: unknown, source: InputSource) => {
+        const session = visibleSession(hub, principal, uri);
+        assertWriter(principal);
+        const result = engine.submit(session, parseSubmit(body), source);
+        // The pending steering message is committed before the answer goes out, so a 202 means
+        // every subscriber can already see the input as pending.
+        if (!result.duplicate) await hub.drain();
+        return result;
+      };
+      const status = (principal: Principal, uri: string, inputId: unknown, target: unknown) => {
+        const session = visibleSession(hub, principal, uri);
+        const q = parseStatusQuery(inputId, target);
+        return engine.status(session, q.inputId, q.target);
+      };
+      const notFoundBody = { outcome: 'rejected', code: 'input_not_found', message: 'no receipt for this input and target in the retention window (current and last ended turn); this does not prove it was never applied' };
+
+      // ─── HTTP ───────────────────────────────────────────────────────────
+      const wrap =
+        (handler: (req: IncomingMessage, res: ServerResponse, c: HttpContext) => Promise<void> | void) =>
+        async (req: IncomingMessage, res: ServerResponse, c: HttpContext) => {
+          try {
+            await handler(req, res, c);
+          } catch (err) {
+            if (err instanceof InputError) {
+              const { code, message, ...extra } = err.body() as { code: string; message: string };
+              throw new HttpError(err.status, code, message, extra);
+            }
+            throw err;
+          }
+        };
+      http.add(
+        'GET',
+        '/v2/sessions/{sessionId}/input-capabilities',
+        wrap((_req, res, c) => {
+          const session = visibleSession(hub, c.principal, sessionUri(c.params['sessionId']!));
+          sendJson(res, 200, engine.capabilities(session));
+        }),
+      );
+      http.add(
+        'POST',
+        '/v2/sessions/{sessionId}/inputs',
+        wrap(async (req, res, c) => {
+          const uri = visibleSession(hub, c.principal, sessionUri(c.params['sessionId']!));
+          assertWriter(c.principal);
+          let body: unknown;
+          try {
+            body = await readJsonBody(req);
+          } catch (err) {
+            if (err instanceof HttpError) throw new HttpError(err.status, err.code, err.message, { outcome: 'rejected', ...err.extra });
+            throw err;
+          }
+          const result = await submit(c.principal, uri, body, 'http');
+          sendJson(res, 202, result);
+        }),
+      );
+      http.add(
+        'GET',
+        '/v2/sessions/{sessionId}/inputs/{inputId}',
+        wrap((_req, res, c) => {
+          const historyEpoch = c.url.searchParams.get('historyEpoch');
+          const turnId = c.url.searchParams.get('turnId');
+          const receipt = status(c.principal, sessionUri(c.params['sessionId']!), c.params['inputId'], historyEpoch === null && turnId === null ? undefined : { historyEpoch, turnId });
+          if (receipt) sendJson(res, 200, { receipt });
+          else sendJson(res, 404, notFoundBody);
+        }),
+      );
+
+      // ─── WebSocket JSON-RPC ─────────────────────────────────────────────
+      const params = z.looseObject({ channel: z.string().min(1).max(1024) });
+      const rpcWrap = async <T>(fn: () => T | Promise<T>): Promise<T> => {
+        try {
+          return await fn();
+        } catch (err) {
+          if (err instanceof InputError) throw new ProtocolError(rpcCodeFor(err.status), err.message, { ...err.body(), status: err.status });
+          throw err;
+        }
+      };
+      rpc.request('x-input/capabilities', {
+        params,
+        handle: (c, p) => rpcWrap(() => engine.capabilities(visibleSession(hub, c.principal, p.channel))),
+      });
+      rpc.request('x-input/submit', {
+        params,
+        handle: (c, p) => rpcWrap(() => submit(c.principal, p.channel, p, 'ws')),
+      });
+      rpc.request('x-input/status', {
+        params,
+        handle: (c, p) =>
+          rpcWrap(() => {
+            const receipt = status(c.principal, p.channel, p['inputId'], p['target']);
+            return receipt ? { receipt } : { receipt: null, ...notFoundBody };
+          }),
+      });
+
+      return { close: () => void unsubscribe() };
+    },
+  };
+}
+
+/** The feature `npm start` installs (default quota). Use `createSteeringFeature({quotaPerTurn})` to configure. */
+export const steeringFeature: Feature = createSteeringFeature();

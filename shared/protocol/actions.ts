@@ -339,6 +339,18 @@ export const sessionStatusChangedActionSchema = z.looseObject({
   ...meta,
 });
 
+/**
+ * Implementation-defined (`x-`): a person chose "always allow" for tool `toolName` in this
+ * session (a permission reply with an `allow_always` option). The reducer records it in
+ * `_meta['hub/approvedTools']`; the hub then approves later confirmations of that tool in this
+ * session itself (`confirmed: 'setting'`). Being in the log, it survives restarts.
+ */
+export const toolApprovalRememberedActionSchema = z.looseObject({
+  type: z.literal('x-session/toolApprovalRemembered'),
+  toolName: z.string().min(1).max(StateLimits.id),
+  ...meta,
+});
+
 // ─── Root channel ────────────────────────────────────────────────────────────
 
 export const agentsChangedActionSchema = z.looseObject({
@@ -395,6 +407,7 @@ export const sessionActionSchema = z.discriminatedUnion('type', [
   isArchivedChangedActionSchema,
   sessionStateReplacedActionSchema,
   sessionStatusChangedActionSchema,
+  toolApprovalRememberedActionSchema,
 ]);
 
 export const rootActionSchema = z.discriminatedUnion('type', [agentsChangedActionSchema]);
@@ -444,6 +457,7 @@ export type IsArchivedChangedAction = z.infer<typeof isArchivedChangedActionSche
 export type SessionStateReplacedAction = z.infer<typeof sessionStateReplacedActionSchema>;
 export type AgentsChangedAction = z.infer<typeof agentsChangedActionSchema>;
 export type SessionStatusChangedAction = z.infer<typeof sessionStatusChangedActionSchema>;
+export type ToolApprovalRememberedAction = z.infer<typeof toolApprovalRememberedActionSchema>;
 
 export type ChatAction = z.infer<typeof chatActionSchema>;
 export type SessionAction = z.infer<typeof sessionActionSchema>;
@@ -500,6 +514,7 @@ const ACTION_SCHEMAS = {
   'session/isArchivedChanged': isArchivedChangedActionSchema,
   'session/stateReplaced': sessionStateReplacedActionSchema,
   'x-session/statusChanged': sessionStatusChangedActionSchema,
+  'x-session/toolApprovalRemembered': toolApprovalRememberedActionSchema,
   'root/agentsChanged': agentsChangedActionSchema,
 } satisfies { [T in KnownActionType]: z.ZodType<Extract<KnownAction, { type: T }>> };
 

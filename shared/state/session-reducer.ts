@@ -58,6 +58,8 @@ function reduce(state: SessionState, action: SessionAction): SessionState {
     case 'x-session/statusChanged':
       // Activity bits and activity text come from the hub's roll-up; flags stay the session's own.
       return withField(withField(state, 'status', withActivity(state.status, activityOf(action.status))), 'activity', action.activity);
+    case 'x-session/toolApprovalRemembered':
+      return toolApprovalRemembered(state, action.toolName);
     default:
       return unreachable(action, state);
   }
@@ -66,6 +68,18 @@ function reduce(state: SessionState, action: SessionAction): SessionState {
 /** Compile-time exhaustiveness: adding a session action without a case fails to type-check here. */
 function unreachable(_action: never, state: SessionState): SessionState {
   return state;
+}
+
+/** Tool names remembered per session; the oldest are forgotten beyond this. */
+const MAX_APPROVED_TOOLS = 256;
+
+/** Adds `toolName` to `_meta['hub/approvedTools']` (no-op when already there). */
+function toolApprovalRemembered(state: SessionState, toolName: string): SessionState {
+  const current = state._meta?.['hub/approvedTools'];
+  const list = Array.isArray(current) ? current.filter((name): name is string => typeof name === 'string') : [];
+  if (list.includes(toolName)) return state;
+  const approvedTools = [...list, toolName].slice(-MAX_APPROVED_TOOLS);
+  return { ...state, _meta: { ...state._meta, 'hub/approvedTools': approvedTools } };
 }
 
 const resourceOf = (chat: ChatSummary): string => chat.resource;

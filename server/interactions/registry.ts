@@ -1,0 +1,527 @@
+/**
+ * The pending-interaction registry: one per session, fed by chat state through hub events.
+ *
+ * Every open input request and every tool call in `pending-confirmation` in a chat's active turn
+ * is an interaction with a `requestId` (input requests keep their AHP request id unless it is
+ * unusable in a URL or already pending in the session; tools always get a fresh id, never the
+ * toolCallId), ACP-style options, and for questions the question list by index.
+ *
+ * Resolution is first-wins because it is decided by the hub: a reply becomes a client action via
+ * `hub.submitAs`, which validates and commits synchronously in the single-threaded hub, and this
+ * registry reconciles synchronously inside that commit. Whichever surface's action commits first
+ * (AHP tab, HTTP reply, auto-approval) resolves the interaction; every later reply finds it gone.
+ * Turn end, cancel, truncation and disposal resolve whatever is still pending as `cancelled`.
+ *
+ * Resolved ids are remembered in a bounded FIFO only to tell late replies apart in the SSE
+ * stream (`permission_already_resolved`); callers get the same `false`/404 either way.
+ */
+import type { WireAction } from '../../shared/protocol/messages.js';
+import {
+  isPartOfKind,
+  type ChatInputQuestion,
+  type ChatInputRequest,
+  type ChatState,
+  type ConfirmationOption,
+  type PendingConfirmationToolCall,
+  type ToolCallState,
+} from '../../shared/protocol/state.js';
+import { sessionIdOf } from '../../shared/protocol/uris.js';
+import { canWrite, type Principal } from '../auth/auth.js';
+import type { Hub, HubEvent } from '../hub/hub.js';
+import type { Logger } from '../log.js';
+import { errorFields } from '../log.js';
+import { acpToolKind, acpUpdatesFor, hubNotify, qwenNotify, qwenQuestion, rawInputOf, sessionUpdate, type PermissionOption, type PermissionOutcome } from './acp.js';
+import { mapIndexedAnswers } from './answers.js';
+import type { SessionStreams, TurnEnd } from './event-stream.js';
+
+export const ASK_USER_QUESTION = 'ask_user_question';
+/** Session `_meta` key holding tool names approved with `allow_always` (see `x-session/toolApprovalRemembered`). */
+export const APPROVED_TOOLS_META = 'hub/approvedTools';
+
+export interface Interaction {
+  readonly requestId: string;
+  readonly session: string;
+  readonly chat: string;
+  readonly turnId: string;
+  /** `input:<ahp request id>` or `tool:<toolCallId>`: its identity inside the chat. */
+  readonly key: string;
+  readonly kind: 'question' | 'permission';
+  readonly inputRequestId?: string;
+  questions: readonly ChatInputQuestion[];
+  readonly toolCallId?: string;
+  readonly toolName: string;
+  readonly options: readonly PermissionOption[];
+  /** ACP optionId → AHP confirmation option id, for tools that offered their own options. */
+  readonly ahpOptions: ReadonlyMap<string, string>;
+  /** The ACP `toolCall` announced in `permission_request`. */
+  readonly toolCall: Record<string, unknown>;
+  /** Set for the duration of a reply's commit so the resolution records the exact option chosen. */
+  claimed?: PermissionOutcome | undefined;
+}
+
+export type Lookup = { state: 'pending'; interaction: Interaction } | { state: 'resolved' } | { state: 'unknown' };
+
+/** A validated reply, independent of its wire shape (DataWorks or Qwen). */
+export interface Reply {
+  readonly outcome: PermissionOutcome;
+  /** Answers by canonical question index (already checked for key form and string values). */
+  readonly answers?: Readonly<Record<string, string>> | undefined;
+}
+
+export type ReplyErrorCode =
+  | 'INVALID_OPTION_ID'
+  | 'INVALID_ANSWER_KEY'
+  | 'INVALID_ANSWER'
+  | 'MISSING_REQUIRED_ANSWER'
+  | 'ANSWERS_NOT_EXPECTED'
+  | 'PERMISSION_DENIED'
+  | 'INTERNAL_ERROR';
+
+export type ReplyResult = { kind: 'accepted' } | { kind: 'notAccepted' } | { kind: 'error'; code: ReplyErrorCode; message: string };
+
+/** Resolved ids remembered for `permission_already_resolved` (Qwen keeps 512). */
+const RESOLVED_FIFO = 4_096;
+
+const TURN_STATE_ACTIONS = new Set(['chat/delta', 'chat/reasoning', 'chat/usage', 'chat/toolCallDelta', 'chat/draftChanged', 'chat/toolCallContentChanged']);
+
+export class InteractionRegistry {
+  /** session URI → requestId → pending interaction. */
+  readonly #bySession = new Map<string, Map<string, Interaction>>();
+  /** chat URI → key → pending interaction. */
+  readonly #byChat = new Map<string, Map<string, Interaction>>();
+  /** `${session}\n${requestId}` of resolved interactions, oldest first. */
+  readonly #resolved = new Map<string, { outcome: PermissionOutcome; chat: string; turnId: string }>();
+  /** chat URI → id of its active turn as last seen (to notice turn ends of any kind). */
+  readonly #activeTurns = new Map<string, string>();
+  #unsubscribe: (() => void) | undefined;
+  #closed = false;
+
+  constructor(
+    private readonly hub: Hub,
+    private readonly streams: SessionStreams,
+    private readonly logger: Logger,
+    private readonly newId: () => string,
+  ) {}
+
+  start(): void {
+    this.#unsubscribe = this.hub.on((e) => this.#onHubEvent(e));
+  }
+
+  stop(): void {
+    this.#closed = true;
+    this.#unsubscribe?.();
+  }
+
+  /** Pending interactions of a session, oldest first. */
+  pending(session: string): Interaction[] {
+    return [...(this.#bySession.get(session)?.values() ?? [])];
+  }
+
+  lookup(session: string, requestId: string): Lookup {
+    const pending = this.#bySession.get(session)?.get(requestId);
+    if (pending) return { state: 'pending', interaction: pending };
+    return this.#resolved.has(`${session}\n${requestId}`) ? { state: 'resolved' } : { state: 'unknown' };
+  }
+
+  /** The `_qwen/notify permission_request` frame of an interaction. */
+  requestFrame(it: Interaction): unknown {
+    return qwenNotify('permission_request', {
+      requestId: it.requestId,
+      sessionId: sessionIdOf(it.session),
+      toolCall: it.toolCall,
+      options: it.options,
+    });
+  }
+
+  // ─── Replies ────────────────────────────────────────────────────────────────
+
+  /**
+   * Applies a reply from a non-AHP surface. The session must be visible to the caller; an
+   * unknown, resolved or invisible request is `notAccepted` (indistinguishable). Option and
+   * answer problems of a pending request are errors. First-wins is the hub's: see the file header.
+   */
+  async reply(principal: Principal, session: string, requestId: string, reply: Reply): Promise<ReplyResult> {
+    if (!canWrite(principal)) return { kind: 'error', code: 'PERMISSION_DENIED', message: 'read-only access: viewers cannot answer permission requests' };
+    if (!this.hub.session(principal, session)) return { kind: 'notAccepted' };
+    const found = this.lookup(session, requestId);
+    if (found.state !== 'pending') {
+      if (found.state === 'resolved') this.#alreadyResolved(session, requestId);
+      return { kind: 'notAccepted' };
+    }
+    const it = found.interaction;
+    const built = this.#actionFor(it, reply);
+    if ('code' in built) return { kind: 'error', ...built };
+
+    it.claimed = reply.outcome;
+    let submitted: ReturnType<Hub['submitAs']>;
+    try {
+      // Decided and committed synchronously: the registry has reconciled when this returns.
+      submitted = this.hub.submitAs(principal, it.chat, built.action);
+    } catch (err) {
+      it.claimed = undefined;
+      this.logger.warn('permission reply could not be applied', errorFields(err));
+      return { kind: 'error', code: 'INTERNAL_ERROR', message: 'the hub cannot apply replies right now' };
+    } finally {
+      if (this.#bySession.get(session)?.get(requestId) === it) it.claimed = undefined;
+    }
+    let result: Awaited<ReturnType<Hub['submitAs']>>;
+    try {
+      result = await submitted;
+    } catch (err) {
+      this.logger.warn('permission reply could not be applied', errorFields(err));
+      return { kind: 'error', code: 'INTERNAL_ERROR', message: 'the hub cannot apply replies right now' };
+    }
+    if (!result.ok) {
+      this.logger.debug('permission reply not accepted', { requestId, reason: result.reason });
+      this.#alreadyResolved(session, requestId);
+      return { kind: 'notAccepted' };
+    }
+    const chosen = reply.outcome.outcome === 'selected' ? it.options.find((o) => o.optionId === (reply.outcome as { optionId: string }).optionId) : undefined;
+    if (it.kind === 'permission' && chosen?.kind === 'allow_always') await this.#rememberApproval(session, it.toolName);
+    return { kind: 'accepted' };
+  }
+
+  /** The AHP client action a reply becomes, or a parameter error. */
+  #actionFor(it: Interaction, reply: Reply): { action: WireAction } | { code: ReplyErrorCode; message: string } {
+    const answersGiven = reply.answers !== undefined && Object.keys(reply.answers).length > 0;
+    if (reply.outcome.outcome === 'cancelled') {
+      if (it.kind === 'question') return { action: { type: 'chat/inputCompleted', requestId: it.inputRequestId!, response: 'cancel' } };
+      return {
+        action: {
+          type: 'chat/toolCallConfirmed',
+          turnId: it.turnId,
+          toolCallId: it.toolCallId!,
+          approved: false,
+          reason: 'skipped',
+          reasonMessage: 'The permission request was cancelled.',
+        },
+      };
+    }
+    const optionId = reply.outcome.optionId;
+    const option = it.options.find((o) => o.optionId === optionId);
+    if (!option) {
+      return { code: 'INVALID_OPTION_ID', message: `option "${optionId}" was not offered for this request; offered: ${it.options.map((o) => o.optionId).join(', ')}` };
+    }
+    const allow = option.kind === 'allow_once' || option.kind === 'allow_always';
+    if (it.kind === 'permission') {
+      if (answersGiven) return { code: 'ANSWERS_NOT_EXPECTED', message: 'Answers are only accepted for ask_user_question requests; omit them for a tool permission' };
+      const ahpOption = it.ahpOptions.get(option.optionId);
+      const action: WireAction = allow
+        ? { type: 'chat/toolCallConfirmed', turnId: it.turnId, toolCallId: it.toolCallId!, approved: true, confirmed: 'user-action' }
+        : { type: 'chat/toolCallConfirmed', turnId: it.turnId, toolCallId: it.toolCallId!, approved: false, reason: 'denied' };
+      if (ahpOption !== undefined) action['selectedOptionId'] = ahpOption;
+      return { action };
+    }
+    const mapped = mapIndexedAnswers(it.questions, reply.answers ?? {});
+    if (!mapped.ok) return { code: mapped.code, message: mapped.message };
+    if (allow) {
+      const part = this.#openPart(it);
+      const merged = { ...(part?.answers ?? {}), ...mapped.answers };
+      const missing = it.questions.findIndex((q) => q.required === true && (!Object.hasOwn(merged, q.id) || merged[q.id]?.state !== 'submitted'));
+      if (missing !== -1) {
+        return { code: 'MISSING_REQUIRED_ANSWER', message: `question ${missing} (${it.questions[missing]!.id}) is required: give Answers["${missing}"]` };
+      }
+    }
+    const action: WireAction = { type: 'chat/inputCompleted', requestId: it.inputRequestId!, response: allow ? 'accept' : 'decline' };
+    if (Object.keys(mapped.answers).length > 0) action['answers'] = mapped.answers;
+    return { action };
+  }
+
+  #openPart(it: Interaction): ChatInputRequest | undefined {
+    const state = this.hub.chatEntry(it.chat)?.state;
+    for (const part of state?.activeTurn?.responseParts ?? []) {
+      if (isPartOfKind(part, 'inputRequest') && part.response === undefined && part.request.id === it.inputRequestId) return part.request;
+    }
+    return undefined;
+  }
+
+  #alreadyResolved(session: string, requestId: string): void {
+    const resolved = this.#resolved.get(`${session}\n${requestId}`);
+    const data: Record<string, unknown> = { requestId, sessionId: sessionIdOf(session) };
+    if (resolved) data['outcome'] = resolved.outcome;
+    this.streams.publish(session, { chat: resolved?.chat, turnId: resolved?.turnId, payload: qwenNotify('permission_already_resolved', data) });
+  }
+
+  async #rememberApproval(session: string, toolName: string): Promise<void> {
+    const approved = this.hub.sessionEntry(session)?.state._meta?.[APPROVED_TOOLS_META];
+    if (Array.isArray(approved) && approved.includes(toolName)) return;
+    try {
+      await this.hub.dispatchServer(session, { type: 'x-session/toolApprovalRemembered', toolName });
+    } catch (err) {
+      this.logger.warn('could not record the remembered approval', { toolName, ...errorFields(err) });
+    }
+  }
+
+  #isApproved(session: string, toolName: string): boolean {
+    const approved = this.hub.sessionEntry(session)?.state._meta?.[APPROVED_TOOLS_META];
+    return Array.isArray(approved) && approved.includes(toolName);
+  }
+
+  /** Approves a pending tool the session approved with `allow_always` earlier. */
+  #autoApprove(it: Interaction): void {
+    if (this.#closed || this.#bySession.get(it.session)?.get(it.requestId) !== it) return;
+    const session = this.hub.sessionEntry(it.session);
+    if (!session) return;
+    const always = it.options.find((o) => o.kind === 'allow_always');
+    it.claimed = always ? { outcome: 'selected', optionId: always.optionId } : undefined;
+    const principal: Principal = { user: 'hub:remembered-approval', tenant: session.tenant, role: 'user' };
+    const action: WireAction = { type: 'chat/toolCallConfirmed', turnId: it.turnId, toolCallId: it.toolCallId!, approved: true, confirmed: 'setting' };
+    try {
+      void this.hub.submitAs(principal, it.chat, action).catch((err: unknown) => this.logger.warn('auto-approval failed', errorFields(err)));
+    } catch (err) {
+      this.logger.warn('auto-approval failed', errorFields(err));
+    } finally {
+      if (this.#bySession.get(it.session)?.get(it.requestId) === it) it.claimed = undefined;
+    }
+  }
+
+  // ─── Reconciliation with chat state ─────────────────────────────────────────
+
+  #onHubEvent(e: HubEvent): void {
+    if (e.type === 'sessionDisposed') {
+      for (const it of this.pending(e.session)) this.#resolve(it, { outcome: 'cancelled' });
+      // The session's chats are gone already; any tracked turn whose chat vanished was in it.
+      for (const [chat, turnId] of [...this.#activeTurns]) {
+        if (this.hub.chatEntry(chat)) continue;
+        this.#activeTurns.delete(chat);
+        this.#publishTurnEnd(e.session, chat, turnId, { stopReason: 'cancelled' });
+      }
+      this.streams.closeSession(e.session);
+      return;
+    }
+    if (e.type === 'chatDisposed') {
+      for (const it of [...(this.#byChat.get(e.chat)?.values() ?? [])]) this.#resolve(it, { outcome: 'cancelled' });
+      const turnId = this.#activeTurns.get(e.chat);
+      if (turnId !== undefined) {
+        this.#activeTurns.delete(e.chat);
+        this.#publishTurnEnd(e.session, e.chat, turnId, { stopReason: 'cancelled' });
+      }
+      return;
+    }
+    const { channel, action } = e.event;
+    const chat = this.hub.chatEntry(channel);
+    if (!chat) return;
+    const turnId = chat.state.activeTurn?.id ?? (typeof action['turnId'] === 'string' ? action['turnId'] : undefined);
+    if (this.streams.isStreamed(chat.session)) for (const update of acpUpdatesFor(action)) {
+      this.streams.publish(chat.session, { chat: channel, turnId, payload: sessionUpdate(sessionIdOf(chat.session), update, channel, turnId) });
+    }
+    if (TURN_STATE_ACTIONS.has(action.type)) return;
+    this.#reconcile(chat.session, channel, chat.state);
+    this.#trackTurn(chat.session, channel, chat.state, action);
+  }
+
+  #trackTurn(session: string, chat: string, state: ChatState, action: WireAction): void {
+    const previous = this.#activeTurns.get(chat);
+    const current = state.activeTurn?.id;
+    if (previous !== undefined && previous !== current) this.#publishTurnEnd(session, chat, previous, turnEndOf(action, previous, state));
+    if (current === undefined) this.#activeTurns.delete(chat);
+    else this.#activeTurns.set(chat, current);
+  }
+
+  #publishTurnEnd(session: string, chat: string, turnId: string, end: TurnEnd): void {
+    const data: Record<string, unknown> = { sessionId: sessionIdOf(session), turnId, stopReason: end.stopReason };
+    if (end.error) data['error'] = end.error;
+    this.streams.publish(session, { chat, turnId, turnEnd: end, payload: hubNotify('turn_end', data) });
+  }
+
+  #reconcile(session: string, chat: string, state: ChatState): void {
+    const wanted = new Map<string, { input?: ChatInputRequest; tool?: PendingConfirmationToolCall }>();
+    const turn = state.activeTurn;
+    for (const part of turn?.responseParts ?? []) {
+      if (isPartOfKind(part, 'inputRequest') && part.response === undefined) wanted.set(`input:${part.request.id}`, { input: part.request });
+      else if (isPartOfKind(part, 'toolCall') && part.toolCall.status === 'pending-confirmation') {
+        wanted.set(`tool:${part.toolCall.toolCallId}`, { tool: part.toolCall as PendingConfirmationToolCall });
+      }
+    }
+    const existing = this.#byChat.get(chat);
+    if (existing) {
+      for (const [key, it] of [...existing]) {
+        const w = wanted.get(key);
+        if (!w || it.turnId !== turn?.id) this.#resolve(it, it.claimed ?? deriveOutcome(it, state));
+        else if (w.input?.questions) it.questions = w.input.questions;
+      }
+    }
+    if (!turn) return;
+    for (const [key, w] of wanted) {
+      if (this.#byChat.get(chat)?.has(key)) continue;
+      const it = w.input ? this.#questionInteraction(session, chat, turn.id, key, w.input) : this.#toolInteraction(session, chat, turn.id, key, w.tool!);
+      this.#register(it);
+      if (it.kind === 'permission' && this.#isApproved(session, it.toolName)) setImmediate(() => this.#autoApprove(it));
+    }
+  }
+
+  #register(it: Interaction): void {
+    let s = this.#bySession.get(it.session);
+    if (!s) this.#bySession.set(it.session, (s = new Map()));
+    s.set(it.requestId, it);
+    let c = this.#byChat.get(it.chat);
+    if (!c) this.#byChat.set(it.chat, (c = new Map()));
+    c.set(it.key, it);
+    this.#resolved.delete(`${it.session}\n${it.requestId}`);
+    this.streams.publish(it.session, { chat: it.chat, turnId: it.turnId, payload: this.requestFrame(it) });
+  }
+
+  #resolve(it: Interaction, outcome: PermissionOutcome): void {
+    const s = this.#bySession.get(it.session);
+    if (s?.get(it.requestId) !== it) return;
+    s.delete(it.requestId);
+    if (s.size === 0) this.#bySession.delete(it.session);
+    const c = this.#byChat.get(it.chat);
+    c?.delete(it.key);
+    if (c?.size === 0) this.#byChat.delete(it.chat);
+    it.claimed = undefined;
+    const key = `${it.session}\n${it.requestId}`;
+    this.#resolved.delete(key);
+    this.#resolved.set(key, { outcome, chat: it.chat, turnId: it.turnId });
+    if (this.#resolved.size > RESOLVED_FIFO) this.#resolved.delete(this.#resolved.keys().next().value!);
+    this.streams.publish(it.session, {
+      chat: it.chat,
+      turnId: it.turnId,
+      payload: qwenNotify('permission_resolved', { requestId: it.requestId, sessionId: sessionIdOf(it.session), outcome }),
+    });
+  }
+
+  #freshRequestId(session: string, preferred: string | undefined): string {
+    const usable = preferred !== undefined && preferred !== '.' && preferred !== '..' && !this.#bySession.get(session)?.has(preferred);
+    return usable ? preferred : this.newId();
+  }
+
+  #questionInteraction(session: string, chat: string, turnId: string, key: string, request: ChatInputRequest): Interaction {
+    const requestId = this.#freshRequestId(session, request.id);
+    const questions = request.questions ?? [];
+    const qwenQuestions = questions.map(qwenQuestion);
+    const rawInput: Record<string, unknown> = { questions: qwenQuestions };
+    if (request.message !== undefined) rawInput['message'] = request.message;
+    if (request.url !== undefined) rawInput['url'] = request.url;
+    return {
+      requestId,
+      session,
+      chat,
+      turnId,
+      key,
+      kind: 'question',
+      inputRequestId: request.id,
+      questions,
+      toolName: ASK_USER_QUESTION,
+      options: [
+        { optionId: 'proceed_once', name: 'Submit answers', kind: 'allow_once' },
+        { optionId: 'decline', name: 'Decline', kind: 'reject_once' },
+      ],
+      ahpOptions: new Map(),
+      toolCall: {
+        toolCallId: request.id,
+        title: request.message ?? 'Questions for you',
+        kind: 'other',
+        status: 'pending',
+        toolName: ASK_USER_QUESTION,
+        rawInput,
+        _meta: { toolName: ASK_USER_QUESTION, qwenInteractionKind: 'user_question', qwenQuestions, 'hub/chat': chat, 'hub/turnId': turnId },
+      },
+    };
+  }
+
+  #toolInteraction(session: string, chat: string, turnId: string, key: string, tool: PendingConfirmationToolCall): Interaction {
+    const { options, ahpOptions } = toolOptions(tool.options);
+    const toolCall: Record<string, unknown> = {
+      toolCallId: tool.toolCallId,
+      title: tool.confirmationTitle ?? tool.displayName,
+      kind: acpToolKind(tool.toolName),
+      status: 'pending',
+      toolName: tool.toolName,
+      _meta: { toolName: tool.toolName, 'hub/chat': chat, 'hub/turnId': turnId },
+    };
+    if (tool.toolInput !== undefined) toolCall['rawInput'] = rawInputOf(tool.toolInput);
+    if (tool.invocationMessage) toolCall['content'] = [{ type: 'content', content: { type: 'text', text: tool.invocationMessage } }];
+    return {
+      requestId: this.newId(),
+      session,
+      chat,
+      turnId,
+      key,
+      kind: 'permission',
+      questions: [],
+      toolCallId: tool.toolCallId,
+      toolName: tool.toolName,
+      options,
+      ahpOptions,
+      toolCall,
+    };
+  }
+}
+
+/**
+ * ACP options for a tool. AHP options (`approve`/`deny`) keep their ids and labels and map to
+ * `allow_once` / `reject_once`; `allow_always` (and `allow_once` / `reject_once` when the tool
+ * brought none of that kind) are added with ids that do not collide with the tool's own.
+ */
+export function toolOptions(ahp: readonly ConfirmationOption[] | undefined): { options: PermissionOption[]; ahpOptions: Map<string, string> } {
+  const options: PermissionOption[] = [];
+  const ahpOptions = new Map<string, string>();
+  for (const o of ahp ?? []) {
+    options.push({ optionId: o.id, name: o.label, kind: o.kind === 'approve' ? 'allow_once' : 'reject_once' });
+    ahpOptions.set(o.id, o.id);
+  }
+  const taken = new Set(options.map((o) => o.optionId));
+  const add = (id: string, name: string, kind: PermissionOption['kind']): void => {
+    let optionId = id;
+    for (let i = 2; taken.has(optionId); i++) optionId = `${id}_${i}`;
+    taken.add(optionId);
+    options.push({ optionId, name, kind });
+  };
+  if (!options.some((o) => o.kind === 'allow_once')) add('proceed_once', 'Allow', 'allow_once');
+  add('proceed_always', 'Always allow this tool in this session', 'allow_always');
+  if (!options.some((o) => o.kind === 'reject_once')) add('reject_once', 'Reject', 'reject_once');
+  return { options, ahpOptions };
+}
+
+/** How an interaction ended, read from the chat state after it stopped being pending. */
+function deriveOutcome(it: Interaction, state: ChatState): PermissionOutcome {
+  const parts = state.activeTurn?.id === it.turnId ? state.activeTurn.responseParts : findTurn(state, it.turnId)?.responseParts ?? [];
+  const allowOnce = it.options.find((o) => o.kind === 'allow_once')!.optionId;
+  const rejectOnce = it.options.find((o) => o.kind === 'reject_once')!.optionId;
+  if (it.kind === 'question') {
+    const part = parts.find((p) => isPartOfKind(p, 'inputRequest') && p.request.id === it.inputRequestId);
+    const response = part && isPartOfKind(part, 'inputRequest') ? part.response : undefined;
+    if (response === 'accept') return { outcome: 'selected', optionId: allowOnce };
+    if (response === 'decline') return { outcome: 'selected', optionId: rejectOnce };
+    return { outcome: 'cancelled' };
+  }
+  let tool: ToolCallState | undefined;
+  for (const p of parts) if (isPartOfKind(p, 'toolCall') && p.toolCall.toolCallId === it.toolCallId) tool = p.toolCall;
+  if (!tool || tool.status === 'pending-confirmation' || tool.status === 'streaming') return { outcome: 'cancelled' };
+  const selected = 'selectedOption' in tool ? (tool.selectedOption as ConfirmationOption | undefined) : undefined;
+  if (selected && it.ahpOptions.has(selected.id)) return { outcome: 'selected', optionId: selected.id };
+  if (tool.status === 'cancelled') return tool.reason === 'denied' ? { outcome: 'selected', optionId: rejectOnce } : { outcome: 'cancelled' };
+  if ('confirmed' in tool && tool.confirmed === 'setting') {
+    const always = it.options.find((o) => o.kind === 'allow_always');
+    if (always) return { outcome: 'selected', optionId: always.optionId };
+  }
+  return { outcome: 'selected', optionId: allowOnce };
+}
+
+function findTurn(state: ChatState, turnId: string): { responseParts: ChatState['turns'][number]['responseParts'] } | undefined {
+  for (let i = state.turns.length - 1; i >= 0; i--) if (state.turns[i]!.id === turnId) return state.turns[i];
+  return undefined;
+}
+
+/**
+ * Stop reason of a turn that just stopped being active:
+ * `chat/turnComplete` → `end_turn`; `chat/turnCancelled`, `chat/truncated`, disposal → `cancelled`;
+ * `chat/error` with `errorType: "refusal"` → `refusal`; any other `chat/error` → `error` (prompt
+ * streams end with a JSON-RPC error for it).
+ */
+function turnEndOf(action: WireAction, turnId: string, state: ChatState): TurnEnd {
+  switch (action.type) {
+    case 'chat/turnComplete':
+      return { stopReason: 'end_turn' };
+    case 'chat/error': {
+      const turn = findTurn(state, turnId) as { error?: { errorType?: string; message?: string } } | undefined;
+      const info = (action['error'] as { errorType?: string; message?: string } | undefined) ?? turn?.error;
+      const errorType = info?.errorType ?? 'error';
+      if (errorType === 'refusal') return { stopReason: 'refusal' };
+      return { stopReason: 'error', error: { errorType, message: info?.message ?? 'The turn failed.' } };
+    }
+    default:
+      return { stopReason: 'cancelled' };
+  }
+}

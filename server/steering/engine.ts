@@ -1,0 +1,390 @@
+/**
+ * The steering input engine: one in-memory input book per session (durability `memory`).
+ *
+ * Target = `{historyEpoch, turnId}` of the active turn of the session's default chat (null when
+ * idle). `historyEpoch` is a fresh random id per session per process (so a restart changes it)
+ * and is replaced when that chat is truncated (explicit history replacement); nothing else
+ * changes it.
+ *
+ * Life of an input: `submit` → `accepted` (ordinal = acceptance order in the turn, revision 1),
+ * mirrored to every AHP subscriber as a pending steering message (`chat/steeringMessageSet`).
+ * At the agent's next safe barrier (`consumeAtBarrier`) every accepted input of that turn becomes
+ * `consumed`: its steering message is removed and a `userMessage` response part carrying an AHP
+ * user `Message` is appended to the active turn. When the turn completes or errors first, the
+ * remaining inputs become `closed`; when it is cancelled (or a client removes the pending steering
+ * message) they become `cancelled` — each with a `reason`. Receipts are kept for the current turn
+ * and the last ended turn only. A remote agent (no in-process barrier) consumes an input by
+ * dispatching the same `userMessage` part with `_meta['hub/userInput'].inputId`.
+ */
+import { randomUUID } from 'node:crypto';
+import type { WireAction } from '../../shared/protocol/messages.js';
+import { sessionIdOf } from '../../shared/protocol/uris.js';
+import type { SteeringInput } from '../agents/agent.js';
+import type { SteeringPort } from '../agents/agent-runner.js';
+import type { Hub, HubEvent } from '../hub/hub.js';
+import type { Logger } from '../log.js';
+import { errorFields } from '../log.js';
+import {
+  DEFAULT_TURN_QUOTA,
+  INPUT_PROTOCOL_VERSION,
+  InputError,
+  MAX_BLOCKS,
+  MAX_INPUT_ID_LENGTH,
+  MAX_INPUT_TEXT_LENGTH,
+  type InputReceipt,
+  type InputSource,
+  type InputTarget,
+  type ReceiptState,
+  type SubmitRequest,
+} from './inputs.js';
+
+export interface SteeringOptions {
+  /** Most inputs accepted per turn (retries of an accepted id do not count). Default 32. */
+  readonly quotaPerTurn?: number;
+}
+
+/** `_meta` key on the steering message and the transcript part that link them to the receipt. */
+export const USER_INPUT_META = 'hub/userInput';
+/** Response part kind for a consumed input: an AHP user `Message` inside the turn. */
+export const USER_MESSAGE_PART = 'userMessage';
+
+interface Entry {
+  receipt: InputReceipt;
+  readonly text: string;
+  readonly steeringId: string;
+}
+
+interface TurnBook {
+  readonly historyEpoch: string;
+  readonly turnId: string;
+  readonly chat: string;
+  readonly entries: Map<string, Entry>;
+  accepted: number;
+  open: boolean;
+  endReason?: string;
+}
+
+interface SessionBook {
+  readonly session: string;
+  historyEpoch: string;
+  current: TurnBook | undefined;
+  lastEnded: TurnBook | undefined;
+}
+
+export interface InputCapabilities {
+  readonly version: number;
+  readonly sessionId: string;
+  readonly content: readonly string[];
+  readonly blockTypes: readonly string[];
+  readonly ack: readonly string[];
+  readonly defaultAck: 'memory';
+  readonly durableAck: false;
+  readonly image: false;
+  readonly durability: 'memory';
+  readonly target: InputTarget | null;
+  readonly retention: {
+    readonly turns: readonly string[];
+    readonly current: InputTarget | null;
+    readonly lastEnded: InputTarget | null;
+  };
+  readonly quotaPerTurn: number;
+  readonly limits: { readonly inputIdLength: number; readonly textLength: number; readonly blocks: number };
+}
+
+export type SubmitResult = { readonly outcome: 'accepted'; readonly receipt: InputReceipt; readonly duplicate: boolean };
+
+export class SteeringEngine implements SteeringPort {
+  readonly quotaPerTurn: number;
+  readonly #books = new Map<string, SessionBook>();
+
+  constructor(
+    private readonly hub: Hub,
+    private readonly logger: Logger,
+    private readonly now: () => number,
+    options: SteeringOptions = {},
+  ) {
+    this.quotaPerTurn = options.quotaPerTurn ?? DEFAULT_TURN_QUOTA;
+  }
+
+  // ─── Queries ────────────────────────────────────────────────────────────────
+
+  /** The session's default chat and its active turn id (undefined when idle). */
+  #live(session: string): { chat: string | undefined; turnId: string | undefined } {
+    const chat = this.hub.sessionEntry(session)?.state.defaultChat;
+    const turnId = chat ? this.hub.chatEntry(chat)?.state.activeTurn?.id : undefined;
+    return { chat, turnId };
+  }
+
+  #book(session: string): SessionBook {
+    let book = this.#books.get(session);
+    if (!book) {
+      book = { session, historyEpoch: newEpoch(), current: undefined, lastEnded: undefined };
+      this.#books.set(session, book);
+    }
+    // Catch up with a turn that started before this book existed.
+    const { chat, turnId } = this.#live(session);
+    if (chat && turnId && !(book.current && book.current.turnId === turnId && book.current.chat === chat)) this.#startTurn(book, chat, turnId);
+    else if (book.current && !turnId) this.#endTurn(book, book.current, 'closed', 'turn_ended', true);
+    return book;
+  }
+
+  target(session: string): InputTarget | null {
+    const book = this.#book(session);
+    const current = book.current;
+    return current && current.open && current.historyEpoch === book.historyEpoch ? { historyEpoch: current.historyEpoch, turnId: current.turnId } : null;
+  }
+
+  capabilities(session: string): InputCapabilities {
+    const book = this.#book(session);
+    const target = this.target(session);
+    const ref = (t: TurnBook | undefined): InputTarget | null => (t ? { historyEpoch: t.historyEpoch, turnId: t.turnId } : null);
+    return {
+      version: INPUT_PROTOCOL_VERSION,
+      sessionId: sessionIdOf(session),
+      content: ['text', 'blocks'],
+      blockTypes: ['text'],
+      ack: ['memory'],
+      defaultAck: 'memory',
+      durableAck: false,
+      image: false,
+      durability: 'memory',
+      target,
+      retention: { turns: ['current', 'lastEnded'], current: ref(book.current), lastEnded: ref(book.lastEnded) },
+      quotaPerTurn: this.quotaPerTurn,
+      limits: { inputIdLength: MAX_INPUT_ID_LENGTH, textLength: MAX_INPUT_TEXT_LENGTH, blocks: MAX_BLOCKS },
+    };
+  }
+
+  /** The retained receipt for `(inputId, target)`, or undefined (outside the window / never seen). Never changes anything. */
+  status(session: string, inputId: string, target: InputTarget): InputReceipt | undefined {
+    return this.#find(this.#book(session), target)?.entries.get(inputId)?.receipt;
+  }
+
+  #find(book: SessionBook, target: InputTarget): TurnBook | undefined {
+    for (const t of [book.current, book.lastEnded]) {
+      if (t && t.historyEpoch === target.historyEpoch && t.turnId === target.turnId) return t;
+    }
+    return undefined;
+  }
+
+  // ─── Submit ─────────────────────────────────────────────────────────────────
+
+  /**
+   * Accepts an input into the target turn, or returns the original receipt of an identical
+   * retry (whatever its state now). Throws InputError: 409 `input_conflict` (same id, other
+   * text), 409 `turn_closed` (closed or stale target; never redirected), 429 `input_quota_exceeded`.
+   */
+  submit(session: string, request: SubmitRequest, source: InputSource): SubmitResult {
+    const book = this.#book(session);
+    const turn = this.#find(book, request.target);
+    const existing = turn?.entries.get(request.inputId);
+    if (existing) {
+      if (existing.text !== request.text) {
+        throw new InputError(409, 'rejected', 'input_conflict', `input ${request.inputId} was already submitted to this turn with different text; use a new inputId for new text`, {
+          receipt: existing.receipt,
+        });
+      }
+      return { outcome: 'accepted', receipt: existing.receipt, duplicate: true };
+    }
+    const { chat, turnId } = this.#live(session);
+    if (!turn || !turn.open || request.target.historyEpoch !== book.historyEpoch || turnId !== turn.turnId || chat !== turn.chat) {
+      const why =
+        request.target.historyEpoch !== book.historyEpoch
+          ? 'stale_history_epoch'
+          : turnId === undefined
+            ? 'no_active_turn'
+            : 'turn_not_active';
+      throw new InputError(409, 'closed', 'turn_closed', `the target turn ${request.target.turnId} is not open for input (${why}); it is never redirected to another turn`, {
+        reason: why,
+      });
+    }
+    if (turn.accepted >= this.quotaPerTurn) {
+      throw new InputError(429, 'rejected', 'input_quota_exceeded', `at most ${this.quotaPerTurn} inputs may be added to one turn`, { quotaPerTurn: this.quotaPerTurn });
+    }
+    turn.accepted++;
+    const at = new Date(this.now()).toISOString();
+    const receipt: InputReceipt = {
+      inputId: request.inputId,
+      sessionId: sessionIdOf(session),
+      historyEpoch: turn.historyEpoch,
+      turnId: turn.turnId,
+      ordinal: turn.accepted,
+      revision: 1,
+      source,
+      state: 'accepted',
+      durability: 'memory',
+      acceptedAt: at,
+      updatedAt: at,
+    };
+    const entry: Entry = { receipt, text: request.text, steeringId: `hub-input:${request.inputId}` };
+    turn.entries.set(request.inputId, entry);
+    this.#dispatch(turn.chat, {
+      type: 'chat/steeringMessageSet',
+      steeringMessage: { id: entry.steeringId, message: this.#userMessage(entry) },
+    });
+    return { outcome: 'accepted', receipt, duplicate: false };
+  }
+
+  #userMessage(entry: Entry): Record<string, unknown> {
+    const r = entry.receipt;
+    return {
+      text: entry.text,
+      origin: { kind: 'user' },
+      _meta: { [USER_INPUT_META]: { inputId: r.inputId, ordinal: r.ordinal, historyEpoch: r.historyEpoch, turnId: r.turnId, source: r.source } },
+    };
+  }
+
+  // ─── Barrier ────────────────────────────────────────────────────────────────
+
+  /**
+   * Called by the agent between steps. Everything here up to the dispatches runs synchronously,
+   * so the turn cannot end between the check and the commits: the inputs are consumed and
+   * appear in the transcript together, or stay accepted.
+   */
+  async consumeAtBarrier(target: { session: string; chat: string; turnId: string }): Promise<readonly SteeringInput[]> {
+    const book = this.#books.get(target.session);
+    const turn = book?.current;
+    if (!book || !turn || !turn.open || turn.turnId !== target.turnId || turn.chat !== target.chat) return [];
+    if (this.hub.chatEntry(target.chat)?.state.activeTurn?.id !== target.turnId) return [];
+    const ready = [...turn.entries.values()].filter((e) => e.receipt.state === 'accepted').sort((a, b) => a.receipt.ordinal - b.receipt.ordinal);
+    if (ready.length === 0) return [];
+    const pending: Array<Promise<unknown>> = [];
+    for (const entry of ready) {
+      this.#transition(entry, 'consumed', undefined);
+      pending.push(
+        this.#dispatchAwait(turn.chat, {
+          type: 'chat/responsePart',
+          turnId: turn.turnId,
+          part: { kind: USER_MESSAGE_PART, id: `user-input-${entry.receipt.ordinal}-${randomUUID()}`, message: this.#userMessage(entry) },
+        }),
+        this.#dispatchAwait(turn.chat, { type: 'chat/steeringMessageRemoved', id: entry.steeringId }),
+      );
+    }
+    await Promise.all(pending);
+    return ready.map((e) => ({ inputId: e.receipt.inputId, text: e.text }));
+  }
+
+  // ─── Hub events ─────────────────────────────────────────────────────────────
+
+  onHubEvent(e: HubEvent): void {
+    if (e.type === 'sessionDisposed') {
+      this.#books.delete(e.session);
+      return;
+    }
+    if (e.type === 'chatDisposed') {
+      const book = this.#books.get(e.session);
+      if (book?.current?.chat === e.chat) this.#endTurn(book, book.current, 'closed', 'chat_disposed', false);
+      return;
+    }
+    const { channel, action, origin } = e.event;
+    const chat = this.hub.chatEntry(channel);
+    if (!chat) return;
+    const book = this.#books.get(chat.session);
+    const isDefault = this.hub.sessionEntry(chat.session)?.state.defaultChat === channel;
+    if (action.type === 'chat/steeringMessageRemoved' && book) {
+      // A client took the pending input back (AHP: removing a steering message cancels it).
+      const id = String(action['id']);
+      for (const t of [book.current, book.lastEnded]) {
+        for (const entry of t?.entries.values() ?? []) {
+          if (entry.steeringId === id && entry.receipt.state === 'accepted' && t?.chat === channel) {
+            this.#transition(entry, 'cancelled', origin ? 'removed_by_client' : 'removed');
+          }
+        }
+      }
+      return;
+    }
+    if (action.type === 'chat/responsePart' && book) {
+      // A remote agent (which has no barrier in this process) consumes an input by appending the
+      // same `userMessage` part the in-process barrier appends, naming the input in `_meta`.
+      const part = action['part'] as { kind?: unknown; message?: { _meta?: Record<string, unknown> } } | undefined;
+      const ref = part?.kind === USER_MESSAGE_PART ? (part.message?._meta?.[USER_INPUT_META] as { inputId?: unknown } | undefined) : undefined;
+      const turn = book.current;
+      const entry = typeof ref?.inputId === 'string' && turn?.open && turn.chat === channel && turn.turnId === action['turnId'] ? turn.entries.get(ref.inputId) : undefined;
+      if (entry && turn && entry.receipt.state === 'accepted') {
+        this.#transition(entry, 'consumed', undefined);
+        this.#dispatch(turn.chat, { type: 'chat/steeringMessageRemoved', id: entry.steeringId });
+      }
+      return;
+    }
+    if (!isDefault) return;
+    if (action.type === 'chat/truncated') {
+      if (!book) return; // a book created later gets a fresh epoch anyway
+      if (book.current?.open) this.#endTurn(book, book.current, 'closed', 'history_replaced', true);
+      book.historyEpoch = newEpoch();
+      return;
+    }
+    if (!book) return;
+    const current = book.current;
+    if (action.type === 'chat/turnStarted' || action.type === 'chat/turnResume') {
+      const turnId = String(action['turnId']);
+      if (chat.state.activeTurn?.id === turnId && !(current?.open && current.turnId === turnId && current.chat === channel)) {
+        if (current?.open) this.#endTurn(book, current, 'closed', 'turn_replaced', true);
+        this.#startTurn(book, channel, turnId);
+      }
+      return;
+    }
+    if (!current?.open || current.chat !== channel) return;
+    if (chat.state.activeTurn?.id === current.turnId) return;
+    const reason =
+      action.type === 'chat/turnComplete'
+        ? (['closed', 'turn_completed'] as const)
+        : action.type === 'chat/error'
+          ? (['closed', 'turn_failed'] as const)
+          : action.type === 'chat/turnCancelled'
+            ? (['cancelled', 'turn_cancelled'] as const)
+            : (['closed', 'turn_ended'] as const);
+    this.#endTurn(book, current, reason[0], reason[1], true);
+  }
+
+  #startTurn(book: SessionBook, chat: string, turnId: string): void {
+    const ended = book.lastEnded;
+    if (!book.current && ended && ended.turnId === turnId && ended.chat === chat && ended.historyEpoch === book.historyEpoch) {
+      // `chat/turnResume` reopens the same turn: its receipts (and ordinals) carry on.
+      ended.open = true;
+      delete ended.endReason;
+      book.current = ended;
+      book.lastEnded = undefined;
+      return;
+    }
+    const previous = book.current;
+    if (previous) {
+      if (previous.open) this.#endTurn(book, previous, 'closed', 'turn_replaced', true);
+      book.lastEnded = previous;
+    }
+    book.current = { historyEpoch: book.historyEpoch, turnId, chat, entries: new Map(), accepted: 0, open: true };
+  }
+
+  /** Ends a turn's window: remaining accepted inputs become closed/cancelled and leave the steering list. */
+  #endTurn(book: SessionBook, turn: TurnBook, state: 'closed' | 'cancelled', reason: string, removeMessages: boolean): void {
+    turn.open = false;
+    turn.endReason = reason;
+    for (const entry of turn.entries.values()) {
+      if (entry.receipt.state !== 'accepted') continue;
+      this.#transition(entry, state, reason);
+      if (removeMessages) this.#dispatch(turn.chat, { type: 'chat/steeringMessageRemoved', id: entry.steeringId });
+    }
+    if (book.current === turn) {
+      book.current = undefined;
+      book.lastEnded = turn;
+    }
+  }
+
+  #transition(entry: Entry, state: ReceiptState, reason: string | undefined): void {
+    const r = entry.receipt;
+    const next: InputReceipt = { ...r, state, revision: r.revision + 1, updatedAt: new Date(this.now()).toISOString() };
+    entry.receipt = reason === undefined ? next : { ...next, reason };
+  }
+
+  #dispatch(chat: string, action: WireAction): void {
+    void this.#dispatchAwait(chat, action);
+  }
+
+  #dispatchAwait(chat: string, action: WireAction): Promise<unknown> {
+    if (!this.hub.chatEntry(chat)) return Promise.resolve();
+    return this.hub.dispatchServer(chat, action).catch((err: unknown) => this.logger.debug('steering action not applied', { type: action.type, ...errorFields(err) }));
+  }
+}
+
+function newEpoch(): string {
+  return `epoch-${randomUUID()}`;
+}
