@@ -14,6 +14,9 @@ if (existsSync('app/main.ts')) {
     minify: true,
     sourcemap: true,
     outfile: 'dist/app/app.js',
+    // The classic zod API without its 40+ locales and JSON-schema code (same zod modules, see
+    // app/zod-lite.ts): 633 KB → 310 KB minified. Node and the type checker use the real package.
+    alias: { zod: './app/zod-lite.ts' },
     logLevel: 'warning',
   });
   if (existsSync('app/static')) cpSync('app/static', 'dist/app', { recursive: true });

@@ -105,6 +105,7 @@ export class AgentRunner {
       if (run) this.#abort(run);
       return;
     }
+    if (e.type !== 'committed') return;
     const { channel, action } = e.event;
     const chat = this.hub.chatEntry(channel);
     if (!chat) return;

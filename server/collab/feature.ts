@@ -1,7 +1,308 @@
-/** Placeholder: the collab feature is being built; it registers its routes and methods here. */
-import type { Feature } from '../server.js';
+/**
+ * Collaborative answers: a Yjs document per open input request so that several people typing in
+ * the same text answer merge character by character, plus presence (who views the request and
+ * which question each person edits). Wire protocol: see protocol.ts.
+ *
+ * The AHP chat state stays the source of truth for everyone else: merged text is mirrored into
+ * `chat/inputAnswerChanged` drafts through `hub.submitAs` (full client validation, so a viewer's
+ * edit could never land there), and drafts written by clients that do not speak Yjs are merged
+ * back into the text. A document is dropped when its request resolves, its turn ends (complete,
+ * cancel, error, truncation) or its chat/session is disposed; presence goes with the connection.
+ */
+import * as Y from 'yjs';
+import { fromBase64 } from 'lib0/buffer';
+import { ErrorCode, ProtocolError } from '../../shared/protocol/errors.js';
+import type { ChatInputRequest, InputRequestPart, ResponsePart } from '../../shared/protocol/state.js';
+import type { WireAction } from '../../shared/protocol/messages.js';
+import { canWrite, type Principal } from '../auth/auth.js';
+import type { Connection } from '../hub/connection.js';
+import type { Hub } from '../hub/hub.js';
+import type { RpcContext } from '../hub/rpc.js';
+import { encodeError } from '../hub/rpc.js';
+import type { Logger } from '../log.js';
+import { errorFields } from '../log.js';
+import type { Feature, FeatureContext } from '../server.js';
+import { CollabRoom, SERVER_ORIGIN } from './collab-room.js';
+import { CHAT_PRESENCE_DOC, CollabMethod, DEFAULT_COLLAB_LIMITS, dataParamsSchema, joinParamsSchema, leaveParamsSchema, type CollabLimits } from './protocol.js';
+
+const TURN_END_ACTIONS = new Set(['chat/turnComplete', 'chat/turnCancelled', 'chat/error', 'chat/truncated']);
+
+function roomKey(channel: string, doc: string): string {
+  return `${channel}\u0000${doc}`;
+}
+
+function openRequest(parts: readonly ResponsePart[] | undefined, requestId: string): ChatInputRequest | undefined {
+  const part = parts?.find((p): p is InputRequestPart => p.kind === 'inputRequest' && (p as InputRequestPart).request.id === requestId && (p as InputRequestPart).response === undefined);
+  return part?.request;
+}
+
+/** The collaboration engine; the feature wires it to JSON-RPC and hub events. Exposed for tests. */
+export class CollabEngine {
+  readonly rooms = new Map<string, CollabRoom>();
+  readonly #byConn = new Map<Connection, Set<CollabRoom>>();
+  /** Per room: question id → who edited last, waiting to be mirrored. */
+  readonly #dirty = new Map<CollabRoom, Map<string, Principal>>();
+  readonly #timers = new Map<CollabRoom, NodeJS.Timeout>();
+  #mirroring = false;
+
+  constructor(
+    private readonly hub: Hub,
+    private readonly logger: Logger,
+    readonly limits: CollabLimits = DEFAULT_COLLAB_LIMITS,
+  ) {}
+
+  join(conn: Connection, principal: Principal, channel: string, doc: string): ReturnType<CollabRoom['join']> {
+    const chat = this.hub.chat(principal, channel);
+    const presenceOnly = doc === CHAT_PRESENCE_DOC;
+    const request = chat && !presenceOnly ? openRequest(chat.state.activeTurn?.responseParts, doc) : undefined;
+    if (!chat || (!request && !presenceOnly)) throw new ProtocolError(ErrorCode.NotFound, `no open input request ${doc} on ${channel}`);
+    const key = roomKey(channel, doc);
+    let room = this.rooms.get(key);
+    const mine = this.#byConn.get(conn) ?? new Set<CollabRoom>();
+    if (!(room && mine.has(room)) && mine.size >= this.limits.maxDocsPerConnection) {
+      throw new ProtocolError(ErrorCode.LimitExceeded, `at most ${this.limits.maxDocsPerConnection} collaborative documents per connection`);
+    }
+    if (!room) {
+      room = new CollabRoom(
+        channel,
+        doc,
+        chat.session,
+        this.limits,
+        (questionId, who) => this.#markDirty(room!, questionId, who),
+        (r) => this.drop(r, 'document too large'),
+      );
+      this.rooms.set(key, room);
+      // Seed each text question with its current draft (or its default), once, by the server:
+      // every member then receives the same insert through sync and nobody seeds twice.
+      room.doc.transact(() => {
+        for (const q of request?.questions ?? []) {
+          if (q.kind !== 'text') continue;
+          const answer = request?.answers?.[q.id];
+          const draft = answer && answer.state !== 'skipped' && answer.value.kind === 'text' ? (answer.value as { value: string }).value : undefined;
+          const value = draft ?? (answer === undefined && typeof q.defaultValue === 'string' ? q.defaultValue : '');
+          if (value) room!.text(q.id).insert(0, value);
+        }
+      }, SERVER_ORIGIN);
+    }
+    mine.add(room);
+    this.#byConn.set(conn, mine);
+    return room.join(conn, principal);
+  }
+
+  leave(conn: Connection, channel: string, doc: string): void {
+    const room = this.rooms.get(roomKey(channel, doc));
+    if (!room) return;
+    room.leave(conn);
+    this.#byConn.get(conn)?.delete(room);
+    this.#releaseIfEmpty(room);
+  }
+
+  /** The connection closed: leave every room (its presence disappears for the others). */
+  disconnect(conn: Connection): void {
+    const rooms = this.#byConn.get(conn);
+    if (!rooms) return;
+    this.#byConn.delete(conn);
+    for (const room of rooms) {
+      room.leave(conn);
+      this.#releaseIfEmpty(room);
+    }
+  }
+
+  /**
+   * A presence room holds nothing but presence: free it with its last member. Request documents
+   * stay until the request resolves (their text is the state being answered).
+   */
+  #releaseIfEmpty(room: CollabRoom): void {
+    if (room.requestId === CHAT_PRESENCE_DOC && room.members.size === 0) this.drop(room, 'nobody is viewing');
+  }
+
+  sync(ctx: RpcContext, channel: string, doc: string, data: Uint8Array): void {
+    const room = this.rooms.get(roomKey(channel, doc));
+    if (!room || !room.members.has(ctx.conn)) return this.#notJoined(ctx, channel, doc);
+    try {
+      room.sync(ctx.conn, data, canWrite(ctx.principal) && room.requestId !== CHAT_PRESENCE_DOC);
+    } catch (err) {
+      this.logger.warn('bad collab sync message', { channel, doc, ...errorFields(err) });
+      ctx.conn.send(encodeError(null, ErrorCode.InvalidParams, `invalid ${CollabMethod.Sync} payload`));
+    }
+  }
+
+  awareness(ctx: RpcContext, channel: string, doc: string, data: Uint8Array): void {
+    const room = this.rooms.get(roomKey(channel, doc));
+    if (!room || !room.members.has(ctx.conn)) return this.#notJoined(ctx, channel, doc);
+    let problem: string | undefined;
+    try {
+      problem = room.awarenessUpdate(ctx.conn, data);
+    } catch {
+      problem = 'malformed awareness update';
+    }
+    if (problem) ctx.conn.send(encodeError(null, ErrorCode.InvalidParams, `${CollabMethod.Awareness} refused: ${problem}`));
+  }
+
+  /** Drops a document: members are told, pending mirrors are abandoned. */
+  drop(room: CollabRoom, reason: string): void {
+    if (this.rooms.get(roomKey(room.channel, room.requestId)) !== room) return;
+    this.rooms.delete(roomKey(room.channel, room.requestId));
+    clearTimeout(this.#timers.get(room));
+    this.#timers.delete(room);
+    this.#dirty.delete(room);
+    for (const conn of room.members.keys()) this.#byConn.get(conn)?.delete(room);
+    room.close(reason);
+  }
+
+  dropWhere(predicate: (room: CollabRoom) => boolean, reason: string): void {
+    for (const room of [...this.rooms.values()]) if (predicate(room)) this.drop(room, reason);
+  }
+
+  /** Hub commits: drafts from non-Yjs clients flow into the text; resolution drops documents. */
+  onCommitted(channel: string, action: WireAction): void {
+    if (this.#mirroring) return;
+    if (action.type === 'chat/inputCompleted' && action['requestId'] !== CHAT_PRESENCE_DOC) {
+      const room = this.rooms.get(roomKey(channel, String(action['requestId'])));
+      if (room) this.drop(room, `input request ${room.requestId} was answered (${String(action['response'])})`);
+      return;
+    }
+    if (TURN_END_ACTIONS.has(action.type)) {
+      this.dropWhere((r) => r.channel === channel && r.requestId !== CHAT_PRESENCE_DOC, 'the turn ended');
+      return;
+    }
+    if (action.type === 'chat/inputAnswerChanged') {
+      const room = this.rooms.get(roomKey(channel, String(action['requestId'])));
+      if (!room) return;
+      const questionId = String(action['questionId']);
+      const answer = action['answer'] as { state?: string; value?: { kind?: string; value?: unknown } } | undefined;
+      const next = answer === undefined ? '' : answer.value?.kind === 'text' && typeof answer.value.value === 'string' ? answer.value.value : undefined;
+      if (next === undefined || !this.#isTextQuestion(room, questionId)) return;
+      const text = room.text(questionId);
+      if (text.toString() !== next) room.doc.transact(() => applyDiff(text, next), SERVER_ORIGIN);
+    }
+  }
+
+  close(): void {
+    this.dropWhere(() => true, 'the hub is shutting down');
+  }
+
+  #isTextQuestion(room: CollabRoom, questionId: string): boolean {
+    const chat = this.hub.chatEntry(room.channel);
+    const request = openRequest(chat?.state.activeTurn?.responseParts, room.requestId);
+    return request?.questions?.some((q) => q.id === questionId && q.kind === 'text') ?? false;
+  }
+
+  #notJoined(ctx: RpcContext, channel: string, doc: string): void {
+    ctx.conn.send(encodeError(null, ErrorCode.NotFound, `not joined to collaborative document ${doc} on ${channel}: send ${CollabMethod.Join} first`));
+  }
+
+  #markDirty(room: CollabRoom, questionId: string, who: Principal): void {
+    let dirty = this.#dirty.get(room);
+    if (!dirty) {
+      dirty = new Map();
+      this.#dirty.set(room, dirty);
+    }
+    dirty.set(questionId, who);
+    if (this.#timers.has(room)) return;
+    const timer = setTimeout(() => {
+      this.#timers.delete(room);
+      void this.#mirror(room);
+    }, this.limits.mirrorDelayMs);
+    timer.unref?.();
+    this.#timers.set(room, timer);
+  }
+
+  /** Writes the merged text of every edited question into the AHP draft, as its last editor. */
+  async #mirror(room: CollabRoom): Promise<void> {
+    const dirty = this.#dirty.get(room);
+    this.#dirty.delete(room);
+    if (!dirty || room.closed) return;
+    const request = openRequest(this.hub.chatEntry(room.channel)?.state.activeTurn?.responseParts, room.requestId);
+    if (!request) return;
+    for (const [questionId, principal] of dirty) {
+      if (!request.questions?.some((q) => q.id === questionId && q.kind === 'text')) continue;
+      const value = room.text(questionId).toString();
+      const current = request.answers?.[questionId];
+      const currentText = current && current.state !== 'skipped' && current.value.kind === 'text' ? (current.value as { value: string }).value : current ? undefined : '';
+      if (currentText === value) continue;
+      const action: WireAction = { type: 'chat/inputAnswerChanged', requestId: room.requestId, questionId };
+      if (value !== '') action['answer'] = { state: 'draft', value: { kind: 'text', value } };
+      this.#mirroring = true;
+      let pending: Promise<unknown>;
+      try {
+        pending = this.hub.submitAs(principal, room.channel, action);
+      } finally {
+        this.#mirroring = false;
+      }
+      try {
+        const result = (await pending) as { ok: boolean; reason?: string };
+        if (!result.ok) this.logger.debug('collab mirror not applied', { channel: room.channel, doc: room.requestId, questionId, reason: result.reason });
+      } catch (err) {
+        this.logger.warn('collab mirror failed', { channel: room.channel, ...errorFields(err) });
+      }
+    }
+  }
+}
+
+/** Turns `text` into `next` with one delete and one insert around the common prefix/suffix. */
+export function applyDiff(text: Y.Text, next: string): void {
+  const prev = text.toString();
+  let start = 0;
+  while (start < prev.length && start < next.length && prev[start] === next[start]) start++;
+  let endPrev = prev.length;
+  let endNext = next.length;
+  while (endPrev > start && endNext > start && prev[endPrev - 1] === next[endNext - 1]) {
+    endPrev--;
+    endNext--;
+  }
+  if (endPrev > start) text.delete(start, endPrev - start);
+  if (endNext > start) text.insert(start, next.slice(start, endNext));
+}
+
+function decode(data: string, limits: CollabLimits): Uint8Array {
+  if (data.length > limits.maxMessageChars) throw new ProtocolError(ErrorCode.LimitExceeded, `collab payload larger than ${limits.maxMessageChars} characters`);
+  return fromBase64(data);
+}
+
+/** Registers the `x-collab/*` methods and hub listeners; `dispose` undoes it and drops every document. */
+export function installCollab(ctx: Pick<FeatureContext, 'hub' | 'rpc' | 'logger'>, limits: CollabLimits = DEFAULT_COLLAB_LIMITS): { engine: CollabEngine; dispose(): void } {
+  const { hub, rpc, logger } = ctx;
+  const engine = new CollabEngine(hub, logger, limits);
+
+  rpc.request(CollabMethod.Join, {
+    params: joinParamsSchema,
+    handle: (c, p) => engine.join(c.conn, c.principal, p.channel, p.doc),
+  });
+  const guarded = (handler: (c: RpcContext, channel: string, doc: string, data: Uint8Array) => void) => (c: RpcContext, p: { channel: string; doc: string; data: string }) => {
+    let bytes: Uint8Array;
+    try {
+      bytes = decode(p.data, limits);
+    } catch (err) {
+      c.conn.send(encodeError(null, ErrorCode.LimitExceeded, err instanceof Error ? err.message : 'collab payload refused'));
+      return;
+    }
+    handler(c, p.channel, p.doc, bytes);
+  };
+  rpc.notification(CollabMethod.Sync, { params: dataParamsSchema, handle: guarded((c, ch, d, b) => engine.sync(c, ch, d, b)) });
+  rpc.notification(CollabMethod.Awareness, { params: dataParamsSchema, handle: guarded((c, ch, d, b) => engine.awareness(c, ch, d, b)) });
+  rpc.notification(CollabMethod.Leave, { params: leaveParamsSchema, handle: (c, p) => engine.leave(c.conn, p.channel, p.doc) });
+
+  const off = hub.on((e) => {
+    if (e.type === 'committed') engine.onCommitted(e.event.channel, e.event.action);
+    else if (e.type === 'chatDisposed') engine.dropWhere((r) => r.channel === e.chat, 'the chat was disposed');
+    else if (e.type === 'sessionDisposed') engine.dropWhere((r) => r.session === e.session, 'the session was disposed');
+    else if (e.type === 'disconnected') engine.disconnect(e.conn);
+  });
+
+  return {
+    engine,
+    dispose: () => {
+      off();
+      engine.close();
+    },
+  };
+}
 
 export const collabFeature: Feature = {
   name: 'collab',
-  install() {},
+  install(ctx) {
+    const { dispose } = installCollab(ctx);
+    return { close: dispose };
+  },
 };

@@ -92,7 +92,9 @@ export type SubmitResult =
 export type HubEvent =
   | { type: 'committed'; event: CommitEvent }
   | { type: 'sessionDisposed'; session: string }
-  | { type: 'chatDisposed'; chat: string; session: string };
+  | { type: 'chatDisposed'; chat: string; session: string }
+  /** A client connection closed; features drop what they hold for it (presence, listeners). */
+  | { type: 'disconnected'; conn: Connection };
 
 type OutboxItem =
   /** `source`: the connection that dispatched it, when a client did. */
@@ -272,6 +274,7 @@ export class Hub {
     const subs = this.#subscriptionsByConn.get(conn);
     if (subs) for (const channel of [...subs]) this.unsubscribe(conn, channel);
     this.#subscriptionsByConn.delete(conn);
+    this.#emit({ type: 'disconnected', conn });
   }
 
   subscriptionsOf(conn: Connection): ReadonlySet<string> {

@@ -298,6 +298,7 @@ export class InteractionRegistry {
       }
       return;
     }
+    if (e.type !== 'committed') return;
     const { channel, action } = e.event;
     const chat = this.hub.chatEntry(channel);
     if (!chat) return;

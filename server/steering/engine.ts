@@ -276,6 +276,7 @@ export class SteeringEngine implements SteeringPort {
       if (book?.current?.chat === e.chat) this.#endTurn(book, book.current, 'closed', 'chat_disposed', false);
       return;
     }
+    if (e.type !== 'committed') return;
     const { channel, action, origin } = e.event;
     const chat = this.hub.chatEntry(channel);
     if (!chat) return;

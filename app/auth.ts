@@ -1,0 +1,68 @@
+/**
+ * Where the browser's token comes from: `?token=` in the link (then removed from the address bar
+ * so it does not linger in history or screenshots), else the one remembered from before, else a
+ * sign-in form. Without a token the app tries once anyway (a hub in dev mode needs none).
+ */
+import { el } from './dom.js';
+
+const KEY = 'ahp-hub-token';
+
+export function takeToken(): string | undefined {
+  const url = new URL(location.href);
+  const fromLink = url.searchParams.get('token');
+  if (fromLink) {
+    url.searchParams.delete('token');
+    history.replaceState(history.state, '', url.pathname + url.search + url.hash);
+    try {
+      localStorage.setItem(KEY, fromLink);
+    } catch {
+      // storage disabled: the token lives for this page only
+    }
+    return fromLink;
+  }
+  try {
+    return localStorage.getItem(KEY) ?? undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+export function forgetToken(): void {
+  try {
+    localStorage.removeItem(KEY);
+  } catch {
+    // nothing stored
+  }
+}
+
+export function rememberToken(token: string): void {
+  try {
+    localStorage.setItem(KEY, token);
+  } catch {
+    // storage disabled
+  }
+}
+
+/** Renders the sign-in form; resolves with the token the user entered. */
+export function signInForm(root: HTMLElement, problem?: string): Promise<string> {
+  return new Promise((resolve) => {
+    const input = el('input', { attrs: { type: 'password', name: 'token', autocomplete: 'current-password', required: 'required', placeholder: 'access token', 'aria-label': 'Access token' } });
+    const form = el(
+      'form',
+      { class: 'signin card', on: { submit: (e) => {
+        e.preventDefault();
+        const token = input.value.trim();
+        if (!token) return;
+        rememberToken(token);
+        resolve(token);
+      } } },
+      el('h1', { text: 'Sign in to the hub' }),
+      el('p', { class: 'muted', text: 'Paste the access token you were given, or open the link that carries it (…/?token=…).' }),
+      problem ? el('p', { class: 'error', attrs: { role: 'alert' }, text: problem }) : null,
+      el('label', {}, 'Token ', input),
+      el('button', { attrs: { type: 'submit' }, text: 'Sign in' }),
+    );
+    root.replaceChildren(form);
+    input.focus();
+  });
+}

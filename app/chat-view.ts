@@ -1,0 +1,446 @@
+/**
+ * The chat page of a session: its chats as tabs, the transcript (completed turns and the active
+ * turn with streaming markdown, tool calls and input requests in stream order), who is viewing,
+ * and a composer that starts a turn when idle or adds a steering input to the running turn.
+ */
+import type { ChatState, SessionState } from '../shared/client/ahp-client.js';
+import type { ChannelView } from '../shared/client/channel-view.js';
+import type { ActiveTurn, ResponsePart, Turn } from '../shared/protocol/state.js';
+import { SessionInputs, type InputReceipt, type InputTarget } from '../shared/client/session-inputs.js';
+import { CollabDoc, type PresenceState } from './collab.js';
+import { el, markdownInto, replaceChildren } from './dom.js';
+import { colorFor, newId, relativeTime, sessionIdOf, statusClass, statusLabel } from './format.js';
+import type { AppContext } from './main.js';
+import { createPartView, type PartView } from './parts.js';
+
+const CHAT_PRESENCE_DOC = '~chat';
+
+export class ChatPage {
+  readonly el: HTMLElement;
+  readonly #title = el('h1', { class: 'session-title', text: 'Loading…' });
+  readonly #tabs = el('nav', { class: 'chat-tabs' });
+  readonly #body = el('div', { class: 'chat-body' });
+  readonly #error = el('p', { class: 'error', attrs: { hidden: 'hidden', role: 'alert' } });
+  #session: ChannelView<SessionState> | undefined;
+  #chatView: ChatView | undefined;
+  #chatUri: string | undefined;
+  #offs: Array<() => void> = [];
+  #destroyed = false;
+
+  constructor(private readonly ctx: AppContext, readonly sessionUri: string, chat: string | undefined) {
+    this.#chatUri = chat;
+    this.el = el(
+      'section',
+      { class: 'chat-page' },
+      el('div', { class: 'chat-top' }, el('a', { class: 'back', attrs: { href: '/', 'data-route': '' }, text: '← All sessions' }), this.#title),
+      this.#tabs,
+      this.#error,
+      this.#body,
+    );
+    void this.#start();
+  }
+
+  async #start(): Promise<void> {
+    try {
+      const session = (await this.ctx.client.subscribe(this.sessionUri as `ahp-session:/${string}`)) as ChannelView<SessionState>;
+      if (this.#destroyed) return;
+      this.#session = session;
+      this.#offs.push(session.onChange(() => this.#renderSession()));
+      this.#offs.push(session.onGone((reason) => this.#fail(`This session is no longer available (${reason}).`)));
+      this.#renderSession();
+    } catch (err) {
+      this.#fail(`Could not open this session: ${(err as Error).message}`);
+    }
+  }
+
+  #fail(text: string): void {
+    this.#error.textContent = text;
+    this.#error.hidden = false;
+  }
+
+  #renderSession(): void {
+    const s = this.#session?.state;
+    if (!s || this.#destroyed) return;
+    this.#title.textContent = s.title || 'Untitled session';
+    document.title = `${s.title || 'Session'} · AHP Hub`;
+    const chats = s.chats;
+    const current = this.#chatUri && chats.some((c) => c.resource === this.#chatUri) ? this.#chatUri : s.defaultChat ?? chats[0]?.resource;
+    replaceChildren(
+      this.#tabs,
+      ...(chats.length > 1
+        ? chats.map((c) => {
+            const label = statusLabel(c.status);
+            return el(
+              'a',
+              {
+                class: 'tab' + (c.resource === current ? ' active' : ''),
+                attrs: { href: `/s/${encodeURIComponent(sessionIdOf(this.sessionUri))}?chat=${encodeURIComponent(c.resource)}`, 'data-route': '' },
+              },
+              c.title,
+              ' ',
+              el('span', { class: statusClass(label), text: label }),
+            );
+          })
+        : []),
+    );
+    if (current && current !== this.#chatView?.uri) {
+      this.#chatView?.destroy();
+      this.#chatView = new ChatView(this.ctx, this.sessionUri, current);
+      this.#body.replaceChildren(this.#chatView.el);
+    }
+  }
+
+  destroy(): void {
+    this.#destroyed = true;
+    for (const off of this.#offs) off();
+    this.#chatView?.destroy();
+  }
+}
+
+class TurnView {
+  readonly el: HTMLElement;
+  readonly #message = el('div', { class: 'user-message' });
+  readonly #parts = el('div', { class: 'parts' });
+  readonly #footer = el('div', { class: 'turn-footer muted small' });
+  readonly #partViews: PartView[] = [];
+  #lastTurn: Turn | ActiveTurn | undefined;
+  #lastActive: boolean | undefined;
+
+  constructor(private readonly ctx: AppContext, private readonly chat: ChannelView<ChatState>, readonly id: string) {
+    this.el = el('article', { class: 'turn', attrs: { 'data-turn': id } }, this.#message, this.#parts, this.#footer);
+  }
+
+  update(turn: Turn | ActiveTurn, active: boolean, onStop: () => void): void {
+    if (turn === this.#lastTurn && active === this.#lastActive) return;
+    if (turn.message !== this.#lastTurn?.message) this.#renderMessage(turn.message.text);
+    this.#lastTurn = turn;
+    this.#lastActive = active;
+    this.el.classList.toggle('active', active);
+    const parts: readonly ResponsePart[] = turn.responseParts;
+    // Parts are append-only (updated in place by index); a truncation replaces the turn view.
+    parts.forEach((part, i) => {
+      let view = this.#partViews[i];
+      if (!view || view.el.dataset['kind'] !== part.kind) {
+        view?.destroy();
+        view = createPartView(part, { app: this.ctx, chat: this.chat, turnId: turn.id }, active);
+        view.el.dataset['kind'] = part.kind;
+        if (this.#partViews[i]) this.#parts.replaceChild(view.el, this.#partViews[i]!.el);
+        else this.#parts.append(view.el);
+        this.#partViews[i] = view;
+      }
+      view.update(part, active);
+    });
+    while (this.#partViews.length > parts.length) {
+      const v = this.#partViews.pop()!;
+      v.destroy();
+      v.el.remove();
+    }
+    if (active) {
+      const stop = el('button', {
+        class: 'link danger',
+        attrs: { type: 'button', 'data-testid': 'stop', disabled: this.ctx.canWrite ? undefined : 'disabled' },
+        text: 'Stop',
+        on: { click: onStop },
+      });
+      replaceChildren(this.#footer, el('span', { class: 'spinner', attrs: { 'aria-hidden': 'true' } }), ' Working… ', stop);
+    } else {
+      const t = turn as Turn;
+      const state = t.state === 'complete' ? 'Completed' : t.state === 'cancelled' ? 'Stopped' : 'Failed';
+      const duration = typeof t.duration === 'number' ? ` in ${(t.duration / 1000).toFixed(1)} s` : '';
+      replaceChildren(
+        this.#footer,
+        `${state}${duration}`,
+        t.startedAt ? el('span', { title: t.startedAt, text: ` · ${relativeTime(t.startedAt)}` }) : null,
+        t.error ? el('div', { class: 'error', text: `${t.error.errorType}: ${t.error.message}` }) : null,
+      );
+    }
+  }
+
+  #renderMessage(text: string): void {
+    // A demo-agent script is JSON: show it as code rather than as a paragraph of braces.
+    const trimmed = text.trim();
+    if (trimmed.startsWith('{"script"')) {
+      let steps = '';
+      try {
+        const parsed = JSON.parse(trimmed) as { script?: unknown[] };
+        if (Array.isArray(parsed.script)) steps = ` (${parsed.script.length} step${parsed.script.length === 1 ? '' : 's'})`;
+      } catch {
+        // shown as text below
+      }
+      replaceChildren(
+        this.#message,
+        el('details', { class: 'script' }, el('summary', { text: `Demo-agent script${steps}` }), el('pre', {}, el('code', { text: trimmed.length > 4000 ? trimmed.slice(0, 4000) + '…' : trimmed }))),
+      );
+    } else {
+      const body = el('div', { class: 'markdown' });
+      markdownInto(body, text);
+      replaceChildren(this.#message, body);
+    }
+  }
+
+  destroy(): void {
+    for (const v of this.#partViews) v.destroy();
+  }
+}
+
+interface TrackedInput {
+  readonly inputId: string;
+  readonly text: string;
+  readonly target: InputTarget;
+  receipt?: InputReceipt;
+  problem?: string;
+}
+
+class ChatView {
+  readonly el: HTMLElement;
+  readonly #status = el('span', { class: 'status', attrs: { 'data-testid': 'chat-status' } });
+  readonly #viewers = el('span', { class: 'viewers', attrs: { 'data-testid': 'viewers' } });
+  readonly #activity = el('span', { class: 'muted small activity' });
+  readonly #transcript = el('div', { class: 'transcript', attrs: { 'data-testid': 'transcript' } });
+  readonly #pending = el('div', { class: 'pending-inputs' });
+  readonly #composerNote = el('div', { class: 'muted small composer-note' });
+  readonly #composerError = el('div', { class: 'error', attrs: { role: 'alert' } });
+  readonly #textarea: HTMLTextAreaElement;
+  readonly #send: HTMLButtonElement;
+  readonly #turns = new Map<string, TurnView>();
+  readonly #inputs: TrackedInput[] = [];
+  #view: ChannelView<ChatState> | undefined;
+  #presence: CollabDoc | undefined;
+  #offs: Array<() => void> = [];
+  #poll: number | undefined;
+  #destroyed = false;
+  #sending = false;
+  readonly #steering: SessionInputs;
+
+  constructor(private readonly ctx: AppContext, sessionUri: string, readonly uri: string) {
+    this.#steering = new SessionInputs(ctx.client, sessionUri);
+    this.#textarea = el('textarea', {
+      attrs: { rows: '3', placeholder: 'Message the agent…', 'aria-label': 'Message', 'data-testid': 'composer', maxlength: '100000', disabled: ctx.canWrite ? undefined : 'disabled' },
+      on: { keydown: (e) => {
+        if (e.key === 'Enter' && (e.ctrlKey || e.metaKey)) {
+          e.preventDefault();
+          void this.#submit();
+        }
+      } },
+    });
+    this.#send = el('button', { class: 'primary', attrs: { type: 'submit', 'data-testid': 'send', disabled: ctx.canWrite ? undefined : 'disabled' }, text: 'Send' });
+    const composer = el(
+      'form',
+      { class: 'composer card', on: { submit: (e) => {
+        e.preventDefault();
+        void this.#submit();
+      } } },
+      this.#pending,
+      this.#textarea,
+      el('div', { class: 'composer-row' }, this.#composerNote, this.#send),
+      this.#composerError,
+      ctx.canWrite ? null : el('p', { class: 'muted', attrs: { 'data-testid': 'read-only' }, text: 'Read-only access: you can watch this chat but not send or answer.' }),
+    );
+    this.el = el('div', { class: 'chat', attrs: { 'data-chat': uri } }, el('div', { class: 'chat-meta' }, this.#status, this.#activity, this.#viewers), this.#transcript, composer);
+    void this.#start();
+  }
+
+  async #start(): Promise<void> {
+    try {
+      const view = (await this.ctx.client.subscribe(this.uri as `ahp-chat:/${string}`)) as ChannelView<ChatState>;
+      if (this.#destroyed) return;
+      this.#view = view;
+      this.#offs.push(view.onChange(() => this.#render()));
+      this.#render();
+    } catch (err) {
+      replaceChildren(this.#transcript, el('p', { class: 'error', text: `Could not open this chat: ${(err as Error).message}` }));
+      return;
+    }
+    const presence = new CollabDoc(this.ctx.client, this.uri, CHAT_PRESENCE_DOC);
+    this.#presence = presence;
+    presence.setPresence({ user: { name: this.ctx.user } });
+    this.#offs.push(presence.onChange(() => this.#renderViewers()));
+    presence.join().catch(() => {
+      // presence is optional
+    });
+    this.#renderViewers();
+  }
+
+  #renderViewers(): void {
+    const others = this.#presence?.others() ?? [];
+    const names = others.map(([, s]: [number, PresenceState]) => s.user?.id ?? s.user?.name ?? 'someone');
+    replaceChildren(
+      this.#viewers,
+      'Viewing: ',
+      el('span', { class: 'chip me-chip', attrs: { style: `--c:${colorFor(this.ctx.user)}` }, text: `${this.ctx.user} (you)` }),
+      ...names.map((n) => el('span', { class: 'chip', attrs: { style: `--c:${colorFor(n)}`, 'data-user': n }, text: n })),
+    );
+  }
+
+  #render(): void {
+    const view = this.#view;
+    if (!view || this.#destroyed) return;
+    const chat = view.state;
+    const label = statusLabel(chat.status);
+    this.#status.className = statusClass(label);
+    this.#status.textContent = label;
+    this.#status.setAttribute('data-status', label);
+    this.#activity.textContent = chat.activity ?? '';
+    const wanted: Array<[Turn | ActiveTurn, boolean]> = chat.turns.map((t) => [t, false]);
+    if (chat.activeTurn) wanted.push([chat.activeTurn, true]);
+    const keep = new Set(wanted.map(([t]) => t.id));
+    for (const [id, tv] of this.#turns) {
+      if (!keep.has(id)) {
+        tv.destroy();
+        tv.el.remove();
+        this.#turns.delete(id);
+      }
+    }
+    const nearBottom = this.#transcript.scrollHeight - this.#transcript.scrollTop - this.#transcript.clientHeight < 80;
+    let previous: HTMLElement | undefined;
+    for (const [turn, active] of wanted) {
+      let tv = this.#turns.get(turn.id);
+      if (!tv) {
+        tv = new TurnView(this.ctx, view, turn.id);
+        this.#turns.set(turn.id, tv);
+      }
+      tv.update(turn, active, () => void this.#stop());
+      const expectedPosition = previous ? previous.nextSibling : this.#transcript.firstChild;
+      if (expectedPosition !== tv.el) this.#transcript.insertBefore(tv.el, expectedPosition);
+      previous = tv.el;
+    }
+    if (wanted.length === 0) {
+      if (!this.#transcript.querySelector('.empty')) this.#transcript.append(el('p', { class: 'empty muted', text: 'No messages yet. Say something to start a turn.' }));
+    } else {
+      this.#transcript.querySelector('.empty')?.remove();
+    }
+    if (nearBottom) this.#transcript.scrollTop = this.#transcript.scrollHeight;
+    this.#renderComposer(chat);
+  }
+
+  #renderComposer(chat: ChatState): void {
+    const running = chat.activeTurn !== undefined;
+    this.#send.textContent = running ? 'Add to running turn' : 'Send';
+    this.#send.disabled = !this.ctx.canWrite || this.#sending;
+    this.#textarea.placeholder = running ? 'Add a requirement to the running turn (the agent picks it up between steps)…' : 'Message the agent…';
+    this.#composerNote.textContent = running
+      ? 'An addition is extra context for the agent. It never approves a tool or answers a question — use the buttons above for that.'
+      : 'Ctrl+Enter to send.';
+    const pendingSteering = [...(chat.steeringMessages ?? []), ...(chat.steeringMessage ? [chat.steeringMessage] : [])];
+    const mine = new Set(this.#inputs.map((i) => i.inputId));
+    const inputIdOf = (p: { id: string; message: { _meta?: Record<string, unknown> } }): string => {
+      for (const v of Object.values(p.message._meta ?? {})) {
+        const id = (v as { inputId?: unknown } | null)?.inputId;
+        if (typeof id === 'string') return id;
+      }
+      return p.id;
+    };
+    const others = pendingSteering.filter((p) => !mine.has(inputIdOf(p)));
+    replaceChildren(
+      this.#pending,
+      ...this.#inputs.slice(-5).map((i) => {
+        const state = i.problem ? 'not added' : i.receipt?.state ?? 'sending';
+        return el(
+          'div',
+          { class: `receipt receipt-${state.replace(/\s/g, '-')}`, attrs: { 'data-input': i.inputId, 'data-state': state } },
+          el('span', { class: 'badge', text: state }),
+          ' ',
+          el('span', { class: 'receipt-text', text: i.text.length > 140 ? i.text.slice(0, 140) + '…' : i.text }),
+          i.problem ? el('span', { class: 'error small', text: ` — ${i.problem}` }) : i.receipt?.reason ? el('span', { class: 'muted small', text: ` — ${i.receipt.reason}` }) : null,
+        );
+      }),
+      ...others.map((p) => el('div', { class: 'receipt receipt-accepted' }, el('span', { class: 'badge', text: 'pending (another tab)' }), ' ', el('span', { text: p.message.text }))),
+    );
+  }
+
+  async #submit(): Promise<void> {
+    const view = this.#view;
+    const text = this.#textarea.value;
+    if (!view || !this.ctx.canWrite || this.#sending || text.trim() === '') return;
+    this.#composerError.textContent = '';
+    this.#sending = true;
+    this.#send.disabled = true;
+    try {
+      if (view.state.activeTurn) await this.#steer(text);
+      else {
+        const result = await view.dispatch({
+          type: 'chat/turnStarted',
+          turnId: newId(),
+          startedAt: new Date().toISOString(),
+          message: { text, origin: { kind: 'user' } },
+        });
+        if (result.accepted) this.#textarea.value = '';
+        else this.#composerError.textContent = `Not sent: ${result.reason}`;
+      }
+    } finally {
+      this.#sending = false;
+      this.#renderComposer(view.state);
+    }
+  }
+
+  /** Adds `text` to the running turn through the steering input contract, then follows its receipt. */
+  async #steer(text: string): Promise<void> {
+    let target: InputTarget | null;
+    try {
+      target = await this.#steering.getInputTarget();
+    } catch (err) {
+      this.#composerError.textContent = `Cannot add to the running turn: ${(err as Error).message}`;
+      return;
+    }
+    if (!target) {
+      this.#composerError.textContent = 'The turn ended before your addition was sent; nothing was added. Send it again to start a new turn.';
+      return;
+    }
+    // The id is minted once, with the target, before the first attempt (retry discipline).
+    const tracked: TrackedInput = { inputId: newId(), text, target };
+    this.#inputs.push(tracked);
+    this.#textarea.value = '';
+    this.#renderComposer(this.#view!.state);
+    for (let attempt = 0; attempt < 3; attempt++) {
+      try {
+        const result = await this.#steering.submitInput({ inputId: tracked.inputId, target, content: { text } });
+        if (result.outcome === 'accepted') tracked.receipt = result.receipt;
+        else tracked.problem = `${result.outcome === 'closed' ? 'the turn was already closed' : result.code}: ${result.message}`;
+        break;
+      } catch (err) {
+        // Unknown outcome: ask first, resend the identical request only if the hub has no receipt.
+        const known = await this.#steering.getInputStatus(tracked.inputId, target).catch(() => null);
+        if (known) {
+          tracked.receipt = known;
+          break;
+        }
+        if (attempt === 2) tracked.problem = `not confirmed (${(err as Error).message}); check before sending again`;
+      }
+    }
+    this.#renderComposer(this.#view!.state);
+    this.#schedulePoll();
+  }
+
+  #schedulePoll(): void {
+    if (this.#poll !== undefined || this.#destroyed) return;
+    this.#poll = window.setTimeout(() => void this.#pollReceipts(), 600);
+  }
+
+  async #pollReceipts(): Promise<void> {
+    this.#poll = undefined;
+    const open = this.#inputs.filter((i) => i.receipt && i.receipt.state === 'accepted');
+    for (const i of open) {
+      const receipt = await this.#steering.getInputStatus(i.inputId, i.target).catch(() => undefined);
+      if (receipt) i.receipt = receipt;
+    }
+    if (this.#destroyed) return;
+    if (this.#view) this.#renderComposer(this.#view.state);
+    if (this.#inputs.some((i) => i.receipt?.state === 'accepted')) this.#schedulePoll();
+  }
+
+  async #stop(): Promise<void> {
+    const turn = this.#view?.state.activeTurn;
+    if (!turn || !this.ctx.canWrite) return;
+    const duration = Math.max(0, Date.now() - Date.parse(turn.startedAt));
+    const result = await this.#view!.dispatch({ type: 'chat/turnCancelled', turnId: turn.id, duration });
+    if (!result.accepted) this.#composerError.textContent = `Could not stop: ${result.reason}`;
+  }
+
+  destroy(): void {
+    this.#destroyed = true;
+    window.clearTimeout(this.#poll);
+    for (const off of this.#offs) off();
+    for (const tv of this.#turns.values()) tv.destroy();
+    this.#presence?.destroy();
+  }
+}

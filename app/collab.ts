@@ -1,0 +1,189 @@
+/**
+ * Browser side of `x-collab/*` (server/collab/protocol.ts): one Y.Doc + awareness per open input
+ * request, synced over the AhpClient's socket with the SDK's generic request/notify/onNotification.
+ * After a reconnect the document re-joins and sends what the server lacks (its own offline edits).
+ */
+import * as Y from 'yjs';
+import * as syncProtocol from 'y-protocols/sync';
+import * as awarenessProtocol from 'y-protocols/awareness';
+import * as encoding from 'lib0/encoding';
+import * as decoding from 'lib0/decoding';
+import { fromBase64, toBase64 } from 'lib0/buffer';
+import type { AhpClient } from '../shared/client/ahp-client.js';
+
+export const CollabMethod = {
+  Join: 'x-collab/join',
+  Sync: 'x-collab/sync',
+  Awareness: 'x-collab/awareness',
+  Leave: 'x-collab/leave',
+  Closed: 'x-collab/closed',
+} as const;
+
+const REMOTE = 'remote';
+
+interface CollabParams {
+  channel?: unknown;
+  doc?: unknown;
+  data?: unknown;
+  reason?: unknown;
+}
+
+export interface PresenceState {
+  readonly user?: { readonly name?: string; readonly id?: string; readonly role?: string; readonly color?: string };
+  readonly editing?: string | null;
+}
+
+export class CollabDoc {
+  readonly doc = new Y.Doc();
+  readonly awareness: awarenessProtocol.Awareness;
+  #joined = false;
+  #closed = false;
+  #offs: Array<() => void> = [];
+  #listeners = new Set<() => void>();
+  closedReason: string | undefined;
+
+  constructor(
+    private readonly client: AhpClient,
+    readonly channel: string,
+    readonly requestId: string,
+  ) {
+    this.awareness = new awarenessProtocol.Awareness(this.doc);
+    const mine = (p: CollabParams): boolean => p.channel === channel && p.doc === requestId;
+    this.#offs.push(
+      client.onNotification(CollabMethod.Sync, (raw) => {
+        const p = raw as CollabParams;
+        if (!mine(p) || typeof p.data !== 'string') return;
+        const decoder = decoding.createDecoder(fromBase64(p.data));
+        const reply = encoding.createEncoder();
+        syncProtocol.readSyncMessage(decoder, reply, this.doc, REMOTE);
+        if (encoding.length(reply) > 0) this.#send(CollabMethod.Sync, encoding.toUint8Array(reply));
+      }),
+      client.onNotification(CollabMethod.Awareness, (raw) => {
+        const p = raw as CollabParams;
+        if (!mine(p) || typeof p.data !== 'string') return;
+        awarenessProtocol.applyAwarenessUpdate(this.awareness, fromBase64(p.data), REMOTE);
+      }),
+      client.onNotification(CollabMethod.Closed, (raw) => {
+        const p = raw as CollabParams;
+        if (!mine(p)) return;
+        this.closedReason = typeof p.reason === 'string' ? p.reason : 'closed';
+        this.#joined = false;
+        this.#emit();
+      }),
+      client.onConnectionState((state) => {
+        if (state === 'open' && !this.#closed && !this.closedReason) {
+          this.join().catch((err: unknown) => {
+            // The request may have been resolved while we were away: stop following it.
+            this.closedReason = err instanceof Error ? err.message : 'could not re-join';
+            this.#emit();
+          });
+        }
+        if (state !== 'open') {
+          this.#joined = false;
+          // Others' presence is stale until we re-join; keep only our own.
+          const others = [...this.awareness.getStates().keys()].filter((id) => id !== this.doc.clientID);
+          awarenessProtocol.removeAwarenessStates(this.awareness, others, REMOTE);
+        }
+      }),
+    );
+    this.doc.on('update', (update: Uint8Array, origin: unknown) => {
+      if (origin === REMOTE || !this.#joined) return;
+      const e = encoding.createEncoder();
+      syncProtocol.writeUpdate(e, update);
+      this.#send(CollabMethod.Sync, encoding.toUint8Array(e));
+    });
+    this.awareness.on('update', ({ added, updated, removed }: { added: number[]; updated: number[]; removed: number[] }, origin: unknown) => {
+      if (origin !== REMOTE && this.#joined) {
+        const mineOnly = [...added, ...updated, ...removed].filter((id) => id === this.doc.clientID);
+        if (mineOnly.length > 0) this.#send(CollabMethod.Awareness, awarenessProtocol.encodeAwarenessUpdate(this.awareness, mineOnly));
+      }
+      this.#emit();
+    });
+  }
+
+  get joined(): boolean {
+    return this.#joined;
+  }
+
+  /** Joins (or re-joins after a reconnect): loads the server's state and sends what it lacks. */
+  async join(): Promise<void> {
+    if (this.#closed) return;
+    const r = (await this.client.request(CollabMethod.Join, { channel: this.channel, doc: this.requestId })) as { state: string; stateVector: string; awareness: string };
+    if (this.#closed) return;
+    Y.applyUpdate(this.doc, fromBase64(r.state), REMOTE);
+    awarenessProtocol.applyAwarenessUpdate(this.awareness, fromBase64(r.awareness), REMOTE);
+    this.#joined = true;
+    const missing = Y.encodeStateAsUpdate(this.doc, fromBase64(r.stateVector));
+    // An empty update is two zero bytes; only send real edits made while disconnected.
+    if (missing.length > 2) {
+      const e = encoding.createEncoder();
+      syncProtocol.writeUpdate(e, missing);
+      this.#send(CollabMethod.Sync, encoding.toUint8Array(e));
+    }
+    const local = this.awareness.getLocalState();
+    if (local) this.#send(CollabMethod.Awareness, awarenessProtocol.encodeAwarenessUpdate(this.awareness, [this.doc.clientID]));
+    this.#emit();
+  }
+
+  text(questionId: string): Y.Text {
+    return this.doc.getText(questionId);
+  }
+
+  setPresence(state: PresenceState): void {
+    this.awareness.setLocalState(state);
+  }
+
+  /** Presence of everyone else, keyed by awareness client id. */
+  others(): Array<[number, PresenceState]> {
+    return [...this.awareness.getStates()].filter(([id]) => id !== this.doc.clientID) as Array<[number, PresenceState]>;
+  }
+
+  onChange(listener: () => void): () => void {
+    this.#listeners.add(listener);
+    return () => this.#listeners.delete(listener);
+  }
+
+  destroy(): void {
+    if (this.#closed) return;
+    this.#closed = true;
+    if (this.#joined && this.client.connectionState === 'open') {
+      try {
+        this.client.notify(CollabMethod.Leave, { channel: this.channel, doc: this.requestId });
+      } catch {
+        // closing anyway
+      }
+    }
+    for (const off of this.#offs) off();
+    this.#listeners.clear();
+    this.awareness.destroy();
+    this.doc.destroy();
+  }
+
+  #emit(): void {
+    for (const l of [...this.#listeners]) l();
+  }
+
+  #send(method: string, data: Uint8Array): void {
+    if (this.#closed || this.client.connectionState !== 'open') return;
+    try {
+      this.client.notify(method, { channel: this.channel, doc: this.requestId, data: toBase64(data) });
+    } catch {
+      // Disconnected: the re-join after reconnect sends the difference.
+    }
+  }
+}
+
+/** Turns `text` into `next` with one delete and one insert around the common prefix/suffix. */
+export function applyTextDiff(text: Y.Text, next: string): void {
+  const prev = text.toString();
+  let start = 0;
+  while (start < prev.length && start < next.length && prev[start] === next[start]) start++;
+  let endPrev = prev.length;
+  let endNext = next.length;
+  while (endPrev > start && endNext > start && prev[endPrev - 1] === next[endNext - 1]) {
+    endPrev--;
+    endNext--;
+  }
+  if (endPrev > start) text.delete(start, endPrev - start);
+  if (endNext > start) text.insert(start, next.slice(start, endNext));
+}

@@ -1,0 +1,210 @@
+/**
+ * The dashboard: every session of the tenant, live. The list comes from `listSessions` and is
+ * kept current by the root channel's `root/sessionAdded|Removed|SummaryChanged` notifications;
+ * notifications are not replayed, so the list is fetched again after every reconnect.
+ */
+import type { SessionSummary } from '../shared/protocol/state.js';
+import { ROOT_URI } from '../shared/protocol/uris.js';
+import { el, replaceChildren } from './dom.js';
+import { relativeTime, sessionIdOf, statusClass, statusLabel, type StatusLabel } from './format.js';
+import type { AppContext } from './main.js';
+import { markdownToText } from './markdown.js';
+
+interface InputNeededBrief {
+  id: string;
+  chat: string;
+  kind: string;
+  message?: string;
+}
+
+type Summary = SessionSummary & { inputNeededCount?: number };
+
+const LABELS: StatusLabel[] = ['Needs input', 'In progress', 'Idle', 'Error'];
+
+function briefsOf(s: Summary): InputNeededBrief[] {
+  const raw = (s._meta as Record<string, unknown> | undefined)?.['hub/inputNeeded'];
+  return Array.isArray(raw) ? (raw as InputNeededBrief[]).filter((b) => typeof b === 'object' && b !== null) : [];
+}
+
+function kindText(kind: string): string {
+  switch (kind) {
+    case 'chatInput':
+      return 'asks';
+    case 'toolConfirmation':
+      return 'wants to run';
+    case 'toolAuthentication':
+      return 'needs sign-in for';
+    default:
+      return kind;
+  }
+}
+
+export class DashboardView {
+  readonly el: HTMLElement;
+  readonly #sessions = new Map<string, Summary>();
+  readonly #list = el('ul', { class: 'sessions', attrs: { 'data-testid': 'sessions', 'aria-live': 'polite' } });
+  readonly #counts = el('div', { class: 'counts', attrs: { 'data-testid': 'counts' } });
+  readonly #filter: HTMLInputElement;
+  readonly #error = el('p', { class: 'error', attrs: { hidden: 'hidden', role: 'alert' } });
+  readonly #offs: Array<() => void> = [];
+  readonly #ticker: number;
+  #destroyed = false;
+
+  constructor(private readonly ctx: AppContext) {
+    this.#filter = el('input', { attrs: { type: 'checkbox', 'data-testid': 'filter-needs-input' }, on: { change: () => this.#render() } });
+    const title = el('input', { attrs: { type: 'text', placeholder: 'New session title', 'aria-label': 'New session title', maxlength: '200', 'data-testid': 'new-session-title' } });
+    const create = el('button', {
+      attrs: { type: 'submit', 'data-testid': 'new-session', disabled: ctx.canWrite ? undefined : 'disabled' },
+      title: ctx.canWrite ? 'Create a session' : 'Viewers cannot create sessions',
+      text: 'New session',
+    });
+    const form = el(
+      'form',
+      { class: 'new-session', on: { submit: (e) => {
+        e.preventDefault();
+        void this.#create(title.value.trim(), create);
+      } } },
+      title,
+      create,
+    );
+    this.el = el(
+      'section',
+      { class: 'dashboard' },
+      el('div', { class: 'dash-head' }, el('h1', { text: 'Sessions' }), this.#counts, form),
+      el('label', { class: 'filter' }, this.#filter, ' Only sessions that need input'),
+      this.#error,
+      this.#list,
+    );
+    const client = ctx.client;
+    this.#offs.push(
+      client.onNotification('root/sessionAdded', (p) => {
+        const summary = (p as { summary?: Summary }).summary;
+        if (summary?.resource) this.#upsert(summary);
+      }),
+      client.onNotification('root/sessionRemoved', (p) => {
+        const session = (p as { session?: string }).session;
+        if (session && this.#sessions.delete(session)) this.#render();
+      }),
+      client.onNotification('root/sessionSummaryChanged', (p) => {
+        const { session, changes } = p as { session?: string; changes?: Partial<Summary> };
+        const prev = session ? this.#sessions.get(session) : undefined;
+        if (prev && changes) this.#upsert({ ...prev, ...changes });
+      }),
+      client.onConnectionState((state, previous) => {
+        if (state === 'open' && previous !== 'open') void this.#load();
+      }),
+    );
+    this.#ticker = window.setInterval(() => this.#render(), 30_000);
+    void this.#start();
+  }
+
+  async #start(): Promise<void> {
+    try {
+      await this.ctx.client.subscribe(ROOT_URI);
+    } catch (err) {
+      this.#showError(`Could not follow the catalogue: ${(err as Error).message}`);
+    }
+    await this.#load();
+  }
+
+  async #load(): Promise<void> {
+    try {
+      const all: Summary[] = [];
+      let cursor: string | undefined;
+      do {
+        const page = await this.ctx.client.listSessions({ limit: 200, ...(cursor !== undefined && { cursor }) });
+        all.push(...page.items);
+        cursor = page.nextCursor;
+      } while (cursor !== undefined && all.length < 5_000);
+      if (this.#destroyed) return;
+      this.#sessions.clear();
+      for (const s of all) this.#sessions.set(s.resource, s);
+      this.#error.hidden = true;
+      this.#render();
+    } catch (err) {
+      this.#showError(`Could not list sessions: ${(err as Error).message}`);
+    }
+  }
+
+  async #create(title: string, button: HTMLButtonElement): Promise<void> {
+    button.disabled = true;
+    try {
+      const { session, defaultChat } = await this.ctx.client.createSession(title ? { title } : {});
+      this.ctx.navigate(`/s/${encodeURIComponent(sessionIdOf(session))}?chat=${encodeURIComponent(defaultChat)}`);
+    } catch (err) {
+      this.#showError(`Could not create a session: ${(err as Error).message}`);
+      button.disabled = false;
+    }
+  }
+
+  #showError(text: string): void {
+    this.#error.textContent = text;
+    this.#error.hidden = false;
+  }
+
+  #upsert(summary: Summary): void {
+    this.#sessions.set(summary.resource, summary);
+    this.#render();
+  }
+
+  #render(): void {
+    if (this.#destroyed) return;
+    const all = [...this.#sessions.values()].sort((a, b) => Date.parse(b.modifiedAt) - Date.parse(a.modifiedAt));
+    const counts = new Map<StatusLabel, number>(LABELS.map((l) => [l, 0]));
+    for (const s of all) counts.set(statusLabel(s.status), (counts.get(statusLabel(s.status)) ?? 0) + 1);
+    replaceChildren(
+      this.#counts,
+      el('span', { class: 'count', text: `${all.length} session${all.length === 1 ? '' : 's'}` }),
+      ...LABELS.map((l) => el('span', { class: statusClass(l) + ' count', attrs: { 'data-count': l }, text: `${l}: ${counts.get(l) ?? 0}` })),
+    );
+    const waiting = counts.get('Needs input') ?? 0;
+    document.title = waiting > 0 ? `(${waiting}) Sessions · AHP Hub` : 'Sessions · AHP Hub';
+    const shown = this.#filter.checked ? all.filter((s) => statusLabel(s.status) === 'Needs input' || (s.inputNeededCount ?? 0) > 0) : all;
+    if (shown.length === 0) {
+      replaceChildren(this.#list, el('li', { class: 'empty muted', text: this.#filter.checked ? 'Nothing needs input right now.' : 'No sessions yet. Create one to talk to the demo agent.' }));
+      return;
+    }
+    replaceChildren(this.#list, ...shown.map((s) => this.#card(s)));
+  }
+
+  #card(s: Summary): HTMLElement {
+    const label = statusLabel(s.status);
+    const href = `/s/${encodeURIComponent(sessionIdOf(s.resource))}`;
+    const briefs = briefsOf(s);
+    const chatCount = (s._meta as Record<string, unknown> | undefined)?.['hub/chatCount'];
+    return el(
+      'li',
+      { class: 'session card', attrs: { 'data-session': s.resource, 'data-status': label } },
+      el(
+        'div',
+        { class: 'session-head' },
+        el('span', { class: statusClass(label), attrs: { 'data-testid': 'status' }, text: label + ((s.inputNeededCount ?? 0) > 1 ? ` (${s.inputNeededCount})` : '') }),
+        el('a', { class: 'session-title', attrs: { href, 'data-route': '' }, text: s.title || 'Untitled session' }),
+        el('span', { class: 'muted when', title: s.modifiedAt, text: relativeTime(s.modifiedAt) }),
+      ),
+      s.activity ? el('div', { class: 'activity muted', text: s.activity }) : null,
+      briefs.length > 0
+        ? el(
+            'ul',
+            { class: 'briefs' },
+            ...briefs.map((b) =>
+              el(
+                'li',
+                { attrs: { 'data-testid': 'brief' } },
+                el('a', { attrs: { href: `${href}?chat=${encodeURIComponent(b.chat)}`, 'data-route': '' }, text: `Agent ${kindText(b.kind)}` }),
+                ': ',
+                el('span', { class: 'brief-text', text: b.message ? markdownToText(b.message) : '(no description)' }),
+              ),
+            ),
+          )
+        : null,
+      el('div', { class: 'muted small' }, `${s.provider}${typeof chatCount === 'number' && chatCount > 1 ? ` · ${chatCount} chats` : ''}`),
+    );
+  }
+
+  destroy(): void {
+    this.#destroyed = true;
+    window.clearInterval(this.#ticker);
+    for (const off of this.#offs) off();
+  }
+}

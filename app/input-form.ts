@@ -1,0 +1,501 @@
+/**
+ * An input request in its place in the response stream: a form for every question kind while it
+ * is open, the answered record once it is resolved.
+ *
+ * Collaboration: every change of a non-text answer is dispatched at once as a
+ * `chat/inputAnswerChanged` draft, so all tabs see the same form; text answers live in a Y.Text
+ * per question (synced through `x-collab/*`), which the hub merges character by character and
+ * mirrors into the drafts for AHP clients without Yjs. Presence shows who views the request and
+ * which question each person is editing. Accepting sends the answers as this tab shows them.
+ */
+import type { ChatInputAnswer, ChatInputAnswerValue, ChatInputQuestion, ChatInputRequest, InputRequestPart, ResponsePart } from '../shared/protocol/state.js';
+import { CollabDoc, type PresenceState } from './collab.js';
+import { bindText } from './text-binding.js';
+import { el, markdownInto, replaceChildren } from './dom.js';
+import { colorFor } from './format.js';
+import { safeHref } from './markdown.js';
+import type { PartContext, PartView } from './parts.js';
+
+type Q = ChatInputQuestion & Record<string, unknown>;
+interface Option {
+  id: string;
+  label: string;
+  description?: string;
+  recommended?: boolean;
+}
+
+interface Field {
+  readonly question: Q;
+  readonly el: HTMLElement;
+  readonly presence: HTMLElement;
+  /** The answer as this tab currently shows it, or undefined when empty. */
+  value(): ChatInputAnswerValue | undefined;
+  /** Shows a synced draft (skipped while the person here is editing this field). */
+  show(answer: ChatInputAnswer | undefined): void;
+  setDisabled(disabled: boolean): void;
+  destroy(): void;
+}
+
+function answerText(answer: ChatInputAnswer | undefined, question?: Q): string {
+  if (!answer) return '—';
+  if (answer.state === 'skipped') return 'skipped';
+  const v = answer.value as { kind: string; value?: unknown; freeformValues?: string[] };
+  const label = (id: unknown): string => ((question?.['options'] as Option[] | undefined)?.find((o) => o.id === id)?.label ?? String(id));
+  let text: string;
+  if (v.kind === 'selected-many' && Array.isArray(v.value)) text = v.value.map(label).join(', ');
+  else if (v.kind === 'selected') text = label(v.value);
+  else if (v.kind === 'boolean') text = v.value ? 'Yes' : 'No';
+  else text = String(v.value ?? '');
+  const free = v.freeformValues?.filter((f) => !(v.kind === 'selected' && f === v.value));
+  if (free && free.length > 0) text += `${text ? ', ' : ''}${free.join(', ')}`;
+  return text || '—';
+}
+
+export class InputRequestView implements PartView {
+  readonly el: HTMLElement;
+  readonly #fields = new Map<string, Field>();
+  readonly #viewing = el('div', { class: 'viewing', attrs: { 'data-testid': 'request-presence' } });
+  readonly #status = el('div', { class: 'form-status', attrs: { role: 'status', 'aria-live': 'polite' } });
+  readonly #buttons: HTMLButtonElement[] = [];
+  #request: ChatInputRequest;
+  #resolved = false;
+  #busy = false;
+  #urlOpened = false;
+  #collab: CollabDoc | undefined;
+  #collabOff: (() => void) | undefined;
+  #editing: string | null = null;
+
+  constructor(private readonly ctx: PartContext, part: InputRequestPart, active: boolean) {
+    this.#request = part.request;
+    this.el = el('div', { class: 'part input-request card', attrs: { 'data-request': part.request.id } });
+    if (part.response === undefined && active) this.#buildForm();
+    else this.#buildRecord(part);
+  }
+
+  update(raw: ResponsePart, active: boolean): void {
+    const part = raw as InputRequestPart;
+    if (this.#resolved) {
+      if (part.request !== this.#request) this.#buildRecord(part);
+      return;
+    }
+    if (part.response !== undefined || !active) {
+      this.#buildRecord(part);
+      return;
+    }
+    // A snapshot after a reconnect brings new objects for the same questions: keep the form then.
+    if (part.request.questions !== this.#request.questions && JSON.stringify(part.request.questions) !== JSON.stringify(this.#request.questions)) {
+      this.#request = part.request;
+      this.#buildForm();
+      return;
+    }
+    this.#request = part.request;
+    for (const [id, field] of this.#fields) field.show(part.request.answers?.[id]);
+  }
+
+  // ─── Open form ─────────────────────────────────────────────────────────────
+
+  #buildForm(): void {
+    this.#destroyFields();
+    const request = this.#request;
+    const canWrite = this.ctx.app.canWrite;
+    const children: Array<HTMLElement | null> = [el('div', { class: 'request-head' }, el('strong', { text: 'The agent needs your input' }), this.#viewing)];
+    if (request.message) {
+      const msg = el('div', { class: 'markdown request-message' });
+      markdownInto(msg, request.message);
+      children.push(msg);
+    }
+    if (request.url) children.push(this.#urlBlock(request.url));
+    for (const question of request.questions ?? []) {
+      const field = this.#field(question as Q);
+      this.#fields.set(question.id, field);
+      field.show(request.answers?.[question.id]);
+      children.push(field.el);
+    }
+    if (!canWrite) children.push(el('p', { class: 'muted', attrs: { 'data-testid': 'read-only' }, text: 'You have read-only access: you can follow along but not answer.' }));
+    const acceptLabel = request.url && !(request.questions?.length) ? 'Mark as done' : 'Submit answers';
+    const accept = this.#button(acceptLabel, 'primary', 'accept');
+    const decline = this.#button('Decline', '', 'decline');
+    const cancel = this.#button('Cancel', 'link', 'cancel');
+    children.push(el('div', { class: 'actions' }, accept, decline, cancel), this.#status);
+    replaceChildren(this.el, ...children);
+    for (const f of this.#fields.values()) f.setDisabled(!canWrite);
+    this.#refreshButtons();
+    this.#startCollab();
+  }
+
+  #button(text: string, cls: string, response: 'accept' | 'decline' | 'cancel'): HTMLButtonElement {
+    const b = el('button', {
+      class: cls,
+      attrs: { type: 'button', 'data-response': response },
+      text,
+      ...(this.ctx.app.canWrite ? {} : { title: 'Viewers cannot answer' }),
+      on: { click: () => void this.#complete(response) },
+    });
+    this.#buttons.push(b);
+    return b;
+  }
+
+  #refreshButtons(): void {
+    for (const b of this.#buttons) {
+      const needsUrl = b.dataset['response'] === 'accept' && this.#request.url !== undefined && !this.#urlOpened && !(this.#request.questions?.length);
+      b.disabled = !this.ctx.app.canWrite || this.#busy || needsUrl;
+    }
+  }
+
+  #urlBlock(url: string): HTMLElement {
+    const href = safeHref(url);
+    const open = el('button', {
+      class: 'primary',
+      attrs: { type: 'button', disabled: href && this.ctx.app.canWrite ? undefined : 'disabled', 'data-testid': 'open-url' },
+      text: 'Open link',
+      on: { click: () => {
+        if (!href) return;
+        window.open(href, '_blank', 'noopener,noreferrer');
+        this.#urlOpened = true;
+        this.#refreshButtons();
+        this.#setStatus('When you are done on that page, come back and mark it as done.');
+      } },
+    });
+    return el(
+      'div',
+      { class: 'url-request' },
+      el('div', {}, 'Link: ', href ? el('code', { text: href }) : el('span', { class: 'md-inert-link', text: `${url} (not an http(s) link; not opened)` })),
+      el('div', { class: 'actions' }, open),
+    );
+  }
+
+  #field(question: Q): Field {
+    const id = `q-${this.#request.id}-${question.id}`.replace(/[^\w-]/g, '_');
+    const required = question.required === true;
+    const presence = el('span', { class: 'presence', attrs: { 'data-testid': 'presence' } });
+    const label = el('label', { class: 'q-title', attrs: { for: id } }, (question.title as string | undefined) ?? question.id, required ? el('span', { class: 'required', title: 'required', attrs: { 'aria-label': 'required' }, text: ' *' }) : null);
+    const message = question.message ? el('div', { class: 'q-message markdown' }) : null;
+    if (message) markdownInto(message, String(question.message));
+    const hint = el('div', { class: 'q-hint muted' });
+    const wrap = el('div', { class: 'question', attrs: { 'data-question': question.id, 'data-kind': question.kind } }, el('div', { class: 'q-head' }, label, presence), message, hint);
+    const focus = (on: boolean): void => this.#setEditing(on ? question.id : null);
+    wrap.addEventListener('focusin', () => focus(true));
+    wrap.addEventListener('focusout', (e) => {
+      if (!wrap.contains(e.relatedTarget as Node | null)) focus(false);
+    });
+    const draft = (value: ChatInputAnswerValue | undefined): void => void this.#draft(question.id, value);
+    switch (question.kind) {
+      case 'text':
+        return this.#textField(question, id, wrap, presence, hint, required);
+      case 'number':
+      case 'integer': {
+        const input = el('input', { attrs: { id, type: 'number', step: question.kind === 'integer' ? '1' : 'any', min: numAttr(question['min']), max: numAttr(question['max']), required: required ? 'required' : undefined } });
+        if (typeof question['defaultValue'] === 'number') input.value = String(question['defaultValue']);
+        hint.textContent = rangeHint(question['min'], question['max'], question.kind === 'integer' ? 'whole number' : 'number');
+        const read = (): ChatInputAnswerValue | undefined => (input.value === '' || Number.isNaN(input.valueAsNumber) ? undefined : { kind: 'number', value: input.valueAsNumber });
+        input.addEventListener('input', () => draft(read()));
+        wrap.append(input);
+        return {
+          question, el: wrap, presence, value: read,
+          show: (a) => {
+            if (document.activeElement === input) return;
+            if (a && a.state !== 'skipped' && a.value.kind === 'number') input.value = String((a.value as { value: number }).value);
+          },
+          setDisabled: (d) => (input.disabled = d),
+          destroy: () => {},
+        };
+      }
+      case 'boolean': {
+        const input = el('input', { attrs: { id, type: 'checkbox' } });
+        input.checked = question['defaultValue'] === true;
+        let touched = typeof question['defaultValue'] === 'boolean';
+        input.addEventListener('change', () => {
+          touched = true;
+          draft({ kind: 'boolean', value: input.checked });
+        });
+        wrap.append(el('label', { class: 'check' }, input, ' Yes'));
+        return {
+          question, el: wrap, presence,
+          value: () => (touched || required ? { kind: 'boolean', value: input.checked } : undefined),
+          show: (a) => {
+            if (a && a.state !== 'skipped' && a.value.kind === 'boolean') {
+              touched = true;
+              input.checked = (a.value as { value: boolean }).value;
+            }
+          },
+          setDisabled: (d) => (input.disabled = d),
+          destroy: () => {},
+        };
+      }
+      case 'single-select':
+      case 'multi-select':
+        return this.#selectField(question, id, wrap, presence, hint, draft);
+      default: {
+        wrap.append(el('div', { class: 'muted', text: `This app cannot show a "${question.kind}" question; it will be skipped.` }));
+        return { question, el: wrap, presence, value: () => undefined, show: () => {}, setDisabled: () => {}, destroy: () => {} };
+      }
+    }
+  }
+
+  #textField(question: Q, id: string, wrap: HTMLElement, presence: HTMLElement, hint: HTMLElement, required: boolean): Field {
+    const format = typeof question['format'] === 'string' ? (question['format'] as string) : undefined;
+    const type = format === 'email' ? 'email' : format === 'uri' ? 'url' : format === 'date' ? 'date' : format === 'date-time' ? 'datetime-local' : undefined;
+    const attrs = { id, minlength: numAttr(question['min']), maxlength: numAttr(question['max']), required: required ? 'required' : undefined, 'data-testid': `text-${question.id}` };
+    const input: HTMLInputElement | HTMLTextAreaElement = type ? el('input', { attrs: { ...attrs, type } }) : el('textarea', { attrs: { ...attrs, rows: '2' } });
+    const counter = el('span', { class: 'counter muted' });
+    const refreshCount = (): void => {
+      const max = question['max'];
+      counter.textContent = typeof max === 'number' ? `${input.value.length} / ${max}` : '';
+    };
+    const lengthHint = rangeHint(question['min'], question['max'], 'characters');
+    hint.textContent = [format ? `Format: ${format}` : '', lengthHint].filter(Boolean).join(' · ');
+    wrap.append(input, counter);
+    const defaultValue = typeof question['defaultValue'] === 'string' ? (question['defaultValue'] as string) : '';
+    let unbind: (() => void) | undefined;
+    let bound = false;
+    let draftTimer: number | undefined;
+    const field: Field & { bind(doc: CollabDoc): void } = {
+      question, el: wrap, presence,
+      value: () => (input.value === '' ? undefined : { kind: 'text', value: input.value }),
+      show: (a) => {
+        // While bound to the shared text, the Y.Text is the truth for this field.
+        if (bound || document.activeElement === input) return;
+        const text = a && a.state !== 'skipped' && a.value.kind === 'text' ? (a.value as { value: string }).value : a ? undefined : undefined;
+        if (text !== undefined) input.value = text;
+        else if (!a && input.value === '' && defaultValue) input.value = defaultValue;
+        refreshCount();
+      },
+      setDisabled: (d) => {
+        input.disabled = d;
+        input.readOnly = d;
+      },
+      destroy: () => {
+        unbind?.();
+        window.clearTimeout(draftTimer);
+      },
+      bind: (doc: CollabDoc) => {
+        const ytext = doc.text(question.id);
+        bound = true;
+        // The hub seeds each Y.Text with the current draft (or the question's default) once.
+        unbind = bindText(ytext, input, () => refreshCount());
+        ytext.observe(() => refreshCount());
+        refreshCount();
+      },
+    };
+    // Until (or unless) the shared text is available, type straight into the AHP draft.
+    input.addEventListener('input', () => {
+      refreshCount();
+      if (bound) return;
+      window.clearTimeout(draftTimer);
+      draftTimer = window.setTimeout(() => void this.#draft(question.id, input.value === '' ? undefined : { kind: 'text', value: input.value }), 150);
+    });
+    return field;
+  }
+
+  #selectField(question: Q, id: string, wrap: HTMLElement, presence: HTMLElement, hint: HTMLElement, draft: (v: ChatInputAnswerValue | undefined) => void): Field {
+    const multi = question.kind === 'multi-select';
+    const options = (question['options'] as Option[] | undefined) ?? [];
+    const freeform = question['allowFreeformInput'] === true;
+    const group = el('div', { class: 'options', attrs: { role: multi ? 'group' : 'radiogroup', id } });
+    const boxes = options.map((o) => {
+      const input = el('input', { attrs: { type: multi ? 'checkbox' : 'radio', name: id, value: o.id } });
+      if (!multi && o.recommended) input.checked = true;
+      group.append(
+        el(
+          'label',
+          { class: 'option' },
+          input,
+          ' ',
+          el('span', { text: o.label }),
+          o.recommended ? el('span', { class: 'badge', text: 'recommended' }) : null,
+          o.description ? el('span', { class: 'muted small', text: ` — ${o.description}` }) : null,
+        ),
+      );
+      return input;
+    });
+    const other = freeform ? el('input', { attrs: { type: 'text', placeholder: multi ? 'Other (in addition)' : 'Other (instead of an option)', 'aria-label': 'Other', maxlength: '1000' } }) : undefined;
+    if (other) group.append(other);
+    if (multi) hint.textContent = rangeHint(question['min'], question['max'], 'selections');
+    const read = (): ChatInputAnswerValue | undefined => {
+      const picked = boxes.filter((b) => b.checked).map((b) => b.value);
+      const extra = other?.value.trim() ?? '';
+      if (multi) {
+        if (picked.length === 0 && !extra) return undefined;
+        return extra ? { kind: 'selected-many', value: picked, freeformValues: [extra] } : { kind: 'selected-many', value: picked };
+      }
+      if (extra && picked.length === 0) return { kind: 'selected', value: extra, freeformValues: [extra] };
+      return picked[0] !== undefined ? { kind: 'selected', value: picked[0] } : undefined;
+    };
+    for (const b of boxes) {
+      b.addEventListener('change', () => {
+        if (!multi && other) other.value = '';
+        draft(read());
+      });
+    }
+    if (other) {
+      let timer: number | undefined;
+      other.addEventListener('input', () => {
+        if (!multi && other.value.trim()) for (const b of boxes) b.checked = false;
+        window.clearTimeout(timer);
+        timer = window.setTimeout(() => draft(read()), 200);
+      });
+    }
+    wrap.append(group);
+    return {
+      question, el: wrap, presence, value: read,
+      show: (a) => {
+        if (!a || a.state === 'skipped' || wrap.contains(document.activeElement)) return;
+        const v = a.value as { kind: string; value: unknown; freeformValues?: string[] };
+        const ids = v.kind === 'selected-many' && Array.isArray(v.value) ? (v.value as string[]) : v.kind === 'selected' ? [String(v.value)] : [];
+        for (const b of boxes) b.checked = ids.includes(b.value);
+        if (other) other.value = v.freeformValues?.[0] ?? '';
+      },
+      setDisabled: (d) => {
+        for (const b of boxes) b.disabled = d;
+        if (other) other.disabled = d;
+      },
+      destroy: () => {},
+    };
+  }
+
+  // ─── Drafts, completion, collaboration ─────────────────────────────────────
+
+  async #draft(questionId: string, value: ChatInputAnswerValue | undefined): Promise<void> {
+    if (!this.ctx.app.canWrite || this.#resolved) return;
+    const action: Record<string, unknown> = { type: 'chat/inputAnswerChanged', requestId: this.#request.id, questionId };
+    if (value !== undefined) action['answer'] = { state: 'draft', value };
+    const result = await this.ctx.chat.dispatch(action as { type: string });
+    if (!result.accepted && !this.#resolved) this.#setStatus(`Draft not saved: ${result.reason}`, true);
+  }
+
+  #validate(): string | undefined {
+    for (const field of this.#fields.values()) {
+      const q = field.question;
+      const v = field.value() as { kind: string; value: unknown; freeformValues?: string[] } | undefined;
+      const name = (q.title as string | undefined) ?? q.id;
+      if (!v) {
+        if (q.required) return `"${name}" is required.`;
+        continue;
+      }
+      const min = typeof q['min'] === 'number' ? (q['min'] as number) : undefined;
+      const max = typeof q['max'] === 'number' ? (q['max'] as number) : undefined;
+      const n = v.kind === 'text' ? String(v.value).length : v.kind === 'number' ? (v.value as number) : v.kind === 'selected-many' ? (v.value as string[]).length + (v.freeformValues?.length ?? 0) : undefined;
+      if (q.kind === 'integer' && v.kind === 'number' && !Number.isInteger(v.value)) return `"${name}" must be a whole number.`;
+      if (n !== undefined && min !== undefined && n < min) return `"${name}" is below the minimum (${min}).`;
+      if (n !== undefined && max !== undefined && n > max) return `"${name}" is above the maximum (${max}).`;
+    }
+    return undefined;
+  }
+
+  async #complete(response: 'accept' | 'decline' | 'cancel'): Promise<void> {
+    if (!this.ctx.app.canWrite) return;
+    const action: Record<string, unknown> = { type: 'chat/inputCompleted', requestId: this.#request.id, response };
+    if (response === 'accept') {
+      const problem = this.#validate();
+      if (problem) {
+        this.#setStatus(problem, true);
+        return;
+      }
+      const answers: Record<string, ChatInputAnswer> = {};
+      for (const [id, field] of this.#fields) {
+        const value = field.value();
+        answers[id] = value ? { state: 'submitted', value } : { state: 'skipped' };
+      }
+      if (Object.keys(answers).length > 0) action['answers'] = answers;
+    }
+    this.#busy = true;
+    this.#refreshButtons();
+    this.#setStatus('Sending…');
+    const result = await this.ctx.chat.dispatch(action as { type: string });
+    this.#busy = false;
+    if (!this.#resolved) {
+      this.#refreshButtons();
+      this.#setStatus(result.accepted ? '' : `Not accepted: ${result.reason}`, !result.accepted);
+    }
+  }
+
+  #setStatus(text: string, error = false): void {
+    this.#status.textContent = text;
+    this.#status.className = error ? 'form-status error' : 'form-status muted';
+  }
+
+  #startCollab(): void {
+    const hasText = (this.#request.questions ?? []).some((q) => q.kind === 'text');
+    const doc = new CollabDoc(this.ctx.app.client, this.ctx.chat.channel, this.#request.id);
+    this.#collab = doc;
+    doc.setPresence({ user: { name: this.ctx.app.user }, editing: this.#editing });
+    this.#collabOff = doc.onChange(() => this.#renderPresence());
+    doc
+      .join()
+      .then(() => {
+        if (this.#collab !== doc || !hasText) return;
+        for (const field of this.#fields.values()) (field as Partial<{ bind(d: CollabDoc): void }>).bind?.(doc);
+      })
+      .catch(() => {
+        // No collaboration (feature missing or request already resolved): drafts still sync.
+      });
+  }
+
+  #setEditing(questionId: string | null): void {
+    this.#editing = questionId;
+    this.#collab?.setPresence({ user: { name: this.ctx.app.user }, editing: questionId });
+  }
+
+  #renderPresence(): void {
+    const doc = this.#collab;
+    if (!doc) return;
+    const others = doc.others();
+    const who = (s: PresenceState): string => s.user?.id ?? s.user?.name ?? 'someone';
+    const chip = (name: string, extra = ''): HTMLElement => el('span', { class: 'chip', attrs: { style: `--c:${colorFor(name)}`, 'data-user': name }, text: name + extra });
+    replaceChildren(this.#viewing, ...(others.length > 0 ? ['Also here: ', ...others.map(([, s]) => chip(who(s)))] : []));
+    for (const [id, field] of this.#fields) {
+      const editors = others.filter(([, s]) => s.editing === id).map(([, s]) => who(s));
+      replaceChildren(field.presence, ...editors.map((n) => chip(n, ' is editing')));
+      field.el.classList.toggle('being-edited', editors.length > 0);
+    }
+  }
+
+  // ─── Resolved record ───────────────────────────────────────────────────────
+
+  #buildRecord(part: InputRequestPart): void {
+    this.#resolved = true;
+    this.#request = part.request;
+    this.#destroyFields();
+    const outcome = part.response === 'accept' ? 'Answered' : part.response === 'decline' ? 'Declined' : part.response === 'cancel' ? 'Cancelled' : 'Not answered (the turn ended first)';
+    this.el.className = 'part input-request card resolved';
+    this.el.setAttribute('data-response', part.response ?? 'none');
+    const rows = (part.request.questions ?? []).map((q) =>
+      el('li', {}, el('span', { class: 'q-title', text: `${(q as Q).title ?? q.id}: ` }), el('span', { class: 'answer', attrs: { 'data-answer': q.id }, text: answerText(part.request.answers?.[q.id], q as Q) })),
+    );
+    const message = part.request.message ? el('div', { class: 'markdown muted' }) : null;
+    if (message) markdownInto(message, part.request.message!);
+    replaceChildren(
+      this.el,
+      el('div', { class: 'request-head' }, el('strong', { text: 'Input request' }), el('span', { class: `badge outcome-${part.response ?? 'none'}`, attrs: { 'data-testid': 'outcome' }, text: outcome })),
+      message,
+      part.request.url ? el('div', { class: 'muted small' }, 'Link: ', el('code', { text: part.request.url })) : null,
+      rows.length > 0 ? el('ul', { class: 'answers' }, ...rows) : null,
+    );
+  }
+
+  #destroyFields(): void {
+    for (const f of this.#fields.values()) f.destroy();
+    this.#fields.clear();
+    this.#buttons.length = 0;
+    this.#collabOff?.();
+    this.#collab?.destroy();
+    this.#collab = undefined;
+  }
+
+  destroy(): void {
+    this.#destroyFields();
+  }
+}
+
+function numAttr(v: unknown): string | undefined {
+  return typeof v === 'number' && Number.isFinite(v) ? String(v) : undefined;
+}
+
+function rangeHint(min: unknown, max: unknown, unit: string): string {
+  const lo = typeof min === 'number' ? min : undefined;
+  const hi = typeof max === 'number' ? max : undefined;
+  if (lo !== undefined && hi !== undefined) return `${lo}–${hi} ${unit}`;
+  if (lo !== undefined) return `at least ${lo} ${unit}`;
+  if (hi !== undefined) return `at most ${hi} ${unit}`;
+  return unit === 'number' || unit === 'whole number' ? `a ${unit}` : '';
+}

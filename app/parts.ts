@@ -1,0 +1,232 @@
+/**
+ * Views of response parts. Each part view is created once per position in a turn and updated in
+ * place when its part object changes, so streaming text, forms and focus survive updates.
+ */
+import type { ChatState } from '../shared/client/ahp-client.js';
+import type { ChannelView } from '../shared/client/channel-view.js';
+import type { ResponsePart, ToolCallState } from '../shared/protocol/state.js';
+import { el, markdownInto, replaceChildren } from './dom.js';
+import type { AppContext } from './main.js';
+import { InputRequestView } from './input-form.js';
+
+export interface PartContext {
+  readonly app: AppContext;
+  readonly chat: ChannelView<ChatState>;
+  readonly turnId: string;
+}
+
+export interface PartView {
+  readonly el: HTMLElement;
+  update(part: ResponsePart, active: boolean): void;
+  destroy(): void;
+}
+
+export function createPartView(part: ResponsePart, ctx: PartContext, active: boolean): PartView {
+  switch (part.kind) {
+    case 'markdown':
+      return new MarkdownView('md');
+    case 'reasoning':
+      return new ReasoningView();
+    case 'toolCall':
+      return new ToolCallView(ctx);
+    case 'inputRequest':
+      return new InputRequestView(ctx, part as Extract<ResponsePart, { kind: 'inputRequest' }>, active);
+    default:
+      return new GenericView();
+  }
+}
+
+class MarkdownView implements PartView {
+  readonly el: HTMLElement;
+  #content: string | undefined;
+  constructor(cls: string) {
+    this.el = el('div', { class: `part ${cls} markdown` });
+  }
+  update(part: ResponsePart): void {
+    const content = typeof (part as { content?: unknown }).content === 'string' ? (part as { content: string }).content : '';
+    if (content === this.#content) return;
+    this.#content = content;
+    markdownInto(this.el, content);
+  }
+  destroy(): void {}
+}
+
+class ReasoningView implements PartView {
+  readonly el: HTMLElement;
+  readonly #body = el('div', { class: 'markdown' });
+  #content: string | undefined;
+  constructor() {
+    this.el = el('details', { class: 'part reasoning' }, el('summary', { text: 'Thinking' }), this.#body);
+  }
+  update(part: ResponsePart): void {
+    const content = (part as { content?: string }).content ?? '';
+    if (content === this.#content) return;
+    this.#content = content;
+    markdownInto(this.#body, content);
+  }
+  destroy(): void {}
+}
+
+/** System notifications, errors, content references and kinds this app does not know. */
+class GenericView implements PartView {
+  readonly el = el('div', { class: 'part' });
+  update(part: ResponsePart): void {
+    const p = part as Record<string, unknown>;
+    switch (part.kind) {
+      case 'systemNotification': {
+        this.el.className = 'part notice';
+        const content = p['content'];
+        const text = typeof content === 'string' ? content : typeof (content as { value?: unknown })?.value === 'string' ? (content as { value: string }).value : '';
+        markdownInto(this.el, text);
+        return;
+      }
+      case 'error': {
+        const error = p['error'] as { message?: string; errorType?: string } | undefined;
+        this.el.className = 'part error-part';
+        replaceChildren(this.el, el('strong', { text: 'Error' }), error?.errorType ? ` (${error.errorType})` : '', ': ', error?.message ?? 'the turn failed');
+        return;
+      }
+      case 'userMessage': {
+        // A steering addition the agent took during the turn (hub extension part).
+        const message = p['message'] as { text?: unknown } | undefined;
+        this.el.className = 'part user-addition';
+        const body = el('div', { class: 'markdown' });
+        markdownInto(body, typeof message?.text === 'string' ? message.text : '');
+        replaceChildren(this.el, el('div', { class: 'muted small', text: 'Added to the running turn' }), body);
+        return;
+      }
+      case 'contentRef':
+        this.el.className = 'part muted';
+        replaceChildren(this.el, 'Attached content: ', el('code', { text: String(p['uri'] ?? '') }));
+        return;
+      default:
+        this.el.className = 'part muted';
+        replaceChildren(this.el, `Unsupported part (${part.kind})`);
+    }
+  }
+  destroy(): void {}
+}
+
+const TOOL_STATUS_TEXT: Record<string, string> = {
+  streaming: 'Preparing',
+  'pending-confirmation': 'Waiting for approval',
+  running: 'Running',
+  'auth-required': 'Needs sign-in',
+  'pending-result-confirmation': 'Result needs review',
+  completed: 'Done',
+  cancelled: 'Cancelled',
+};
+
+class ToolCallView implements PartView {
+  readonly el = el('div', { class: 'part tool' });
+  #last: ToolCallState | undefined;
+  #busy = false;
+  #problem: string | undefined;
+
+  constructor(private readonly ctx: PartContext) {}
+
+  update(part: ResponsePart, active: boolean): void {
+    const tool = (part as { toolCall: ToolCallState }).toolCall;
+    if (tool === this.#last && !this.#busy) return;
+    this.#last = tool;
+    this.#render(tool, active);
+  }
+
+  #render(tool: ToolCallState, active: boolean): void {
+    const t = tool as ToolCallState & Record<string, unknown>;
+    this.el.setAttribute('data-tool-status', tool.status);
+    this.el.setAttribute('data-tool', tool.toolCallId);
+    const head = el(
+      'div',
+      { class: 'tool-head' },
+      el('span', { class: 'tool-icon', attrs: { 'aria-hidden': 'true' }, text: '⚙' }),
+      el('strong', { text: tool.displayName || tool.toolName }),
+      el('span', { class: `tool-status tool-${tool.status}`, text: TOOL_STATUS_TEXT[tool.status] ?? tool.status }),
+    );
+    const body: Array<HTMLElement | null> = [];
+    const invocation = typeof t['invocationMessage'] === 'string' ? (t['invocationMessage'] as string) : undefined;
+    if (typeof t['confirmationTitle'] === 'string') body.push(el('div', { class: 'tool-title', text: t['confirmationTitle'] as string }));
+    if (invocation) {
+      const msg = el('div', { class: 'markdown' });
+      markdownInto(msg, invocation);
+      body.push(msg);
+    }
+    const input = t['toolInput'];
+    if (typeof input === 'string' && input) body.push(el('pre', { class: 'tool-input' }, el('code', { text: input.length > 4000 ? input.slice(0, 4000) + '…' : input })));
+    if (tool.status === 'completed' || tool.status === 'pending-result-confirmation') {
+      if (typeof t['pastTenseMessage'] === 'string') body.push(el('div', { class: 'muted', text: t['pastTenseMessage'] as string }));
+      const content = t['content'];
+      if (Array.isArray(content)) {
+        const text = content.map((c: { type?: string; text?: unknown }) => (c.type === 'text' && typeof c.text === 'string' ? c.text : '')).filter(Boolean).join('\n');
+        if (text) body.push(el('pre', { class: 'tool-output' }, el('code', { text: text.length > 4000 ? text.slice(0, 4000) + '…' : text })));
+      }
+      const error = t['error'] as { message?: string } | undefined;
+      if (error?.message) body.push(el('div', { class: 'error', text: error.message }));
+    }
+    if (tool.status === 'cancelled') {
+      const reason = String(t['reason'] ?? '');
+      const option = (t['selectedOption'] as { label?: string } | undefined)?.label;
+      body.push(el('div', { class: 'muted', text: `${reason === 'denied' ? 'Denied' : reason === 'result-denied' ? 'Result rejected' : 'Skipped'}${option ? ` (${option})` : ''}${typeof t['reasonMessage'] === 'string' ? `: ${t['reasonMessage'] as string}` : ''}` }));
+    }
+    if (tool.status === 'running' || tool.status === 'completed') {
+      const option = (t['selectedOption'] as { label?: string } | undefined)?.label;
+      if (option) body.push(el('div', { class: 'muted', text: `Approved: ${option}` }));
+    }
+    if (tool.status === 'auth-required') {
+      const auth = t['auth'] as { description?: string; resource?: { resource?: string } } | undefined;
+      body.push(el('div', { class: 'muted', text: auth?.description ?? `Sign-in needed for ${auth?.resource?.resource ?? 'a resource'}` }));
+    }
+    const actions = active ? this.#actions(tool) : null;
+    replaceChildren(this.el, head, ...body, actions, this.#problem ? el('div', { class: 'error', attrs: { role: 'alert' }, text: this.#problem }) : null);
+  }
+
+  #actions(tool: ToolCallState): HTMLElement | null {
+    const disabled = !this.ctx.app.canWrite || this.#busy;
+    const title = this.ctx.app.canWrite ? undefined : 'Viewers cannot answer';
+    const scoped = { turnId: this.ctx.turnId, toolCallId: tool.toolCallId };
+    const button = (text: string, cls: string, action: Record<string, unknown>): HTMLButtonElement =>
+      el('button', {
+        class: cls,
+        attrs: { type: 'button', disabled: disabled ? 'disabled' : undefined, 'data-action': text },
+        ...(title ? { title } : {}),
+        text,
+        on: { click: () => void this.#dispatch(action) },
+      });
+    if (tool.status === 'pending-confirmation') {
+      const options = (tool as { options?: Array<{ id: string; label: string; kind: 'approve' | 'deny' }> }).options;
+      const buttons = options && options.length > 0
+        ? options.map((o) =>
+            button(o.label, o.kind === 'approve' ? 'primary' : 'danger', o.kind === 'approve'
+              ? { type: 'chat/toolCallConfirmed', ...scoped, approved: true, confirmed: 'user-action', selectedOptionId: o.id }
+              : { type: 'chat/toolCallConfirmed', ...scoped, approved: false, reason: 'denied', selectedOptionId: o.id }),
+          )
+        : [
+            button('Approve', 'primary', { type: 'chat/toolCallConfirmed', ...scoped, approved: true, confirmed: 'user-action' }),
+            button('Deny', 'danger', { type: 'chat/toolCallConfirmed', ...scoped, approved: false, reason: 'denied' }),
+          ];
+      return el('div', { class: 'actions' }, ...buttons);
+    }
+    if (tool.status === 'pending-result-confirmation') {
+      return el(
+        'div',
+        { class: 'actions' },
+        button('Accept result', 'primary', { type: 'chat/toolCallResultConfirmed', ...scoped, approved: true }),
+        button('Reject result', 'danger', { type: 'chat/toolCallResultConfirmed', ...scoped, approved: false }),
+      );
+    }
+    return null;
+  }
+
+  async #dispatch(action: Record<string, unknown>): Promise<void> {
+    this.#busy = true;
+    this.#problem = undefined;
+    if (this.#last) this.#render(this.#last, true);
+    const result = await this.ctx.chat.dispatch(action as { type: string });
+    this.#busy = false;
+    this.#problem = result.accepted ? undefined : `Not applied: ${result.reason}`;
+    const latest = this.#last;
+    if (latest) this.#render(latest, true);
+  }
+
+  destroy(): void {}
+}

@@ -1,0 +1,202 @@
+/**
+ * One collaborative document: the Y.Doc of an open input request, its awareness (presence) and
+ * the connections following it. Knows y-protocols and the hub's `Connection`, nothing about AHP
+ * validation: the feature decides who may join and what happens to merged text.
+ */
+import * as Y from 'yjs';
+import * as syncProtocol from 'y-protocols/sync';
+import * as awarenessProtocol from 'y-protocols/awareness';
+import * as encoding from 'lib0/encoding';
+import * as decoding from 'lib0/decoding';
+import { toBase64 } from 'lib0/buffer';
+import type { Connection } from '../hub/connection.js';
+import type { Principal } from '../auth/auth.js';
+import { CollabMethod, type CollabLimits } from './protocol.js';
+
+/** Transaction origin of changes a member made (so they are not echoed back to it). */
+export interface MemberOrigin {
+  readonly conn: Connection;
+  readonly principal: Principal;
+}
+
+interface Member {
+  readonly principal: Principal;
+  /** Awareness client ids this connection has announced. */
+  readonly awarenessIds: Set<number>;
+}
+
+/** Origin used for edits the server makes (drafts from AHP clients merged into the text). */
+export const SERVER_ORIGIN = Symbol('collab-server');
+
+export class CollabRoom {
+  readonly doc = new Y.Doc();
+  readonly awareness: awarenessProtocol.Awareness;
+  readonly members = new Map<Connection, Member>();
+  #bytes = 0;
+  #closed = false;
+
+  constructor(
+    readonly channel: string,
+    readonly requestId: string,
+    readonly session: string,
+    private readonly limits: CollabLimits,
+    /** Called when a member's edit changed a text (question id, who). */
+    private readonly onMemberEdit: (questionId: string, principal: Principal) => void,
+    /** Called when the document outgrew its budget. */
+    private readonly onOverflow: (room: CollabRoom) => void,
+  ) {
+    this.awareness = new awarenessProtocol.Awareness(this.doc);
+    // The server has no presence of its own.
+    this.awareness.setLocalState(null);
+    this.doc.on('update', (update: Uint8Array, origin: unknown) => {
+      this.#bytes += update.length;
+      const encoder = encoding.createEncoder();
+      syncProtocol.writeUpdate(encoder, update);
+      this.#broadcast(CollabMethod.Sync, encoding.toUint8Array(encoder), isMemberOrigin(origin) ? origin.conn : undefined);
+      if (this.#bytes > this.limits.maxDocBytes) this.onOverflow(this);
+    });
+    this.doc.on('afterTransaction', (tr: Y.Transaction) => {
+      if (!isMemberOrigin(tr.origin)) return;
+      for (const type of tr.changed.keys()) {
+        const name = nameOf(this.doc, type);
+        if (name !== undefined) this.onMemberEdit(name, tr.origin.principal);
+      }
+    });
+    this.awareness.on('update', ({ added, updated, removed }: AwarenessChange, origin: unknown) => {
+      const changed = [...added, ...updated, ...removed];
+      if (changed.length === 0) return;
+      const data = awarenessProtocol.encodeAwarenessUpdate(this.awareness, changed);
+      this.#broadcast(CollabMethod.Awareness, data, isMemberOrigin(origin) ? origin.conn : undefined);
+    });
+  }
+
+  get closed(): boolean {
+    return this.#closed;
+  }
+
+  text(questionId: string): Y.Text {
+    return this.doc.getText(questionId);
+  }
+
+  join(conn: Connection, principal: Principal): { state: string; stateVector: string; awareness: string } {
+    if (!this.members.has(conn)) this.members.set(conn, { principal, awarenessIds: new Set() });
+    const ids = [...this.awareness.getStates().keys()];
+    return {
+      state: toBase64(Y.encodeStateAsUpdate(this.doc)),
+      stateVector: toBase64(Y.encodeStateVector(this.doc)),
+      awareness: toBase64(awarenessProtocol.encodeAwarenessUpdate(this.awareness, ids)),
+    };
+  }
+
+  /** A member leaves (explicitly or because its connection closed): its presence goes too. */
+  leave(conn: Connection): void {
+    const member = this.members.get(conn);
+    if (!member) return;
+    this.members.delete(conn);
+    const ids = [...member.awarenessIds].filter((id) => this.awareness.getStates().has(id));
+    if (ids.length > 0) awarenessProtocol.removeAwarenessStates(this.awareness, ids, SERVER_ORIGIN);
+  }
+
+  /** A y-protocols sync message from a member. Viewers may ask (step 1) but not write. */
+  sync(conn: Connection, data: Uint8Array, canWrite: boolean): void {
+    const member = this.members.get(conn);
+    if (!member) return;
+    const decoder = decoding.createDecoder(data);
+    const type = decoding.readVarUint(decoder);
+    const reply = encoding.createEncoder();
+    const origin: MemberOrigin = { conn, principal: member.principal };
+    switch (type) {
+      case syncProtocol.messageYjsSyncStep1:
+        encoding.writeVarUint(reply, syncProtocol.messageYjsSyncStep2);
+        syncProtocol.writeSyncStep2(reply, this.doc, decoding.readVarUint8Array(decoder));
+        conn.send(notification(CollabMethod.Sync, this.channel, this.requestId, encoding.toUint8Array(reply)));
+        return;
+      case syncProtocol.messageYjsSyncStep2:
+      case syncProtocol.messageYjsUpdate:
+        if (!canWrite) return;
+        Y.applyUpdate(this.doc, decoding.readVarUint8Array(decoder), origin);
+        return;
+      default:
+        throw new Error(`unknown sync message type ${type}`);
+    }
+  }
+
+  /**
+   * An awareness update from a member. Each state gets the authenticated `user.id` and `role`
+   * stamped over whatever the client claimed; a connection may own only a few client ids.
+   */
+  awarenessUpdate(conn: Connection, data: Uint8Array): string | undefined {
+    const member = this.members.get(conn);
+    if (!member) return undefined;
+    let tooBig = false;
+    const ids = readAwarenessClientIds(data);
+    for (const id of ids) {
+      if (!member.awarenessIds.has(id)) {
+        // Another connection's id: refuse, so nobody can overwrite or erase someone else's presence.
+        for (const other of this.members.values()) if (other !== member && other.awarenessIds.has(id)) return 'awareness client id belongs to another connection';
+      }
+    }
+    if (new Set([...member.awarenessIds, ...ids]).size > this.limits.maxAwarenessClientsPerConnection) return 'too many awareness client ids';
+    const stamped = awarenessProtocol.modifyAwarenessUpdate(data, (state: unknown) => {
+      if (state === null) return null;
+      if (JSON.stringify(state).length > this.limits.maxAwarenessStateChars) tooBig = true;
+      const obj = typeof state === 'object' && state !== null ? (state as Record<string, unknown>) : {};
+      const user = typeof obj['user'] === 'object' && obj['user'] !== null ? (obj['user'] as Record<string, unknown>) : {};
+      return { ...obj, user: { ...user, id: member.principal.user, role: member.principal.role } };
+    });
+    if (tooBig) return 'awareness state too large';
+    for (const id of ids) member.awarenessIds.add(id);
+    awarenessProtocol.applyAwarenessUpdate(this.awareness, stamped, { conn, principal: member.principal } satisfies MemberOrigin);
+    return undefined;
+  }
+
+  /** Tells every member the document is gone and releases it. */
+  close(reason: string): void {
+    if (this.#closed) return;
+    this.#closed = true;
+    const text = JSON.stringify({ jsonrpc: '2.0', method: CollabMethod.Closed, params: { channel: this.channel, doc: this.requestId, reason } });
+    for (const conn of this.members.keys()) conn.send(text);
+    this.members.clear();
+    this.awareness.destroy();
+    this.doc.destroy();
+  }
+
+  #broadcast(method: string, data: Uint8Array, except: Connection | undefined): void {
+    if (this.#closed || this.members.size === 0) return;
+    const text = notification(method, this.channel, this.requestId, data);
+    for (const conn of this.members.keys()) if (conn !== except) conn.send(text);
+  }
+}
+
+interface AwarenessChange {
+  added: number[];
+  updated: number[];
+  removed: number[];
+}
+
+function isMemberOrigin(origin: unknown): origin is MemberOrigin {
+  return typeof origin === 'object' && origin !== null && 'conn' in origin && 'principal' in origin;
+}
+
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- Yjs types are parameterised by event type
+function nameOf(doc: Y.Doc, type: Y.AbstractType<any>): string | undefined {
+  for (const [name, t] of doc.share) if (t === type) return name;
+  return undefined;
+}
+
+function notification(method: string, channel: string, doc: string, data: Uint8Array): string {
+  return JSON.stringify({ jsonrpc: '2.0', method, params: { channel, doc, data: toBase64(data) } });
+}
+
+/** Client ids named in an awareness update (`[count, (clientID, clock, json)*]`). */
+function readAwarenessClientIds(update: Uint8Array): number[] {
+  const decoder = decoding.createDecoder(update);
+  const count = decoding.readVarUint(decoder);
+  const ids: number[] = [];
+  for (let i = 0; i < count; i++) {
+    ids.push(decoding.readVarUint(decoder));
+    decoding.readVarUint(decoder);
+    decoding.readVarString(decoder);
+  }
+  return ids;
+}

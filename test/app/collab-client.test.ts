@@ -1,0 +1,113 @@
+/**
+ * The browser's collaboration client (app/collab.ts) over the real SDK and a real hub, in Node:
+ * concurrent edits converge, presence flows, and edits made while disconnected are merged after
+ * the SDK reconnects on its own.
+ */
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import WebSocket from 'ws';
+import * as Y from 'yjs';
+import { AhpClient } from '../../shared/client/ahp-client.js';
+import { applyTextDiff, CollabDoc } from '../../app/collab.js';
+import { RpcClient } from '../helpers/rpc-client.js';
+import { startTestServer, TOKENS, type TestServer } from '../helpers/start-server.js';
+import { startScriptTurn, TWO_QUESTION_REQUEST } from '../helpers/turns.js';
+import { waitFor } from '../helpers/wait-for.js';
+
+describe('applyTextDiff', () => {
+  it('turns one text into another with a minimal edit', () => {
+    const doc = new Y.Doc();
+    const text = doc.getText('t');
+    text.insert(0, 'hello world');
+    const deltas: unknown[] = [];
+    text.observe((e) => deltas.push(e.delta));
+    applyTextDiff(text, 'hello brave world');
+    expect(text.toString()).toBe('hello brave world');
+    expect(deltas).toEqual([[{ retain: 6 }, { insert: 'brave ' }]]);
+    applyTextDiff(text, 'hello world');
+    applyTextDiff(text, '');
+    expect(text.toString()).toBe('');
+    applyTextDiff(text, 'abc');
+    applyTextDiff(text, 'abc');
+    expect(text.toString()).toBe('abc');
+  });
+});
+
+describe('CollabDoc (browser collaboration client)', () => {
+  let server: TestServer;
+  const sockets: WebSocket[] = [];
+  const clients: AhpClient[] = [];
+  const docs: CollabDoc[] = [];
+  let setup: RpcClient;
+
+  beforeEach(async () => {
+    server = await startTestServer({ withAuth: true });
+    setup = await RpcClient.open(server.wsUrl, { token: TOKENS.alice });
+  });
+  afterEach(async () => {
+    for (const d of docs.splice(0)) d.destroy();
+    for (const c of clients.splice(0)) c.close();
+    await setup.close();
+    await server.stop();
+  });
+
+  async function client(token: string): Promise<AhpClient> {
+    const c = new AhpClient({
+      url: server.wsUrl,
+      token,
+      createSocket: (url) => {
+        const ws = new WebSocket(url);
+        sockets.push(ws);
+        return ws;
+      },
+      reconnect: { initialDelayMs: 10, maxDelayMs: 50 },
+    });
+    await c.connect();
+    clients.push(c);
+    return c;
+  }
+
+  async function openRequest(): Promise<string> {
+    const { chat } = await setup.createSession('collab client');
+    await setup.subscribe(chat);
+    await startScriptTurn(setup, chat, [{ ask: TWO_QUESTION_REQUEST }]);
+    await setup.waitForEnvelope((e) => e.action.type === 'chat/inputRequested', 'input request');
+    return chat;
+  }
+
+  it('converges concurrent edits and shares presence', async () => {
+    const chat = await openRequest();
+    const a = new CollabDoc(await client(TOKENS.alice), chat, 'req-1');
+    const b = new CollabDoc(await client(TOKENS.bob), chat, 'req-1');
+    docs.push(a, b);
+    await Promise.all([a.join(), b.join()]);
+    a.setPresence({ user: { name: 'A' }, editing: 'notes' });
+    a.text('notes').insert(0, 'left');
+    b.text('notes').insert(0, 'right');
+    await waitFor(() => (a.text('notes').toString() === b.text('notes').toString() && a.text('notes').length === 9 ? true : undefined), { what: 'convergence' });
+    const seen = await waitFor(() => b.others().find(([, s]) => s.editing === 'notes')?.[1], { what: 'presence' });
+    expect(seen.user?.id).toBe('alice');
+  });
+
+  it('merges edits made while disconnected once the SDK has reconnected', async () => {
+    const chat = await openRequest();
+    const bobClient = await client(TOKENS.bob);
+    const a = new CollabDoc(await client(TOKENS.alice), chat, 'req-1');
+    const b = new CollabDoc(bobClient, chat, 'req-1');
+    docs.push(a, b);
+    await Promise.all([a.join(), b.join()]);
+    a.text('notes').insert(0, 'shared ');
+    await waitFor(() => (b.text('notes').toString() === 'shared ' ? true : undefined), { what: 'initial sync' });
+
+    // Cut Bob's socket; he keeps typing offline while Alice types online.
+    const states: string[] = [];
+    bobClient.onConnectionState((s) => states.push(s));
+    sockets.filter((s) => s.url.includes(encodeURIComponent(TOKENS.bob))).forEach((s) => s.terminate());
+    await waitFor(() => (bobClient.connectionState !== 'open' ? true : undefined), { what: 'bob offline' });
+    b.text('notes').insert(b.text('notes').length, 'offline-bob');
+    a.text('notes').insert(0, 'online-alice ');
+
+    await waitFor(() => (states.includes('open') ? true : undefined), { what: 'bob reconnected' });
+    await waitFor(() => (a.text('notes').toString() === b.text('notes').toString() && a.text('notes').toString().includes('offline-bob') && a.text('notes').toString().includes('online-alice') ? true : undefined), { what: 'merge after reconnect' });
+    expect(a.text('notes').toString()).toBe('online-alice shared offline-bob');
+  });
+});
