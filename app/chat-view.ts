@@ -3,6 +3,7 @@
  * turn with streaming markdown, tool calls and input requests in stream order), who is viewing,
  * and a composer that starts a turn when idle or adds a steering input to the running turn.
  */
+import { CHAT_PRESENCE_DOC } from '../shared/protocol/collab.js';
 import type { ChatState, SessionState } from '../shared/client/ahp-client.js';
 import type { ChannelView } from '../shared/client/channel-view.js';
 import type { ActiveTurn, ResponsePart, Turn } from '../shared/protocol/state.js';
@@ -13,7 +14,6 @@ import { colorFor, newId, relativeTime, sessionIdOf, statusClass, statusLabel } 
 import type { AppContext } from './main.js';
 import { createPartView, type PartView } from './parts.js';
 
-const CHAT_PRESENCE_DOC = '~chat';
 
 export class ChatPage {
   readonly el: HTMLElement;

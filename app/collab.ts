@@ -1,5 +1,5 @@
 /**
- * Browser side of `x-collab/*` (server/collab/protocol.ts): one Y.Doc + awareness per open input
+ * Browser side of `x-collab/*` (shared/protocol/collab.ts): one Y.Doc + awareness per open input
  * request, synced over the AhpClient's socket with the SDK's generic request/notify/onNotification.
  * After a reconnect the document re-joins and sends what the server lacks (its own offline edits).
  */
@@ -11,13 +11,7 @@ import * as decoding from 'lib0/decoding';
 import { fromBase64, toBase64 } from 'lib0/buffer';
 import type { AhpClient } from '../shared/client/ahp-client.js';
 
-export const CollabMethod = {
-  Join: 'x-collab/join',
-  Sync: 'x-collab/sync',
-  Awareness: 'x-collab/awareness',
-  Leave: 'x-collab/leave',
-  Closed: 'x-collab/closed',
-} as const;
+import { CollabMethod, textDiff } from '../shared/protocol/collab.js';
 
 const REMOTE = 'remote';
 
@@ -173,17 +167,9 @@ export class CollabDoc {
   }
 }
 
-/** Turns `text` into `next` with one delete and one insert around the common prefix/suffix. */
+/** Turns `text` into `next` with one delete and one insert (see `textDiff`). */
 export function applyTextDiff(text: Y.Text, next: string): void {
-  const prev = text.toString();
-  let start = 0;
-  while (start < prev.length && start < next.length && prev[start] === next[start]) start++;
-  let endPrev = prev.length;
-  let endNext = next.length;
-  while (endPrev > start && endNext > start && prev[endPrev - 1] === next[endNext - 1]) {
-    endPrev--;
-    endNext--;
-  }
-  if (endPrev > start) text.delete(start, endPrev - start);
-  if (endNext > start) text.insert(start, next.slice(start, endNext));
+  const edit = textDiff(text.toString(), next);
+  if (edit.remove > 0) text.delete(edit.index, edit.remove);
+  if (edit.insert.length > 0) text.insert(edit.index, edit.insert);
 }

@@ -11,7 +11,8 @@ import * as decoding from 'lib0/decoding';
 import { toBase64 } from 'lib0/buffer';
 import type { Connection } from '../hub/connection.js';
 import type { Principal } from '../auth/auth.js';
-import { CollabMethod, type CollabLimits } from './protocol.js';
+import { CollabMethod } from '../../shared/protocol/collab.js';
+import type { CollabLimits } from './protocol.js';
 
 /** Transaction origin of changes a member made (so they are not echoed back to it). */
 export interface MemberOrigin {

@@ -23,7 +23,8 @@ import type { Logger } from '../log.js';
 import { errorFields } from '../log.js';
 import type { Feature, FeatureContext } from '../server.js';
 import { CollabRoom, SERVER_ORIGIN } from './collab-room.js';
-import { CHAT_PRESENCE_DOC, CollabMethod, DEFAULT_COLLAB_LIMITS, dataParamsSchema, joinParamsSchema, leaveParamsSchema, type CollabLimits } from './protocol.js';
+import { CHAT_PRESENCE_DOC, CollabMethod, dataParamsSchema, joinParamsSchema, leaveParamsSchema, textDiff } from '../../shared/protocol/collab.js';
+import { DEFAULT_COLLAB_LIMITS, type CollabLimits } from './protocol.js';
 
 const TURN_END_ACTIONS = new Set(['chat/turnComplete', 'chat/turnCancelled', 'chat/error', 'chat/truncated']);
 
@@ -240,19 +241,11 @@ export class CollabEngine {
   }
 }
 
-/** Turns `text` into `next` with one delete and one insert around the common prefix/suffix. */
+/** Turns `text` into `next` with one delete and one insert (see `textDiff`). */
 export function applyDiff(text: Y.Text, next: string): void {
-  const prev = text.toString();
-  let start = 0;
-  while (start < prev.length && start < next.length && prev[start] === next[start]) start++;
-  let endPrev = prev.length;
-  let endNext = next.length;
-  while (endPrev > start && endNext > start && prev[endPrev - 1] === next[endNext - 1]) {
-    endPrev--;
-    endNext--;
-  }
-  if (endPrev > start) text.delete(start, endPrev - start);
-  if (endNext > start) text.insert(start, next.slice(start, endNext));
+  const edit = textDiff(text.toString(), next);
+  if (edit.remove > 0) text.delete(edit.index, edit.remove);
+  if (edit.insert.length > 0) text.insert(edit.index, edit.insert);
 }
 
 function decode(data: string, limits: CollabLimits): Uint8Array {
