@@ -13,6 +13,7 @@
  * Errors on the WebSocket carry `error.data = {outcome?, code, message, status}` with the HTTP
  * status the same refusal gets over HTTP.
  */
+import { InputMethod } from '../../shared/protocol/steering.js';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { z } from 'zod';
 import { ErrorCode, ProtocolError } from '../../shared/protocol/errors.js';
@@ -141,15 +142,15 @@ export function createSteeringFeature(options: SteeringOptions = {}): Feature {
           throw err;
         }
       };
-      rpc.request('x-input/capabilities', {
+      rpc.request(InputMethod.Capabilities, {
         params,
         handle: (c, p) => rpcWrap(() => engine.capabilities(visibleSession(hub, c.principal, p.channel))),
       });
-      rpc.request('x-input/submit', {
+      rpc.request(InputMethod.Submit, {
         params,
         handle: (c, p) => rpcWrap(() => submit(c.principal, p.channel, p, 'ws')),
       });
-      rpc.request('x-input/status', {
+      rpc.request(InputMethod.Status, {
         params,
         handle: (c, p) =>
           rpcWrap(() => {

@@ -6,6 +6,7 @@
  * (`closed` for a closed/stale target, `rejected` for everything else) and a stable
  * machine-readable `code`; the transports only translate it.
  */
+import type { InputReceipt, InputReceiptState, InputSource, InputTarget } from '../../shared/protocol/steering.js';
 
 export const INPUT_PROTOCOL_VERSION = 1;
 /** Longest accepted `inputId` (UTF-16 code units); the pending steering message id embeds it. */
@@ -15,31 +16,8 @@ export const MAX_INPUT_TEXT_LENGTH = 100_000;
 export const MAX_BLOCKS = 256;
 export const DEFAULT_TURN_QUOTA = 32;
 
-export type ReceiptState = 'accepted' | 'consumed' | 'closed' | 'cancelled';
-export type InputSource = 'http' | 'ws';
-
-export interface InputTarget {
-  readonly historyEpoch: string;
-  readonly turnId: string;
-}
-
-export interface InputReceipt {
-  readonly inputId: string;
-  /** The path part of `ahp-session:/<id>` (what HTTP routes call `{sessionId}`). */
-  readonly sessionId: string;
-  readonly historyEpoch: string;
-  readonly turnId: string;
-  /** 1-based acceptance order inside the turn. */
-  readonly ordinal: number;
-  /** 1 when accepted; +1 on every state change. */
-  readonly revision: number;
-  readonly source: InputSource;
-  readonly state: ReceiptState;
-  readonly durability: 'memory';
-  readonly reason?: string;
-  readonly acceptedAt: string;
-  readonly updatedAt: string;
-}
+export type { InputReceipt, InputSource, InputTarget };
+export type ReceiptState = InputReceiptState;
 
 export interface SubmitRequest {
   readonly inputId: string;

@@ -26,44 +26,9 @@
  */
 import type { AhpClient } from './ahp-client.js';
 import { AhpRequestError } from './errors.js';
-
-export const InputMethod = {
-  Capabilities: 'x-input/capabilities',
-  Submit: 'x-input/submit',
-  Status: 'x-input/status',
-} as const;
-
-export interface InputTarget {
-  readonly historyEpoch: string;
-  readonly turnId: string;
-}
-
-export type InputContent = { readonly text: string } | { readonly blocks: ReadonlyArray<{ readonly t: 'text'; readonly text: string }> };
-
-export interface InputSubmission {
-  /** Client-chosen, stable across retries of the same addition. */
-  readonly inputId: string;
-  readonly target: InputTarget;
-  readonly content: InputContent;
-  /** Only 'memory' is supported; omitted means 'memory'. 'durable' is refused (`durable_ack_unsupported`). */
-  readonly ack?: 'memory';
-}
-
-export type InputReceiptState = 'accepted' | 'consumed' | 'closed' | 'cancelled';
-
-export interface InputReceipt {
-  readonly inputId: string;
-  readonly sessionId: string;
-  readonly historyEpoch: string;
-  readonly turnId: string;
-  readonly ordinal: number;
-  readonly revision: number;
-  readonly source: string;
-  readonly state: InputReceiptState;
-  readonly durability: 'memory';
-  readonly reason?: string;
-  readonly [key: string]: unknown;
-}
+import { InputMethod, type InputReceipt, type InputSubmission, type InputTarget } from '../protocol/steering.js';
+export { InputMethod };
+export type { InputContent, InputReceipt, InputReceiptState, InputSubmission, InputTarget } from '../protocol/steering.js';
 
 export interface InputCapabilities {
   readonly version: number;
