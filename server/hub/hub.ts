@@ -466,11 +466,9 @@ export class Hub {
       return;
     }
     this.#ledger.accepted(client.clientId, clientSeq, this.#seq + 1);
-    const seq = this.#commit(channel, decision.action, origin, client.conn);
-    // AHP lets a client answer a chat it has not subscribed to; it still gets its echo.
-    if (!this.#fanouts.get(channel)?.has(client.conn)) {
-      this.#queuePrivate(client.conn, { channel, action: decision.action, serverSeq: seq, origin });
-    }
+    // The source connection gets its echo at delivery even when it is not subscribed (AHP lets a
+    // client answer a chat it has not subscribed to).
+    this.#commit(channel, decision.action, origin, client.conn);
   }
 
   /**
@@ -688,6 +686,7 @@ export class Hub {
       switch (item.kind) {
         case 'envelope': {
           const fanout = this.#fanouts.get(item.envelope.channel);
+          const source = item.source;
           // Under load many deltas for one part arrive in the same batch: send them as one
           // envelope (the reduced state is identical), the way Hocuspocus coalesces updates that
           // arrive together. Only adjacent envelopes from the same source merge, so no other
@@ -695,7 +694,7 @@ export class Hub {
           const batch = [item.envelope];
           let merged: WireAction = item.envelope.action;
           if (fanout && !fanout.hasJoiners) {
-            for (let next = outbox[i + 1]; next?.kind === 'envelope' && next.source === item.source && next.envelope.channel === item.envelope.channel; next = outbox[i + 1]) {
+            for (let next = outbox[i + 1]; next?.kind === 'envelope' && next.source === source && next.envelope.channel === item.envelope.channel; next = outbox[i + 1]) {
               const combined = mergeStreamingActions(merged, next.envelope.action);
               if (!combined) break;
               merged = combined;
@@ -706,17 +705,24 @@ export class Hub {
           for (const env of batch) this.#remember(env);
           const last = batch[batch.length - 1]!;
           this.#deliveredSeq = last.serverSeq;
-          if (!fanout) break;
+          const sourceSubscribed = source !== undefined && fanout?.has(source) === true;
           if (batch.length === 1) {
-            fanout.publish(last, encodeEnvelope(last));
+            const text = encodeEnvelope(last);
+            fanout?.publish(last, text);
+            if (source && !sourceSubscribed) source.send(text);
             break;
           }
-          // Everyone else gets one envelope; a dispatching client still gets each of its echoes,
-          // so its pending actions resolve one by one.
+          // Everyone else gets one envelope; the dispatching client still gets each of its
+          // echoes, so its pending actions resolve one by one.
           const combined: ActionEnvelope = { channel: last.channel, action: merged, serverSeq: last.serverSeq };
-          const source = item.source && fanout.has(item.source) ? item.source : undefined;
-          fanout.publish(combined, encodeEnvelope(combined), source);
-          if (source) for (const env of batch) fanout.sendTo(source, env, encodeEnvelope(env));
+          fanout!.publish(combined, encodeEnvelope(combined), sourceSubscribed ? source : undefined);
+          if (source) {
+            for (const env of batch) {
+              const text = encodeEnvelope(env);
+              if (sourceSubscribed) fanout!.sendTo(source, env, text);
+              else source.send(text);
+            }
+          }
           break;
         }
         case 'private': {

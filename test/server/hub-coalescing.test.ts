@@ -89,4 +89,17 @@ describe('hub delivery under a burst', () => {
     expect(fold(early, earlySnap.state as ChatState).activeTurn).toEqual(truth);
     expect(fold(joiner, joinSnap.state as ChatState).activeTurn).toEqual(truth);
   });
+
+  it('merges a burst from a dispatcher that is not subscribed, which still gets every echo', async () => {
+    const { hub, chat, agent, observer, dispatch, start } = await hubWithTurn();
+    hub.unsubscribe(agent, chat);
+    const before = observer.envelopes().length;
+    const echoesBefore = agent.envelopes().length;
+    for (let i = 0; i < 20; i++) dispatch({ type: 'chat/delta', turnId: 't1', partId: 'p1', content: `${i} ` });
+    await hub.drain();
+    expect(observer.envelopes().slice(before)).toHaveLength(1);
+    expect(agent.envelopes().slice(echoesBefore).map((e) => e.origin?.clientSeq)).toEqual(Array.from({ length: 20 }, (_, i) => i + 3));
+    const state = observer.envelopes().reduce((s, e) => chatReducer(s, e.action), start);
+    expect(state.activeTurn).toEqual(hub.chatEntry(chat)!.state.activeTurn);
+  });
 });
