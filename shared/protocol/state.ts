@@ -425,9 +425,8 @@ export const streamingToolCallSchema = z.looseObject({
   partialInput: z.string().optional(),
   invocationMessage: textSchema.optional(),
 });
-export const pendingConfirmationToolCallSchema = z.looseObject({
-  ...toolCallBase,
-  status: z.literal('pending-confirmation'),
+/** What a tool asks the user to confirm; carried by `chat/toolCallReady` and kept while pending. */
+export const confirmationPromptFields = {
   invocationMessage: textSchema,
   toolInput: toolInputSchema.optional(),
   confirmationTitle: labelSchema.optional(),
@@ -435,6 +434,11 @@ export const pendingConfirmationToolCallSchema = z.looseObject({
   edits: z.looseObject({}).optional(),
   editable: z.boolean().optional(),
   options: z.array(confirmationOptionSchema).max(StateLimits.options).optional(),
+};
+export const pendingConfirmationToolCallSchema = z.looseObject({
+  ...toolCallBase,
+  status: z.literal('pending-confirmation'),
+  ...confirmationPromptFields,
 });
 export const runningToolCallSchema = z.looseObject({
   ...toolCallBase,
