@@ -31,7 +31,7 @@ export interface FanoutLimits {
 }
 
 export const DEFAULT_FANOUT_LIMITS: FanoutLimits = {
-  maxBufferedBytes: 16 * 1024 * 1024,
+  maxBufferedBytes: 4 * 1024 * 1024,
   maxCoalescedEnvelopes: 1024,
 };
 
@@ -79,6 +79,12 @@ export function mergeStreamingEnvelopes(prev: ActionEnvelope, next: ActionEnvelo
   return action ? { ...next, action } : undefined;
 }
 
+function withoutOrigin(envelope: ActionEnvelope): ActionEnvelope {
+  if (!envelope.origin) return envelope;
+  const { origin: _origin, ...rest } = envelope;
+  return rest;
+}
+
 class CoalescingGroup {
   readonly members = new Set<Connection>();
   #buffer: BufferedItem[] = [];
@@ -91,17 +97,35 @@ class CoalescingGroup {
   ) {}
 
   push(item: BufferedItem): void {
-    const last = this.#buffer[this.#buffer.length - 1];
-    const mergeable = last && !last.target && !item.target && last.exclude === item.exclude;
-    const merged = mergeable ? mergeStreamingEnvelopes(last.envelope, item.envelope) : undefined;
-    if (merged && last) {
-      last.envelope = merged;
-      delete last.text;
+    const previous = item.target ? undefined : this.#mergeCandidate(item.exclude);
+    // Receivers of a non-targeted item are never the connection that dispatched it (that one is
+    // `exclude`, or not subscribed at all), so its origin means nothing to them and may be dropped.
+    const merged = previous ? mergeStreamingEnvelopes(withoutOrigin(previous.envelope), withoutOrigin(item.envelope)) : undefined;
+    if (merged && previous) {
+      previous.envelope = merged;
+      delete previous.text;
     } else {
       this.#buffer.push(item);
     }
     if (this.#buffer.length >= this.limits.maxCoalescedEnvelopes) this.flush();
     else this.#timer ??= this.schedule(() => this.flush(), this.maxLatencyMs);
+  }
+
+  /**
+   * The buffered item a new one (sent to everyone but `exclude`) may merge into: the newest
+   * shared item, looking past items meant only for `exclude` itself (its own echoes), since
+   * nobody else receives those and `exclude` receives neither of the merged ones.
+   */
+  #mergeCandidate(exclude: Connection | undefined): BufferedItem | undefined {
+    for (let i = this.#buffer.length - 1; i >= 0; i--) {
+      const candidate = this.#buffer[i]!;
+      if (candidate.target) {
+        if (exclude !== undefined && candidate.target === exclude) continue;
+        return undefined;
+      }
+      return candidate.exclude === exclude ? candidate : undefined;
+    }
+    return undefined;
   }
 
   flush(): void {

@@ -708,8 +708,15 @@ export class Hub {
           const sourceSubscribed = source !== undefined && fanout?.has(source) === true;
           if (batch.length === 1) {
             const text = encodeEnvelope(last);
-            fanout?.publish(last, text);
-            if (source && !sourceSubscribed) source.send(text);
+            // The dispatcher gets the same string as everyone, but as its own item: coalescing
+            // subscribers may then merge this envelope with its neighbours for everyone else.
+            if (sourceSubscribed) {
+              fanout!.publish(last, text, source);
+              fanout!.sendTo(source!, last, text);
+            } else {
+              fanout?.publish(last, text);
+              if (source) source.send(text);
+            }
             break;
           }
           // Everyone else gets one envelope; the dispatching client still gets each of its

@@ -33,9 +33,26 @@ export interface WsTransportOptions {
 class WsConnection implements Connection {
   readonly id = randomUUID();
   alive = true;
-  constructor(readonly socket: WebSocket) {}
+  #corked = false;
+  constructor(
+    readonly socket: WebSocket,
+    /** The TCP socket under the WebSocket (the one the upgrade handed us). */
+    private readonly raw: Duplex,
+  ) {}
   send(text: string): void {
-    if (this.socket.readyState === WebSocket.OPEN) this.socket.send(text);
+    if (this.socket.readyState !== WebSocket.OPEN) return;
+    // Every frame sent to this connection in the same tick goes out in one write: a delivery batch
+    // (or a burst of echoes) costs one system call per receiver instead of one per frame. Under
+    // load batches grow by themselves, so syscalls stay bounded while latency is unchanged.
+    if (!this.#corked) {
+      this.#corked = true;
+      this.raw.cork();
+      process.nextTick(() => {
+        this.#corked = false;
+        this.raw.uncork();
+      });
+    }
+    this.socket.send(text);
   }
   close(code: number, reason: string): void {
     if (this.socket.readyState === WebSocket.OPEN || this.socket.readyState === WebSocket.CONNECTING) this.socket.close(code, reason);
@@ -73,12 +90,12 @@ export class WsTransport {
       refuse(socket, 503, 'Service Unavailable', 'too many connections');
       return true;
     }
-    this.#wss.handleUpgrade(req, socket, head, (ws) => this.#accept(ws, principal));
+    this.#wss.handleUpgrade(req, socket, head, (ws) => this.#accept(ws, socket, principal));
     return true;
   }
 
-  #accept(ws: WebSocket, principal: Principal): void {
-    const conn = new WsConnection(ws);
+  #accept(ws: WebSocket, raw: Duplex, principal: Principal): void {
+    const conn = new WsConnection(ws, raw);
     this.#connections.add(conn);
     const ctx: RpcContext = { conn, principal, state: this.options.router.newConnectionState() };
     // Frames are handled one at a time per connection so answers keep the order of requests.

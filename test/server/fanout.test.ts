@@ -87,9 +87,11 @@ describe('ChannelFanout', () => {
     expect(slow.frames).toEqual([]);
     timers.fireAll();
     const got = slow.envelopes();
-    // 1+2 merge; 3 is another part; 4 alone; 5 has an origin (never merged); 6 alone.
-    expect(got.map((e) => e.serverSeq)).toEqual([2, 3, 4, 5, 6]);
+    // 1+2 merge; 3 is another part; 4+5+6 merge (5's origin is another connection's, which is not
+    // among these receivers, so it is dropped for them).
+    expect(got.map((e) => e.serverSeq)).toEqual([2, 3, 6]);
     expect(got[0]!.action['content']).toBe('Hello ');
+    expect(got[2]!.origin).toBeUndefined();
     expect(fast.envelopes().map((e) => e.serverSeq)).toEqual([1, 2, 3, 4, 5, 6]);
 
     const start: ChatState = {
@@ -101,6 +103,24 @@ describe('ChannelFanout', () => {
     } as ChatState;
     const fold = (list: ActionEnvelope[]) => list.reduce((s, e) => chatReducer(s, e.action), start);
     expect(fold(got)).toEqual(fold(fast.envelopes()));
+  });
+
+  it('gives the dispatcher its own unmerged echoes while others get the merged envelope', () => {
+    const timers = manualScheduler();
+    const f = new ChannelFanout(undefined, timers.schedule);
+    const agent = new FakeConnection('agent');
+    const watcher = new FakeConnection('watcher');
+    f.add(agent, 0, 0, 20);
+    f.add(watcher, 0, 0, 20);
+    for (let seq = 1; seq <= 3; seq++) {
+      const env = delta(seq, `${seq}`, 'p1', { origin: { clientId: 'agent', clientSeq: seq } });
+      const text = encodeEnvelope(env);
+      f.publish(env, text, agent);
+      f.sendTo(agent, env, text);
+    }
+    timers.fireAll();
+    expect(watcher.envelopes().map((e) => [e.serverSeq, e.action['content'], e.origin])).toEqual([[3, '123', undefined]]);
+    expect(agent.envelopes().map((e) => e.origin?.clientSeq)).toEqual([1, 2, 3]);
   });
 
   it('never merges across parts, turns, kinds or _meta', () => {
