@@ -92,7 +92,7 @@ export async function startHubServer(config: HubServerConfig): Promise<HubServer
   const runner = new AgentRunner(hub, new Map(providers.map((p) => [p.info.provider, p])), logger.child({ component: 'agents' }), now, newId);
   runner.start();
 
-  const rpc = new RpcRouter(logger.child({ component: 'rpc' }), now, config.rateLimit, throttledDispatchHandler(hub));
+  const rpc = new RpcRouter(logger.child({ component: 'rpc' }), now, config.rateLimit, throttledDispatchHandler(hub), (conn, text) => hub.sendInOrder(conn, text));
   registerAhpMethods(rpc, hub);
   const http = new HttpRouter(config.auth, logger.child({ component: 'http' }));
   http.add('GET', '/healthz', (_req, res) => sendJson(res, 200, { status: 'ok', serverSeq: hub.serverSeq }), { public: true });

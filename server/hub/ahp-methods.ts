@@ -46,7 +46,8 @@ export function registerAhpMethods(router: RpcRouter, hub: Hub): void {
       const version = negotiateVersion(params.protocolVersions);
       if (!version) {
         // AHP: answer -32005 with our versions, then close; there is no renegotiation.
-        setImmediate(() => ctx.conn.close(CloseCode.UnsupportedVersion, 'unsupported protocol version'));
+        // The error answer is queued when the handler returns; close only after it has gone out.
+        setImmediate(() => hub.afterDelivered(() => ctx.conn.close(CloseCode.UnsupportedVersion, 'unsupported protocol version')));
         throw new ProtocolError(
           ErrorCode.UnsupportedProtocolVersion,
           `none of the offered protocol versions (${params.protocolVersions.join(', ')}) is supported`,

@@ -101,6 +101,10 @@ type OutboxItem =
   | { kind: 'envelope'; envelope: ActionEnvelope; source?: Connection | undefined }
   | { kind: 'private'; conn: Connection; envelope: ActionEnvelope }
   | { kind: 'root'; tenant: string; text: string }
+  /** A JSON-RPC answer, sent once everything sequenced before it is durable and delivered. */
+  | { kind: 'reply'; conn: Connection; text: string }
+  /** Runs once everything queued before it has been delivered. */
+  | { kind: 'call'; fn: () => void }
   | { kind: 'durable'; resolve: () => void };
 
 interface ReplayEntry {
@@ -635,6 +639,28 @@ export class Hub {
     this.#scheduleFlush();
   }
 
+  /**
+   * Sends `text` (a JSON-RPC answer) to `conn` after everything sequenced so far is durable and
+   * delivered. A snapshot in a `subscribe` answer, or `serverSeq` in `initialize`, may include
+   * actions applied in memory but not yet appended; holding the answer until they are durable means
+   * no client ever sees state that a crash could take back, and the answer never arrives after
+   * envelopes that follow it.
+   */
+  sendInOrder(conn: Connection, text: string): void {
+    if (this.#outbox.length === 0 && this.#pendingRecords.length === 0 && !this.#flushing) {
+      conn.send(text);
+      return;
+    }
+    this.#outbox.push({ kind: 'reply', conn, text });
+    this.#scheduleFlush();
+  }
+
+  /** Runs `fn` after everything queued so far (envelopes and answers) has been delivered. */
+  afterDelivered(fn: () => void): void {
+    this.#outbox.push({ kind: 'call', fn });
+    this.#scheduleFlush();
+  }
+
   /** Resolves once everything sequenced so far is durable and delivered. */
   #durable(): Promise<void> {
     return new Promise((resolve) => {
@@ -744,6 +770,12 @@ export class Hub {
           if (subs) for (const conn of subs) conn.send(item.text);
           break;
         }
+        case 'reply':
+          item.conn.send(item.text);
+          break;
+        case 'call':
+          item.fn();
+          break;
         case 'durable':
           item.resolve();
           break;

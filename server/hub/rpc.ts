@@ -79,6 +79,11 @@ export class RpcRouter {
     private readonly rateLimit: RateLimit = DEFAULT_RATE_LIMIT,
     /** Called when a notification is rate-limited, so the hub can echo a rejection for dispatches. */
     private readonly onThrottledNotification?: (ctx: RpcContext, method: string, params: unknown) => void,
+    /**
+     * How a request's answer is sent. The composition root routes answers through the hub so an
+     * answer never overtakes (or describes) state that is not yet durable and delivered.
+     */
+    private readonly sendResponse: (conn: Connection, text: string) => void = (conn, text) => conn.send(text),
   ) {}
 
   request<S extends z.ZodType>(method: string, handler: RequestHandler<S>): void {
@@ -122,7 +127,7 @@ export class RpcRouter {
       ctx.conn.send(encodeError(msg.id, ErrorCode.LimitExceeded, `rate limit exceeded: at most ${this.rateLimit.perSecond} messages per second`));
       return;
     }
-    ctx.conn.send(await this.#handleRequest(ctx, msg.id, msg.method, msg.params));
+    this.sendResponse(ctx.conn, await this.#handleRequest(ctx, msg.id, msg.method, msg.params));
   }
 
   async #handleRequest(ctx: RpcContext, id: RequestId, method: string, rawParams: unknown): Promise<string> {

@@ -1,0 +1,66 @@
+import { describe, expect, it } from 'vitest';
+import { DEV_PRINCIPAL } from '../../server/auth/auth.js';
+import { registerAhpMethods } from '../../server/hub/ahp-methods.js';
+import type { Connection } from '../../server/hub/connection.js';
+import { Hub } from '../../server/hub/hub.js';
+import { RpcRouter, type RpcContext } from '../../server/hub/rpc.js';
+import { silentLogger } from '../../server/log.js';
+import type { AppendResult, LogRecord } from '../../server/storage/action-log.js';
+import { MemoryActionLog } from '../../server/storage/memory-action-log.js';
+import { waitFor } from '../helpers/wait-for.js';
+
+/** A log whose appends wait until the test releases them: the window between sequencing and durability. */
+class GatedLog extends MemoryActionLog {
+  gated = false;
+  #waiting: Array<() => void> = [];
+  override async append(expectedHead: number, records: readonly LogRecord[]): Promise<AppendResult> {
+    if (this.gated) await new Promise<void>((resolve) => this.#waiting.push(resolve));
+    return super.append(expectedHead, records);
+  }
+  release(): void {
+    this.gated = false;
+    for (const resolve of this.#waiting.splice(0)) resolve();
+  }
+}
+
+class FakeConnection implements Connection {
+  readonly frames: Array<Record<string, unknown>> = [];
+  bufferedAmount = 0;
+  constructor(readonly id: string) {}
+  send(text: string): void {
+    this.frames.push(JSON.parse(text) as Record<string, unknown>);
+  }
+  close(): void {}
+}
+
+describe('answers are ordered with durability', () => {
+  it('holds a subscribe answer until the state it shows is durable, and never sends an action twice', async () => {
+    const log = new GatedLog();
+    let n = 0;
+    const hub = await Hub.open({ log, logger: silentLogger, now: () => 5, newId: () => `id-${++n}`, agents: [{ provider: 'remote', displayName: 'R' }], defaultProvider: 'remote' });
+    const router = new RpcRouter(silentLogger, () => 0, undefined, undefined, (conn, text) => hub.sendInOrder(conn, text));
+    registerAhpMethods(router, hub);
+    const ctx = (id: string): RpcContext => ({ conn: new FakeConnection(id), principal: DEV_PRINCIPAL, state: router.newConnectionState() });
+    const writer = ctx('writer');
+    const reader = ctx('reader');
+    for (const c of [writer, reader]) await router.handleFrame(c, JSON.stringify({ jsonrpc: '2.0', id: 0, method: 'initialize', params: { channel: 'ahp-root://', protocolVersions: ['1.0.0'], clientId: c.conn.id } }));
+    const { defaultChat: chat } = await hub.createSession(DEV_PRINCIPAL, { uri: 'ahp-session:/gated' });
+
+    log.gated = true;
+    await router.handleFrame(writer, JSON.stringify({ jsonrpc: '2.0', method: 'dispatchAction', params: { channel: chat, clientSeq: 1, action: { type: 'chat/draftChanged', draft: { text: 'not yet durable', origin: { kind: 'user' } } } } }));
+    await router.handleFrame(reader, JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'subscribe', params: { channel: chat } }));
+    const readerFrames = reader.conn as FakeConnection;
+    // The action is applied in memory, but the answer that would show it waits for the log.
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(readerFrames.frames.filter((f) => f['id'] === 1)).toEqual([]);
+
+    log.release();
+    const answer = await waitFor(() => readerFrames.frames.find((f) => f['id'] === 1));
+    const snapshot = (answer['result'] as { snapshot: { state: { draft?: { text: string } }; fromSeq: number } }).snapshot;
+    expect(snapshot.state.draft?.text).toBe('not yet durable');
+    expect(snapshot.fromSeq).toBeLessThanOrEqual(await log.head());
+    // The reader does not get the action again as an envelope: its snapshot already has it.
+    await hub.drain();
+    expect(readerFrames.frames.filter((f) => f['method'] === 'action')).toEqual([]);
+  });
+});
