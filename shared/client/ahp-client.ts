@@ -8,7 +8,7 @@
  *   chat.onChange((view) => render(view.state));
  *   const result = await chat.dispatch({ type: 'chat/turnStarted', ... });
  *
- * Protocol references are to /work/shared/docs/ahp-protocol.md (§1.x). Highlights:
+ * Protocol references are to the AHP subset in the README (and upstream's §1.x). Highlights:
  * - Requests are correlated by numeric id, time out, and surface JSON-RPC errors as AhpRequestError.
  * - Each subscribed channel is a ChannelView doing write-ahead reconciliation (§1.6).
  * - When the socket drops (not after close()), the client reconnects with backoff, sends
@@ -53,6 +53,7 @@ import {
 } from './default-reducers.js';
 import { AhpConnectionError, AhpProtocolError, AhpRequestError, AhpTimeoutError } from './errors.js';
 import { randomUuid } from './random-id.js';
+import { SessionInputs } from './session-inputs.js';
 import type { WireReducer } from './reconciler.js';
 import { SocketReadyState, type CreateSocket, type WebSocketLike } from './websocket-like.js';
 
@@ -464,6 +465,15 @@ export class AhpClient {
   }
 
   /** Creates a session under a client-chosen URI (generated when absent) with its default chat. */
+  /**
+   * The session object: the session's URI plus the steering-input methods (`inputCapabilities`,
+   * `getInputTarget`, `submitInput`, `getInputStatus`) with their retry discipline. Subscribe to
+   * the session or its chats with `subscribe` for state.
+   */
+  session(uri: string): SessionInputs {
+    return new SessionInputs(this, uri);
+  }
+
   async createSession(options: CreateSessionOptions = {}): Promise<CreateSessionResult> {
     const session = options.session ?? sessionUri(randomUuid());
     const params: RequestParams = {

@@ -2,7 +2,7 @@
  * Seed 004 (DataWorks `ReplyAgentSession`) over real HTTP, SSE and WebSocket: every test drives
  * the demo agent from an AHP tab, reads `permission_request` from the session's SSE stream, and
  * replies with the DataWorks envelope (`POST /v2/agent-sessions/reply`).
- * Behaviour numbers (B1…B15) refer to docs/interactions.md and the seed-004 checklist.
+ * Behaviour numbers (B1…B15) refer to the README section "Answering from anywhere" and the seed-004 checklist.
  */
 import { request } from 'node:http';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';

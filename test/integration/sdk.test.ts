@@ -80,4 +80,18 @@ describe('the client SDK against a real hub', () => {
     expect(va.state).toEqual(vb.state);
     expect(sockets.length).toBe(2);
   });
+
+  it('the session object carries the steering methods: no target while idle, then the running turn', async () => {
+    const a = await connect();
+    const { session, defaultChat } = await a.createSession();
+    const handle = a.session(session);
+    expect(await handle.getInputTarget()).toBeNull();
+    const view = await a.subscribe(defaultChat);
+    await view.dispatch({ type: 'chat/turnStarted', turnId: 'steer-me', startedAt: new Date().toISOString(), message: userMessage('{"script":[{"sleep":60000}]}') });
+    const target = await waitFor(async () => (await handle.getInputTarget()) ?? undefined);
+    expect(target.turnId).toBe('steer-me');
+    const result = await handle.submitInput({ inputId: 'sdk-1', target, content: { text: 'also this' } });
+    expect(result.outcome).toBe('accepted');
+    expect((await handle.getInputStatus('sdk-1', target))?.state).toBe('accepted');
+  });
 });
