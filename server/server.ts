@@ -1,7 +1,9 @@
 /**
- * The composition root: the one place that picks implementations (SQLite or memory log, token or
- * dev auth, the demo agent) and wires hub, agent runner, JSON-RPC, HTTP routes, WebSocket and
- * feature modules together. Everything else depends on interfaces.
+ * The composition root: wires hub, agent runner, JSON-RPC, HTTP routes, WebSocket and feature
+ * modules together, and picks the log (SQLite with `dataDir`, memory without) and the agents.
+ * Its caller chooses the rest from configuration: `server/main.ts` (the CLI) passes the
+ * authenticator, the feature list and the app directory; tests pass their own. Everything else
+ * depends on interfaces.
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { randomUUID } from 'node:crypto';
