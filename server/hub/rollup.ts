@@ -5,7 +5,7 @@
  * same state without recomputing anything.
  */
 import type { WireAction } from '../../shared/protocol/messages.js';
-import type { SessionInputRequest } from '../../shared/protocol/state.js';
+import type { SessionInputRequest, SessionSummary } from '../../shared/protocol/state.js';
 import { aggregateSessionStatus, awaitsUser, sessionInputNeededEntries } from '../../shared/state/status.js';
 import type { Catalog, ChatEntry, SessionEntry } from './catalog.js';
 
@@ -56,20 +56,17 @@ export function sessionStatusActions(session: SessionEntry): WireAction[] {
   return [action];
 }
 
-/** What the root catalogue publishes for a session (`listSessions`, `root/session*`). */
-export interface SessionSummaryView {
-  resource: string;
-  provider: string;
-  title: string;
-  status: number;
-  activity?: string;
+/**
+ * What the root catalogue publishes for a session (`listSessions`, `root/session*`): the shared
+ * `SessionSummary` wire shape with the fields this hub always fills.
+ */
+export type SessionSummaryView = SessionSummary & {
   createdAt: string;
-  modifiedAt: string;
   /** Entries that await a person (client execution excluded). */
   inputNeededCount: number;
   /** Hub extension: what the session is waiting for, so a dashboard needs no chat subscription. */
   _meta: { 'hub/inputNeeded': InputNeededBrief[]; 'hub/chatCount': number };
-}
+};
 
 export interface InputNeededBrief {
   id: string;

@@ -26,14 +26,19 @@ import {
   Method,
   ServerNotification,
   actionEnvelopeSchema,
+  createChatResultSchema,
+  createSessionResultSchema,
+  initializeResultSchema,
   jsonRpcErrorSchema,
-  snapshotSchema,
+  listSessionsResultSchema,
+  reconnectResultSchema,
+  subscribeResultSchema,
   type ActionEnvelope,
   type InitializeResult,
   type WireAction,
 } from '../protocol/messages.js';
 import { ErrorCode } from '../protocol/errors.js';
-import { sessionSummarySchema, type SessionSummary } from '../protocol/state.js';
+import type { SessionSummary } from '../protocol/state.js';
 import { ROOT_URI, channelKind, sessionUri } from '../protocol/uris.js';
 import { SUPPORTED_VERSIONS } from '../protocol/version.js';
 import { DEFAULT_BACKOFF, backoffDelay, defaultScheduler, type BackoffOptions, type Scheduler } from './backoff.js';
@@ -164,47 +169,10 @@ export interface ListSessionsResult {
 export type NotificationListener = (params: unknown, method: string) => void;
 export type ConnectionStateListener = (state: ConnectionState, previous: ConnectionState) => void;
 
-// ─── Wire result schemas (results are typed as interfaces in messages.ts; validate here) ─────────
-
-const initializeResultSchema = z.looseObject({
-  protocolVersion: z.string(),
-  serverSeq: z.number().int().nonnegative(),
-  serverInfo: z.looseObject({ name: z.string(), version: z.string() }),
-  snapshots: z.array(snapshotSchema),
-  _meta: z.record(z.string(), z.unknown()).optional(),
-});
-
-/**
- * The contract says serverSeq > 0, but a rejection echo carries the hub's current head, which is 0
- * on a brand-new log. Refusing that frame would stall the pending queue forever; a 0 on an applied
- * envelope is harmless (the per-channel guard treats it as already seen).
- */
-const inboundEnvelopeSchema = actionEnvelopeSchema.extend({ serverSeq: z.number().int().nonnegative() });
-
-const subscribeResultSchema = z.looseObject({ snapshot: snapshotSchema.optional() });
-
-const reconnectResultSchema = z.discriminatedUnion('type', [
-  z.looseObject({
-    type: z.literal('replay'),
-    actions: z.array(inboundEnvelopeSchema),
-    missing: z.array(z.string()).default([]),
-  }),
-  z.looseObject({
-    type: z.literal('snapshot'),
-    snapshots: z.array(snapshotSchema),
-    missing: z.array(z.string()).default([]),
-  }),
-]);
+// Results are validated with the shared wire schemas (messages.ts). A rejection echo carries the
+// hub's current head, which is 0 on a brand-new log; the envelope schema allows it.
+const inboundEnvelopeSchema = actionEnvelopeSchema;
 type ParsedReconnectResult = z.infer<typeof reconnectResultSchema>;
-
-/** Offset-cursor page of the catalogue, as the hub answers `listSessions`. */
-const listSessionsResultSchema = z.looseObject({
-  items: z.array(sessionSummarySchema),
-  nextCursor: z.string().optional(),
-});
-
-const createSessionResultSchema = z.looseObject({ defaultChat: z.string() });
-const createChatResultSchema = z.looseObject({ chat: z.string() });
 
 // ─── Internals ───────────────────────────────────────────────────────────────
 

@@ -343,6 +343,20 @@ export const toolApprovalRememberedActionSchema = z.looseObject({
   ...meta,
 });
 
+/**
+ * Implementation-defined (`x-`): a person chose "always deny" for tool `toolName` in this session
+ * (a permission reply with a `reject_always` option). The reducer records it in
+ * `_meta['hub/deniedTools']`; the hub then denies later confirmations of that tool in this session
+ * itself. The two lists exclude each other: remembering a denial drops the tool from
+ * `hub/approvedTools`, and `x-session/toolApprovalRemembered` drops it from `hub/deniedTools`
+ * (the latest choice wins). Being in the log, it survives restarts.
+ */
+export const toolDenialRememberedActionSchema = z.looseObject({
+  type: z.literal('x-session/toolDenialRemembered'),
+  toolName: z.string().min(1).max(StateLimits.id),
+  ...meta,
+});
+
 // ─── Root channel ────────────────────────────────────────────────────────────
 
 export const agentsChangedActionSchema = z.looseObject({
@@ -400,6 +414,7 @@ export const sessionActionSchema = z.discriminatedUnion('type', [
   sessionStateReplacedActionSchema,
   sessionStatusChangedActionSchema,
   toolApprovalRememberedActionSchema,
+  toolDenialRememberedActionSchema,
 ]);
 
 export const rootActionSchema = z.discriminatedUnion('type', [agentsChangedActionSchema]);
@@ -450,6 +465,7 @@ export type SessionStateReplacedAction = z.infer<typeof sessionStateReplacedActi
 export type AgentsChangedAction = z.infer<typeof agentsChangedActionSchema>;
 export type SessionStatusChangedAction = z.infer<typeof sessionStatusChangedActionSchema>;
 export type ToolApprovalRememberedAction = z.infer<typeof toolApprovalRememberedActionSchema>;
+export type ToolDenialRememberedAction = z.infer<typeof toolDenialRememberedActionSchema>;
 
 export type ChatAction = z.infer<typeof chatActionSchema>;
 export type SessionAction = z.infer<typeof sessionActionSchema>;
@@ -507,6 +523,7 @@ const ACTION_SCHEMAS = {
   'session/stateReplaced': sessionStateReplacedActionSchema,
   'x-session/statusChanged': sessionStatusChangedActionSchema,
   'x-session/toolApprovalRemembered': toolApprovalRememberedActionSchema,
+  'x-session/toolDenialRemembered': toolDenialRememberedActionSchema,
   'root/agentsChanged': agentsChangedActionSchema,
 } satisfies { [T in KnownActionType]: z.ZodType<Extract<KnownAction, { type: T }>> };
 

@@ -9,6 +9,7 @@
  * action, root/sessionAdded, root/sessionRemoved, root/sessionSummaryChanged (server → client).
  */
 import { z } from 'zod';
+import { sessionSummarySchema } from './state.js';
 
 export const JSONRPC = '2.0';
 
@@ -94,13 +95,16 @@ export const initializeParamsSchema = z.object({
 });
 export type InitializeParams = z.infer<typeof initializeParamsSchema>;
 
-export interface InitializeResult {
-  protocolVersion: string;
-  serverSeq: number;
-  serverInfo: { name: string; version: string };
-  snapshots: Snapshot[];
-  _meta?: Record<string, unknown>;
-}
+export const initializeResultSchema = z.looseObject({
+  protocolVersion: z.string(),
+  /** The hub's current serverSeq; everything up to it is durable when this answer arrives. */
+  serverSeq: z.number().int().nonnegative(),
+  serverInfo: z.looseObject({ name: z.string(), version: z.string() }),
+  /** One per `initialSubscriptions` entry the caller may see (others are listed in `_meta["hub/missingSubscriptions"]`). */
+  snapshots: z.array(snapshotSchema),
+  _meta: meta,
+});
+export type InitializeResult = z.infer<typeof initializeResultSchema>;
 
 /** Keep-alive; lenient on purpose: a missing channel is taken as the root channel. */
 export const pingParamsSchema = z.object({ channel: uri.optional(), _meta: meta }).optional();
@@ -117,7 +121,8 @@ export const subscribeParamsSchema = z.object({
   _meta: meta,
 });
 export type SubscribeParams = z.infer<typeof subscribeParamsSchema>;
-export interface SubscribeResult { snapshot?: Snapshot }
+export const subscribeResultSchema = z.looseObject({ snapshot: snapshotSchema.optional() });
+export type SubscribeResult = z.infer<typeof subscribeResultSchema>;
 
 export const unsubscribeParamsSchema = z.object({ channel: uri, _meta: meta });
 
@@ -137,9 +142,12 @@ export const reconnectParamsSchema = z.object({
   _meta: meta,
 });
 export type ReconnectParams = z.infer<typeof reconnectParamsSchema>;
-export type ReconnectResult =
-  | { type: 'replay'; actions: ActionEnvelope[]; missing: string[] }
-  | { type: 'snapshot'; snapshots: Snapshot[]; missing: string[] };
+/** Replay when the hub's replay window covers the gap, else snapshots; `missing` = channels gone or not visible. */
+export const reconnectResultSchema = z.discriminatedUnion('type', [
+  z.looseObject({ type: z.literal('replay'), actions: z.array(actionEnvelopeSchema), missing: z.array(z.string()).default([]) }),
+  z.looseObject({ type: z.literal('snapshot'), snapshots: z.array(snapshotSchema), missing: z.array(z.string()).default([]) }),
+]);
+export type ReconnectResult = z.infer<typeof reconnectResultSchema>;
 
 export const listSessionsParamsSchema = z.object({
   channel: uri,
@@ -147,6 +155,13 @@ export const listSessionsParamsSchema = z.object({
   cursor: z.string().max(256).optional(),
   _meta: meta,
 });
+
+export const listSessionsResultSchema = z.looseObject({
+  /** Most recently modified first. */
+  items: z.array(sessionSummarySchema),
+  nextCursor: z.string().optional(),
+});
+export type ListSessionsResult = z.infer<typeof listSessionsResultSchema>;
 
 export const createSessionParamsSchema = z.object({
   /** Client-chosen `ahp-session:/<uuid>`. */
@@ -156,7 +171,8 @@ export const createSessionParamsSchema = z.object({
   _meta: meta,
 });
 export type CreateSessionParams = z.infer<typeof createSessionParamsSchema>;
-export interface CreateSessionResult { defaultChat: string }
+export const createSessionResultSchema = z.looseObject({ defaultChat: uri });
+export type CreateSessionResult = z.infer<typeof createSessionResultSchema>;
 
 export const disposeSessionParamsSchema = z.object({ channel: uri, _meta: meta });
 
@@ -168,11 +184,22 @@ export const createChatParamsSchema = z.object({
   title: z.string().max(512).optional(),
   _meta: meta,
 });
-export interface CreateChatResult { chat: string }
+export const createChatResultSchema = z.looseObject({ chat: uri });
+export type CreateChatResult = z.infer<typeof createChatResultSchema>;
 
 export const disposeChatParamsSchema = z.object({ channel: uri, _meta: meta });
 
 // ─── Server notifications ────────────────────────────────────────────────────
+
+/** `root/sessionAdded`: a session of the subscriber's tenant was created. */
+export const sessionAddedParamsSchema = z.looseObject({ channel: uri, summary: sessionSummarySchema });
+/** `root/sessionRemoved`: a session of the subscriber's tenant was disposed. */
+export const sessionRemovedParamsSchema = z.looseObject({ channel: uri, session: uri });
+/** `root/sessionSummaryChanged`: only the mutable fields that changed (status, title, activity, modifiedAt, …). */
+export const sessionSummaryChangedParamsSchema = z.looseObject({ channel: uri, session: uri, changes: sessionSummarySchema.partial() });
+export type SessionAddedParams = z.infer<typeof sessionAddedParamsSchema>;
+export type SessionRemovedParams = z.infer<typeof sessionRemovedParamsSchema>;
+export type SessionSummaryChangedParams = z.infer<typeof sessionSummaryChangedParamsSchema>;
 
 export const ServerNotification = {
   Action: 'action',

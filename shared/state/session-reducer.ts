@@ -60,6 +60,8 @@ function reduce(state: SessionState, action: SessionAction): SessionState {
       return withField(withField(state, 'status', withActivity(state.status, activityOf(action.status))), 'activity', action.activity);
     case 'x-session/toolApprovalRemembered':
       return toolApprovalRemembered(state, action.toolName);
+    case 'x-session/toolDenialRemembered':
+      return toolDenialRemembered(state, action.toolName);
     default:
       return unreachable(action, state);
   }
@@ -70,16 +72,43 @@ function unreachable(_action: never, state: SessionState): SessionState {
   return state;
 }
 
-/** Tool names remembered per session; the oldest are forgotten beyond this. */
+/** Tool names remembered per session (per list); the oldest are forgotten beyond this. */
 const MAX_APPROVED_TOOLS = 256;
+const APPROVED_TOOLS = 'hub/approvedTools';
+const DENIED_TOOLS = 'hub/deniedTools';
 
-/** Adds `toolName` to `_meta['hub/approvedTools']` (no-op when already there). */
+/**
+ * Adds `toolName` to `_meta['hub/approvedTools']` and drops it from `_meta['hub/deniedTools']`
+ * (the latest "always" choice wins); a no-op when it is already approved and not denied.
+ */
 function toolApprovalRemembered(state: SessionState, toolName: string): SessionState {
-  const current = state._meta?.['hub/approvedTools'];
-  const list = Array.isArray(current) ? current.filter((name): name is string => typeof name === 'string') : [];
-  if (list.includes(toolName)) return state;
-  const approvedTools = [...list, toolName].slice(-MAX_APPROVED_TOOLS);
-  return { ...state, _meta: { ...state._meta, 'hub/approvedTools': approvedTools } };
+  return rememberTool(state, toolName, APPROVED_TOOLS, DENIED_TOOLS);
+}
+
+/** The mirror of `toolApprovalRemembered`: adds to `hub/deniedTools`, drops from `hub/approvedTools`. */
+function toolDenialRemembered(state: SessionState, toolName: string): SessionState {
+  return rememberTool(state, toolName, DENIED_TOOLS, APPROVED_TOOLS);
+}
+
+function rememberTool(state: SessionState, toolName: string, addTo: string, removeFrom: string): SessionState {
+  const list = toolList(state, addTo);
+  const other = toolList(state, removeFrom);
+  const listed = list.includes(toolName);
+  const inOther = other.includes(toolName);
+  if (listed && !inOther) return state;
+  const meta: Record<string, unknown> = { ...state._meta };
+  if (!listed) meta[addTo] = [...list, toolName].slice(-MAX_APPROVED_TOOLS);
+  if (inOther) {
+    const rest = other.filter((name) => name !== toolName);
+    if (rest.length > 0) meta[removeFrom] = rest;
+    else delete meta[removeFrom];
+  }
+  return { ...state, _meta: meta };
+}
+
+function toolList(state: SessionState, key: string): string[] {
+  const current = state._meta?.[key];
+  return Array.isArray(current) ? current.filter((name): name is string => typeof name === 'string') : [];
 }
 
 const resourceOf = (chat: ChatSummary): string => chat.resource;

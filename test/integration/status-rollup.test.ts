@@ -1,4 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { listSessionsResultSchema, sessionAddedParamsSchema, sessionSummaryChangedParamsSchema } from '../../shared/protocol/messages.js';
 import { RpcClient } from '../helpers/rpc-client.js';
 import { startTestServer, type TestServer } from '../helpers/start-server.js';
 import { startScriptTurn, TWO_QUESTION_REQUEST } from '../helpers/turns.js';
@@ -49,6 +50,13 @@ describe('status roll-up: chat → session → root', () => {
       'root InputNeeded');
     const listed = await dashboard.request<{ items: Array<{ resource: string; status: number; inputNeededCount: number }> }>('listSessions', { channel: 'ahp-root://' });
     expect(listed.items.find((s) => s.resource === session)).toMatchObject({ inputNeededCount: 1 });
+    // Every catalogue message matches the shared wire schemas (the single source of the protocol).
+    expect(() => listSessionsResultSchema.parse(listed)).not.toThrow();
+    for (const n of dashboard.notifications) {
+      const schema = { 'root/sessionAdded': sessionAddedParamsSchema, 'root/sessionSummaryChanged': sessionSummaryChangedParamsSchema }[n.method];
+      expect(schema, n.method).toBeDefined();
+      expect(schema!.safeParse(n.params).success, JSON.stringify(n.params)).toBe(true);
+    }
 
     // Answer and accept: everything returns to InProgress (the turn is still sleeping).
     await worker.dispatchAndWait(chat, { type: 'chat/inputCompleted', requestId: 'req-1', response: 'cancel' });
