@@ -8,6 +8,7 @@ import { RpcClient } from '../helpers/rpc-client.js';
 import { startTestServer, TOKENS, type TestServer } from '../helpers/start-server.js';
 import { startScriptTurn } from '../helpers/turns.js';
 import { waitFor } from '../helpers/wait-for.js';
+import { SseClient } from '../helpers/sse.js';
 import { answer, askStep, chatState, SteeringHttp, waitForOpenRequest, waitForTurnEnd, type Target } from '../cli/steering-support.js';
 import { collabFeature } from '../../server/collab/feature.js';
 import { interactionsFeature } from '../../server/interactions/feature.js';
@@ -333,10 +334,22 @@ describe('steering over HTTP', () => {
     expect((await bob.submit(session, { inputId: 'b', target, content: { text: 'from bob' } })).status).toBe(202);
   });
 
-  it('39/40: the legacy messages route and SSE are untouched (no such routes are added here)', async () => {
-    const { session } = await runningTurn();
+  it('39/40: the legacy messages route is untouched and the SSE stream carries no input-state events', async () => {
+    const { session, chat, turnId, target } = await runningTurn();
     const r = await fetch(`${server.url}/v2/sessions/${SteeringHttp.idOf(session)}/messages`, { method: 'POST', headers: { authorization: `Bearer ${TOKENS.alice}` } });
     expect(r.status).toBe(404);
+    // Follow the session's SSE stream across a submit and its consumption.
+    const sse = await SseClient.open(`${server.url}/v2/sessions/${SteeringHttp.idOf(session)}/events`, { token: TOKENS.alice });
+    expect(sse.status).toBe(200);
+    const submitted = await http.submit(session, { inputId: 'sse-quiet', target, content: { text: 'also check the renewal clause' } });
+    expect(submitted.status).toBe(202);
+    await answer(alice, chat, 'ask-1');
+    await waitForTurnEnd(alice, chat, turnId);
+    expect((await http.status(session, 'sse-quiet', target)).body['receipt']).toMatchObject({ state: 'consumed' });
+    await sse.waitForEvent((e) => e.raw.includes('turn_end'), 'turn end on SSE');
+    // Receipts are polled, never pushed: no SSE event mentions the input id or a receipt.
+    expect(sse.events.filter((e) => /sse-quiet|receipt/.test(e.raw))).toEqual([]);
+    await sse.close();
   });
 });
 
