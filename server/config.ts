@@ -5,6 +5,7 @@
  */
 import { isIP } from 'node:net';
 import { resolve } from 'node:path';
+import { parseArgs as parseCommandLine } from 'node:util';
 import type { LogLevel } from './log.js';
 
 export interface CliConfig {
@@ -25,47 +26,40 @@ export function isLoopback(host: string): boolean {
 }
 
 export function parseArgs(argv: readonly string[], env: NodeJS.ProcessEnv = process.env): CliConfig {
-  const config: CliConfig = {
-    host: env['HUB_HOST'] ?? '127.0.0.1',
-    port: env['HUB_PORT'] ? Number(env['HUB_PORT']) : 8787,
-    dataDir: env['HUB_DATA'] ?? './data',
-    authFile: env['HUB_AUTH'] || undefined,
-    logLevel: (env['HUB_LOG_LEVEL'] as LogLevel | undefined) ?? 'info',
-    sync: 'normal',
-  };
-  for (let i = 0; i < argv.length; i++) {
-    const flag = argv[i]!;
-    const [name, inline] = flag.includes('=') ? [flag.slice(0, flag.indexOf('=')), flag.slice(flag.indexOf('=') + 1)] : [flag, undefined];
-    const value = (): string => {
-      const v = inline ?? argv[++i];
-      if (v === undefined || v === '') throw new ConfigError(`${name} needs a value`);
-      return v;
-    };
-    switch (name) {
-      case '--host':
-        config.host = value();
-        break;
-      case '--port':
-        config.port = Number(value());
-        break;
-      case '--data':
-        config.dataDir = value();
-        break;
-      case '--auth':
-        config.authFile = value();
-        break;
-      case '--log-level':
-        config.logLevel = value() as LogLevel;
-        break;
-      case '--sync':
-        config.sync = value() as 'normal' | 'full';
-        break;
-      case '--help':
-        throw new ConfigError(USAGE);
-      default:
-        throw new ConfigError(`unknown flag ${name}\n${USAGE}`);
-    }
+  let values: Record<string, string | boolean | undefined>;
+  try {
+    ({ values } = parseCommandLine({
+      args: [...argv],
+      strict: true,
+      allowPositionals: false,
+      options: {
+        host: { type: 'string' },
+        port: { type: 'string' },
+        data: { type: 'string' },
+        auth: { type: 'string' },
+        'log-level': { type: 'string' },
+        sync: { type: 'string' },
+        help: { type: 'boolean' },
+      },
+    }));
+  } catch (err) {
+    throw new ConfigError(`${(err as Error).message}\n${USAGE}`);
   }
+  if (values['help']) throw new ConfigError(USAGE);
+  const flag = (name: string): string | undefined => {
+    const v = values[name];
+    if (v === '') throw new ConfigError(`--${name} needs a value`);
+    return typeof v === 'string' ? v : undefined;
+  };
+  const port = flag('port') ?? env['HUB_PORT'];
+  const config: CliConfig = {
+    host: flag('host') ?? env['HUB_HOST'] ?? '127.0.0.1',
+    port: port === undefined ? 8787 : Number(port),
+    dataDir: flag('data') ?? env['HUB_DATA'] ?? './data',
+    authFile: flag('auth') ?? (env['HUB_AUTH'] || undefined),
+    logLevel: (flag('log-level') ?? env['HUB_LOG_LEVEL'] ?? 'info') as LogLevel,
+    sync: (flag('sync') ?? 'normal') as 'normal' | 'full',
+  };
   if (!Number.isInteger(config.port) || config.port < 0 || config.port > 65535) throw new ConfigError('--port must be an integer from 0 to 65535');
   if (!['debug', 'info', 'warn', 'error'].includes(config.logLevel)) throw new ConfigError('--log-level must be debug, info, warn or error');
   if (config.sync !== 'normal' && config.sync !== 'full') throw new ConfigError('--sync must be normal or full');

@@ -1,9 +1,10 @@
 /**
- * A small leveled logger writing one JSON object per line to stderr. Library code takes a Logger
- * by injection and never calls console.*; tests pass `silentLogger`.
+ * Logging. Library code takes a `Logger` by injection and never calls console.*; the composition
+ * root creates one backed by pino (JSON lines on stderr) and tests pass `silentLogger`.
  */
+import { pino, type Logger as PinoLogger } from 'pino';
+
 export type LogLevel = 'debug' | 'info' | 'warn' | 'error';
-const LEVEL_RANK: Record<LogLevel, number> = { debug: 10, info: 20, warn: 30, error: 40 };
 
 export interface Logger {
   debug(msg: string, fields?: Record<string, unknown>): void;
@@ -13,22 +14,24 @@ export interface Logger {
   child(fields: Record<string, unknown>): Logger;
 }
 
-export function createLogger(
-  level: LogLevel = 'info',
-  write: (line: string) => void = (line) => process.stderr.write(line + '\n'),
-  base: Record<string, unknown> = {},
-): Logger {
-  const emit = (lvl: LogLevel, msg: string, fields?: Record<string, unknown>): void => {
-    if (LEVEL_RANK[lvl] < LEVEL_RANK[level]) return;
-    write(JSON.stringify({ time: new Date().toISOString(), level: lvl, msg, ...base, ...fields }));
-  };
+function wrap(p: PinoLogger): Logger {
   return {
-    debug: (m, f) => emit('debug', m, f),
-    info: (m, f) => emit('info', m, f),
-    warn: (m, f) => emit('warn', m, f),
-    error: (m, f) => emit('error', m, f),
-    child: (fields) => createLogger(level, write, { ...base, ...fields }),
+    debug: (msg, fields) => p.debug(fields ?? {}, msg),
+    info: (msg, fields) => p.info(fields ?? {}, msg),
+    warn: (msg, fields) => p.warn(fields ?? {}, msg),
+    error: (msg, fields) => p.error(fields ?? {}, msg),
+    child: (fields) => wrap(p.child(fields)),
   };
+}
+
+/** A logger writing JSON lines to stderr (stdout carries only the `listening on` line). */
+export function createLogger(level: LogLevel = 'info'): Logger {
+  return wrap(
+    pino(
+      { level, base: undefined, timestamp: pino.stdTimeFunctions.isoTime, formatters: { level: (label) => ({ level: label }) } },
+      pino.destination({ fd: 2, sync: true }),
+    ),
+  );
 }
 
 export const silentLogger: Logger = {
