@@ -9,7 +9,8 @@
  * Resolution is first-wins because it is decided by the hub: a reply becomes a client action via
  * `hub.submitAs`, which validates and commits synchronously in the single-threaded hub, and this
  * registry reconciles synchronously inside that commit. Whichever surface's action commits first
- * (AHP tab, HTTP reply, auto-approval) resolves the interaction; every later reply finds it gone.
+ * (AHP tab, HTTP reply, auto-approval or auto-denial) resolves the interaction; every later
+ * reply finds it gone.
  * Turn end, cancel, truncation and disposal resolve whatever is still pending as `cancelled`.
  *
  * Resolved ids are remembered in a bounded FIFO only to tell late replies apart in the SSE
@@ -37,6 +38,8 @@ import type { SessionStreams, TurnEnd } from './event-stream.js';
 export const ASK_USER_QUESTION = 'ask_user_question';
 /** Session `_meta` key holding tool names approved with `allow_always` (see `x-session/toolApprovalRemembered`). */
 export const APPROVED_TOOLS_META = 'hub/approvedTools';
+/** Session `_meta` key holding tool names denied with `reject_always` (see `x-session/toolDenialRemembered`). */
+export const DENIED_TOOLS_META = 'hub/deniedTools';
 
 export interface Interaction {
   readonly requestId: string;
@@ -177,7 +180,8 @@ export class InteractionRegistry {
       return { kind: 'notAccepted' };
     }
     const chosen = reply.outcome.outcome === 'selected' ? it.options.find((o) => o.optionId === (reply.outcome as { optionId: string }).optionId) : undefined;
-    if (it.kind === 'permission' && chosen?.kind === 'allow_always') await this.#rememberApproval(session, it.toolName);
+    if (it.kind === 'permission' && chosen?.kind === 'allow_always') await this.#remember(session, it.toolName, 'approval');
+    if (it.kind === 'permission' && chosen?.kind === 'reject_always') await this.#remember(session, it.toolName, 'denial');
     return { kind: 'accepted' };
   }
 
@@ -242,34 +246,58 @@ export class InteractionRegistry {
     this.streams.publish(session, { chat: resolved?.chat, turnId: resolved?.turnId, payload: qwenNotify('permission_already_resolved', data) });
   }
 
-  async #rememberApproval(session: string, toolName: string): Promise<void> {
-    const approved = this.hub.sessionEntry(session)?.state._meta?.[APPROVED_TOOLS_META];
-    if (Array.isArray(approved) && approved.includes(toolName)) return;
+  /**
+   * Records an "always" choice for a tool in the session log. The reducer keeps the approved and
+   * denied lists exclusive (the latest choice wins), so this is a no-op only when the tool is
+   * already in the right list and not in the other.
+   */
+  async #remember(session: string, toolName: string, choice: 'approval' | 'denial'): Promise<void> {
+    const remembered = this.#remembered(session, toolName);
+    if (remembered === choice) return;
+    const type = choice === 'approval' ? 'x-session/toolApprovalRemembered' : 'x-session/toolDenialRemembered';
     try {
-      await this.hub.dispatchServer(session, { type: 'x-session/toolApprovalRemembered', toolName });
+      await this.hub.dispatchServer(session, { type, toolName });
     } catch (err) {
-      this.logger.warn('could not record the remembered approval', { toolName, ...errorFields(err) });
+      this.logger.warn(`could not record the remembered ${choice}`, { toolName, ...errorFields(err) });
     }
   }
 
-  #isApproved(session: string, toolName: string): boolean {
-    const approved = this.hub.sessionEntry(session)?.state._meta?.[APPROVED_TOOLS_META];
-    return Array.isArray(approved) && approved.includes(toolName);
+  /** `approval` / `denial` when exactly one list of the session names the tool, else `undefined`. */
+  #remembered(session: string, toolName: string): 'approval' | 'denial' | undefined {
+    const meta = this.hub.sessionEntry(session)?.state._meta;
+    const approved = Array.isArray(meta?.[APPROVED_TOOLS_META]) && (meta[APPROVED_TOOLS_META] as unknown[]).includes(toolName);
+    const denied = Array.isArray(meta?.[DENIED_TOOLS_META]) && (meta[DENIED_TOOLS_META] as unknown[]).includes(toolName);
+    if (approved === denied) return undefined;
+    return approved ? 'approval' : 'denial';
   }
 
-  /** Approves a pending tool the session approved with `allow_always` earlier. */
-  #autoApprove(it: Interaction): void {
+  /**
+   * Answers a pending tool the session answered with `allow_always` / `reject_always` earlier:
+   * approves it (`confirmed: 'setting'`) or denies it (`reason: 'denied'`), as the same hub
+   * decision a reply would be, so a racing reply still finds it resolved.
+   */
+  #autoAnswer(it: Interaction, choice: 'approval' | 'denial'): void {
     if (this.#closed || this.#bySession.get(it.session)?.get(it.requestId) !== it) return;
     const session = this.hub.sessionEntry(it.session);
     if (!session) return;
-    const always = it.options.find((o) => o.kind === 'allow_always');
+    const always = it.options.find((o) => o.kind === (choice === 'approval' ? 'allow_always' : 'reject_always'));
     it.claimed = always ? { outcome: 'selected', optionId: always.optionId } : undefined;
-    const principal: Principal = { user: 'hub:remembered-approval', tenant: session.tenant, role: 'user' };
-    const action: WireAction = { type: 'chat/toolCallConfirmed', turnId: it.turnId, toolCallId: it.toolCallId!, approved: true, confirmed: 'setting' };
+    const principal: Principal = { user: choice === 'approval' ? 'hub:remembered-approval' : 'hub:remembered-denial', tenant: session.tenant, role: 'user' };
+    const action: WireAction = choice === 'approval'
+      ? { type: 'chat/toolCallConfirmed', turnId: it.turnId, toolCallId: it.toolCallId!, approved: true, confirmed: 'setting' }
+      : {
+          type: 'chat/toolCallConfirmed',
+          turnId: it.turnId,
+          toolCallId: it.toolCallId!,
+          approved: false,
+          reason: 'denied',
+          reasonMessage: `"${it.toolName}" was set to "always deny" in this session.`,
+        };
+    const what = choice === 'approval' ? 'auto-approval' : 'auto-denial';
     try {
-      void this.hub.submitAs(principal, it.chat, action).catch((err: unknown) => this.logger.warn('auto-approval failed', errorFields(err)));
+      void this.hub.submitAs(principal, it.chat, action).catch((err: unknown) => this.logger.warn(`${what} failed`, errorFields(err)));
     } catch (err) {
-      this.logger.warn('auto-approval failed', errorFields(err));
+      this.logger.warn(`${what} failed`, errorFields(err));
     } finally {
       if (this.#bySession.get(it.session)?.get(it.requestId) === it) it.claimed = undefined;
     }
@@ -347,7 +375,8 @@ export class InteractionRegistry {
       if (this.#byChat.get(chat)?.has(key)) continue;
       const it = w.input ? this.#questionInteraction(session, chat, turn.id, key, w.input) : this.#toolInteraction(session, chat, turn.id, key, w.tool!);
       this.#register(it);
-      if (it.kind === 'permission' && this.#isApproved(session, it.toolName)) setImmediate(() => this.#autoApprove(it));
+      const remembered = it.kind === 'permission' ? this.#remembered(session, it.toolName) : undefined;
+      if (remembered) setImmediate(() => this.#autoAnswer(it, remembered));
     }
   }
 
@@ -452,8 +481,8 @@ export class InteractionRegistry {
 
 /**
  * ACP options for a tool. AHP options (`approve`/`deny`) keep their ids and labels and map to
- * `allow_once` / `reject_once`; `allow_always` (and `allow_once` / `reject_once` when the tool
- * brought none of that kind) are added with ids that do not collide with the tool's own.
+ * `allow_once` / `reject_once`; `allow_always` and `reject_always` (and `allow_once` / `reject_once`
+ * when the tool brought none of that kind) are added with ids that do not collide with the tool's own.
  */
 export function toolOptions(ahp: readonly ConfirmationOption[] | undefined): { options: PermissionOption[]; ahpOptions: Map<string, string> } {
   const options: PermissionOption[] = [];
@@ -472,6 +501,7 @@ export function toolOptions(ahp: readonly ConfirmationOption[] | undefined): { o
   if (!options.some((o) => o.kind === 'allow_once')) add('proceed_once', 'Allow', 'allow_once');
   add('proceed_always', 'Always allow this tool in this session', 'allow_always');
   if (!options.some((o) => o.kind === 'reject_once')) add('reject_once', 'Reject', 'reject_once');
+  add('reject_always', 'Always deny this tool in this session', 'reject_always');
   return { options, ahpOptions };
 }
 

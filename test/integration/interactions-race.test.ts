@@ -122,11 +122,12 @@ describe('first reply wins', () => {
     const { server, sessionId, sse, tab, chat } = await setup();
     await startScriptTurn(tab, chat, [{ tool: { ...TOOL, options: [{ id: 'yes-please', label: 'Yes', kind: 'approve' }, { id: 'no-thanks', label: 'No', kind: 'deny' }] } }]);
     const data = await sse.waitForPermissionRequest();
-    // The tool's own AHP options are offered with their ids, plus allow_always.
+    // The tool's own AHP options are offered with their ids, plus allow_always and reject_always.
     expect(data.options).toEqual([
       { optionId: 'yes-please', name: 'Yes', kind: 'allow_once' },
       { optionId: 'no-thanks', name: 'No', kind: 'reject_once' },
       { optionId: 'proceed_always', name: 'Always allow this tool in this session', kind: 'allow_always' },
+      { optionId: 'reject_always', name: 'Always deny this tool in this session', kind: 'reject_always' },
     ]);
     const bad = await replyQwen(server.url, sessionId, data.requestId, { outcome: { outcome: 'selected', optionId: 'proceed_once' } });
     expect(bad).toMatchObject({ status: 400, body: { code: 'invalid_option_id' } });

@@ -148,7 +148,7 @@ describe('DataWorks ReplyAgentSession (seed 004)', () => {
     const grant = await sse.waitForPermissionRequest(1);
     expect(grant.toolCall.toolCallId).toBe('t-grant');
     expect(grant.requestId).not.toBe('t-grant');
-    expect(grant.options.map((o: any) => o.kind).sort()).toEqual(['allow_always', 'allow_once', 'reject_once']);
+    expect(grant.options.map((o: any) => o.kind).sort()).toEqual(['allow_always', 'allow_once', 'reject_always', 'reject_once']);
     expect(grant.toolCall.rawInput).toEqual({ path: 'README.md' });
     const optionOf = (d: any, kind: string): string => d.options.find((o: any) => o.kind === kind).optionId;
     expect(accepted(await replyDataWorks(server.url, { SessionId: sessionId, PermissionRequestId: grant.requestId, Outcome: { Outcome: 'selected', OptionId: optionOf(grant, 'allow_once') } }, { id: 'g' }), 'g')).toBe(true);

@@ -1,0 +1,71 @@
+/**
+ * The session reducer's remembered "always" choices for tools: `x-session/toolApprovalRemembered`
+ * (`_meta['hub/approvedTools']`) and `x-session/toolDenialRemembered` (`_meta['hub/deniedTools']`).
+ * The two lists exclude each other: the latest choice for a tool wins.
+ */
+import { describe, expect, it } from 'vitest';
+import { isSessionActionType, parseAction } from '../../shared/protocol/actions.js';
+import { initialSessionState, type SessionState } from '../../shared/protocol/state.js';
+import { sessionReducer } from '../../shared/state/session-reducer.js';
+
+function deepFreeze<T>(value: T): T {
+  if (value && typeof value === 'object' && !Object.isFrozen(value)) {
+    Object.freeze(value);
+    for (const item of Object.values(value)) deepFreeze(item);
+  }
+  return value;
+}
+
+const session = (meta?: Record<string, unknown>): SessionState =>
+  deepFreeze({ ...initialSessionState('ahp-session:/s1', 'demo', 'Session'), ...(meta ? { _meta: meta } : {}) });
+const deny = (toolName: string) => ({ type: 'x-session/toolDenialRemembered', toolName });
+const approve = (toolName: string) => ({ type: 'x-session/toolApprovalRemembered', toolName });
+
+describe('sessionReducer: remembered tool denials', () => {
+  it('x-session/toolDenialRemembered is a known session action with a validated tool name', () => {
+    expect(isSessionActionType('x-session/toolDenialRemembered')).toBe(true);
+    expect(parseAction(deny('write_file'))).toMatchObject({ ok: true, action: deny('write_file') });
+    expect(parseAction(deny('')).ok).toBe(false);
+    expect(parseAction({ type: 'x-session/toolDenialRemembered' }).ok).toBe(false);
+  });
+
+  it('adds the tool to _meta["hub/deniedTools"] and keeps other _meta keys', () => {
+    const state = session({ other: 1 });
+    const next = sessionReducer(state, deny('write_file'));
+    expect(next._meta).toEqual({ other: 1, 'hub/deniedTools': ['write_file'] });
+    expect(state._meta).toEqual({ other: 1 });
+    expect(sessionReducer(next, deny('delete_file'))._meta?.['hub/deniedTools']).toEqual(['write_file', 'delete_file']);
+  });
+
+  it('is deduplicated: denying a denied tool again returns the same state', () => {
+    const once = sessionReducer(session(), deny('write_file'));
+    expect(sessionReducer(once, deny('write_file'))).toBe(once);
+  });
+
+  it('is bounded: beyond 256 tools the oldest denials are forgotten', () => {
+    let state = session();
+    for (let i = 0; i < 300; i++) state = sessionReducer(state, deny(`tool-${i}`));
+    const denied = state._meta?.['hub/deniedTools'] as string[];
+    expect(denied).toHaveLength(256);
+    expect(denied[0]).toBe('tool-44');
+    expect(denied.at(-1)).toBe('tool-299');
+  });
+
+  it('an approval clears the denial, and a denial clears the approval (the latest choice wins)', () => {
+    const denied = sessionReducer(session(), deny('write_file'));
+    const approved = sessionReducer(denied, approve('write_file'));
+    expect(approved._meta).toEqual({ 'hub/approvedTools': ['write_file'] });
+    const deniedAgain = sessionReducer(approved, deny('write_file'));
+    expect(deniedAgain._meta).toEqual({ 'hub/deniedTools': ['write_file'] });
+
+    // Only that tool moves; the other list keeps its other entries.
+    const mixed = session({ 'hub/approvedTools': ['read_file', 'write_file'], 'hub/deniedTools': ['rm'] });
+    expect(sessionReducer(mixed, deny('write_file'))._meta).toEqual({ 'hub/approvedTools': ['read_file'], 'hub/deniedTools': ['rm', 'write_file'] });
+    expect(sessionReducer(mixed, approve('rm'))._meta).toEqual({ 'hub/approvedTools': ['read_file', 'write_file', 'rm'] });
+  });
+
+  it('an approval of an approved, undenied tool is still a no-op', () => {
+    const approved = sessionReducer(session(), approve('write_file'));
+    expect(sessionReducer(approved, approve('write_file'))).toBe(approved);
+  });
+});
