@@ -3,6 +3,7 @@
  * parses `id:` / `data:` / comment lines, records every event, and lets tests wait on them.
  */
 import { waitFor } from './wait-for.js';
+import { RpcClient } from './rpc-client.js';
 
 export interface SseEvent {
   /** The `id:` of this event, if it carried one. */
@@ -159,4 +160,29 @@ export function replyQwen(baseUrl: string, sessionId: string, requestId: string,
 
 export function sessionIdOfUri(uri: string): string {
   return uri.replace(/^ahp-session:\//, '');
+}
+
+// ─── A session watched from an AHP tab and an SSE listener ───────────────────
+
+export interface WatchedSession {
+  readonly tab: RpcClient;
+  readonly session: string;
+  readonly sessionId: string;
+  readonly chat: string;
+  readonly sse: SseClient;
+}
+
+/**
+ * Creates a session from an AHP tab subscribed to its default chat and opens the session's SSE
+ * stream; registers their teardown in `closers`.
+ */
+export async function openWatchedSession(server: { wsUrl: string; url: string }, title: string, closers: Array<() => Promise<void>>): Promise<WatchedSession> {
+  const tab = await RpcClient.open(server.wsUrl);
+  closers.push(() => tab.close());
+  const { session, chat } = await tab.createSession(title);
+  await tab.subscribe(chat);
+  const sessionId = sessionIdOfUri(session);
+  const sse = await SseClient.open(`${server.url}/v2/sessions/${sessionId}/events`);
+  closers.push(() => sse.close());
+  return { tab, session, sessionId, chat, sse };
 }

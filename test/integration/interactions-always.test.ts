@@ -6,7 +6,7 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { RpcClient } from '../helpers/rpc-client.js';
-import { replyDataWorks, replyQwen, sessionIdOfUri, SseClient } from '../helpers/sse.js';
+import { openWatchedSession, replyDataWorks, replyQwen, SseClient } from '../helpers/sse.js';
 import { startTestServer, type TestServer } from '../helpers/start-server.js';
 import { startScriptTurn } from '../helpers/turns.js';
 import { waitFor } from '../helpers/wait-for.js';
@@ -32,14 +32,7 @@ describe('reject_always', () => {
   async function setup(options: Parameters<typeof startTestServer>[0] = {}): Promise<{ server: TestServer; tab: RpcClient; session: string; sessionId: string; chat: string; sse: SseClient }> {
     const server = await startTestServer(options);
     closers.push(() => server.stop());
-    const tab = await RpcClient.open(server.wsUrl);
-    closers.push(() => tab.close());
-    const { session, chat } = await tab.createSession('always');
-    await tab.subscribe(chat);
-    const sessionId = sessionIdOfUri(session);
-    const sse = await SseClient.open(`${server.url}/v2/sessions/${sessionId}/events`);
-    closers.push(() => sse.close());
-    return { server, tab, session, sessionId, chat, sse };
+    return { server, ...(await openWatchedSession(server, 'always', closers)) };
   }
 
   async function turnEnded(tab: RpcClient, chat: string): Promise<any> {

@@ -4,7 +4,7 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { RpcClient } from '../helpers/rpc-client.js';
-import { replyDataWorks, replyQwen, sessionIdOfUri, SseClient } from '../helpers/sse.js';
+import { openWatchedSession, replyDataWorks, replyQwen, SseClient } from '../helpers/sse.js';
 import { startTestServer, type TestServer } from '../helpers/start-server.js';
 import { startScriptTurn, TWO_QUESTION_REQUEST } from '../helpers/turns.js';
 import { waitFor } from '../helpers/wait-for.js';
@@ -20,14 +20,7 @@ describe('first reply wins', () => {
   async function setup(options: Parameters<typeof startTestServer>[0] = {}): Promise<{ server: TestServer; tab: RpcClient; session: string; sessionId: string; chat: string; sse: SseClient }> {
     const server = await startTestServer(options);
     closers.push(() => server.stop());
-    const tab = await RpcClient.open(server.wsUrl);
-    closers.push(() => tab.close());
-    const { session, chat } = await tab.createSession('race');
-    await tab.subscribe(chat);
-    const sessionId = sessionIdOfUri(session);
-    const sse = await SseClient.open(`${server.url}/v2/sessions/${sessionId}/events`);
-    closers.push(() => sse.close());
-    return { server, tab, session, sessionId, chat, sse };
+    return { server, ...(await openWatchedSession(server, 'race', closers)) };
   }
 
   it('an AHP tab and two HTTP replies race for one request: exactly one wins, the others get false / 404, state shows one answer', async () => {

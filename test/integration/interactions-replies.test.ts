@@ -9,7 +9,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createInteractionsFeature } from '../../server/interactions/feature.js';
 import { defaultFeatures } from '../../server/features.js';
 import { RpcClient } from '../helpers/rpc-client.js';
-import { replyDataWorks, replyQwen, sessionIdOfUri, SseClient, type HttpResult } from '../helpers/sse.js';
+import { openWatchedSession, replyDataWorks, replyQwen, sessionIdOfUri, SseClient, type HttpResult } from '../helpers/sse.js';
 import { startTestServer, TOKENS, type TestServer } from '../helpers/start-server.js';
 import { startScriptTurn, TWO_QUESTION_REQUEST } from '../helpers/turns.js';
 
@@ -76,13 +76,7 @@ describe('DataWorks ReplyAgentSession (seed 004)', () => {
   });
 
   async function setup(script: unknown[]): Promise<Ctx & { turnId: string }> {
-    const tab = await RpcClient.open(server.wsUrl);
-    closers.push(() => tab.close());
-    const { session, chat } = await tab.createSession('seed-004');
-    await tab.subscribe(chat);
-    const sessionId = sessionIdOfUri(session);
-    const sse = await SseClient.open(`${server.url}/v2/sessions/${sessionId}/events`);
-    closers.push(() => sse.close());
+    const { tab, session, sessionId, chat, sse } = await openWatchedSession(server, 'seed-004', closers);
     expect(sse.status).toBe(200);
     const turnId = await startScriptTurn(tab, chat, script);
     return { tab, session, sessionId, chat, sse, turnId };
