@@ -30,10 +30,34 @@ export interface WsTransportOptions {
   readonly onClose: (conn: Connection, principal: Principal) => void;
 }
 
+/**
+ * Frames leave in one write per connection per tick: connections touched in this tick are corked
+ * on first send and all uncorked together on the next tick (one scheduled callback, not one per
+ * connection).
+ */
+const corked = new Set<Duplex>();
+function uncorkAll(): void {
+  for (const raw of corked) raw.uncork();
+  corked.clear();
+}
+
+/**
+ * The same envelope string goes to every receiver in a row; encode it to UTF-8 once and hand ws the
+ * bytes (as a text frame) instead of letting it re-encode the string for each receiver.
+ */
+let lastText: string | undefined;
+let lastBytes: Buffer = Buffer.alloc(0);
+function utf8Of(text: string): Buffer {
+  if (text !== lastText) {
+    lastText = text;
+    lastBytes = Buffer.from(text, 'utf8');
+  }
+  return lastBytes;
+}
+
 class WsConnection implements Connection {
   readonly id = randomUUID();
   alive = true;
-  #corked = false;
   constructor(
     readonly socket: WebSocket,
     /** The TCP socket under the WebSocket (the one the upgrade handed us). */
@@ -41,18 +65,12 @@ class WsConnection implements Connection {
   ) {}
   send(text: string): void {
     if (this.socket.readyState !== WebSocket.OPEN) return;
-    // Every frame sent to this connection in the same tick goes out in one write: a delivery batch
-    // (or a burst of echoes) costs one system call per receiver instead of one per frame. Under
-    // load batches grow by themselves, so syscalls stay bounded while latency is unchanged.
-    if (!this.#corked) {
-      this.#corked = true;
+    if (!corked.has(this.raw)) {
+      if (corked.size === 0) process.nextTick(uncorkAll);
+      corked.add(this.raw);
       this.raw.cork();
-      process.nextTick(() => {
-        this.#corked = false;
-        this.raw.uncork();
-      });
     }
-    this.socket.send(text);
+    this.socket.send(utf8Of(text), { binary: false });
   }
   close(code: number, reason: string): void {
     if (this.socket.readyState === WebSocket.OPEN || this.socket.readyState === WebSocket.CONNECTING) this.socket.close(code, reason);
