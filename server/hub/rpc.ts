@@ -9,7 +9,7 @@
  */
 import type { z } from 'zod';
 import { ErrorCode, ProtocolError } from '../../shared/protocol/errors.js';
-import { jsonRpcInboundSchema, type RequestId } from '../../shared/protocol/messages.js';
+import { jsonRpcInboundSchema, requestIdSchema, type RequestId } from '../../shared/protocol/messages.js';
 import type { Principal } from '../auth/auth.js';
 import type { Logger } from '../log.js';
 import { errorFields } from '../log.js';
@@ -112,7 +112,8 @@ export class RpcRouter {
     const parsed = jsonRpcInboundSchema.safeParse(json);
     if (!parsed.success) {
       const id = typeof json === 'object' && json !== null && 'id' in json ? (json as { id: unknown }).id : null;
-      const safeId = typeof id === 'string' || typeof id === 'number' ? id : null;
+      // Echo the id only when it is a valid one; an unusable id (object, too long) answers with null.
+      const safeId = requestIdSchema.safeParse(id).success ? (id as RequestId) : null;
       const hint = Array.isArray(json) ? 'batches are not supported; send one message per frame' : describeZodError(parsed.error);
       ctx.conn.send(encodeError(safeId, ErrorCode.InvalidRequest, `invalid request: ${hint}`));
       return;
