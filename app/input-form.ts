@@ -253,8 +253,9 @@ export class InputRequestView implements PartView {
       question, el: wrap, presence,
       value: () => (input.value === '' ? undefined : { kind: 'text', value: input.value }),
       show: (a) => {
-        // While bound to the shared text, the Y.Text is the truth for this field.
-        if (bound || document.activeElement === input) return;
+        // While bound to the shared text, the Y.Text is the truth for this field; before that, a
+        // typed change still waiting for its debounced draft is newer than any synced state.
+        if (bound || document.activeElement === input || draftTimer !== undefined) return;
         const text = a && a.state !== 'skipped' && a.value.kind === 'text' ? (a.value as { value: string }).value : a ? undefined : undefined;
         if (text !== undefined) input.value = text;
         else if (!a && input.value === '' && defaultValue) input.value = defaultValue;
@@ -282,7 +283,10 @@ export class InputRequestView implements PartView {
       refreshCount();
       if (bound) return;
       window.clearTimeout(draftTimer);
-      draftTimer = window.setTimeout(() => void this.#draft(question.id, input.value === '' ? undefined : { kind: 'text', value: input.value }), 150);
+      draftTimer = window.setTimeout(() => {
+        draftTimer = undefined;
+        void this.#draft(question.id, input.value === '' ? undefined : { kind: 'text', value: input.value });
+      }, 150);
     });
     return field;
   }
@@ -327,19 +331,24 @@ export class InputRequestView implements PartView {
         draft(read());
       });
     }
+    // Typing "Other" is debounced; until that draft is dispatched (and so part of the optimistic
+    // state) the synced answer is older than what this tab shows and must not overwrite it.
+    let otherTimer: number | undefined;
     if (other) {
-      let timer: number | undefined;
       other.addEventListener('input', () => {
         if (!multi && other.value.trim()) for (const b of boxes) b.checked = false;
-        window.clearTimeout(timer);
-        timer = window.setTimeout(() => draft(read()), 200);
+        window.clearTimeout(otherTimer);
+        otherTimer = window.setTimeout(() => {
+          otherTimer = undefined;
+          draft(read());
+        }, 200);
       });
     }
     wrap.append(group);
     return {
       question, el: wrap, presence, value: read,
       show: (a) => {
-        if (!a || a.state === 'skipped' || wrap.contains(document.activeElement)) return;
+        if (!a || a.state === 'skipped' || wrap.contains(document.activeElement) || otherTimer !== undefined) return;
         const v = a.value as { kind: string; value: unknown; freeformValues?: string[] };
         const ids = v.kind === 'selected-many' && Array.isArray(v.value) ? (v.value as string[]) : v.kind === 'selected' ? [String(v.value)] : [];
         for (const b of boxes) b.checked = ids.includes(b.value);
@@ -349,7 +358,7 @@ export class InputRequestView implements PartView {
         for (const b of boxes) b.disabled = d;
         if (other) other.disabled = d;
       },
-      destroy: () => {},
+      destroy: () => window.clearTimeout(otherTimer),
     };
   }
 

@@ -3,33 +3,14 @@
  * playwright-core) against a real hub started in this process on port 0, serving `dist/app`.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { execFileSync } from 'node:child_process';
-import { copyFileSync, existsSync, mkdirSync, readdirSync, statSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import { RpcClient } from '../helpers/rpc-client.js';
-import { startTestServer, tempDir, TOKENS, type TestServer } from '../helpers/start-server.js';
+import { startTestServer, tempDir, TOKENS } from '../helpers/start-server.js';
 import { startScriptTurn } from '../helpers/turns.js';
 import { waitFor } from '../helpers/wait-for.js';
-
-const CHROMIUM = process.env['CHROMIUM_PATH'] ?? '/usr/bin/chromium';
-const ARTIFACTS = 'test/artifacts';
-
-function newestMtime(dir: string): number {
-  let newest = 0;
-  for (const entry of readdirSync(dir, { withFileTypes: true })) {
-    const path = join(dir, entry.name);
-    newest = Math.max(newest, entry.isDirectory() ? newestMtime(path) : statSync(path).mtimeMs);
-  }
-  return newest;
-}
-
-/** Builds dist/app when it is missing or older than its sources. */
-function ensureAppBuilt(): void {
-  const out = 'dist/app/app.js';
-  const stale = !existsSync(out) || !existsSync('dist/app/index.html') || statSync(out).mtimeMs < Math.max(newestMtime('app'), newestMtime('shared'));
-  if (stale) execFileSync(process.execPath, ['scripts/build-app.mjs'], { stdio: 'inherit' });
-}
+import { ARTIFACTS, BrowserHub, sessionPath } from './support.js';
 
 const REQUEST = {
   id: 'req-1',
@@ -41,52 +22,22 @@ const REQUEST = {
 };
 
 describe('browser app', () => {
-  let server: TestServer;
-  let browser: Browser;
-  const contexts: BrowserContext[] = [];
-  const clients: RpcClient[] = [];
-  const pageErrors: string[] = [];
+  let harness: BrowserHub;
+  let server: BrowserHub['server'];
+  let pageErrors: string[];
 
   beforeAll(async () => {
-    if (!existsSync(CHROMIUM)) {
-      throw new Error(`Chromium not found at ${CHROMIUM}: install Debian's chromium (apt-get install chromium; .ci/run does) or set CHROMIUM_PATH`);
-    }
-    ensureAppBuilt();
-    mkdirSync(ARTIFACTS, { recursive: true });
-    server = await startTestServer({ withAuth: true, staticDir: 'dist/app' });
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run', '--disable-quic'],
-    });
+    harness = await BrowserHub.start();
+    server = harness.server;
+    pageErrors = harness.pageErrors;
   }, 60_000);
 
   afterAll(async () => {
-    for (const c of contexts) await c.close().catch(() => {});
-    await browser?.close();
-    await Promise.all(clients.map((c) => c.close()));
-    await server?.stop();
+    await harness?.stop();
   });
 
-  async function rpc(token: string): Promise<RpcClient> {
-    const c = await RpcClient.open(server.wsUrl, { token });
-    clients.push(c);
-    return c;
-  }
-
-  async function open(token: string, path: string): Promise<Page> {
-    const context = await browser.newContext({ viewport: { width: 1100, height: 900 } });
-    contexts.push(context);
-    const page = await context.newPage();
-    page.on('pageerror', (err) => pageErrors.push(err.message));
-    const sep = path.includes('?') ? '&' : '?';
-    await page.goto(`${server.url}${path}${sep}token=${encodeURIComponent(token)}`);
-    await page.locator('[data-testid=connection]', { hasText: 'Connected' }).waitFor();
-    return page;
-  }
-
-  function sessionPath(session: string): string {
-    return `/s/${encodeURIComponent(session.replace('ahp-session:/', ''))}`;
-  }
+  const rpc = (token: string) => harness.rpc(token);
+  const open = (token: string, path: string) => harness.open(token, path);
 
   it('two tabs answer one request together while a dashboard follows and a viewer watches', async () => {
     // The operator's dashboard is open before the session exists: everything below arrives live.
@@ -288,8 +239,7 @@ describe('browser app', () => {
   }, 60_000);
 
   it('asks for a token when the link has none, and refuses a wrong one', async () => {
-    const context = await browser.newContext();
-    contexts.push(context);
+    const context = await harness.newContext({});
     const page = await context.newPage();
     await page.goto(`${server.url}/`);
     const token = page.locator('form.signin input[name=token]');
@@ -307,10 +257,8 @@ describe('browser app', () => {
     let hub = await startTestServer({ withAuth: true, staticDir: 'dist/app', dataDir: data.dir });
     const port = hub.port;
     try {
-      const context = await browser.newContext({ viewport: { width: 1100, height: 700 } });
-      contexts.push(context);
-      const page = await context.newPage();
-      page.on('pageerror', (err) => pageErrors.push(err.message));
+      const context = await harness.newContext({ viewport: { width: 1100, height: 700 } });
+      const page = harness.watch(await context.newPage());
       await page.goto(`${hub.url}/?token=${TOKENS.bob}`);
       await page.locator('[data-testid=connection]', { hasText: 'Connected' }).waitFor();
       // The token left the address bar once it was read.
@@ -323,8 +271,7 @@ describe('browser app', () => {
       await before.close();
       await page.locator(`[data-session="${first.session}"][data-status="Needs input"]`).waitFor();
       // A second tab has the open request in front of it.
-      const chatPage = await context.newPage();
-      chatPage.on('pageerror', (err) => pageErrors.push(err.message));
+      const chatPage = harness.watch(await context.newPage());
       await chatPage.goto(`${hub.url}${sessionPath(first.session)}`);
       await chatPage.locator('[data-request="req-1"] [data-question=notes] textarea').waitFor();
 
