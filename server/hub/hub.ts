@@ -23,7 +23,7 @@ import type {
 } from '../../shared/protocol/messages.js';
 import { ServerNotification } from '../../shared/protocol/messages.js';
 import { CLIENT_DISPATCHABLE_ACTIONS, parseAction } from '../../shared/protocol/actions.js';
-import { initialRootState, type ChatState } from '../../shared/protocol/state.js';
+import { initialRootState } from '../../shared/protocol/state.js';
 import { validateClientAction } from '../../shared/state/validate-action.js';
 import { CHAT_SCHEME, ROOT_URI, channelKind } from '../../shared/protocol/uris.js';
 import type { ActionLog, LogRecord } from '../storage/action-log.js';
@@ -851,4 +851,3 @@ export class Hub {
   }
 }
 
-export type { ChatState };
