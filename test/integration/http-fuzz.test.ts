@@ -4,20 +4,11 @@
  * stack trace, and the hub must keep serving.
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { prng } from '../helpers/prng.js';
 import { RpcClient } from '../helpers/rpc-client.js';
 import { startTestServer, TOKENS, type TestServer } from '../helpers/start-server.js';
 import { startScriptTurn, TWO_QUESTION_REQUEST } from '../helpers/turns.js';
 
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 describe('HTTP routes under random input', () => {
   let server: TestServer;

@@ -2,24 +2,9 @@ import { describe, expect, it } from 'vitest';
 import { chatReducer } from '../../shared/state/chat-reducer.js';
 import { initialChatState, type ChatState } from '../../shared/protocol/state.js';
 import type { ActionEnvelope } from '../../shared/protocol/messages.js';
-import type { Connection } from '../../server/hub/connection.js';
+import { FakeConnection } from '../helpers/fake-connection.js';
 import { ChannelFanout, encodeEnvelope, mergeStreamingEnvelopes } from '../../server/hub/fanout.js';
 
-class FakeConnection implements Connection {
-  readonly frames: string[] = [];
-  closed: { code: number; reason: string } | undefined;
-  bufferedAmount = 0;
-  constructor(readonly id: string) {}
-  send(text: string): void {
-    this.frames.push(text);
-  }
-  close(code: number, reason: string): void {
-    this.closed = { code, reason };
-  }
-  envelopes(): ActionEnvelope[] {
-    return this.frames.map((f) => (JSON.parse(f) as { params: ActionEnvelope }).params);
-  }
-}
 
 /** A manual scheduler: timers fire only when the test says so. */
 function manualScheduler() {

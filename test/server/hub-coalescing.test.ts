@@ -3,23 +3,11 @@ import type { ActionEnvelope } from '../../shared/protocol/messages.js';
 import type { ChatState } from '../../shared/protocol/state.js';
 import { chatReducer } from '../../shared/state/chat-reducer.js';
 import { DEV_PRINCIPAL } from '../../server/auth/auth.js';
-import type { Connection } from '../../server/hub/connection.js';
+import { FakeConnection } from '../helpers/fake-connection.js';
 import { Hub } from '../../server/hub/hub.js';
 import { silentLogger } from '../../server/log.js';
 import { MemoryActionLog } from '../../server/storage/memory-action-log.js';
 
-class FakeConnection implements Connection {
-  readonly frames: string[] = [];
-  bufferedAmount = 0;
-  constructor(readonly id: string) {}
-  send(text: string): void {
-    this.frames.push(text);
-  }
-  close(): void {}
-  envelopes(): ActionEnvelope[] {
-    return this.frames.map((f) => JSON.parse(f) as { method: string; params: ActionEnvelope }).filter((m) => m.method === 'action').map((m) => m.params);
-  }
-}
 
 async function hubWithTurn() {
   let n = 0;

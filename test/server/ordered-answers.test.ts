@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { DEV_PRINCIPAL } from '../../server/auth/auth.js';
 import { registerAhpMethods } from '../../server/hub/ahp-methods.js';
-import type { Connection } from '../../server/hub/connection.js';
+import { FakeConnection } from '../helpers/fake-connection.js';
 import { Hub } from '../../server/hub/hub.js';
 import { RpcRouter, type RpcContext } from '../../server/hub/rpc.js';
 import { silentLogger } from '../../server/log.js';
@@ -23,15 +23,6 @@ class GatedLog extends MemoryActionLog {
   }
 }
 
-class FakeConnection implements Connection {
-  readonly frames: Array<Record<string, unknown>> = [];
-  bufferedAmount = 0;
-  constructor(readonly id: string) {}
-  send(text: string): void {
-    this.frames.push(JSON.parse(text) as Record<string, unknown>);
-  }
-  close(): void {}
-}
 
 describe('answers are ordered with durability', () => {
   it('holds a subscribe answer until the state it shows is durable, and never sends an action twice', async () => {
@@ -49,18 +40,18 @@ describe('answers are ordered with durability', () => {
     log.gated = true;
     await router.handleFrame(writer, JSON.stringify({ jsonrpc: '2.0', method: 'dispatchAction', params: { channel: chat, clientSeq: 1, action: { type: 'chat/draftChanged', draft: { text: 'not yet durable', origin: { kind: 'user' } } } } }));
     await router.handleFrame(reader, JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'subscribe', params: { channel: chat } }));
-    const readerFrames = reader.conn as FakeConnection;
+    const readerConn = reader.conn as FakeConnection;
     // The action is applied in memory, but the answer that would show it waits for the log.
     await new Promise((resolve) => setImmediate(resolve));
-    expect(readerFrames.frames.filter((f) => f['id'] === 1)).toEqual([]);
+    expect(readerConn.messages().filter((f) => f['id'] === 1)).toEqual([]);
 
     log.release();
-    const answer = await waitFor(() => readerFrames.frames.find((f) => f['id'] === 1));
+    const answer = await waitFor(() => readerConn.messages().find((f) => f['id'] === 1));
     const snapshot = (answer['result'] as { snapshot: { state: { draft?: { text: string } }; fromSeq: number } }).snapshot;
     expect(snapshot.state.draft?.text).toBe('not yet durable');
     expect(snapshot.fromSeq).toBeLessThanOrEqual(await log.head());
     // The reader does not get the action again as an envelope: its snapshot already has it.
     await hub.drain();
-    expect(readerFrames.frames.filter((f) => f['method'] === 'action')).toEqual([]);
+    expect(readerConn.envelopes()).toEqual([]);
   });
 });

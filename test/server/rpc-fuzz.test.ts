@@ -4,36 +4,17 @@
  * trace leaks, and the hub still works afterwards. Deterministic: a seeded generator.
  */
 import { describe, expect, it } from 'vitest';
+import { prng } from '../helpers/prng.js';
 import { DEV_PRINCIPAL } from '../../server/auth/auth.js';
 import { registerAhpMethods } from '../../server/hub/ahp-methods.js';
-import type { Connection } from '../../server/hub/connection.js';
+import { FakeConnection } from '../helpers/fake-connection.js';
 import { Hub } from '../../server/hub/hub.js';
 import { RpcRouter } from '../../server/hub/rpc.js';
 import { silentLogger } from '../../server/log.js';
 import { MemoryActionLog } from '../../server/storage/memory-action-log.js';
 import { jsonRpcOutboundSchema } from '../../shared/protocol/messages.js';
 
-/** mulberry32: a tiny seeded PRNG so every run throws the same frames. */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
-class FakeConnection implements Connection {
-  readonly frames: string[] = [];
-  bufferedAmount = 0;
-  constructor(readonly id: string) {}
-  send(text: string): void {
-    this.frames.push(text);
-  }
-  close(): void {}
-}
 
 const METHODS = ['initialize', 'ping', 'subscribe', 'unsubscribe', 'dispatchAction', 'reconnect', 'listSessions', 'createSession', 'disposeSession', 'createChat', 'disposeChat', 'x-input/submit', 'nope', ''];
 const ACTION_TYPES = ['chat/turnStarted', 'chat/inputAnswerChanged', 'chat/inputCompleted', 'chat/toolCallConfirmed', 'chat/truncated', 'chat/delta', 'session/defaultChatChanged', 'x-unknown', ''];
