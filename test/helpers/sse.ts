@@ -4,6 +4,7 @@
  */
 import { waitFor } from './wait-for.js';
 import { RpcClient } from './rpc-client.js';
+import { startTestServer, type TestServer } from './start-server.js';
 
 export interface SseEvent {
   /** The `id:` of this event, if it carried one. */
@@ -185,4 +186,25 @@ export async function openWatchedSession(server: { wsUrl: string; url: string },
   const sse = await SseClient.open(`${server.url}/v2/sessions/${sessionId}/events`);
   closers.push(() => sse.close());
   return { tab, session, sessionId, chat, sse };
+}
+
+/**
+ * Stops `previous` (its SSE listener, tab and hub), starts a new hub on the same data directory, and
+ * watches the same session and chat again: what a restart looks like to the clients.
+ */
+export async function restartWatchedSession(
+  previous: { server: TestServer; tab: RpcClient; sse: SseClient; session: string; sessionId: string; chat: string },
+  closers: Array<() => Promise<void>>,
+): Promise<{ server: TestServer; tab: RpcClient; sse: SseClient }> {
+  await previous.sse.close();
+  await previous.tab.close();
+  await previous.server.close();
+  const server = await startTestServer({ dataDir: previous.server.dataDir });
+  closers.push(() => server.stop());
+  const tab = await RpcClient.open(server.wsUrl);
+  closers.push(() => tab.close());
+  await tab.subscribe(previous.chat);
+  const sse = await SseClient.open(`${server.url}/v2/sessions/${previous.sessionId}/events`);
+  closers.push(() => sse.close());
+  return { server, tab, sse };
 }

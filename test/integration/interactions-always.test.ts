@@ -6,7 +6,7 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { RpcClient } from '../helpers/rpc-client.js';
-import { openWatchedSession, replyDataWorks, replyQwen, SseClient } from '../helpers/sse.js';
+import { openWatchedSession, replyDataWorks, replyQwen, restartWatchedSession, SseClient } from '../helpers/sse.js';
 import { startTestServer, type TestServer } from '../helpers/start-server.js';
 import { startScriptTurn } from '../helpers/turns.js';
 import { waitFor } from '../helpers/wait-for.js';
@@ -96,17 +96,8 @@ describe('reject_always', () => {
     expect((await tab.subscribe<any>(session)).state._meta['hub/deniedTools']).toEqual(['write_file']);
 
     // Restart on the same data directory: the remembered denial is still there and still used.
-    await sse.close();
-    await tab.close();
-    await first.server.close();
-    const second = await startTestServer({ dataDir: first.server.dataDir });
-    closers.push(() => second.stop());
-    const tab2 = await RpcClient.open(second.wsUrl);
-    closers.push(() => tab2.close());
+    const { tab: tab2, sse: sse2 } = await restartWatchedSession(first, closers);
     expect((await tab2.subscribe<any>(session)).state._meta['hub/deniedTools']).toEqual(['write_file']);
-    await tab2.subscribe(chat);
-    const sse2 = await SseClient.open(`${second.url}/v2/sessions/${sessionId}/events`);
-    closers.push(() => sse2.close());
     await startScriptTurn(tab2, chat, [{ tool: { ...TOOL, id: 'tool-4' } }]);
     const again = await sse2.waitForPermissionRequest();
     expect((await sse2.waitForResolved(again.requestId)).data.params.data.outcome).toEqual({ outcome: 'selected', optionId: 'reject_always' });

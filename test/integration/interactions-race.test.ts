@@ -4,7 +4,7 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { RpcClient } from '../helpers/rpc-client.js';
-import { openWatchedSession, replyDataWorks, replyQwen, SseClient } from '../helpers/sse.js';
+import { openWatchedSession, replyDataWorks, replyQwen, restartWatchedSession, SseClient } from '../helpers/sse.js';
 import { startTestServer, type TestServer } from '../helpers/start-server.js';
 import { startScriptTurn, TWO_QUESTION_REQUEST } from '../helpers/turns.js';
 import { waitFor } from '../helpers/wait-for.js';
@@ -163,17 +163,8 @@ describe('first reply wins', () => {
     await waitFor(async () => ((await tab.subscribe<any>(chat)).state.activeTurn ? undefined : true), { what: 'turn 2 to end' });
 
     // Restart on the same data directory: the remembered approval is still there and still used.
-    await sse.close();
-    await tab.close();
-    await first.server.close();
-    const second = await startTestServer({ dataDir: first.server.dataDir });
-    closers.push(() => second.stop());
-    const tab2 = await RpcClient.open(second.wsUrl);
-    closers.push(() => tab2.close());
+    const { tab: tab2, sse: sse2 } = await restartWatchedSession(first, closers);
     expect((await tab2.subscribe<any>(session)).state._meta['hub/approvedTools']).toEqual(['write_file']);
-    await tab2.subscribe(chat);
-    const sse2 = await SseClient.open(`${second.url}/v2/sessions/${sessionId}/events`);
-    closers.push(() => sse2.close());
     await startScriptTurn(tab2, chat, [{ tool: { ...TOOL, id: 'tool-4' } }]);
     const again = await sse2.waitForPermissionRequest();
     expect((await sse2.waitForResolved(again.requestId)).data.params.data.outcome).toEqual({ outcome: 'selected', optionId: always });
