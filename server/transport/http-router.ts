@@ -109,8 +109,6 @@ export class HttpRouter {
           res.destroy();
         } else if (err instanceof HttpError) {
           sendError(res, err);
-        } else if (params === undefined) {
-          sendError(res, new HttpError(400, 'bad_request', 'bad request'));
         } else {
           this.logger.error('http handler failed', { path: url.pathname, ...errorFields(err) });
           sendError(res, new HttpError(500, 'internal_error', 'internal error'));

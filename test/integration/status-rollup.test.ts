@@ -31,10 +31,9 @@ describe('status roll-up: chat → session → root', () => {
     await dashboard.waitForNotification((n) => n.method === 'root/sessionAdded' && (n.params['summary'] as { resource: string }).resource === session);
 
     await startScriptTurn(worker, chat, [{ ask: TWO_QUESTION_REQUEST }, { sleep: 60_000 }]);
-    const statusOf = (channel: string) => (n: { action: { type: string; [k: string]: unknown }; channel: string }) => n.channel === channel;
 
     // Chat: InputNeeded.
-    await worker.waitForEnvelope((e) => statusOf(chat)(e) && e.action.type === 'chat/inputRequested');
+    await worker.waitForEnvelope((e) => e.channel === chat && e.action.type === 'chat/inputRequested');
     const chatSnap = await worker.subscribe<{ status: number }>(chat);
     expect(activity(chatSnap.state.status)).toBe(INPUT_NEEDED);
     // Session: the inputNeeded entry and aggregate status.
