@@ -30,16 +30,11 @@ import { sessionReducer } from '../../shared/state/session-reducer.js';
 
 // ─── Locating and loading the fixtures ───────────────────────────────────────
 
-/** `AHP_CONFORMANCE_DIR`, a copy inside the repo, or the shared reference folder next to it. */
+/** The copy kept in the repository (`test/fixtures/ahp-conformance`, provenance in its README). */
 function conformanceDir(): string {
-  const candidates = [
-    process.env['AHP_CONFORMANCE_DIR'],
-    fileURLToPath(new URL('../../conformance/ahp', import.meta.url)),
-    fileURLToPath(new URL('../../../shared/conformance/ahp', import.meta.url)),
-  ].filter((dir): dir is string => dir !== undefined);
-  const found = candidates.find((dir) => existsSync(join(dir, 'reducers')));
-  if (!found) throw new Error(`AHP conformance fixtures not found; looked in: ${candidates.join(', ')}`);
-  return found;
+  const dir = fileURLToPath(new URL('../fixtures/ahp-conformance', import.meta.url));
+  if (!existsSync(join(dir, 'reducers'))) throw new Error(`AHP conformance fixtures not found in ${dir}`);
+  return dir;
 }
 
 const DIR = conformanceDir();
