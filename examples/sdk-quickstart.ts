@@ -13,12 +13,11 @@ import { withInputs } from '../shared/client/session-inputs.js';
 import { SessionStatus, type ChatState } from '../shared/protocol/state.js';
 
 const url = process.argv[2] ?? 'ws://127.0.0.1:8787/ahp';
-const token = process.env['AHP_TOKEN'] || undefined;
 
 const statusNames = new Map<number, string>(Object.entries(SessionStatus).map(([name, value]) => [value, name]));
 const activityName = (status: number): string => statusNames.get(status % 32) ?? `status ${status}`;
 
-const client = new AhpClient({ url, createSocket: (u) => new WebSocket(u), ...(token !== undefined && { token }) });
+const client = new AhpClient({ url, token: process.env['AHP_TOKEN'] || undefined, createSocket: (u) => new WebSocket(u) });
 await client.connect();
 
 // 1. A session; the hub creates its default chat.
