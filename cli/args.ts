@@ -1,5 +1,5 @@
 /**
- * Command-line parsing for `ahp-hub run` (headless mode). Pure: returns options or throws a
+ * Command-line parsing for `ahp-hub-cli run` (headless mode). Pure: returns options or throws a
  * UsageError whose message is printed as is (exit code 2).
  */
 export class UsageError extends Error {
@@ -23,8 +23,8 @@ export interface RunOptions {
   readonly inputFormat: InputFormat;
 }
 
-export const USAGE = `usage: ahp-hub run --url ws://HOST:PORT/ahp --session <id> -p "<prompt>" [--token TOKEN]
-                  [--output-format stream-json|json|text] [--input-format ndjson|text]
+export const USAGE = `usage: ahp-hub-cli run --url ws://HOST:PORT/ahp --session <id> -p "<prompt>" [--token TOKEN]
+                      [--output-format stream-json|json|text] [--input-format ndjson|text]
 
   -p, --prompt        the one query of this run (non-empty)
   --session           ahp-session id (or full ahp-session:/ URI); created when it does not exist

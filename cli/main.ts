@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 /**
- * `npm run cli -- run --url ws://HOST:PORT/ahp --session <id> -p "<text>" --output-format stream-json --input-format ndjson`
+ * `npx ahp-hub-cli run --url ws://HOST:PORT/ahp --session <id> -p "<text>" --output-format stream-json --input-format ndjson`
  * Exit codes: 0 success, 1 error, 2 usage, 130 cancelled (see cli/headless.ts).
  */
 import { parseArgs, UsageError, USAGE } from './args.js';

@@ -6,7 +6,7 @@ const base = ['run', '--url', 'ws://127.0.0.1:1/ahp', '--session', 's1'];
 const ndjson = ['--output-format', 'stream-json', '--input-format', 'ndjson'];
 
 describe('parseArgs', () => {
-  it('48: parses the headless invocation', () => {
+  it('48: parses run with --url, --session (a bare id gets the ahp-session:/ prefix), -p, --token (default $AHP_TOKEN) and the output and input formats (default text)', () => {
     expect(parseArgs([...base, '-p', 'review the contract', ...ndjson])).toEqual({
       command: 'run',
       url: 'ws://127.0.0.1:1/ahp',

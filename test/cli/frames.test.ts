@@ -5,7 +5,7 @@ import { parseFrame } from '../../cli/frames.js';
 const target = { historyEpoch: 'E', turnId: 'T' };
 
 describe('parseFrame', () => {
-  it('50: accepts steer, input_status and cancel frames', () => {
+  it('50: accepts version-1 steer, input_status and cancel frames and keeps their ids (string or number)', () => {
     expect(parseFrame(JSON.stringify({ v: 1, id: 'a', method: 'steer', params: { inputId: 'ui-001', target, content: { text: 'x' }, ack: 'memory' } }))).toMatchObject({ ok: true, frame: { id: 'a', method: 'steer' } });
     expect(parseFrame(JSON.stringify({ v: 1, id: 2, method: 'input_status', params: { inputId: 'ui-001', target } }))).toMatchObject({ ok: true, frame: { id: 2, method: 'input_status' } });
     expect(parseFrame('{"v":1,"id":"c","method":"cancel"}')).toEqual({ ok: true, frame: { v: 1, id: 'c', method: 'cancel' } });

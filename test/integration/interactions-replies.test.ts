@@ -192,7 +192,7 @@ describe('DataWorks ReplyAgentSession (seed 004)', () => {
     expect(accepted(right, 'rpc-4')).toBe(true);
   });
 
-  it('B4 B15: empty, "." and ".." PermissionRequestIds are parameter errors (both shapes), even with nothing pending', async () => {
+  it('B4 B15: empty, "." and ".." PermissionRequestIds are parameter errors in the DataWorks body and in the Qwen path, even with nothing pending', async () => {
     const { sessionId } = await setup([{ say: 'nothing to ask' }]);
     for (const bad of ['', '.', '..', undefined, 7]) {
       const res = await replyDataWorks(server.url, { SessionId: sessionId, PermissionRequestId: bad, Outcome: { Outcome: 'cancelled' } }, { id: 'bad-id' });

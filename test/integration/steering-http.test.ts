@@ -79,7 +79,7 @@ describe('steering over HTTP', () => {
     expect((await http.status(session, 'late', t2!)).status).toBe(404);
   });
 
-  it('4/10/12/34/37: a submit is 202 {outcome: accepted, receipt} with every receipt field', async () => {
+  it('4/10/12/34/37: a submit is 202 {outcome: accepted, receipt} with every receipt field (id, session, epoch, turn, ordinal 1, revision 1, source http, state accepted, durability memory, no reason)', async () => {
     const { session, turnId, target } = await runningTurn();
     const r = await http.submit(session, { inputId: 'ui-001', target, content: { text: 'also check the renewal clause' }, ack: 'memory' });
     expect(r.status).toBe(202);
@@ -334,7 +334,7 @@ describe('steering over HTTP', () => {
     expect((await bob.submit(session, { inputId: 'b', target, content: { text: 'from bob' } })).status).toBe(202);
   });
 
-  it('39/40: the legacy messages route is untouched and the SSE stream carries no input-state events', async () => {
+  it('39/40: steering adds no other route (POST …/messages stays 404) and the session\'s SSE stream never mentions an input or its receipt: receipts are polled, not pushed', async () => {
     const { session, chat, turnId, target } = await runningTurn();
     const r = await fetch(`${server.url}/v2/sessions/${SteeringHttp.idOf(session)}/messages`, { method: 'POST', headers: { authorization: `Bearer ${TOKENS.alice}` } });
     expect(r.status).toBe(404);
@@ -353,7 +353,7 @@ describe('steering over HTTP', () => {
   });
 });
 
-describe('steering quota (60/37: 429)', () => {
+describe('steering quota (60/37): at most N inputs per turn, then 429', () => {
   let server: TestServer;
   afterEach(async () => server.stop());
 

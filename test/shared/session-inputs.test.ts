@@ -41,7 +41,7 @@ describe('SDK SessionInputs over a real hub', () => {
     return { session, chat, turnId, inputs, target };
   }
 
-  it('26/8/9: inputCapabilities and getInputTarget (null when idle)', async () => {
+  it('26/8/9: inputCapabilities reports version 1, text and blocks content, memory ack only, no durable ack and no images; while the session is idle its target and getInputTarget are null', async () => {
     const { session } = await client.createSession();
     const inputs = new SessionInputs(client, session);
     const caps = await inputs.inputCapabilities();
@@ -59,7 +59,7 @@ describe('SDK SessionInputs over a real hub', () => {
     expect(retry.outcome === 'accepted' && first.outcome === 'accepted' && retry.receipt).toEqual(first.outcome === 'accepted' && first.receipt);
   });
 
-  it('10/17/65/7: closed and rejected outcomes resolve with machine-readable codes (no throw)', async () => {
+  it('10/17/65/7: refusals resolve instead of throwing, with machine-readable codes (input_conflict, empty_content, durable_ack_unsupported, image_unsupported, turn_closed, invalid_request), and a refused input never starts a turn', async () => {
     const { inputs, target } = await running();
     await inputs.submitInput({ inputId: 'c', target, content: { text: 'a' } });
     expect(await inputs.submitInput({ inputId: 'c', target, content: { text: 'b' } })).toMatchObject({ outcome: 'rejected', code: 'input_conflict', status: 409 });
@@ -78,7 +78,7 @@ describe('SDK SessionInputs over a real hub', () => {
     expect(s.activeTurn).toBeDefined();
   });
 
-  it('24: a reconnected client keeps querying the same still-running session', async () => {
+  it('24: a reconnected client finds the same target of the still-running turn and the receipt it submitted before reconnecting', async () => {
     const { inputs, target } = await running();
     await inputs.submitInput({ inputId: 'before-reconnect', target, content: { text: 'x' } });
     client.close();
