@@ -3,6 +3,12 @@
  * Pure functions of current state that return the session actions to sequence; the hub
  * sequences them right after the chat action that caused them, so the log replays to the
  * same state without recomputing anything.
+ *
+ * Only standard AHP actions touch a session's state here (`session/chatUpdated`,
+ * `session/inputNeededSet` / `Removed`), so a replica built with the reference reducers equals
+ * the hub's snapshot. The session's aggregate status (§2.6: default chat first, InputNeeded and
+ * Error promoted) is a producer rule no reducer applies: it is computed from the chat summaries
+ * and published only in the root catalogue (`listSessions`, `root/sessionSummaryChanged`).
  */
 import type { WireAction } from '../../shared/protocol/messages.js';
 import type { SessionInputRequest, SessionSummary } from '../../shared/protocol/state.js';
@@ -39,21 +45,6 @@ export function chatRollUpActions(chat: ChatEntry, session: SessionEntry): WireA
     if (!wanted.some((w) => w.id === entry.id)) actions.push({ type: 'session/inputNeededRemoved', id: entry.id });
   }
   return actions;
-}
-
-/**
- * The session's aggregate status (default chat's activity, promoted to InputNeeded / Error by any
- * chat) as an `x-session/statusChanged` action when it differs from the stored one. AHP has no
- * standard action for this; `x-` actions are implementation-defined and ignored by clients
- * that don't know them, which still see InputNeeded through `session/inputNeeded*`.
- */
-export function sessionStatusActions(session: SessionEntry): WireAction[] {
-  // aggregateSessionStatus keeps only the flag bits of what it is given (arithmetically, so high bits survive).
-  const agg = aggregateSessionStatus(session.state.chats, session.state.defaultChat, session.state.status);
-  if (agg.status === session.state.status && agg.activity === session.state['activity']) return [];
-  const action: WireAction = { type: 'x-session/statusChanged', status: agg.status };
-  if (agg.activity !== undefined) action['activity'] = agg.activity;
-  return [action];
 }
 
 /**
@@ -99,18 +90,18 @@ export function sessionSummary(session: SessionEntry, catalog: Catalog): Session
     if (Number.isFinite(m) && m > modifiedAt) modifiedAt = m;
   }
   const waiting = (session.state.inputNeeded ?? []).filter(awaitsUser);
+  const aggregate = aggregateSessionStatus(session.state.chats, session.state.defaultChat, session.state.status);
   const view: SessionSummaryView = {
     resource: session.uri,
     provider: session.provider,
     title: session.state.title,
-    status: session.state.status,
+    status: aggregate.status,
     createdAt: session.createdAt,
     modifiedAt: new Date(modifiedAt).toISOString(),
     inputNeededCount: waiting.length,
     _meta: { 'hub/inputNeeded': waiting.map(brief), 'hub/chatCount': session.chats.size },
   };
-  const activity = session.state['activity'];
-  if (typeof activity === 'string') view.activity = activity;
+  if (aggregate.activity !== undefined) view.activity = aggregate.activity;
   return view;
 }
 
