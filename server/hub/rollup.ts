@@ -53,6 +53,8 @@ export function chatRollUpActions(chat: ChatEntry, session: SessionEntry): WireA
  */
 export type SessionSummaryView = SessionSummary & {
   createdAt: string;
+  /** Activity text of the chat that contributed the aggregate status; '' when there is none. */
+  activity: string;
   /** Entries that await a person (client execution excluded). */
   inputNeededCount: number;
   /** Hub extension: what the session is waiting for, so a dashboard needs no chat subscription. */
@@ -96,12 +98,14 @@ export function sessionSummary(session: SessionEntry, catalog: Catalog): Session
     provider: session.provider,
     title: session.state.title,
     status: aggregate.status,
+    // Always present ('' = none), so a catalogue replica that merges `root/sessionSummaryChanged`
+    // changes (where a cleared activity is '') equals what `listSessions` answers.
+    activity: aggregate.activity ?? '',
     createdAt: session.createdAt,
     modifiedAt: new Date(modifiedAt).toISOString(),
     inputNeededCount: waiting.length,
     _meta: { 'hub/inputNeeded': waiting.map(brief), 'hub/chatCount': session.chats.size },
   };
-  if (aggregate.activity !== undefined) view.activity = aggregate.activity;
   return view;
 }
 
@@ -110,7 +114,7 @@ export function summaryChanges(prev: SessionSummaryView, next: SessionSummaryVie
   const changes: Partial<SessionSummaryView> = {};
   if (prev.title !== next.title) changes.title = next.title;
   if (prev.status !== next.status) changes.status = next.status;
-  if (prev.activity !== next.activity) changes.activity = next.activity ?? '';
+  if (prev.activity !== next.activity) changes.activity = next.activity;
   if (prev.modifiedAt !== next.modifiedAt) changes.modifiedAt = next.modifiedAt;
   if (prev.inputNeededCount !== next.inputNeededCount) changes.inputNeededCount = next.inputNeededCount;
   if (!sameJson(prev._meta, next._meta)) changes._meta = next._meta;

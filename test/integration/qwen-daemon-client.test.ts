@@ -61,7 +61,7 @@ describe('qwen serve compatibility: @qwen-code/sdk DaemonClient against the hub'
       const res = await fetch(server.url + path, { headers: { authorization: `Bearer ${TOKENS.alice}` } });
       expect(res.status, path).toBe(404);
       expect(res.headers.get('content-type'), path).toContain('application/json');
-      expect((await res.json()).code).toBe('not_found');
+      expect(((await res.json()) as { code: string }).code).toBe('not_found');
     }
   });
 
