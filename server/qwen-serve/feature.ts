@@ -145,6 +145,8 @@ export function createQwenServeFeature(options: QwenServeOptions = {}): Feature 
         }
         if (failure !== undefined) {
           log.publish('turn_error', { sessionId: log.sessionId, promptId, code: 'prompt_rejected', message: failure }, promptId);
+          // No turn started, so no turn end will come to start the next queued prompt: do it here.
+          setImmediate(() => startNextQueued(session, log));
         }
       };
 

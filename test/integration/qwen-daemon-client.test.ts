@@ -4,8 +4,12 @@
  * prompts to the demo agent, events until `turn_complete`, a permission race with an AHP tab,
  * cancel, the prompt queue, `Last-Event-ID` resumption, bad tokens and tenancy.
  */
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { DaemonClient, DaemonHttpError, DaemonPendingPromptLimitError, DaemonSessionClient } from '@qwen-code/sdk';
+import { isDaemonTurnError } from '@qwen-code/sdk/daemon';
 import { RpcClient } from '../helpers/rpc-client.js';
 import { startTestServer, TOKENS, type TestServer } from '../helpers/start-server.js';
 import { waitFor } from '../helpers/wait-for.js';
@@ -45,7 +49,11 @@ describe('qwen serve compatibility: @qwen-code/sdk DaemonClient against the hub'
   });
 
   async function start(): Promise<DaemonClient> {
-    server = await startTestServer({ withAuth: true });
+    // A browser app is served too, so a path falling through to it would answer HTML.
+    const app = mkdtempSync(join(tmpdir(), 'qwen-app-'));
+    writeFileSync(join(app, 'index.html'), '<!doctype html><title>app</title>');
+    closers.push(async () => rmSync(app, { recursive: true, force: true }));
+    server = await startTestServer({ withAuth: true, staticDir: app });
     return new DaemonClient({ baseUrl: server.url, token: TOKENS.alice });
   }
 
@@ -62,6 +70,11 @@ describe('qwen serve compatibility: @qwen-code/sdk DaemonClient against the hub'
       expect(res.status, path).toBe(404);
       expect(res.headers.get('content-type'), path).toContain('application/json');
       expect(((await res.json()) as { code: string }).code).toBe('not_found');
+    }
+    // The app keeps its own pages.
+    for (const path of ['/', '/s/some-session']) {
+      const res = await fetch(server.url + path);
+      expect(res.headers.get('content-type'), path).toContain('text/html');
     }
   });
 
@@ -134,6 +147,17 @@ describe('qwen serve compatibility: @qwen-code/sdk DaemonClient against the hub'
     expect(outcomes).toEqual([{ outcome: 'selected', optionId: 'proceed_always' }, { outcome: 'selected', optionId: 'reject_once' }]);
     const updates = events.frames.filter((f) => f.type === 'session_update' && f.data.update.sessionUpdate === 'tool_call_update').map((f) => f.data.update.status);
     expect(updates).toContain('completed');
+  });
+
+  it('a prompt whose turn fails ends with turn_error, which DaemonClient raises as a turn error', async () => {
+    const client = await start();
+    const session = await DaemonSessionClient.createOrAttach(client, {});
+    const failed = await session.prompt(script([{ say: 'trying' }, { fail: 'disk full' }])).catch((e: unknown) => e);
+    expect(failed).toBeInstanceOf(DaemonHttpError);
+    expect(isDaemonTurnError(failed)).toBe(true);
+    expect(String((failed as Error).message)).toContain('disk full');
+    // The session is usable again afterwards.
+    expect((await session.prompt(script([{ say: 'again' }]))).stopReason).toBe('end_turn');
   });
 
   it('cancels a running prompt; prompts sent while a turn runs queue up to the bound, then prompt_queue_full', async () => {
