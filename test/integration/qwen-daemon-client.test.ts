@@ -217,6 +217,12 @@ describe('qwen serve compatibility: @qwen-code/sdk DaemonClient against the hub'
     await resumed.waitFor((f) => f.type === 'turn_complete', 'resumed turn_complete');
     expect(resumed.frames).toEqual(all.frames.slice(cut));
 
+    // The epoch travels in a header, as DaemonClient's onEpoch expects.
+    let announced: string | undefined;
+    const probe = new AbortController();
+    for await (const _ of client.subscribeEvents(session.sessionId, { lastEventId: 0, onEpoch: (e) => (announced = e), signal: probe.signal })) break;
+    expect(announced).toBe(session.eventEpoch);
+
     const stale = collect(client, session.sessionId, { lastEventId: lastSeen, epoch: 'another-epoch' });
     closers.push(stale.stop);
     const resync = await stale.waitFor((f) => f.type === 'state_resync_required', 'state_resync_required');
