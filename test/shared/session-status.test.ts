@@ -8,7 +8,7 @@ import { isSessionActionType } from '../../shared/protocol/actions.js';
 import { initialSessionState } from '../../shared/protocol/state.js';
 import { sessionReducer } from '../../shared/state/session-reducer.js';
 
-const entry = { kind: 'chatInput', id: 'ahp-chat:/c#q1', chat: 'ahp-chat:/c', request: { id: 'q1', message: 'Why?' } };
+const entry = { kind: 'chatInput' as const, id: 'ahp-chat:/c#q1', chat: 'ahp-chat:/c', request: { id: 'q1', message: 'Why?' } };
 
 describe('session status follows the standard actions only', () => {
   it('InputNeeded with the first entry that awaits a person; only bit 16 cleared when the last goes; flags kept', () => {
