@@ -41,18 +41,18 @@ export interface QwenServeOptions {
 /** Paths that belong to the API: anything under them that no route matches is a JSON 404, never the app. */
 const API_PREFIXES = ['/health', '/capabilities', '/session', '/sessions', '/permission', '/workspace', '/workspaces', '/standalone', '/daemon', '/v2'];
 
-/** Feature tags qwen's client gates on (`GET /capabilities`). */
+/**
+ * Feature tags (`GET /capabilities`), named as qwen serve names them, for what this surface
+ * really supports; qwen's client gates on them (e.g. `session_id_override` before attaching).
+ */
 const FEATURES = [
   'health',
   'capabilities',
   'session_create',
-  'session_attach',
   'session_id_override',
   'session_close',
   'session_prompt',
-  'session_prompt_queue',
   'session_events',
-  'session_event_replay',
   'session_cancel',
   'permission_vote',
   'session_permission_vote',
