@@ -6,8 +6,9 @@
  * - `GET  /health`, `GET /capabilities`
  * - `POST /session` (create, or attach to `sessionId`), `DELETE /session/{id}`
  * - `POST /session/{id}/prompt` → 202 `{promptId, lastEventId, eventEpoch}`; the prompt is a
- *   turn on the session's default chat (turn id = promptId). While a turn runs, prompts queue up
- *   to a bound (then 503 `prompt_queue_full`) and start one by one as turns end.
+ *   turn on the session's default chat (turn id = promptId). While a turn runs, prompts queue
+ *   (at most 5 pending, the running one included; then 503 `prompt_queue_full`) and start one
+ *   by one as turns end.
  * - `GET  /session/{id}/events` qwen SSE frames (`X-Qwen-Event-Epoch`, numeric `Last-Event-ID`)
  * - `POST /session/{id}/cancel` cancels the running turn and drops the queued prompts
  * - `POST /permission/{requestId}` (the session-less reply; `/session/{id}/permission/{requestId}`
@@ -28,8 +29,8 @@ import { checkPermissionRequestId, isParamError, parseQwen } from '../interactio
 import { QwenSessionLog, qwenSseMessage, type QwenFrame } from './event-log.js';
 
 export interface QwenServeOptions {
-  /** Prompts that may wait behind a running turn per session (qwen's client defaults to 5). */
-  readonly maxQueuedPrompts?: number;
+  /** Prompts that may be pending per session, the running one included (qwen serve's default is 5). */
+  readonly maxPendingPrompts?: number;
   /** Frames kept per session for `Last-Event-ID` replay. */
   readonly bufferedFrames?: number;
   /** Sessions with an event log; the least recently used idle one is dropped beyond this. */
@@ -61,7 +62,7 @@ const FEATURES = [
 const MAX_SESSION_ID = 200;
 
 export function createQwenServeFeature(options: QwenServeOptions = {}): Feature {
-  const maxQueued = options.maxQueuedPrompts ?? 5;
+  const maxPending = options.maxPendingPrompts ?? 5;
   const bufferedFrames = options.bufferedFrames ?? 512;
   const maxTracked = options.maxTrackedSessions ?? 1_024;
   const maxListeners = options.maxListenersPerSession ?? 64;
@@ -168,7 +169,7 @@ export function createQwenServeFeature(options: QwenServeOptions = {}): Feature 
           serverInfo: SERVER_INFO,
           features: FEATURES,
           policy: { permission: 'first-responder' },
-          limits: { maxPendingPromptsPerSession: maxQueued },
+          limits: { maxPendingPromptsPerSession: maxPending },
           modelServices: [],
           transports: ['rest-sse'],
           // The hub grants agents no file system; sessions are not bound to a directory.
@@ -242,15 +243,19 @@ export function createQwenServeFeature(options: QwenServeOptions = {}): Feature 
         const log = logOf(session);
         const promptId = ctx.newId();
         const accepted = { promptId, lastEventId: log.headId, eventEpoch: log.epoch };
-        if (turnRunning(session) || log.queue.length > 0) {
-          if (log.queue.length >= maxQueued) {
+        const running = turnRunning(session);
+        if (running || log.queue.length > 0) {
+          // As in qwen serve, the bound counts every prompt not yet finished: the running turn too.
+          const pendingCount = log.queue.length + (running ? 1 : 0);
+          if (pendingCount >= maxPending) {
+            res.setHeader('Retry-After', '5');
             sendJson(res, 503, {
-              error: `prompt queue full: ${log.queue.length} prompts already wait for the running turn`,
+              error: `prompt queue full: ${pendingCount} prompts of this session are not finished yet`,
               code: 'prompt_queue_full',
-              message: `at most ${maxQueued} prompts may wait per session`,
+              message: `at most ${maxPending} prompts may be pending per session (the running one included)`,
               sessionId: log.sessionId,
-              limit: maxQueued,
-              pendingCount: log.queue.length,
+              limit: maxPending,
+              pendingCount,
             });
             return;
           }

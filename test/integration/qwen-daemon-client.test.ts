@@ -160,17 +160,18 @@ describe('qwen serve compatibility: @qwen-code/sdk DaemonClient against the hub'
     expect((await session.prompt(script([{ say: 'again' }]))).stopReason).toBe('end_turn');
   });
 
-  it('cancels a running prompt; prompts sent while a turn runs queue up to the bound, then prompt_queue_full', async () => {
+  it('cancels a running prompt; prompts sent while a turn runs queue until 5 are pending, then prompt_queue_full', async () => {
     const client = await start();
     const session = await DaemonSessionClient.createOrAttach(client, {});
     const running = session.prompt(script([{ sleep: 60_000 }]));
     await waitFor(async () => (await client.createOrAttachSession({ sessionId: session.sessionId })).hasActivePrompt || undefined, { what: 'turn running' });
     const queued = [];
-    for (let i = 0; i < 5; i++) queued.push(await client.promptNonBlocking(session.sessionId, script([{ say: `queued ${i}` }])));
+    // Five pending at most, the running prompt included: four wait.
+    for (let i = 0; i < 4; i++) queued.push(await client.promptNonBlocking(session.sessionId, script([{ say: `queued ${i}` }])));
     expect(queued.every((q) => 'promptId' in q)).toBe(true);
     const full = await client.promptNonBlocking(session.sessionId, script([{ say: 'one too many' }])).catch((e: unknown) => e);
     expect(full).toBeInstanceOf(DaemonPendingPromptLimitError);
-    expect((full as DaemonPendingPromptLimitError).limit).toBe(5);
+    expect(full).toMatchObject({ limit: 5, pendingCount: 5 });
 
     await session.cancel();
     expect((await running).stopReason).toBe('cancelled');
