@@ -303,7 +303,7 @@ export function createQwenServeFeature(options: QwenServeOptions = {}): Feature 
         } else {
           if (lastEventId !== undefined) {
             sse.write(qwenSseMessage(undefined, 'state_resync_required', {
-              reason: epoch !== undefined && epoch !== log.epoch ? 'epoch_mismatch' : 'replay_window_exceeded',
+              reason: epoch !== undefined && epoch !== log.epoch ? 'epoch_reset' : 'replay_window_exceeded',
               lastDeliveredId: lastEventId,
               earliestAvailableId: log.earliestAvailableId,
             }));

@@ -227,7 +227,7 @@ describe('qwen serve compatibility: @qwen-code/sdk DaemonClient against the hub'
     const stale = collect(client, session.sessionId, { lastEventId: lastSeen, epoch: 'another-epoch' });
     closers.push(stale.stop);
     const resync = await stale.waitFor((f) => f.type === 'state_resync_required', 'state_resync_required');
-    expect(resync.data).toMatchObject({ reason: 'epoch_mismatch', lastDeliveredId: lastSeen });
+    expect(resync.data).toMatchObject({ reason: 'epoch_reset', lastDeliveredId: lastSeen });
   });
 
   it('a bad token is refused with 401 on every route but /health; another tenant cannot see the session', async () => {
