@@ -40,7 +40,10 @@ export interface QwenServeOptions {
 }
 
 /** Paths that belong to the API: anything under them that no route matches is a JSON 404, never the app. */
-const API_PREFIXES = ['/health', '/capabilities', '/session', '/sessions', '/permission', '/workspace', '/workspaces', '/standalone', '/daemon', '/v2'];
+const API_PREFIXES = [
+  '/health', '/capabilities', '/session', '/sessions', '/permission', '/workspace', '/workspaces', '/standalone',
+  '/daemon', '/brand', '/language', '/usage', '/auth', '/acp', '/file', '/list', '/glob', '/stat', '/v2', '/ahp',
+];
 
 /**
  * Feature tags (`GET /capabilities`), named as qwen serve names them, for what this surface

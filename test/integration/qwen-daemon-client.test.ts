@@ -65,7 +65,7 @@ describe('qwen serve compatibility: @qwen-code/sdk DaemonClient against the hub'
     expect(caps.features).toEqual(expect.arrayContaining(['session_create', 'session_prompt', 'session_events', 'session_cancel', 'permission_vote', 'session_id_override']));
     expect((caps as unknown as { policy: unknown }).policy).toEqual({ permission: 'first-responder' });
     expect(caps.limits?.maxPendingPromptsPerSession).toBe(5);
-    for (const path of ['/session/x/unknown', '/sessions', '/workspace/x/sessions', '/health/extra', '/v2/nothing']) {
+    for (const path of ['/session/x/unknown', '/sessions', '/workspace/x/sessions', '/health/extra', '/v2/nothing', '/daemon/status', '/ahp']) {
       const res = await fetch(server.url + path, { headers: { authorization: `Bearer ${TOKENS.alice}` } });
       expect(res.status, path).toBe(404);
       expect(res.headers.get('content-type'), path).toContain('application/json');
