@@ -103,6 +103,29 @@ describe('qwen serve compatibility: @qwen-code/sdk DaemonClient against the hub'
     expect(again).toMatchObject({ sessionId: session.sessionId, attached: true, eventEpoch: session.eventEpoch });
   });
 
+  it('DaemonSessionClient with an open events() subscription: prompt() resolves from the same stream, which also carries the permission request it answers', async () => {
+    const client = await start();
+    const session = await DaemonSessionClient.createOrAttach(client, {});
+    const seen: Frame[] = [];
+    const stop = new AbortController();
+    const stream = session.events({ signal: stop.signal });
+    const reading = (async () => {
+      for await (const frame of stream) {
+        seen.push(frame as Frame);
+        if (frame.type === 'permission_request') {
+          await session.respondToSessionPermission((frame as Frame).data.requestId, { outcome: { outcome: 'selected', optionId: 'proceed_once' } });
+        }
+      }
+    })();
+    const result = await session.prompt(script([TOOL, { say: 'tool ran' }]));
+    expect(result.stopReason).toBe('end_turn');
+    // The client settles the prompt as soon as it reads turn_complete, just before handing it on.
+    await waitFor(() => seen.find((f) => f.type === 'turn_complete'), { what: 'turn_complete read by the loop' });
+    expect(seen.map((f) => f.type)).toEqual(expect.arrayContaining(['permission_request', 'permission_resolved', 'turn_complete']));
+    stop.abort();
+    await reading.catch(() => undefined);
+  });
+
   it('a permission answered by DaemonClient while an AHP tab answers the same request: exactly one wins, the loser gets false', async () => {
     const client = await start();
     const tab = await RpcClient.open(server.wsUrl, { token: TOKENS.bob });
