@@ -4,9 +4,11 @@
  */
 import { collabFeature } from './collab/feature.js';
 import { interactionsFeature } from './interactions/feature.js';
+import { qwenServeFeature } from './qwen-serve/feature.js';
 import type { Feature } from './server.js';
 import { steeringFeature } from './steering/feature.js';
 
 export function defaultFeatures(): Feature[] {
-  return [steeringFeature, interactionsFeature, collabFeature];
+  // qwen-serve answers through the interactions registry, so it installs after interactions.
+  return [steeringFeature, interactionsFeature, collabFeature, qwenServeFeature];
 }

@@ -57,6 +57,12 @@ export interface FeatureContext {
   readonly now: () => number;
   readonly newId: () => string;
   readonly auth: Authenticator;
+  /**
+   * Services features offer each other, per server instance (e.g. the interactions registry the
+   * qwen-serve surface answers through). Features install in list order, so a feature finds
+   * what the ones before it provided.
+   */
+  readonly services: Map<string, unknown>;
 }
 
 export interface Feature {
@@ -100,8 +106,9 @@ export async function startHubServer(config: HubServerConfig): Promise<HubServer
   http.add('GET', '/healthz', (_req, res) => sendJson(res, 200, { status: 'ok', serverSeq: hub.serverSeq }), { public: true });
 
   const closers: Array<() => Promise<void> | void> = [];
+  const services = new Map<string, unknown>();
   for (const feature of config.features ?? []) {
-    const installed = feature.install({ hub, rpc, http, runner, logger: logger.child({ feature: feature.name }), now, newId, auth: config.auth });
+    const installed = feature.install({ hub, rpc, http, runner, logger: logger.child({ feature: feature.name }), now, newId, auth: config.auth, services });
     if (installed?.close) closers.push(() => installed.close!());
   }
 

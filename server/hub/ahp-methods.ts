@@ -95,11 +95,18 @@ export function registerAhpMethods(router: RpcRouter, hub: Hub): void {
     },
   });
 
+  // A client whose socket dropped may open the new connection with `reconnect` (AHP lifecycle):
+  // it then stands in for `initialize`, adopting the client id it had, so re-sent dispatches are
+  // recognised by that id. No version is offered here: the connection speaks our current one.
   router.request(Method.Reconnect, {
     params: reconnectParamsSchema,
+    beforeInitialize: true,
     handle(ctx, params) {
       requireRoot(params.channel, Method.Reconnect);
-      if (params.clientId !== ctx.state.clientId) {
+      if (ctx.state.protocolVersion === undefined) {
+        ctx.state.protocolVersion = SUPPORTED_VERSIONS[0];
+        ctx.state.clientId = params.clientId;
+      } else if (params.clientId !== ctx.state.clientId) {
         throw new ProtocolError(ErrorCode.InvalidParams, 'clientId must be the one sent in initialize on this connection');
       }
       return hub.reconnect(ctx.conn, ctx.principal, params);

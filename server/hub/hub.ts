@@ -34,7 +34,7 @@ import { errorFields } from '../log.js';
 import { Catalog, CATALOG_CHANNEL, CatalogAction, type CatalogImage, type ChatEntry, type SessionEntry } from './catalog.js';
 import type { Connection } from './connection.js';
 import { ChannelFanout, DEFAULT_FANOUT_LIMITS, encodeEnvelope, encodeNotification, mergeStreamingActions, type FanoutLimits } from './fanout.js';
-import { chatRollUpActions, sessionStatusActions, sessionSummary, summaryChanges, type SessionSummaryView } from './rollup.js';
+import { chatRollUpActions, sessionSummary, summaryChanges, type SessionSummaryView } from './rollup.js';
 import { ClientLedger } from './client-ledger.js';
 import { validateAgentAction } from './agent-actions.js';
 
@@ -569,11 +569,10 @@ export class Hub {
     this.#rollUpSession(session.uri);
   }
 
-  /** Recomputes the session's aggregate status and publishes its summary to the root channel. */
+  /** Publishes the session's summary (with its aggregate status) to the root channel when it changed. */
   #rollUpSession(uri: string): void {
     const session = this.#catalog.sessions.get(uri);
     if (!session) return;
-    for (const action of sessionStatusActions(session)) this.#sequence(uri, action);
     const next = sessionSummary(session, this.#catalog);
     const prev = this.#publishedSummaries.get(uri);
     const changes = prev ? summaryChanges(prev, next) : next;

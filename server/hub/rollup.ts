@@ -3,6 +3,12 @@
  * Pure functions of current state that return the session actions to sequence; the hub
  * sequences them right after the chat action that caused them, so the log replays to the
  * same state without recomputing anything.
+ *
+ * Only standard AHP actions touch a session's state here (`session/chatUpdated`,
+ * `session/inputNeededSet` / `Removed`), so a replica built with the reference reducers equals
+ * the hub's snapshot. The session's aggregate status (§2.6: default chat first, InputNeeded and
+ * Error promoted) is a producer rule no reducer applies: it is computed from the chat summaries
+ * and published only in the root catalogue (`listSessions`, `root/sessionSummaryChanged`).
  */
 import type { WireAction } from '../../shared/protocol/messages.js';
 import type { SessionInputRequest, SessionSummary } from '../../shared/protocol/state.js';
@@ -42,26 +48,13 @@ export function chatRollUpActions(chat: ChatEntry, session: SessionEntry): WireA
 }
 
 /**
- * The session's aggregate status (default chat's activity, promoted to InputNeeded / Error by any
- * chat) as an `x-session/statusChanged` action when it differs from the stored one. AHP has no
- * standard action for this; `x-` actions are implementation-defined and ignored by clients
- * that don't know them, which still see InputNeeded through `session/inputNeeded*`.
- */
-export function sessionStatusActions(session: SessionEntry): WireAction[] {
-  // aggregateSessionStatus keeps only the flag bits of what it is given (arithmetically, so high bits survive).
-  const agg = aggregateSessionStatus(session.state.chats, session.state.defaultChat, session.state.status);
-  if (agg.status === session.state.status && agg.activity === session.state['activity']) return [];
-  const action: WireAction = { type: 'x-session/statusChanged', status: agg.status };
-  if (agg.activity !== undefined) action['activity'] = agg.activity;
-  return [action];
-}
-
-/**
  * What the root catalogue publishes for a session (`listSessions`, `root/session*`): the shared
  * `SessionSummary` wire shape with the fields this hub always fills.
  */
 export type SessionSummaryView = SessionSummary & {
   createdAt: string;
+  /** Activity text of the chat that contributed the aggregate status; '' when there is none. */
+  activity: string;
   /** Entries that await a person (client execution excluded). */
   inputNeededCount: number;
   /** Hub extension: what the session is waiting for, so a dashboard needs no chat subscription. */
@@ -99,18 +92,20 @@ export function sessionSummary(session: SessionEntry, catalog: Catalog): Session
     if (Number.isFinite(m) && m > modifiedAt) modifiedAt = m;
   }
   const waiting = (session.state.inputNeeded ?? []).filter(awaitsUser);
+  const aggregate = aggregateSessionStatus(session.state.chats, session.state.defaultChat, session.state.status);
   const view: SessionSummaryView = {
     resource: session.uri,
     provider: session.provider,
     title: session.state.title,
-    status: session.state.status,
+    status: aggregate.status,
+    // Always present ('' = none), so a catalogue replica that merges `root/sessionSummaryChanged`
+    // changes (where a cleared activity is '') equals what `listSessions` answers.
+    activity: aggregate.activity ?? '',
     createdAt: session.createdAt,
     modifiedAt: new Date(modifiedAt).toISOString(),
     inputNeededCount: waiting.length,
     _meta: { 'hub/inputNeeded': waiting.map(brief), 'hub/chatCount': session.chats.size },
   };
-  const activity = session.state['activity'];
-  if (typeof activity === 'string') view.activity = activity;
   return view;
 }
 
@@ -119,7 +114,7 @@ export function summaryChanges(prev: SessionSummaryView, next: SessionSummaryVie
   const changes: Partial<SessionSummaryView> = {};
   if (prev.title !== next.title) changes.title = next.title;
   if (prev.status !== next.status) changes.status = next.status;
-  if (prev.activity !== next.activity) changes.activity = next.activity ?? '';
+  if (prev.activity !== next.activity) changes.activity = next.activity;
   if (prev.modifiedAt !== next.modifiedAt) changes.modifiedAt = next.modifiedAt;
   if (prev.inputNeededCount !== next.inputNeededCount) changes.inputNeededCount = next.inputNeededCount;
   if (!sameJson(prev._meta, next._meta)) changes._meta = next._meta;

@@ -32,7 +32,7 @@ export interface RpcContext {
 
 export interface RequestHandler<S extends z.ZodType> {
   readonly params: S;
-  /** Allowed before `initialize` (only initialize and ping are). */
+  /** Allowed before `initialize` (initialize, ping, and reconnect, which then stands in for it). */
   readonly beforeInitialize?: boolean;
   handle(ctx: RpcContext, params: z.output<S>): unknown;
 }

@@ -29,6 +29,14 @@ export interface InteractionsOptions {
   readonly streams?: Partial<StreamLimits>;
 }
 
+/** What the interactions feature offers later features (`ctx.services.get(INTERACTIONS_SERVICE)`). */
+export interface InteractionsService {
+  readonly registry: InteractionRegistry;
+  readonly streams: SessionStreams;
+  readonly repliesEnabled: boolean;
+}
+export const INTERACTIONS_SERVICE = 'interactions';
+
 /** Events a prompt stream queues while its turn start is being made durable. */
 const MAX_QUEUED_PROMPT_EVENTS = 10_000;
 
@@ -40,6 +48,7 @@ export function createInteractionsFeature(options: InteractionsOptions = {}): Fe
       const registry = new InteractionRegistry(ctx.hub, streams, ctx.logger, ctx.newId);
       registry.start();
       const repliesEnabled = options.replies ?? true;
+      ctx.services.set(INTERACTIONS_SERVICE, { registry, streams, repliesEnabled } satisfies InteractionsService);
 
       /** The session URI for a `{sessionId}` the principal may see, else undefined. */
       const visibleSession = (principal: Principal, raw: string): string | undefined => {
@@ -225,11 +234,12 @@ function statusOf(code: ReplyErrorName): number {
 /** Qwen-style HTTP error: `invalid_option_id` for options, the lower-cased ErrorCode otherwise. */
 function qwenError(e: ParamError): HttpError {
   const code = e.errorCode === 'INVALID_OPTION_ID' ? 'invalid_option_id' : e.errorCode.toLowerCase();
-  return new HttpError(statusOf(e.errorCode), code, e.message, { errorCode: e.errorCode });
+  // `error` is the field qwen's own client reads the message from.
+  return new HttpError(statusOf(e.errorCode), code, e.message, { errorCode: e.errorCode, error: e.message });
 }
 
 /** `{"prompt": [{"type": "text", "text": "..."}], "id"?}` → the message text (text blocks joined by blank lines). */
-function parsePrompt(body: unknown, newId: () => string): { text: string; rpcId: string | number } {
+export function parsePrompt(body: unknown, newId: () => string): { text: string; rpcId: string | number } {
   if (typeof body !== 'object' || body === null || Array.isArray(body)) throw new HttpError(400, 'invalid_prompt', 'the body must be {"prompt": [{"type": "text", "text": "..."}]}');
   const b = body as Record<string, unknown>;
   const prompt = b['prompt'];

@@ -120,6 +120,13 @@ export class InteractionRegistry {
     return [...(this.#bySession.get(session)?.values() ?? [])];
   }
 
+  /** Sessions with a pending interaction of that id (qwen's session-less `POST /permission/{requestId}`). */
+  sessionsWithPending(requestId: string): string[] {
+    const out: string[] = [];
+    for (const [session, byId] of this.#bySession) if (byId.has(requestId)) out.push(session);
+    return out;
+  }
+
   lookup(session: string, requestId: string): Lookup {
     const pending = this.#bySession.get(session)?.get(requestId);
     if (pending) return { state: 'pending', interaction: pending };
@@ -155,7 +162,9 @@ export class InteractionRegistry {
     const built = this.#actionFor(it, reply);
     if ('code' in built) return { kind: 'error', ...built };
 
-    it.claimed = reply.outcome;
+    // An alias is recorded as the option it stands for, so every stream reports the offered id.
+    const canonical = reply.outcome.outcome === 'selected' ? offeredOption(it.options, reply.outcome.optionId) : undefined;
+    it.claimed = canonical ? { outcome: 'selected', optionId: canonical.optionId } : reply.outcome;
     let submitted: ReturnType<Hub['submitAs']>;
     try {
       // Decided and committed synchronously: the registry has reconciled when this returns.
@@ -179,7 +188,7 @@ export class InteractionRegistry {
       this.#alreadyResolved(session, requestId);
       return { kind: 'notAccepted' };
     }
-    const chosen = reply.outcome.outcome === 'selected' ? it.options.find((o) => o.optionId === (reply.outcome as { optionId: string }).optionId) : undefined;
+    const chosen = reply.outcome.outcome === 'selected' ? offeredOption(it.options, reply.outcome.optionId) : undefined;
     if (it.kind === 'permission' && chosen?.kind === 'allow_always') await this.#remember(session, it.toolName, 'approval');
     if (it.kind === 'permission' && chosen?.kind === 'reject_always') await this.#remember(session, it.toolName, 'denial');
     return { kind: 'accepted' };
@@ -202,7 +211,7 @@ export class InteractionRegistry {
       };
     }
     const optionId = reply.outcome.optionId;
-    const option = it.options.find((o) => o.optionId === optionId);
+    const option = offeredOption(it.options, optionId);
     if (!option) {
       return { code: 'INVALID_OPTION_ID', message: `option "${optionId}" was not offered for this request; offered: ${it.options.map((o) => o.optionId).join(', ')}` };
     }
@@ -528,6 +537,25 @@ function deriveOutcome(it: Interaction, state: ChatState): PermissionOutcome {
     if (always) return { outcome: 'selected', optionId: always.optionId };
   }
   return { outcome: 'selected', optionId: allowOnce };
+}
+
+/**
+ * qwen serve's own option ids, accepted for the option of the same kind offered here: its
+ * "always allow" scopes (project / user) are this session's `allow_always`, its `cancel`
+ * option is a rejection (the tool is not run; `cancelled` as an outcome stays a skip).
+ */
+const QWEN_OPTION_ALIASES: Readonly<Record<string, PermissionOption['kind']>> = {
+  proceed_always_project: 'allow_always',
+  proceed_always_user: 'allow_always',
+  cancel: 'reject_once',
+};
+
+/** The offered option with that id, else the offered option a qwen alias stands for. */
+export function offeredOption(options: readonly PermissionOption[], optionId: string): PermissionOption | undefined {
+  const exact = options.find((o) => o.optionId === optionId);
+  if (exact) return exact;
+  const kind = Object.hasOwn(QWEN_OPTION_ALIASES, optionId) ? QWEN_OPTION_ALIASES[optionId] : undefined;
+  return kind === undefined ? undefined : options.find((o) => o.kind === kind);
 }
 
 function findTurn(state: ChatState, turnId: string): { responseParts: ChatState['turns'][number]['responseParts'] } | undefined {

@@ -73,6 +73,8 @@ interface Route {
 
 export class HttpRouter {
   readonly #routes: Route[] = [];
+  /** Path prefixes that belong to the API: unmatched paths under them answer a JSON 404. */
+  readonly #apiPrefixes: string[] = [];
 
   constructor(
     private readonly auth: Authenticator,
@@ -84,7 +86,15 @@ export class HttpRouter {
     this.#routes.push({ method, segments: pattern.split('/').slice(1), handler, public: options.public ?? false });
   }
 
-  /** Handles the request if a route matches; returns false when none does. */
+  /**
+   * Declares `/name` (and everything under it) an API path: a request no route matches gets a
+   * JSON 404 here instead of falling through to the browser app's pages.
+   */
+  reserveApiPrefix(prefix: string): void {
+    this.#apiPrefixes.push(prefix.replace(/\/+$/, ''));
+  }
+
+  /** Handles the request if a route matches (or the path is a reserved API path); false otherwise. */
   async handle(req: IncomingMessage, res: ServerResponse): Promise<boolean> {
     const url = new URL(req.url ?? '/', 'http://localhost');
     const rawSegments = url.pathname.split('/').slice(1);
@@ -118,6 +128,10 @@ export class HttpRouter {
     }
     if (pathMatched) {
       sendError(res, new HttpError(405, 'method_not_allowed', `${req.method} is not allowed on ${url.pathname}`));
+      return true;
+    }
+    if (this.#apiPrefixes.some((p) => url.pathname === p || url.pathname.startsWith(p + '/'))) {
+      sendJson(res, 404, { code: 'not_found', error: `no route for ${req.method} ${url.pathname}`, message: `no route for ${req.method} ${url.pathname}` });
       return true;
     }
     return false;

@@ -23,7 +23,6 @@ import {
   isoTimestampSchema,
   labelSchema,
   confirmationPromptFields,
-  sessionStatusSchema,
   messageSchema,
   metaSchema,
   pendingMessageSchema,
@@ -319,19 +318,6 @@ export const sessionStateReplacedActionSchema = z.looseObject({
 });
 
 /**
- * Implementation-defined (`x-`): the hub's aggregate session status (§2.6) — the default chat's
- * activity bits promoted to InputNeeded / Error by any chat, plus that chat's `activity` text.
- * AHP has no standard action for it; clients that don't know it ignore it and still see
- * InputNeeded through `session/inputNeeded*`.
- */
-export const sessionStatusChangedActionSchema = z.looseObject({
-  type: z.literal('x-session/statusChanged'),
-  status: sessionStatusSchema,
-  activity: labelSchema.optional(),
-  ...meta,
-});
-
-/**
  * Implementation-defined (`x-`): a person chose "always allow" for tool `toolName` in this
  * session (a permission reply with an `allow_always` option). The reducer records it in
  * `_meta['hub/approvedTools']`; the hub then approves later confirmations of that tool in this
@@ -412,7 +398,6 @@ export const sessionActionSchema = z.discriminatedUnion('type', [
   isReadChangedActionSchema,
   isArchivedChangedActionSchema,
   sessionStateReplacedActionSchema,
-  sessionStatusChangedActionSchema,
   toolApprovalRememberedActionSchema,
   toolDenialRememberedActionSchema,
 ]);
@@ -463,7 +448,6 @@ export type IsReadChangedAction = z.infer<typeof isReadChangedActionSchema>;
 export type IsArchivedChangedAction = z.infer<typeof isArchivedChangedActionSchema>;
 export type SessionStateReplacedAction = z.infer<typeof sessionStateReplacedActionSchema>;
 export type AgentsChangedAction = z.infer<typeof agentsChangedActionSchema>;
-export type SessionStatusChangedAction = z.infer<typeof sessionStatusChangedActionSchema>;
 export type ToolApprovalRememberedAction = z.infer<typeof toolApprovalRememberedActionSchema>;
 export type ToolDenialRememberedAction = z.infer<typeof toolDenialRememberedActionSchema>;
 
@@ -521,7 +505,6 @@ const ACTION_SCHEMAS = {
   'session/isReadChanged': isReadChangedActionSchema,
   'session/isArchivedChanged': isArchivedChangedActionSchema,
   'session/stateReplaced': sessionStateReplacedActionSchema,
-  'x-session/statusChanged': sessionStatusChangedActionSchema,
   'x-session/toolApprovalRemembered': toolApprovalRememberedActionSchema,
   'x-session/toolDenialRemembered': toolDenialRememberedActionSchema,
   'root/agentsChanged': agentsChangedActionSchema,

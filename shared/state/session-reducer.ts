@@ -2,13 +2,13 @@
  * The session-channel reducer (§3.5, §2.5). Pure, clock-free, never throws, never mutates its
  * input, and returns the same object for a no-op. Unknown action types are no-ops.
  *
- * It does not aggregate chat statuses (§2.6 is a producer rule, see `aggregateSessionStatus`);
- * the only status rules here are the `inputNeeded` roll-up and the IsRead / IsArchived flags.
+ * It does not aggregate chat statuses (§2.6 is a producer rule, see `aggregateSessionStatus`):
+ * exactly as upstream, a session's `status` moves only through the `inputNeeded` roll-up and the
+ * IsRead / IsArchived flags. The hub publishes the aggregate in the root catalogue's summaries.
  */
 import { isSessionActionType, type SessionAction } from '../protocol/actions.js';
 import {
   INPUT_NEEDED_BIT,
-  activityOf,
   SessionStatus,
   withActivity,
   withBit,
@@ -55,9 +55,6 @@ function reduce(state: SessionState, action: SessionAction): SessionState {
       return withField(state, 'status', withBit(state.status, SessionStatus.IsArchived, action.isArchived));
     case 'session/stateReplaced':
       return action.state;
-    case 'x-session/statusChanged':
-      // Activity bits and activity text come from the hub's roll-up; flags stay the session's own.
-      return withField(withField(state, 'status', withActivity(state.status, activityOf(action.status))), 'activity', action.activity);
     case 'x-session/toolApprovalRemembered':
       return toolApprovalRemembered(state, action.toolName);
     case 'x-session/toolDenialRemembered':

@@ -95,4 +95,48 @@ describe('reconnect', () => {
     expect(state.activeTurn.id).toBe('turn-once');
     expect(back.envelopes.filter((e) => e.action.type === 'chat/turnStarted')).toHaveLength(1);
   });
+
+  it('a new connection may open with reconnect: it adopts the clientId and gets the replay, live delivery and its original echoes, exactly as after initialize', async () => {
+    server = await startTestServer();
+    const { a, b, chat, session, lastSeen } = await setUp();
+    await b.dispatchAndWait(chat, draft('while away'));
+    const back = await RpcClient.connect(server.wsUrl, { clientId: a.clientId });
+    clients.push(back);
+    // The first request on this socket is reconnect (no initialize).
+    const result = await back.request<ReconnectResult>('reconnect', {
+      channel: 'ahp-root://', clientId: a.clientId, lastSeenServerSeq: lastSeen, subscriptions: [chat, session],
+    });
+    expect(result.type).toBe('replay');
+    if (result.type !== 'replay') return;
+    expect(result.missing).toEqual([]);
+    expect(result.actions.map((e) => JSON.stringify(e.action))).toContainEqual(expect.stringContaining('while away'));
+    expect(result.actions.every((e) => e.serverSeq > lastSeen)).toBe(true);
+    // The connection is initialized: other requests work, a second initialize is refused.
+    await expect(back.request('listSessions', { channel: 'ahp-root://' })).resolves.toHaveProperty('items');
+    await expect(back.request('initialize', { channel: 'ahp-root://', protocolVersions: ['1.0.0'], clientId: a.clientId })).rejects.toMatchObject({ code: -32600 });
+    // Re-subscribed at the live edge.
+    await b.dispatchAndWait(chat, draft('live after reconnect-first'));
+    await back.waitForEnvelope((e) => JSON.stringify(e.action).includes('live after reconnect-first'));
+    // The adopted clientId is the dedupe key: re-sending a clientSeq the old socket used returns its original echo.
+    const firstEcho = a.envelopes.find((e) => e.origin?.clientId === a.clientId && e.origin.clientSeq === 1)!;
+    expect(firstEcho).toBeDefined();
+    back.notify('dispatchAction', { channel: chat, clientSeq: 1, action: { type: 'chat/turnStarted', turnId: 'ignored', startedAt: new Date().toISOString(), message: { text: 'x', origin: { kind: 'user' } } } });
+    const again = await back.waitForEnvelope((e) => e.origin?.clientId === a.clientId && e.origin.clientSeq === 1);
+    expect(again).toEqual(firstEcho);
+  });
+
+  it('reconnect as the first request with a gap older than the replay buffer answers with snapshots', async () => {
+    server = await startTestServer({ limits: { replayBufferSize: 8 } });
+    const { a, b, chat, lastSeen } = await setUp();
+    for (let i = 0; i < 40; i++) b.dispatch(chat, draft(`burst ${i}`));
+    await b.waitForEnvelope((e) => JSON.stringify(e.action).includes('burst 39'));
+    const back = await RpcClient.connect(server.wsUrl, { clientId: a.clientId });
+    clients.push(back);
+    const result = await back.request<ReconnectResult>('reconnect', {
+      channel: 'ahp-root://', clientId: a.clientId, lastSeenServerSeq: lastSeen, subscriptions: [chat],
+    });
+    expect(result.type).toBe('snapshot');
+    if (result.type !== 'snapshot') return;
+    expect(result.snapshots[0]).toEqual((await b.request<{ snapshot: Snapshot }>('subscribe', { channel: chat })).snapshot);
+  });
 });

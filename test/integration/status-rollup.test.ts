@@ -89,7 +89,7 @@ describe('status roll-up: chat → session → root', () => {
       'root Error');
   });
 
-  it('truncating the active turn removes its input-needed entries and returns everything to Idle', async () => {
+  it('truncating the active turn removes its input-needed entries; chat, chat summary and root summary return to Idle', async () => {
     const worker = await RpcClient.open(server.wsUrl);
     clients.push(worker);
     const { session, chat } = await worker.createSession();
@@ -99,9 +99,14 @@ describe('status roll-up: chat → session → root', () => {
     await waitFor(async () => ((await worker.subscribe<{ inputNeeded?: unknown[] }>(session)).state.inputNeeded?.length ? true : undefined));
     const echo = await worker.dispatchAndWait(chat, { type: 'chat/truncated' });
     expect(echo.rejectionReason).toBeUndefined();
-    const s = await worker.subscribe<{ status: number; inputNeeded?: unknown[] }>(session);
+    const s = await worker.subscribe<{ status: number; inputNeeded?: unknown[]; chats: Array<{ resource: string; status: number }> }>(session);
     expect(s.state.inputNeeded ?? []).toEqual([]);
-    expect(activity(s.state.status)).toBe(IDLE);
+    // The session's own status follows the upstream reducer only: removing the last entry clears
+    // bit 16 (24 → 8). The aggregate lives in the chat summary and the root catalogue.
+    expect(activity(s.state.status)).toBe(IN_PROGRESS);
+    expect(activity(s.state.chats.find((x) => x.resource === chat)!.status)).toBe(IDLE);
+    const listed = await worker.request<{ items: Array<{ resource: string; status: number }> }>('listSessions', { channel: 'ahp-root://' });
+    expect(activity(listed.items.find((x) => x.resource === session)!.status)).toBe(IDLE);
     const c = await worker.subscribe<{ status: number; activeTurn?: unknown; turns: unknown[] }>(chat);
     expect(c.state.activeTurn).toBeUndefined();
     expect(c.state.turns).toEqual([]);

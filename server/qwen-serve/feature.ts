@@ -1,0 +1,375 @@
+/**
+ * A `qwen serve`-compatible HTTP surface at the root, so qwen's own client (`DaemonClient` /
+ * `DaemonSessionClient` from `@qwen-code/sdk`) works against the hub unmodified. Everything maps
+ * onto the hub's sessions and the interactions feature (same registry, same first-reply-wins):
+ *
+ * - `GET  /health`, `GET /capabilities`
+ * - `POST /session` (create, or attach to `sessionId`), `DELETE /session/{id}`
+ * - `POST /session/{id}/prompt` → 202 `{promptId, lastEventId, eventEpoch}`; the prompt is a
+ *   turn on the session's default chat (turn id = promptId). While a turn runs, prompts queue
+ *   (at most 5 pending, the running one included; then 503 `prompt_queue_full`) and start one
+ *   by one as turns end.
+ * - `GET  /session/{id}/events` qwen SSE frames (`X-Qwen-Event-Epoch`, numeric `Last-Event-ID`)
+ * - `POST /session/{id}/cancel` cancels the running turn and drops the queued prompts
+ * - `POST /permission/{requestId}` (the session-less reply; `/session/{id}/permission/{requestId}`
+ *   is the interactions feature's)
+ *
+ * Errors are JSON `{error, code, message}` (`error` is what qwen's client shows). Auth is the
+ * hub's: `Authorization: Bearer <token>`, same tenancy; `/health` is public.
+ */
+import { ProtocolError, ErrorCode } from '../../shared/protocol/errors.js';
+import { SESSION_SCHEME, sessionIdOf, sessionUri } from '../../shared/protocol/uris.js';
+import { canWrite, type Principal } from '../auth/auth.js';
+import { SERVER_INFO } from '../hub/ahp-methods.js';
+import type { Feature, FeatureContext } from '../server.js';
+import { HttpError, readJsonBody, sendJson } from '../transport/http-router.js';
+import { openSse } from '../interactions/event-stream.js';
+import { INTERACTIONS_SERVICE, parsePrompt, type InteractionsService } from '../interactions/feature.js';
+import { checkPermissionRequestId, isParamError, parseQwen } from '../interactions/replies.js';
+import { QwenSessionLog, qwenSseMessage, type QwenFrame } from './event-log.js';
+
+export interface QwenServeOptions {
+  /** Prompts that may be pending per session, the running one included (qwen serve's default is 5). */
+  readonly maxPendingPrompts?: number;
+  /** Frames kept per session for `Last-Event-ID` replay. */
+  readonly bufferedFrames?: number;
+  /** Sessions with an event log; the least recently used idle one is dropped beyond this. */
+  readonly maxTrackedSessions?: number;
+  /** qwen SSE listeners per session. */
+  readonly maxListenersPerSession?: number;
+}
+
+/** Paths that belong to the API: anything under them that no route matches is a JSON 404, never the app. */
+const API_PREFIXES = [
+  '/health', '/capabilities', '/session', '/sessions', '/permission', '/workspace', '/workspaces', '/standalone',
+  '/daemon', '/brand', '/language', '/usage', '/auth', '/acp', '/file', '/list', '/glob', '/stat', '/v2', '/ahp',
+];
+
+/**
+ * Feature tags (`GET /capabilities`), named as qwen serve names them, for what this surface
+ * really supports; qwen's client gates on them (e.g. `session_id_override` before attaching).
+ */
+const FEATURES = [
+  'health',
+  'capabilities',
+  'session_create',
+  'session_id_override',
+  'session_close',
+  'session_prompt',
+  'session_events',
+  'session_cancel',
+  'permission_vote',
+  'session_permission_vote',
+];
+
+const MAX_SESSION_ID = 200;
+
+export function createQwenServeFeature(options: QwenServeOptions = {}): Feature {
+  const maxPending = options.maxPendingPrompts ?? 5;
+  const bufferedFrames = options.bufferedFrames ?? 512;
+  const maxTracked = options.maxTrackedSessions ?? 1_024;
+  const maxListeners = options.maxListenersPerSession ?? 64;
+  return {
+    name: 'qwen-serve',
+    install(ctx: FeatureContext) {
+      const interactions = ctx.services.get(INTERACTIONS_SERVICE) as InteractionsService | undefined;
+      if (!interactions) throw new Error('the qwen-serve feature needs the interactions feature installed before it');
+      const { registry, streams } = interactions;
+      /** Session URI → its qwen event log; insertion order = least recently used first. */
+      const logs = new Map<string, QwenSessionLog>();
+
+      const visible = (principal: Principal, rawId: string): string | undefined => {
+        const uri = rawId.startsWith(SESSION_SCHEME) ? rawId : sessionUri(rawId);
+        return ctx.hub.session(principal, uri) ? uri : undefined;
+      };
+      const requireSession = (principal: Principal, rawId: string): string => {
+        const uri = visible(principal, rawId);
+        if (!uri) throw qwenError(404, 'session_not_found', `no session ${rawId}`);
+        return uri;
+      };
+      const requireWriter = (principal: Principal, what: string): void => {
+        if (!canWrite(principal)) throw qwenError(403, 'permission_denied', `read-only access: viewers cannot ${what}`);
+      };
+
+      /** The session's event log, created (and attached to the interaction streams) on first use. */
+      const logOf = (session: string): QwenSessionLog => {
+        const existing = logs.get(session);
+        if (existing && !existing.closed) {
+          logs.delete(session);
+          logs.set(session, existing);
+          return existing;
+        }
+        const log = new QwenSessionLog(sessionIdOf(session), { bufferedFrames });
+        if (!streams.attach(session, log.streamListener)) {
+          throw qwenError(429, 'too_many_listeners', 'too many event streams on this session');
+        }
+        log.onTurnEnd = () => setImmediate(() => startNextQueued(session, log));
+        log.onClosed = () => {
+          if (logs.get(session) === log) logs.delete(session);
+        };
+        logs.set(session, log);
+        for (const [uri, candidate] of logs) {
+          if (logs.size <= maxTracked) break;
+          if (candidate !== log && candidate.listenerCount === 0 && candidate.queue.length === 0) {
+            logs.delete(uri);
+            streams.detach(uri, candidate.streamListener);
+          }
+        }
+        return log;
+      };
+
+      const defaultChatOf = (session: string): string => {
+        const chat = ctx.hub.sessionEntry(session)?.state.defaultChat;
+        if (!chat) throw qwenError(409, 'no_default_chat', 'the session has no default chat to prompt');
+        return chat;
+      };
+      const turnRunning = (session: string): boolean => {
+        const chat = ctx.hub.sessionEntry(session)?.state.defaultChat;
+        return chat !== undefined && ctx.hub.chatEntry(chat)?.state.activeTurn !== undefined;
+      };
+
+      /** Starts a prompt as a turn; a refused start ends it at once with `turn_error` so its waiter returns. */
+      const startPrompt = async (principal: Principal, session: string, log: QwenSessionLog, promptId: string, text: string): Promise<void> => {
+        const chat = ctx.hub.sessionEntry(session)?.state.defaultChat;
+        let failure: string | undefined;
+        if (!chat) failure = 'the session has no default chat';
+        else {
+          log.notePrompt(promptId);
+          try {
+            const started = await ctx.hub.submitAs(principal, chat, {
+              type: 'chat/turnStarted',
+              turnId: promptId,
+              startedAt: new Date(ctx.now()).toISOString(),
+              message: { text, origin: { kind: 'user' } },
+            });
+            if (!started.ok) failure = started.reason;
+          } catch {
+            failure = 'the hub cannot start turns right now';
+          }
+        }
+        if (failure !== undefined) {
+          log.publish('turn_error', { sessionId: log.sessionId, promptId, code: 'prompt_rejected', message: failure }, promptId);
+          // No turn started, so no turn end will come to start the next queued prompt: do it here.
+          setImmediate(() => startNextQueued(session, log));
+        }
+      };
+
+      const startNextQueued = (session: string, log: QwenSessionLog): void => {
+        if (log.closed || turnRunning(session)) return;
+        const next = log.queue.shift();
+        if (next) void next.start();
+      };
+
+      for (const prefix of API_PREFIXES) ctx.http.reserveApiPrefix(prefix);
+
+      // ─── Daemon metadata ──────────────────────────────────────────────────────
+      ctx.http.add('GET', '/health', (_req, res) => sendJson(res, 200, { status: 'ok' }), { public: true });
+
+      ctx.http.add('GET', '/capabilities', (_req, res) => {
+        sendJson(res, 200, {
+          v: 1,
+          mode: 'native',
+          serverInfo: SERVER_INFO,
+          features: FEATURES,
+          policy: { permission: 'first-responder' },
+          limits: { maxPendingPromptsPerSession: maxPending },
+          modelServices: [],
+          transports: ['rest-sse'],
+          // The hub grants agents no file system; sessions are not bound to a directory.
+          workspaceCwd: '/',
+        });
+      });
+
+      // ─── Sessions ─────────────────────────────────────────────────────────────
+      ctx.http.add('POST', '/session', async (req, res, hc) => {
+        const body = await readJsonBody(req);
+        if (typeof body !== 'object' || body === null || Array.isArray(body)) throw qwenError(400, 'invalid_request', 'the body must be a JSON object');
+        const b = body as Record<string, unknown>;
+        const requested = b['sessionId'];
+        if (requested !== undefined && requested !== null && (typeof requested !== 'string' || requested === '' || requested.length > MAX_SESSION_ID || /[\s/?#%]/.test(requested))) {
+          throw qwenError(400, 'invalid_session_id', `sessionId must be a non-empty string of at most ${MAX_SESSION_ID} characters without spaces, "/", "?", "#" or "%"`);
+        }
+        const cwd = typeof b['cwd'] === 'string' && b['cwd'] !== '' ? b['cwd'] : '/';
+        let uri: string | undefined;
+        let attached = false;
+        if (typeof requested === 'string') {
+          uri = visible(hc.principal, requested) ?? visible(hc.principal, requested.toLowerCase());
+          attached = uri !== undefined;
+        }
+        if (!uri) {
+          requireWriter(hc.principal, 'create sessions');
+          const id = typeof requested === 'string' ? requested.toLowerCase() : ctx.newId();
+          uri = sessionUri(id);
+          try {
+            await ctx.hub.createSession(hc.principal, { uri, title: typeof b['title'] === 'string' ? b['title'].slice(0, 200) : 'qwen session' });
+          } catch (err) {
+            if (err instanceof ProtocolError) {
+              if (err.code === ErrorCode.SessionAlreadyExists) throw qwenError(409, 'session_exists', `session id ${id} is taken`);
+              if (err.code === ErrorCode.LimitExceeded) throw qwenError(429, 'session_limit', err.message);
+              if (err.code === ErrorCode.PermissionDenied) throw qwenError(403, 'permission_denied', err.message);
+            }
+            throw err;
+          }
+        }
+        const log = logOf(uri);
+        const entry = ctx.hub.sessionEntry(uri)!;
+        sendJson(res, 200, {
+          sessionId: sessionIdOf(uri),
+          workspaceCwd: cwd,
+          attached,
+          createdAt: entry.createdAt,
+          hasActivePrompt: turnRunning(uri),
+          eventEpoch: log.epoch,
+        });
+      });
+
+      ctx.http.add('DELETE', '/session/{sessionId}', async (_req, res, hc) => {
+        const session = requireSession(hc.principal, hc.params['sessionId']!);
+        requireWriter(hc.principal, 'close sessions');
+        await ctx.hub.disposeSession(hc.principal, session);
+        res.writeHead(204).end();
+      });
+
+      // ─── Prompts ──────────────────────────────────────────────────────────────
+      ctx.http.add('POST', '/session/{sessionId}/prompt', async (req, res, hc) => {
+        const body = await readJsonBody(req);
+        const session = requireSession(hc.principal, hc.params['sessionId']!);
+        requireWriter(hc.principal, 'prompt');
+        let text: string;
+        try {
+          text = parsePrompt(body, ctx.newId).text;
+        } catch (err) {
+          if (err instanceof HttpError) throw qwenError(err.status, err.code, err.message);
+          throw err;
+        }
+        defaultChatOf(session);
+        const log = logOf(session);
+        const promptId = ctx.newId();
+        const accepted = { promptId, lastEventId: log.headId, eventEpoch: log.epoch };
+        const running = turnRunning(session);
+        if (running || log.queue.length > 0) {
+          // As in qwen serve, the bound counts every prompt not yet finished: the running turn too.
+          const pendingCount = log.queue.length + (running ? 1 : 0);
+          if (pendingCount >= maxPending) {
+            res.setHeader('Retry-After', '5');
+            sendJson(res, 503, {
+              error: `prompt queue full: ${pendingCount} prompts of this session are not finished yet`,
+              code: 'prompt_queue_full',
+              message: `at most ${maxPending} prompts may be pending per session (the running one included)`,
+              sessionId: log.sessionId,
+              limit: maxPending,
+              pendingCount,
+            });
+            return;
+          }
+          const principal = hc.principal;
+          log.notePrompt(promptId);
+          log.queue.push({ promptId, text, start: () => startPrompt(principal, session, log, promptId, text) });
+          sendJson(res, 202, { ...accepted, queued: true });
+          return;
+        }
+        await startPrompt(hc.principal, session, log, promptId, text);
+        sendJson(res, 202, accepted);
+      });
+
+      ctx.http.add('POST', '/session/{sessionId}/cancel', async (_req, res, hc) => {
+        const session = requireSession(hc.principal, hc.params['sessionId']!);
+        requireWriter(hc.principal, 'cancel');
+        const log = logs.get(session);
+        for (const queued of log?.queue.splice(0) ?? []) {
+          log!.publish('turn_complete', { sessionId: log!.sessionId, promptId: queued.promptId, stopReason: 'cancelled' }, queued.promptId);
+        }
+        const chat = ctx.hub.sessionEntry(session)?.state.defaultChat;
+        const turn = chat ? ctx.hub.chatEntry(chat)?.state.activeTurn : undefined;
+        if (chat && turn) {
+          const duration = Math.max(0, ctx.now() - Date.parse(turn.startedAt));
+          // A turn that ended meanwhile is not an error: there is nothing left to cancel.
+          await ctx.hub.submitAs(hc.principal, chat, { type: 'chat/turnCancelled', turnId: turn.id, duration: Number.isFinite(duration) ? duration : 0 });
+        }
+        res.writeHead(204).end();
+      });
+
+      // ─── Events ───────────────────────────────────────────────────────────────
+      ctx.http.add('GET', '/session/{sessionId}/events', (req, res, hc) => {
+        const session = requireSession(hc.principal, hc.params['sessionId']!);
+        const log = logOf(session);
+        if (log.listenerCount >= maxListeners) throw qwenError(429, 'too_many_listeners', `at most ${maxListeners} event streams per session`);
+        const lastEventId = parseLastEventId(headerOf(req.headers['last-event-id']) ?? hc.url.searchParams.get('lastEventId') ?? undefined);
+        const epoch = headerOf(req.headers['x-qwen-event-epoch']);
+        res.setHeader('X-Qwen-Event-Epoch', log.epoch);
+        let stop: (() => void) | undefined;
+        const sse = openSse(req, res, streams.limits, () => stop?.());
+        // Replay and attach in one synchronous step: nothing can be published in between.
+        const replay = lastEventId === undefined ? undefined : log.framesAfter(lastEventId, epoch);
+        if (replay) {
+          for (const frame of replay) sse.write(frame.text);
+        } else {
+          if (lastEventId !== undefined) {
+            sse.write(qwenSseMessage(undefined, 'state_resync_required', {
+              reason: epoch !== undefined && epoch !== log.epoch ? 'epoch_reset' : 'replay_window_exceeded',
+              lastDeliveredId: lastEventId,
+              earliestAvailableId: log.earliestAvailableId,
+            }));
+          }
+          // What is still pending, so a late listener can answer it.
+          for (const it of registry.pending(session)) {
+            const frame = (registry.requestFrame(it) as { params: { data: Record<string, unknown> } }).params.data;
+            sse.write(qwenSseMessage(undefined, 'permission_request', frame));
+          }
+        }
+        if (sse.closed) return;
+        stop = log.listen((frame: QwenFrame) => {
+          sse.write(frame.text);
+          if (frame.type === 'session_closed') sse.close();
+        });
+        if (log.closed) sse.close();
+      });
+
+      // ─── Session-less permission reply ────────────────────────────────────────
+      ctx.http.add('POST', '/permission/{requestId}', async (req, res, hc) => {
+        const body = await readJsonBody(req);
+        if (!interactions.repliesEnabled) throw qwenError(501, 'daemon_permission_unavailable', 'permission replies are not enabled on this hub');
+        const badId = checkPermissionRequestId(hc.params['requestId'], 'requestId');
+        if (badId) throw qwenError(400, badId.errorCode.toLowerCase(), badId.message);
+        const reply = parseQwen(body);
+        if (isParamError(reply)) throw qwenError(400, reply.errorCode === 'INVALID_OPTION_ID' ? 'invalid_option_id' : reply.errorCode.toLowerCase(), reply.message);
+        const requestId = hc.params['requestId']!;
+        const session = registry.sessionsWithPending(requestId).find((uri) => ctx.hub.session(hc.principal, uri));
+        if (session) {
+          const result = await registry.reply(hc.principal, session, requestId, reply);
+          if (result.kind === 'accepted') return sendJson(res, 200, { accepted: true });
+          if (result.kind === 'error') {
+            const status = result.code === 'PERMISSION_DENIED' ? 403 : result.code === 'INTERNAL_ERROR' ? 503 : 400;
+            throw qwenError(status, result.code === 'INVALID_OPTION_ID' ? 'invalid_option_id' : result.code.toLowerCase(), result.message);
+          }
+        } else if (!canWrite(hc.principal)) {
+          throw qwenError(403, 'permission_denied', 'read-only access: viewers cannot answer permission requests');
+        }
+        throw qwenError(404, 'permission_request_not_found', 'no pending permission request with that id (unknown, already resolved or expired)');
+      });
+
+      return {
+        close() {
+          for (const [uri, log] of logs) streams.detach(uri, log.streamListener);
+          logs.clear();
+        },
+      };
+    },
+  };
+}
+
+export const qwenServeFeature: Feature = createQwenServeFeature();
+
+function qwenError(status: number, code: string, message: string): HttpError {
+  return new HttpError(status, code, message, { error: message });
+}
+
+function headerOf(value: string | string[] | undefined): string | undefined {
+  return Array.isArray(value) ? value[0] : value;
+}
+
+/** A numeric `Last-Event-ID`; anything else is treated as absent (a fresh listener). */
+function parseLastEventId(raw: string | undefined): number | undefined {
+  if (raw === undefined || !/^\d{1,15}$/.test(raw.trim())) return undefined;
+  return Number(raw.trim());
+}
