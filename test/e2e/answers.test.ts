@@ -132,8 +132,10 @@ describe('browser app: answers', () => {
     await reply.waitFor(T);
     const said = await reply.textContent();
     expect(said).toContain('Input accepted.');
-    expect(said).toContain('runtime: Zig 0.13 (other: Zig 0.13)');
-    expect(said).toContain('targets: linux (other: Plan 9)');
+    expect(said).toContain('Runtime: Zig 0.13 (other: Zig 0.13)');
+    expect(said).toContain('Targets: Linux (other: Plan 9)');
+    // By question title, in the order of the form.
+    expect(said!.indexOf('Runtime:')).toBeLessThan(said!.indexOf('Targets:'));
     await expect.poll(() => chatStatus(page).textContent(), T).toBe('Idle');
     // So did the hub: the submitted answers carry the free text as free-form values.
     const done = await setup.waitForEnvelope((e) => e.action.type === 'chat/inputCompleted', 'completion');
