@@ -27,6 +27,15 @@ export interface PresenceState {
   readonly editing?: string | null;
 }
 
+/**
+ * The name to show for a presence state. The hub stamps the authenticated user id on every state;
+ * in dev mode every tab is the same user "dev", so the tab's own name is shown instead.
+ */
+export function presenceName(state: PresenceState, devMode: boolean): string {
+  if (devMode && state.user?.name) return state.user.name;
+  return state.user?.id ?? state.user?.name ?? 'someone';
+}
+
 export class CollabDoc {
   readonly doc = new Y.Doc();
   readonly awareness: awarenessProtocol.Awareness;

@@ -43,3 +43,74 @@ export function colorFor(name: string): string {
   for (let i = 0; i < name.length; i++) h = (h * 31 + name.charCodeAt(i)) >>> 0;
   return `hsl(${h % 360} 60% 42%)`;
 }
+
+/**
+ * A session title as people read it. Sessions started from the CLI or over HTTP may be titled
+ * with the prompt itself — sometimes a JSON demo script — so show its first meaningful line.
+ */
+export function displayTitle(title: string | undefined, fallback = 'Untitled session'): string {
+  const raw = (title ?? '').trim();
+  if (!raw) return fallback;
+  let text = raw;
+  if (raw.startsWith('{') || raw.startsWith('[')) {
+    try {
+      const parsed = JSON.parse(raw) as unknown;
+      text = titleFromJson(parsed) ?? raw;
+    } catch {
+      // a title that merely starts with a brace
+    }
+  }
+  const line = text.split(/\r?\n/).map((l) => l.trim()).find((l) => l !== '') ?? fallback;
+  return line.length > 80 ? line.slice(0, 79) + '…' : line;
+}
+
+function titleFromJson(parsed: unknown): string | undefined {
+  if (typeof parsed !== 'object' || parsed === null) return undefined;
+  const obj = parsed as Record<string, unknown>;
+  if (Array.isArray(obj['script'])) {
+    const steps = obj['script'] as Array<Record<string, unknown>>;
+    const said = steps.find((s) => typeof s?.['say'] === 'string')?.['say'] as string | undefined;
+    return said ? `Script: ${said}` : `Demo-agent script (${steps.length} step${steps.length === 1 ? '' : 's'})`;
+  }
+  for (const key of ['title', 'text', 'prompt', 'message']) if (typeof obj[key] === 'string' && obj[key]) return obj[key] as string;
+  return undefined;
+}
+
+/** What a failed turn means for a person, and what they can do next. */
+export function errorInWords(errorType: string | undefined, message: string | undefined): string {
+  const detail = (message ?? '').trim();
+  switch (errorType) {
+    case 'hubRestarted':
+      return 'The hub restarted while the agent was working, so this turn was stopped.';
+    case 'invalidScript':
+      return `The demo agent could not read this script${detail ? `: ${detail}` : ''}.`;
+    case 'scriptFailure':
+      return `The agent stopped with an error${detail ? `: “${detail}”` : ''}.`;
+    case 'refusal':
+      return `The agent declined this request${detail ? `: “${detail}”` : ''}.`;
+    case 'agentUnavailable':
+    case 'providerUnavailable':
+      return `The agent could not be reached${detail ? ` (${detail})` : ''}.`;
+    default:
+      return `The agent stopped with an error${detail ? `: “${detail}”` : ''}.`;
+  }
+}
+
+/** A per-tab name in dev mode, so presence can be tried with several local tabs. */
+export function devTabName(): string {
+  const KEY = 'ahp-hub-dev-name';
+  try {
+    const known = sessionStorage.getItem(KEY);
+    if (known) return known;
+  } catch {
+    // storage disabled: a fresh name per load
+  }
+  const animals = ['otter', 'heron', 'lynx', 'fox', 'wren', 'panda', 'koala', 'owl', 'ibex', 'seal', 'crane', 'hare'];
+  const name = `dev-${animals[Math.floor(Math.random() * animals.length)]}-${Math.floor(Math.random() * 90 + 10)}`;
+  try {
+    sessionStorage.setItem(KEY, name);
+  } catch {
+    // kept for this page only
+  }
+  return name;
+}

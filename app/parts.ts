@@ -6,6 +6,7 @@ import type { ChatState } from '../shared/client/ahp-client.js';
 import type { ChannelView } from '../shared/client/channel-view.js';
 import type { ResponsePart, ToolCallState } from '../shared/protocol/state.js';
 import { el, markdownInto, replaceChildren } from './dom.js';
+import { errorInWords } from './format.js';
 import type { AppContext } from './main.js';
 import { InputRequestView } from './input-form.js';
 
@@ -13,6 +14,8 @@ export interface PartContext {
   readonly app: AppContext;
   readonly chat: ChannelView<ChatState>;
   readonly turnId: string;
+  /** Called when this tab submits answers, so the chat can bring what comes next into view. */
+  readonly onAnswered?: () => void;
 }
 
 export interface PartView {
@@ -83,7 +86,9 @@ class GenericView implements PartView {
       case 'error': {
         const error = p['error'] as { message?: string; errorType?: string } | undefined;
         this.el.className = 'part error-part';
-        replaceChildren(this.el, el('strong', { text: 'Error' }), error?.errorType ? ` (${error.errorType})` : '', ': ', error?.message ?? 'the turn failed');
+        // Words for people; the internal code stays available on hover for bug reports.
+        this.el.title = error?.errorType ? `${error.errorType}: ${error.message ?? ''}` : '';
+        replaceChildren(this.el, el('span', { class: 'error-words', text: errorInWords(error?.errorType, error?.message) }));
         return;
       }
       case 'userMessage': {
