@@ -513,8 +513,10 @@ class ChatView {
         i.problem ? el('span', { class: 'error small', text: ` — ${i.problem}` }) : i.receipt?.reason ? el('span', { class: 'muted small', text: ` — ${i.receipt.reason}` }) : null,
       );
     };
-    // Receipts of the running turn stay in view; those of ended turns fold into one line.
-    const current = this.#inputs.filter((i) => running && i.target.turnId === chat.activeTurn?.id);
+    // Receipts of the latest turn (running or just ended) stay in view; once another turn has
+    // started, older ones fold into one line.
+    const latestTurn = chat.activeTurn?.id ?? chat.turns.at(-1)?.id;
+    const current = this.#inputs.filter((i) => i.target.turnId === latestTurn);
     const ended = this.#inputs.filter((i) => !current.includes(i)).slice(-5);
     replaceChildren(
       this.#pending,

@@ -106,7 +106,7 @@ export function devTabName(): string {
     // storage disabled: a fresh name per load
   }
   const animals = ['otter', 'heron', 'lynx', 'fox', 'wren', 'panda', 'koala', 'owl', 'ibex', 'seal', 'crane', 'hare'];
-  const name = `dev-${animals[Math.floor(Math.random() * animals.length)]}-${Math.floor(Math.random() * 90 + 10)}`;
+  const name = `dev-${animals[Math.floor(Math.random() * animals.length)]}-${crypto.randomUUID().slice(0, 4)}`;
   try {
     sessionStorage.setItem(KEY, name);
   } catch {
