@@ -114,3 +114,27 @@ export function devTabName(): string {
   }
   return name;
 }
+
+/** The hub's record of who answered (`_meta["hub/answeredBy"]`), if any. */
+export interface AnsweredBy {
+  readonly user: string;
+  readonly surface: string;
+  readonly at: string;
+}
+
+export function answeredByOf(meta: unknown): AnsweredBy | undefined {
+  const raw = (meta as Record<string, unknown> | undefined)?.['hub/answeredBy'] as Partial<AnsweredBy> | undefined;
+  if (!raw || typeof raw.user !== 'string' || typeof raw.surface !== 'string' || typeof raw.at !== 'string') return undefined;
+  return { user: raw.user, surface: raw.surface, at: raw.at };
+}
+
+/** "alice · in the app · 10:42" — who, from where, when. */
+export function answeredByText(by: AnsweredBy): string {
+  const when = Number.isNaN(Date.parse(by.at)) ? '' : new Date(by.at).toLocaleTimeString([], { hour: '2-digit', minute: '2-digit' });
+  const where = by.surface === 'app' ? 'in the app' : by.surface === 'remembered choice' ? 'by a remembered "always" choice' : `via ${by.surface}`;
+  const who = by.user.startsWith('hub:') ? 'the hub' : by.user;
+  return [who, where, when].filter(Boolean).join(' · ');
+}
+
+/** Marks an answer or approval as sent from this app (the hub adds the signed-in user and time). */
+export const FROM_APP_META = { 'hub/client': 'app' } as const;

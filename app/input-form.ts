@@ -12,7 +12,7 @@ import type { ChatInputAnswer, ChatInputAnswerValue, ChatInputQuestion, ChatInpu
 import { CollabDoc, presenceName } from './collab.js';
 import { bindText } from './text-binding.js';
 import { el, markdownInto, replaceChildren } from './dom.js';
-import { colorFor } from './format.js';
+import { answeredByOf, answeredByText, colorFor, FROM_APP_META } from './format.js';
 import { submitProblems } from '../shared/state/answer-rules.js';
 import { safeHref } from './markdown.js';
 import type { PartContext, PartView } from './parts.js';
@@ -445,7 +445,7 @@ export class InputRequestView implements PartView {
 
   async #complete(response: 'accept' | 'decline' | 'cancel'): Promise<void> {
     if (!this.ctx.app.canWrite) return;
-    const action: Record<string, unknown> = { type: 'chat/inputCompleted', requestId: this.#request.id, response };
+    const action: Record<string, unknown> = { type: 'chat/inputCompleted', requestId: this.#request.id, response, _meta: FROM_APP_META };
     if (response === 'accept') {
       const problems = this.#validate();
       if (problems > 0) {
@@ -524,12 +524,14 @@ export class InputRequestView implements PartView {
     );
     const message = part.request.message ? el('div', { class: 'markdown muted' }) : null;
     if (message) markdownInto(message, part.request.message!);
+    const by = answeredByOf((part as { _meta?: unknown })._meta);
     replaceChildren(
       this.el,
       el('div', { class: 'request-head' }, el('strong', { text: 'Input request' }), el('span', { class: `badge outcome-${part.response ?? 'none'}`, attrs: { 'data-testid': 'outcome' }, text: outcome })),
       message,
       part.request.url ? el('div', { class: 'muted small' }, 'Link: ', el('code', { text: part.request.url })) : null,
       rows.length > 0 ? el('ul', { class: 'answers' }, ...rows) : null,
+      by ? el('div', { class: 'muted answered-by', attrs: { 'data-testid': 'answered-by' }, text: `${outcome} by ${answeredByText(by)}` }) : null,
     );
   }
 

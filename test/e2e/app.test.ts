@@ -255,7 +255,9 @@ describe('browser app', () => {
     await token.fill(TOKENS.viewer);
     await page.locator('form.signin button[type=submit]').click();
     await page.locator('[data-testid=me]', { hasText: 'victor · viewer' }).waitFor();
-    await expect(page.locator('[data-testid=new-session]').isDisabled()).resolves.toBe(true);
+    // A viewer gets no new-session form at all, and a read-only banner instead.
+    await page.locator('[data-testid=read-only]').waitFor();
+    await expect(page.locator('[data-testid=new-session]').count()).resolves.toBe(0);
   }, 30_000);
 
   it('says when the connection drops, reconnects by itself and catches up', async () => {
