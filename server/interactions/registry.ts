@@ -329,6 +329,11 @@ export class InteractionRegistry {
     }
     if (e.type !== 'committed') return;
     const { channel, action } = e.event;
+    if (action.type === 'x-session/toolChoiceForgotten') {
+      // Clearing a standing permission is worth a line in the operator's log, not only the action log.
+      this.logger.info('remembered tool choice forgotten', { session: channel, toolName: action['toolName'], clientId: e.event.origin?.clientId });
+      return;
+    }
     const chat = this.hub.chatEntry(channel);
     if (!chat) return;
     const turnId = chat.state.activeTurn?.id ?? (typeof action['turnId'] === 'string' ? action['turnId'] : undefined);

@@ -357,6 +357,18 @@ export const toolDenialRememberedActionSchema = z.looseObject({
   ...meta,
 });
 
+/**
+ * Implementation-defined (`x-`), client-dispatchable: a person clears the remembered "always
+ * allow" / "always deny" choice for `toolName` in this session, so the next confirmation of that
+ * tool is asked again. Rejected when the session remembers no choice for the tool; viewers are
+ * refused like for every dispatch. Being in the log, it survives restarts.
+ */
+export const toolChoiceForgottenActionSchema = z.looseObject({
+  type: z.literal('x-session/toolChoiceForgotten'),
+  toolName: z.string().min(1).max(StateLimits.id),
+  ...meta,
+});
+
 // ─── Root channel ────────────────────────────────────────────────────────────
 
 export const agentsChangedActionSchema = z.looseObject({
@@ -415,6 +427,7 @@ export const sessionActionSchema = z.discriminatedUnion('type', [
   sessionStatusChangedActionSchema,
   toolApprovalRememberedActionSchema,
   toolDenialRememberedActionSchema,
+  toolChoiceForgottenActionSchema,
 ]);
 
 export const rootActionSchema = z.discriminatedUnion('type', [agentsChangedActionSchema]);
@@ -466,6 +479,7 @@ export type AgentsChangedAction = z.infer<typeof agentsChangedActionSchema>;
 export type SessionStatusChangedAction = z.infer<typeof sessionStatusChangedActionSchema>;
 export type ToolApprovalRememberedAction = z.infer<typeof toolApprovalRememberedActionSchema>;
 export type ToolDenialRememberedAction = z.infer<typeof toolDenialRememberedActionSchema>;
+export type ToolChoiceForgottenAction = z.infer<typeof toolChoiceForgottenActionSchema>;
 
 export type ChatAction = z.infer<typeof chatActionSchema>;
 export type SessionAction = z.infer<typeof sessionActionSchema>;
@@ -524,6 +538,7 @@ const ACTION_SCHEMAS = {
   'x-session/statusChanged': sessionStatusChangedActionSchema,
   'x-session/toolApprovalRemembered': toolApprovalRememberedActionSchema,
   'x-session/toolDenialRemembered': toolDenialRememberedActionSchema,
+  'x-session/toolChoiceForgotten': toolChoiceForgottenActionSchema,
   'root/agentsChanged': agentsChangedActionSchema,
 } satisfies { [T in KnownActionType]: z.ZodType<Extract<KnownAction, { type: T }>> };
 
@@ -575,6 +590,7 @@ export const CLIENT_DISPATCHABLE_ACTIONS: ReadonlySet<string> = new Set<KnownAct
   'session/isReadChanged',
   'session/isArchivedChanged',
   'session/defaultChatChanged',
+  'x-session/toolChoiceForgotten',
 ]);
 
 // ─── Parsing ─────────────────────────────────────────────────────────────────

@@ -71,9 +71,17 @@ function validateKnownAction(ctx: ClientActionContext, action: KnownAction): Rej
 // ─── Session channel ─────────────────────────────────────────────────────────
 
 function validateSessionAction(ctx: ClientActionContext, action: SessionAction): Rejection {
+  if (action.type === 'x-session/toolChoiceForgotten') return validateToolChoiceForgotten(ctx, action.toolName);
   if (action.type !== 'session/defaultChatChanged' || action.defaultChat === undefined) return undefined;
   const chats = ctx.sessionChats ?? ctx.session?.chats.map((chat) => chat.resource) ?? [];
   return chats.includes(action.defaultChat) ? undefined : `unknown chat ${action.defaultChat} in this session`;
+}
+
+/** Only a choice the session remembers can be forgotten (`hub/approvedTools`, `hub/deniedTools`). */
+function validateToolChoiceForgotten(ctx: ClientActionContext, toolName: string): Rejection {
+  const meta = ctx.session?._meta;
+  const listed = (key: string): boolean => Array.isArray(meta?.[key]) && (meta[key] as unknown[]).includes(toolName);
+  return listed('hub/approvedTools') || listed('hub/deniedTools') ? undefined : `no remembered always-allow or always-deny choice for tool ${toolName} in this session`;
 }
 
 // ─── Chat channel ────────────────────────────────────────────────────────────
