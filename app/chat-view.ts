@@ -19,6 +19,7 @@ export class ChatPage {
   readonly el: HTMLElement;
   readonly #title = el('h1', { class: 'session-title', text: 'Loading…' });
   readonly #facts = el('div', { class: 'session-facts muted small' });
+  readonly #remembered = el('div', { class: 'remembered', attrs: { 'data-testid': 'remembered-choices', hidden: 'hidden' } });
   readonly #tabs = el('nav', { class: 'chat-tabs' });
   readonly #body = el('div', { class: 'chat-body' });
   readonly #error = el('p', { class: 'error', attrs: { hidden: 'hidden', role: 'alert' } });
@@ -35,6 +36,7 @@ export class ChatPage {
       { class: 'chat-page' },
       el('div', { class: 'chat-top' }, el('a', { class: 'back', attrs: { href: '/', 'data-route': '' }, text: '← All sessions' }), this.#title),
       this.#facts,
+      this.#remembered,
       this.#tabs,
       this.#error,
       this.#body,
@@ -68,6 +70,7 @@ export class ChatPage {
     this.#title.title = s.title || '';
     this.ctx.setPageTitle(title);
     this.#renderFacts(s);
+    this.#renderRemembered(s);
     const chats = s.chats;
     const current = this.#chatUri && chats.some((c) => c.resource === this.#chatUri) ? this.#chatUri : s.defaultChat ?? chats[0]?.resource;
     replaceChildren(
@@ -122,6 +125,35 @@ export class ChatPage {
     });
     const code = el('code', { class: 'session-id', attrs: { 'data-testid': 'session-id' }, text: id });
     replaceChildren(this.#facts, el('span', {}, 'Agent: ', el('strong', { attrs: { 'data-testid': 'provider' }, text: s.provider })), el('span', {}, 'Session id: ', code, ' ', copy));
+  }
+
+  /**
+   * The "always allow" / "always deny" choices this session remembers for tools, each with a way
+   * for a user (not a viewer) to clear it, so the agent asks again next time.
+   */
+  #renderRemembered(s: SessionState): void {
+    const list = (key: string): string[] => (Array.isArray(s._meta?.[key]) ? (s._meta![key] as unknown[]).filter((n): n is string => typeof n === 'string') : []);
+    const choices = [...list('hub/approvedTools').map((tool) => [tool, 'always allowed'] as const), ...list('hub/deniedTools').map((tool) => [tool, 'always denied'] as const)];
+    const key = JSON.stringify(choices);
+    if (this.#remembered.dataset['for'] === key) return;
+    this.#remembered.dataset['for'] = key;
+    this.#remembered.hidden = choices.length === 0;
+    replaceChildren(
+      this.#remembered,
+      el('span', { class: 'muted small', text: 'Remembered tool choices: ' }),
+      el('ul', {}, ...choices.map(([tool, choice]) =>
+        el('li', { attrs: { 'data-tool-choice': tool } },
+          el('code', { text: tool }), ` — ${choice} `,
+          this.ctx.canWrite
+            ? el('button', { class: 'link small', attrs: { type: 'button', 'data-testid': 'forget-choice' }, text: 'Forget', on: { click: () => void this.#forget(tool) } })
+            : null),
+      )),
+    );
+  }
+
+  async #forget(toolName: string): Promise<void> {
+    const result = await this.#session?.dispatch({ type: 'x-session/toolChoiceForgotten', toolName });
+    if (result && !result.accepted) this.#fail(`Could not forget the choice for ${toolName}: ${result.reason}`);
   }
 
   destroy(): void {

@@ -10,6 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { join } from 'node:path';
 import type { Page } from 'playwright-core';
 import type { RpcClient } from '../helpers/rpc-client.js';
+import { replyQwen, SseClient } from '../helpers/sse.js';
 import { startTestServer, TOKENS } from '../helpers/start-server.js';
 import { startScriptTurn } from '../helpers/turns.js';
 import { ARTIFACTS, BrowserHub, sessionPath } from './support.js';
@@ -279,6 +280,45 @@ describe('browser app: the first hour', () => {
     const writable = await page.locator('input:not([disabled]):not([type=checkbox]), textarea:not([disabled])').count();
     expect(writable).toBe(0);
     await expect(page.locator('[data-testid=sign-out]').count()).resolves.toBe(1);
+  }, 30_000);
+
+  it('shows who answered and approved, from which surface, and lets a user (not a viewer) forget an "always" choice', async () => {
+    const request = { id: 'req-who', message: 'Name it', questions: [{ id: 'name', kind: 'text', title: 'Name', message: 'Name?', required: true }] };
+    const { setup, session } = await scriptedSession('Who answered', [{ ask: request }, { tool: { id: 'write-1', name: 'write_file', confirm: true } }, { say: 'Written.' }]);
+    await setup.waitForEnvelope((e) => e.action.type === 'chat/inputRequested', 'input request');
+    const page = await openAt(TOKENS.alice, sessionPath(session), DESKTOP);
+    const form = page.locator('.input-request:not(.resolved)[data-request=req-who]');
+    await form.locator('[data-question=name] textarea').fill('Atlas');
+    await form.locator('[data-response=accept]').click();
+    const record = page.locator('.input-request.resolved[data-request=req-who]');
+    await expect.poll(() => record.locator('[data-testid=answered-by]').textContent(), T).toMatch(/^Answered by alice · in the app · \d\d:\d\d/);
+
+    // The tool is approved over HTTP (the Qwen route) with "always allow", by bob.
+    const sessionId = session.replace('ahp-session:/', '');
+    const sse = await SseClient.open(`${hub.server.url}/v2/sessions/${sessionId}/events`, { token: TOKENS.bob });
+    try {
+      const ask = await sse.waitForPermissionRequest();
+      const always = ask.options.find((o: { kind: string }) => o.kind === 'allow_always').optionId as string;
+      expect((await replyQwen(hub.server.url, sessionId, ask.requestId, { outcome: { outcome: 'selected', optionId: always } }, TOKENS.bob)).status).toBe(200);
+    } finally {
+      await sse.close();
+    }
+    const tool = page.locator('.tool[data-tool=write-1]');
+    await expect.poll(() => tool.locator('[data-testid=answered-by]').textContent(), T).toMatch(/^Approved by bob · via Qwen route · \d\d:\d\d/);
+
+    // The remembered choice is listed; a viewer sees it without a way to clear it, alice clears it.
+    const choice = page.locator('[data-testid=remembered-choices] [data-tool-choice=write_file]');
+    await expect.poll(() => choice.textContent(), T).toContain('always allowed');
+    const viewer = await openAt(TOKENS.viewer, sessionPath(session), DESKTOP);
+    await viewer.locator('[data-testid=remembered-choices] [data-tool-choice=write_file]').waitFor(T);
+    await expect(viewer.locator('[data-testid=forget-choice]').count()).resolves.toBe(0);
+    await page.screenshot({ path: join(ARTIFACTS, 'answered-by.png'), fullPage: true });
+    await choice.locator('[data-testid=forget-choice]').click();
+    await page.locator('[data-testid=remembered-choices]').waitFor({ state: 'hidden', ...T });
+    await viewer.locator('[data-testid=remembered-choices]').waitFor({ state: 'hidden', ...T });
+    const forgotten = await setup.subscribe<{ _meta?: Record<string, unknown> }>(session);
+    expect(forgotten.state._meta?.['hub/approvedTools']).toBeUndefined();
+    expect(hub.pageErrors).toEqual([]);
   }, 30_000);
 
   it('follows the system dark theme', async () => {
