@@ -25,6 +25,8 @@ interface CollabParams {
 export interface PresenceState {
   readonly user?: { readonly name?: string; readonly id?: string; readonly role?: string; readonly color?: string };
   readonly editing?: string | null;
+  /** Caret and selection in a shared text answer (Yjs relative positions, see text-binding.ts). */
+  readonly cursor?: { readonly question: string; readonly anchor: string; readonly head: string } | null;
 }
 
 /**

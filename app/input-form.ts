@@ -10,7 +10,7 @@
  */
 import type { ChatInputAnswer, ChatInputAnswerValue, ChatInputQuestion, ChatInputRequest, InputRequestPart, ResponsePart } from '../shared/protocol/state.js';
 import { CollabDoc, presenceName } from './collab.js';
-import { bindText } from './text-binding.js';
+import { bindText, cursorOf, RemoteCursorOverlay, resolveCursor, type RemoteMark, type SharedCursor } from './text-binding.js';
 import { el, markdownInto, replaceChildren } from './dom.js';
 import { answeredByOf, answeredByText, colorFor, FROM_APP_META } from './format.js';
 import { submitProblems } from '../shared/state/answer-rules.js';
@@ -35,6 +35,8 @@ interface Field {
   show(answer: ChatInputAnswer | undefined): void;
   setDisabled(disabled: boolean): void;
   destroy(): void;
+  /** Others' carets and selections (shared text answers only, once bound to their Y.Text). */
+  showCursors?(marks: readonly RemoteMark[]): void;
 }
 
 function answerText(answer: ChatInputAnswer | undefined, question?: Q): string {
@@ -68,6 +70,7 @@ export class InputRequestView implements PartView {
   #collab: CollabDoc | undefined;
   #collabOff: (() => void) | undefined;
   #editing: string | null = null;
+  #cursor: SharedCursor | null = null;
 
   constructor(private readonly ctx: PartContext, part: InputRequestPart, active: boolean) {
     this.#request = part.request;
@@ -300,8 +303,23 @@ export class InputRequestView implements PartView {
         bound = true;
         // The hub seeds each Y.Text with the current draft (or the question's default) once.
         unbind = bindText(ytext, input, () => refreshCount());
-        ytext.observe(() => refreshCount());
+        ytext.observe(() => {
+          refreshCount();
+          this.#renderCursors();
+        });
         refreshCount();
+        // Remote carets and selections, and ours for the others (relative positions over awareness).
+        const overlay = new RemoteCursorOverlay(input);
+        field.showCursors = (marks) => overlay.show(marks);
+        let frame = 0;
+        const publish = (): void => {
+          cancelAnimationFrame(frame);
+          frame = requestAnimationFrame(() => {
+            if (document.activeElement === input) this.#setCursor(cursorOf(ytext, question.id, input));
+          });
+        };
+        for (const type of ['select', 'keyup', 'mouseup', 'input', 'focus']) input.addEventListener(type, publish);
+        this.#renderCursors();
       },
     };
     // Until (or unless) the shared text is available, type straight into the AHP draft.
@@ -479,7 +497,10 @@ export class InputRequestView implements PartView {
     const doc = new CollabDoc(this.ctx.app.client, this.ctx.chat.channel, this.#request.id);
     this.#collab = doc;
     doc.setPresence({ user: { name: this.ctx.app.user }, editing: this.#editing });
-    this.#collabOff = doc.onChange(() => this.#renderPresence());
+    this.#collabOff = doc.onChange(() => {
+      this.#renderPresence();
+      this.#renderCursors();
+    });
     doc
       .join()
       .then(() => {
@@ -493,7 +514,38 @@ export class InputRequestView implements PartView {
 
   #setEditing(questionId: string | null): void {
     this.#editing = questionId;
-    this.#collab?.setPresence({ user: { name: this.ctx.app.user }, editing: questionId });
+    if (questionId === null || this.#cursor?.question !== questionId) this.#cursor = null;
+    this.#publishPresence();
+  }
+
+  #setCursor(cursor: SharedCursor | null): void {
+    if (cursor?.anchor === this.#cursor?.anchor && cursor?.head === this.#cursor?.head && cursor?.question === this.#cursor?.question) return;
+    this.#cursor = cursor;
+    this.#publishPresence();
+  }
+
+  #publishPresence(): void {
+    this.#collab?.setPresence({ user: { name: this.ctx.app.user }, editing: this.#editing, cursor: this.#cursor });
+  }
+
+  /** Draws everyone else's caret and selection in the shared text answers. */
+  #renderCursors(): void {
+    const doc = this.#collab;
+    if (!doc) return;
+    const others = doc.others();
+    for (const [id, field] of this.#fields) {
+      if (!field.showCursors) continue;
+      const marks: RemoteMark[] = [];
+      for (const [, state] of others) {
+        const cursor = state.cursor;
+        if (!cursor || cursor.question !== id || typeof cursor.anchor !== 'string' || typeof cursor.head !== 'string') continue;
+        const range = resolveCursor(doc.doc, cursor);
+        if (!range) continue;
+        const name = presenceName(state, this.ctx.app.devMode);
+        marks.push({ name, color: colorFor(name), start: range[0], end: range[1] });
+      }
+      field.showCursors(marks);
+    }
   }
 
   #renderPresence(): void {

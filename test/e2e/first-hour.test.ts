@@ -321,6 +321,35 @@ describe('browser app: the first hour', () => {
     expect(hub.pageErrors).toEqual([]);
   }, 30_000);
 
+  it('shows where others are in a shared text answer: their caret and selection follow the text as it changes', async () => {
+    const request = { id: 'req-text', message: 'Release notes', questions: [{ id: 'notes', kind: 'text', title: 'Notes', message: 'What changed?', defaultValue: 'faster sync and fewer bugs' }] };
+    const { setup, session } = await scriptedSession('Shared text', [{ ask: request }]);
+    await setup.waitForEnvelope((e) => e.action.type === 'chat/inputRequested', 'input request');
+    const [a, b] = await Promise.all([openAt(TOKENS.alice, sessionPath(session), DESKTOP), openAt(TOKENS.bob, sessionPath(session), DESKTOP)]);
+    const notes = (p: Page) => p.locator('[data-request=req-text] [data-question=notes] textarea');
+    for (const p of [a, b]) await expect.poll(() => notes(p).inputValue(), T).toBe('faster sync and fewer bugs');
+    // Wait until both are bound to the shared text (the overlay is created then).
+    for (const p of [a, b]) await p.locator('[data-request=req-text] .cursor-mirror').waitFor({ state: 'attached', ...T });
+
+    // Alice selects "sync"; Bob sees her selection, labelled with her name.
+    await notes(a).focus();
+    await notes(a).evaluate((e) => (e as unknown as { setSelectionRange(s: number, e: number): void }).setSelectionRange(7, 11));
+    await notes(a).dispatchEvent('select');
+    const selection = b.locator('[data-request=req-text] .remote-selection');
+    await expect.poll(() => selection.textContent(), T).toBe('sync');
+    await expect(b.locator('[data-request=req-text] .remote-caret').getAttribute('data-user')).resolves.toBe('alice');
+
+    // Bob types at the start: Alice's selection still covers "sync" (relative positions).
+    await notes(b).focus();
+    await notes(b).press('Control+Home');
+    await notes(b).pressSequentially('Much ');
+    await expect.poll(() => notes(a).inputValue(), T).toBe('Much faster sync and fewer bugs');
+    await expect.poll(() => selection.textContent(), T).toBe('sync');
+    await expect.poll(() => a.locator('[data-request=req-text] .remote-caret').getAttribute('data-user'), T).toBe('bob');
+    await b.screenshot({ path: join(ARTIFACTS, 'remote-cursors.png') });
+    expect(hub.pageErrors).toEqual([]);
+  }, 30_000);
+
   it('follows the system dark theme', async () => {
     const page = await openAt(TOKENS.alice, '/', DESKTOP, 'dark');
     const background = await page.evaluate<string>('getComputedStyle(document.documentElement).backgroundColor');
