@@ -64,10 +64,12 @@ describe('forgetting a remembered tool choice', () => {
     const again = await second.sse.waitForPermissionRequest();
     expect(again.toolCall.toolName).toBe('write_file');
     expect(toolPart((await second.tab.subscribe<any>(chat)).state, 'tool-2').status).toBe('pending-confirmation');
-    // Answered from a WebSocket client this time: the surface is the client's own name.
-    const confirmed = await second.tab.dispatchAndWait(chat, { type: 'chat/toolCallConfirmed', turnId: (await second.tab.subscribe<any>(chat)).state.activeTurn.id, toolCallId: 'tool-2', approved: true, confirmed: 'user-action', _meta: { 'hub/client': 'app' } });
+    // Answered from a WebSocket client this time: the surface is the client's own name, and the
+    // user and time are the hub's, whatever the client claims.
+    const confirmed = await second.tab.dispatchAndWait(chat, { type: 'chat/toolCallConfirmed', turnId: (await second.tab.subscribe<any>(chat)).state.activeTurn.id, toolCallId: 'tool-2', approved: true, confirmed: 'user-action', _meta: { 'hub/client': 'app', 'hub/answeredBy': { user: 'mallory', surface: 'forged', at: '2000-01-01T00:00:00.000Z' } } });
     expect(confirmed.rejectionReason).toBeUndefined();
     expect((confirmed.action as any)._meta['hub/answeredBy']).toMatchObject({ user: 'dev', surface: 'app' });
+    expect((confirmed.action as any)._meta['hub/answeredBy'].at).not.toBe('2000-01-01T00:00:00.000Z');
     await turnEnded(second.tab, chat);
   });
 
