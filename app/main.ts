@@ -90,7 +90,7 @@ function shell(client: AhpClient, user: string, role: string, devMode: boolean):
     el('span', { class: 'spacer' }),
     conn,
     bell,
-    el('span', { class: 'me', attrs: { 'data-testid': 'me' }, title: devMode ? 'Dev mode: each tab gets its own name so presence can be tried locally' : undefined, text: devMode ? `${user} · dev mode` : `${user} · ${role}` }),
+    el('span', { class: 'me', attrs: { 'data-testid': 'me' }, title: devMode ? 'Dev mode: each tab gets its own name so presence can be tried locally' : undefined }, user, el('span', { class: 'role', text: devMode ? ' · dev mode' : ` · ${role}` })),
     // Without a token there is nothing to sign out of.
     devMode ? null : el('button', { class: 'link', attrs: { 'data-testid': 'sign-out' }, text: 'Sign out', on: { click: () => {
       forgetToken();

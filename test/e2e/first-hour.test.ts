@@ -353,6 +353,22 @@ describe('browser app: the first hour', () => {
     expect(hub.pageErrors).toEqual([]);
   }, 30_000);
 
+  it('turns browser notifications on and off from the top bar once the browser allows them', async () => {
+    const context = await hub.newContext({ viewport: DESKTOP, permissions: ['notifications'] });
+    const page = hub.watch(await context.newPage());
+    await page.goto(`${hub.server.url}/?token=${TOKENS.alice}`);
+    const toggle = page.locator('[data-testid=notify-toggle]');
+    await expect.poll(() => toggle.textContent(), T).toBe('Notify me');
+    await toggle.click();
+    await expect.poll(() => toggle.textContent(), T).toBe('Notifications on');
+    // Remembered for the next visit, and can be turned off again.
+    await page.reload();
+    await expect.poll(() => toggle.textContent(), T).toBe('Notifications on');
+    await toggle.click();
+    await expect.poll(() => toggle.textContent(), T).toBe('Notify me');
+    expect(hub.pageErrors).toEqual([]);
+  }, 30_000);
+
   it('follows the system dark theme', async () => {
     const page = await openAt(TOKENS.alice, '/', DESKTOP, 'dark');
     const background = await page.evaluate<string>('getComputedStyle(document.documentElement).backgroundColor');
