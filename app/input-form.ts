@@ -611,7 +611,8 @@ function rangeHint(min: unknown, max: unknown, unit: string): string {
   const lo = typeof min === 'number' ? min : undefined;
   const hi = typeof max === 'number' ? max : undefined;
   if (lo !== undefined && hi !== undefined) return `${lo}–${hi} ${unit}`;
-  if (lo !== undefined) return `at least ${lo} ${unit}`;
-  if (hi !== undefined) return `at most ${hi} ${unit}`;
+  const numeric = unit === 'number' || unit === 'whole number';
+  if (lo !== undefined) return numeric ? `${unit === 'number' ? 'a number' : 'a whole number'}, ${lo} or more` : `at least ${lo} ${unit}`;
+  if (hi !== undefined) return numeric ? `${unit === 'number' ? 'a number' : 'a whole number'}, ${hi} or less` : `at most ${hi} ${unit}`;
   return unit === 'number' || unit === 'whole number' ? `a ${unit}` : '';
 }
