@@ -4,12 +4,11 @@
  * shared AhpClient SDK over `/ahp`; routes are `/` (dashboard) and `/s/<sessionId>?chat=<uri>`.
  */
 import { AhpClient, type ConnectionState } from '../shared/client/ahp-client.js';
-import { forgetToken, signInForm, takeToken } from './auth.js';
+import { devTabName, forgetToken, signInForm, takeToken } from './auth.js';
 import { el } from './dom.js';
 import { DashboardView } from './dashboard.js';
 import { ChatPage } from './chat-view.js';
 import { Attention } from './attention.js';
-import { devTabName } from './format.js';
 
 export interface AppContext {
   readonly client: AhpClient;
