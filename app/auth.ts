@@ -66,3 +66,22 @@ export function signInForm(root: HTMLElement, problem?: string): Promise<string>
     input.focus();
   });
 }
+
+/** A per-tab name in dev mode, so presence can be tried with several local tabs. */
+export function devTabName(): string {
+  const KEY = 'ahp-hub-dev-name';
+  try {
+    const known = sessionStorage.getItem(KEY);
+    if (known) return known;
+  } catch {
+    // storage disabled: a fresh name per load
+  }
+  const animals = ['otter', 'heron', 'lynx', 'fox', 'wren', 'panda', 'koala', 'owl', 'ibex', 'seal', 'crane', 'hare'];
+  const name = `dev-${animals[Math.floor(Math.random() * animals.length)]}-${crypto.randomUUID().slice(0, 4)}`;
+  try {
+    sessionStorage.setItem(KEY, name);
+  } catch {
+    // kept for this page only
+  }
+  return name;
+}

@@ -8,9 +8,9 @@ import type { ChatState, SessionState } from '../shared/client/ahp-client.js';
 import type { ChannelView } from '../shared/client/channel-view.js';
 import type { ActiveTurn, ResponsePart, Turn } from '../shared/protocol/state.js';
 import { SessionInputs, type InputReceipt, type InputTarget } from '../shared/client/session-inputs.js';
-import { CollabDoc, type PresenceState } from './collab.js';
+import { CollabDoc, presenceName, type PresenceState } from './collab.js';
 import { el, markdownInto, replaceChildren } from './dom.js';
-import { colorFor, newId, relativeTime, sessionIdOf, statusClass, statusLabel } from './format.js';
+import { colorFor, displayTitle, errorInWords, newId, relativeTime, sessionIdOf, statusClass, statusLabel } from './format.js';
 import type { AppContext } from './main.js';
 import { createPartView, type PartView } from './parts.js';
 
@@ -18,6 +18,8 @@ import { createPartView, type PartView } from './parts.js';
 export class ChatPage {
   readonly el: HTMLElement;
   readonly #title = el('h1', { class: 'session-title', text: 'Loading…' });
+  readonly #facts = el('div', { class: 'session-facts muted small' });
+  readonly #remembered = el('div', { class: 'remembered', attrs: { 'data-testid': 'remembered-choices', hidden: 'hidden' } });
   readonly #tabs = el('nav', { class: 'chat-tabs' });
   readonly #body = el('div', { class: 'chat-body' });
   readonly #error = el('p', { class: 'error', attrs: { hidden: 'hidden', role: 'alert' } });
@@ -33,6 +35,8 @@ export class ChatPage {
       'section',
       { class: 'chat-page' },
       el('div', { class: 'chat-top' }, el('a', { class: 'back', attrs: { href: '/', 'data-route': '' }, text: '← All sessions' }), this.#title),
+      this.#facts,
+      this.#remembered,
       this.#tabs,
       this.#error,
       this.#body,
@@ -61,8 +65,12 @@ export class ChatPage {
   #renderSession(): void {
     const s = this.#session?.state;
     if (!s || this.#destroyed) return;
-    this.#title.textContent = s.title || 'Untitled session';
-    document.title = `${s.title || 'Session'} · AHP Hub`;
+    const title = displayTitle(s.title);
+    this.#title.textContent = title;
+    this.#title.title = s.title || '';
+    this.ctx.setPageTitle(title);
+    this.#renderFacts(s);
+    this.#renderRemembered(s);
     const chats = s.chats;
     const current = this.#chatUri && chats.some((c) => c.resource === this.#chatUri) ? this.#chatUri : s.defaultChat ?? chats[0]?.resource;
     replaceChildren(
@@ -85,9 +93,67 @@ export class ChatPage {
     );
     if (current && current !== this.#chatView?.uri) {
       this.#chatView?.destroy();
-      this.#chatView = new ChatView(this.ctx, this.sessionUri, current);
+      this.#chatView = new ChatView(this.ctx, this.sessionUri, current, s.provider);
       this.#body.replaceChildren(this.#chatView.el);
     }
+  }
+
+  /** Agent (provider) and the session id, which people paste into the CLI, curl or a bug report. */
+  #renderFacts(s: SessionState): void {
+    const id = sessionIdOf(this.sessionUri);
+    if (this.#facts.dataset['for'] === `${s.provider}|${id}`) return;
+    this.#facts.dataset['for'] = `${s.provider}|${id}`;
+    const copy = el('button', {
+      class: 'link small',
+      attrs: { type: 'button', 'data-testid': 'copy-session-id', 'aria-label': 'Copy session id' },
+      text: 'Copy',
+      on: { click: () => {
+        const done = (): void => {
+          copy.textContent = 'Copied';
+          window.setTimeout(() => (copy.textContent = 'Copy'), 1500);
+        };
+        const fallback = (): void => {
+          const range = document.createRange();
+          range.selectNodeContents(code);
+          getSelection()?.removeAllRanges();
+          getSelection()?.addRange(range);
+          copy.textContent = 'Selected — press Ctrl+C';
+        };
+        if (navigator.clipboard) navigator.clipboard.writeText(id).then(done, fallback);
+        else fallback();
+      } },
+    });
+    const code = el('code', { class: 'session-id', attrs: { 'data-testid': 'session-id' }, text: id });
+    replaceChildren(this.#facts, el('span', {}, 'Agent: ', el('strong', { attrs: { 'data-testid': 'provider' }, text: s.provider })), el('span', {}, 'Session id: ', code, ' ', copy));
+  }
+
+  /**
+   * The "always allow" / "always deny" choices this session remembers for tools, each with a way
+   * for a user (not a viewer) to clear it, so the agent asks again next time.
+   */
+  #renderRemembered(s: SessionState): void {
+    const list = (key: string): string[] => (Array.isArray(s._meta?.[key]) ? (s._meta![key] as unknown[]).filter((n): n is string => typeof n === 'string') : []);
+    const choices = [...list('hub/approvedTools').map((tool) => [tool, 'always allowed'] as const), ...list('hub/deniedTools').map((tool) => [tool, 'always denied'] as const)];
+    const key = JSON.stringify(choices);
+    if (this.#remembered.dataset['for'] === key) return;
+    this.#remembered.dataset['for'] = key;
+    this.#remembered.hidden = choices.length === 0;
+    replaceChildren(
+      this.#remembered,
+      el('span', { class: 'muted small', text: 'Remembered tool choices: ' }),
+      el('ul', {}, ...choices.map(([tool, choice]) =>
+        el('li', { attrs: { 'data-tool-choice': tool } },
+          el('code', { text: tool }), ` — ${choice} `,
+          this.ctx.canWrite
+            ? el('button', { class: 'link small', attrs: { type: 'button', 'data-testid': 'forget-choice' }, text: 'Forget', on: { click: () => void this.#forget(tool) } })
+            : null),
+      )),
+    );
+  }
+
+  async #forget(toolName: string): Promise<void> {
+    const result = await this.#session?.dispatch({ type: 'x-session/toolChoiceForgotten', toolName });
+    if (result && !result.accepted) this.#fail(`Could not forget the choice for ${toolName}: ${result.reason}`);
   }
 
   destroy(): void {
@@ -105,13 +171,16 @@ class TurnView {
   readonly #partViews: PartView[] = [];
   #lastTurn: Turn | ActiveTurn | undefined;
   #lastActive: boolean | undefined;
+  #lastIsLast: boolean | undefined;
 
-  constructor(private readonly ctx: AppContext, private readonly chat: ChannelView<ChatState>, readonly id: string) {
+  constructor(private readonly ctx: AppContext, private readonly chat: ChannelView<ChatState>, readonly id: string, private readonly onAnswered: () => void) {
     this.el = el('article', { class: 'turn', attrs: { 'data-turn': id } }, this.#message, this.#parts, this.#footer);
   }
 
-  update(turn: Turn | ActiveTurn, active: boolean, onStop: () => void): void {
-    if (turn === this.#lastTurn && active === this.#lastActive) return;
+  update(turn: Turn | ActiveTurn, active: boolean, handlers: TurnHandlers): void {
+    const isLast = handlers.isLast;
+    if (turn === this.#lastTurn && active === this.#lastActive && isLast === this.#lastIsLast) return;
+    this.#lastIsLast = isLast;
     if (turn.message !== this.#lastTurn?.message) this.#renderMessage(turn.message.text);
     this.#lastTurn = turn;
     this.#lastActive = active;
@@ -122,7 +191,7 @@ class TurnView {
       let view = this.#partViews[i];
       if (!view || view.el.dataset['kind'] !== part.kind) {
         view?.destroy();
-        view = createPartView(part, { app: this.ctx, chat: this.chat, turnId: turn.id }, active);
+        view = createPartView(part, { app: this.ctx, chat: this.chat, turnId: turn.id, onAnswered: this.onAnswered }, active);
         view.el.dataset['kind'] = part.kind;
         if (this.#partViews[i]) this.#parts.replaceChild(view.el, this.#partViews[i]!.el);
         else this.#parts.append(view.el);
@@ -140,18 +209,33 @@ class TurnView {
         class: 'link danger',
         attrs: { type: 'button', 'data-testid': 'stop', disabled: this.ctx.canWrite ? undefined : 'disabled' },
         text: 'Stop',
-        on: { click: onStop },
+        on: { click: handlers.onStop },
       });
       replaceChildren(this.#footer, el('span', { class: 'spinner', attrs: { 'aria-hidden': 'true' } }), ' Working… ', stop);
     } else {
       const t = turn as Turn;
       const state = t.state === 'complete' ? 'Completed' : t.state === 'cancelled' ? 'Stopped' : 'Failed';
       const duration = typeof t.duration === 'number' ? ` in ${(t.duration / 1000).toFixed(1)} s` : '';
+      // A failed last turn says what happened in words and offers the next step.
+      const nextSteps = t.error && isLast && this.ctx.canWrite
+        ? el(
+            'div',
+            { class: 'actions' },
+            el('button', { class: 'primary', attrs: { type: 'button', 'data-testid': 'retry' }, text: 'Retry', on: { click: () => handlers.onRetry(t.message.text) } }),
+            el('button', { attrs: { type: 'button', 'data-testid': 'new-turn' }, text: 'Write a new message', on: { click: handlers.onNewTurn } }),
+          )
+        : null;
       replaceChildren(
         this.#footer,
         `${state}${duration}`,
         t.startedAt ? el('span', { title: t.startedAt, text: ` · ${relativeTime(t.startedAt)}` }) : null,
-        t.error ? el('div', { class: 'error', text: `${t.error.errorType}: ${t.error.message}` }) : null,
+        t.error
+          ? el('div', { class: 'turn-error', attrs: { role: 'alert', 'data-testid': 'turn-error' } },
+              // The error part (when the agent sent one) already says what failed.
+              t.responseParts.some((p) => p.kind === 'error') ? null : el('div', { class: 'error-words', text: errorInWords(t.error.errorType, t.error.message) }),
+              el('div', { class: 'muted small', text: t.error.errorType === 'hubRestarted' ? 'Nothing you sent was lost. Retry to run it again, or write a new message.' : 'Retry runs the same message again as a new turn; or write a new message.' }),
+              nextSteps)
+          : null,
       );
     }
   }
@@ -183,6 +267,13 @@ class TurnView {
   }
 }
 
+interface TurnHandlers {
+  readonly isLast: boolean;
+  onStop(): void;
+  onRetry(text: string): void;
+  onNewTurn(): void;
+}
+
 interface TrackedInput {
   readonly inputId: string;
   readonly text: string;
@@ -199,7 +290,7 @@ class ChatView {
   readonly #transcript = el('div', { class: 'transcript', attrs: { 'data-testid': 'transcript' } });
   readonly #pending = el('div', { class: 'pending-inputs' });
   readonly #composerNote = el('div', { class: 'muted small composer-note' });
-  readonly #composerError = el('div', { class: 'error', attrs: { role: 'alert' } });
+  readonly #composerError = el('div', { class: 'error composer-error', attrs: { role: 'alert' } });
   readonly #textarea: HTMLTextAreaElement;
   readonly #send: HTMLButtonElement;
   readonly #turns = new Map<string, TurnView>();
@@ -211,33 +302,73 @@ class ChatView {
   #destroyed = false;
   #sending = false;
   readonly #steering: SessionInputs;
+  readonly #composer: HTMLFormElement;
+  readonly #jump: HTMLButtonElement;
+  /** Whether the person is at the end of the chat: new content then keeps them there. */
+  #following = true;
+  /** Set when this tab submits answers: the next question is brought into view. */
+  #revealNext = false;
+  readonly #seenRequests = new Set<string>();
 
-  constructor(private readonly ctx: AppContext, sessionUri: string, readonly uri: string) {
+  constructor(private readonly ctx: AppContext, sessionUri: string, readonly uri: string, private readonly provider: string) {
     this.#steering = new SessionInputs(ctx.client, sessionUri);
     this.#textarea = el('textarea', {
-      attrs: { rows: '3', placeholder: 'Message the agent…', 'aria-label': 'Message', 'data-testid': 'composer', maxlength: '100000', disabled: ctx.canWrite ? undefined : 'disabled' },
-      on: { keydown: (e) => {
-        if (e.key === 'Enter' && (e.ctrlKey || e.metaKey)) {
-          e.preventDefault();
-          void this.#submit();
-        }
-      } },
+      attrs: { rows: '1', placeholder: 'Message the agent…', 'aria-label': 'Message', 'data-testid': 'composer', maxlength: '100000', disabled: ctx.canWrite ? undefined : 'disabled' },
+      on: {
+        keydown: (e) => {
+          if (e.key === 'Enter' && (e.ctrlKey || e.metaKey)) {
+            e.preventDefault();
+            void this.#submit();
+          }
+        },
+        // Compact until used: one line at rest, room to write while focused or filled in.
+        focus: () => this.#composer.classList.add('expanded'),
+        blur: () => this.#composer.classList.toggle('expanded', this.#textarea.value !== ''),
+      },
     });
     this.#send = el('button', { class: 'primary', attrs: { type: 'submit', 'data-testid': 'send', disabled: ctx.canWrite ? undefined : 'disabled' }, text: 'Send' });
-    const composer = el(
+    this.#jump = el('button', {
+      class: 'jump-latest',
+      attrs: { type: 'button', 'data-testid': 'jump-latest', hidden: 'hidden' },
+      text: '↓ Jump to latest',
+      on: { click: () => this.#scrollToBottom('smooth') },
+    });
+    this.#composer = el(
       'form',
-      { class: 'composer card', on: { submit: (e) => {
+      { class: 'composer card', attrs: { 'data-testid': 'composer-form' }, on: { submit: (e) => {
         e.preventDefault();
         void this.#submit();
       } } },
+      this.#jump,
       this.#pending,
-      this.#textarea,
-      el('div', { class: 'composer-row' }, this.#composerNote, this.#send),
+      el('div', { class: 'composer-main' }, this.#textarea, this.#send),
+      this.#composerNote,
       this.#composerError,
-      ctx.canWrite ? null : el('p', { class: 'muted', attrs: { 'data-testid': 'read-only' }, text: 'Read-only access: you can watch this chat but not send or answer.' }),
     );
-    this.el = el('div', { class: 'chat', attrs: { 'data-chat': uri } }, el('div', { class: 'chat-meta' }, this.#status, this.#activity, this.#viewers), this.#transcript, composer);
+    this.el = el('div', { class: 'chat', attrs: { 'data-chat': uri } }, el('div', { class: 'chat-meta' }, this.#status, this.#activity, this.#viewers), this.#transcript, this.#composer);
+    const onScroll = (): void => {
+      this.#following = this.#atBottom();
+      if (this.#following) this.#jump.hidden = true;
+    };
+    window.addEventListener('scroll', onScroll, { passive: true });
+    this.#offs.push(() => window.removeEventListener('scroll', onScroll));
+    // Keep what scrolls into view clear of the sticky composer, however tall it is right now.
+    const resize = new ResizeObserver(() => document.documentElement.style.setProperty('--composer-h', `${this.#composer.offsetHeight}px`));
+    resize.observe(this.#composer);
+    this.#offs.push(() => resize.disconnect());
     void this.#start();
+  }
+
+  /** True when the end of the chat is on screen (a few pixels of slack). */
+  #atBottom(): boolean {
+    const doc = document.documentElement;
+    return window.innerHeight + window.scrollY >= doc.scrollHeight - 48;
+  }
+
+  #scrollToBottom(behavior: ScrollBehavior = 'auto'): void {
+    window.scrollTo({ top: document.documentElement.scrollHeight, behavior });
+    this.#following = true;
+    this.#jump.hidden = true;
   }
 
   async #start(): Promise<void> {
@@ -263,11 +394,11 @@ class ChatView {
 
   #renderViewers(): void {
     const others = this.#presence?.others() ?? [];
-    const names = others.map(([, s]: [number, PresenceState]) => s.user?.id ?? s.user?.name ?? 'someone');
+    const names = others.map(([, s]: [number, PresenceState]) => presenceName(s, this.ctx.devMode));
     replaceChildren(
       this.#viewers,
       'Viewing: ',
-      el('span', { class: 'chip me-chip', attrs: { style: `--c:${colorFor(this.ctx.user)}` }, text: `${this.ctx.user} (you)` }),
+      el('span', { class: 'chip me-chip', attrs: { style: `--c:${colorFor(this.ctx.user)}`, 'data-testid': 'me-chip' }, text: `${this.ctx.user} (you)` }),
       ...names.map((n) => el('span', { class: 'chip', attrs: { style: `--c:${colorFor(n)}`, 'data-user': n }, text: n })),
     );
   }
@@ -291,35 +422,107 @@ class ChatView {
         this.#turns.delete(id);
       }
     }
-    const nearBottom = this.#transcript.scrollHeight - this.#transcript.scrollTop - this.#transcript.clientHeight < 80;
+    // Measured before the DOM grows: were we at the end a moment ago?
+    const follow = this.#following || this.#atBottom();
+    const heightBefore = document.documentElement.scrollHeight;
     let previous: HTMLElement | undefined;
-    for (const [turn, active] of wanted) {
+    const handlers = (isLast: boolean): TurnHandlers => ({
+      isLast,
+      onStop: () => void this.#stop(),
+      onRetry: (text) => void this.#startTurn(text),
+      onNewTurn: () => {
+        this.#textarea.focus();
+        this.#scrollToBottom();
+      },
+    });
+    wanted.forEach(([turn, active], index) => {
       let tv = this.#turns.get(turn.id);
       if (!tv) {
-        tv = new TurnView(this.ctx, view, turn.id);
+        tv = new TurnView(this.ctx, view, turn.id, () => (this.#revealNext = true));
         this.#turns.set(turn.id, tv);
       }
-      tv.update(turn, active, () => void this.#stop());
+      tv.update(turn, active, handlers(index === wanted.length - 1));
       const expectedPosition = previous ? previous.nextSibling : this.#transcript.firstChild;
       if (expectedPosition !== tv.el) this.#transcript.insertBefore(tv.el, expectedPosition);
       previous = tv.el;
-    }
+    });
     if (wanted.length === 0) {
-      if (!this.#transcript.querySelector('.empty')) this.#transcript.append(el('p', { class: 'empty muted', text: 'No messages yet. Say something to start a turn.' }));
+      if (!this.#transcript.querySelector('.empty')) this.#transcript.append(this.#emptyChat());
     } else {
       this.#transcript.querySelector('.empty')?.remove();
     }
-    if (nearBottom) this.#transcript.scrollTop = this.#transcript.scrollHeight;
     this.#renderComposer(chat);
+    this.#reveal(follow, heightBefore);
+  }
+
+  /**
+   * Keeps the newest content in view the way chat apps do: while the person is at the end, new
+   * messages and streamed text keep it there; when they have scrolled up to read, nothing moves
+   * and a "Jump to latest" button appears instead. After this tab submits answers, a new question
+   * is scrolled to its top so it can be read from the start.
+   */
+  #reveal(follow: boolean, heightBefore: number): void {
+    const openForms = [...this.#transcript.querySelectorAll<HTMLElement>('.input-request:not(.resolved)[data-request]')];
+    const fresh = openForms.filter((f) => !this.#seenRequests.has(f.dataset['request']!));
+    for (const f of openForms) this.#seenRequests.add(f.dataset['request']!);
+    // A new question (after this tab answered, or while following the chat) is shown from its
+    // top, so it can be read from the start rather than from its buttons.
+    if ((this.#revealNext || follow) && fresh.length > 0) {
+      this.#revealNext = false;
+      fresh[0]!.scrollIntoView({ block: 'start' });
+      this.#following = this.#atBottom();
+      return;
+    }
+    if (this.#revealNext && openForms.length === 0) {
+      // Answered and nothing else is asked yet: follow the agent's reply.
+      this.#scrollToBottom();
+      return;
+    }
+    const grew = document.documentElement.scrollHeight > heightBefore + 1;
+    if (!grew) return;
+    if (follow) this.#scrollToBottom();
+    else this.#jump.hidden = false;
+  }
+
+  /** An empty chat says what this agent can do, and offers the demo tour in one click. */
+  #emptyChat(): HTMLElement {
+    if (this.provider !== 'demo') return el('p', { class: 'empty muted', text: 'No messages yet. Write a message below to start a turn.' });
+    const example = JSON.stringify({ script: [{ say: 'Checking the release…' }, { ask: { id: 'confirm', message: 'Ship it?', questions: [{ id: 'ship', kind: 'boolean', title: 'Ship now', message: 'Ship the release now?', required: true }] } }, { tool: { id: 'deploy', name: 'deploy', confirm: true } }, { say: 'Done.' }] }, null, 1).replace(/\n\s*/g, ' ');
+    return el(
+      'div',
+      { class: 'empty card', attrs: { 'data-testid': 'empty-chat' } },
+      el('strong', { text: 'This chat talks to the demo agent.' }),
+      el('p', { class: 'muted', text: 'Send any message for a short tour: it asks one question of every kind (text, email, numbers, yes/no, choices), asks you to open a link, and waits for your approval before running a tool.' }),
+      el('div', { class: 'actions' },
+        el('button', { class: 'primary', attrs: { type: 'button', 'data-testid': 'start-tour', disabled: this.ctx.canWrite ? undefined : 'disabled' }, text: 'Start the demo tour', on: { click: () => void this.#startTurn('Show me the tour') } }),
+        el('button', { attrs: { type: 'button', 'data-testid': 'use-script', disabled: this.ctx.canWrite ? undefined : 'disabled' }, text: 'Try a script', on: { click: () => {
+          this.#textarea.value = example;
+          this.#composer.classList.add('expanded');
+          this.#textarea.focus();
+        } } }),
+      ),
+      el('details', { class: 'script-help' },
+        el('summary', { text: 'Script format' }),
+        el('p', { class: 'small', text: 'A message that is JSON with a "script" list runs its steps in order:' }),
+        el('ul', { class: 'small' },
+          el('li', {}, el('code', { text: '{"say": "text"}' }), ' streams text'),
+          el('li', {}, el('code', { text: '{"ask": {"id", "message", "questions": [...]}}' }), ' asks for input and waits'),
+          el('li', {}, el('code', { text: '{"tool": {"id", "name", "confirm": true}}' }), ' runs a tool after approval'),
+          el('li', {}, el('code', { text: '{"sleep": 1000}' }), ' waits, ', el('code', { text: '{"fail": "why"}' }), ' ends with an error'),
+        ),
+        el('pre', {}, el('code', { text: example })),
+      ),
+    );
   }
 
   #renderComposer(chat: ChatState): void {
     const running = chat.activeTurn !== undefined;
-    this.#send.textContent = running ? 'Add to running turn' : 'Send';
+    this.#send.textContent = running ? 'Add to turn' : 'Send';
+    this.#send.title = running ? 'Add this to the running turn (the agent picks it up between steps)' : 'Send (Ctrl+Enter)';
     this.#send.disabled = !this.ctx.canWrite || this.#sending;
-    this.#textarea.placeholder = running ? 'Add a requirement to the running turn (the agent picks it up between steps)…' : 'Message the agent…';
+    this.#textarea.placeholder = running ? 'Add to the running turn…' : 'Message the agent…';
     this.#composerNote.textContent = running
-      ? 'An addition is extra context for the agent. It never approves a tool or answers a question — use the buttons above for that.'
+      ? 'Extra context for the running turn. It never approves a tool or answers a question — use the buttons above.'
       : 'Ctrl+Enter to send.';
     const pendingSteering = [...(chat.steeringMessages ?? []), ...(chat.steeringMessage ? [chat.steeringMessage] : [])];
     const mine = new Set(this.#inputs.map((i) => i.inputId));
@@ -331,21 +534,46 @@ class ChatView {
       return p.id;
     };
     const others = pendingSteering.filter((p) => !mine.has(inputIdOf(p)));
+    const receipt = (i: TrackedInput): HTMLElement => {
+      const state = i.problem ? 'not added' : i.receipt?.state ?? 'sending';
+      return el(
+        'div',
+        { class: `receipt receipt-${state.replace(/\s/g, '-')}`, attrs: { 'data-input': i.inputId, 'data-state': state } },
+        el('span', { class: 'badge', text: state }),
+        ' ',
+        el('span', { class: 'receipt-text', text: i.text.length > 140 ? i.text.slice(0, 140) + '…' : i.text }),
+        i.problem ? el('span', { class: 'error small', text: ` — ${i.problem}` }) : i.receipt?.reason ? el('span', { class: 'muted small', text: ` — ${i.receipt.reason}` }) : null,
+      );
+    };
+    // Receipts of the latest turn (running or just ended) stay in view; once another turn has
+    // started, older ones fold into one line.
+    const latestTurn = chat.activeTurn?.id ?? chat.turns.at(-1)?.id;
+    const current = this.#inputs.filter((i) => i.target.turnId === latestTurn);
+    const ended = this.#inputs.filter((i) => !current.includes(i)).slice(-5);
     replaceChildren(
       this.#pending,
-      ...this.#inputs.slice(-5).map((i) => {
-        const state = i.problem ? 'not added' : i.receipt?.state ?? 'sending';
-        return el(
-          'div',
-          { class: `receipt receipt-${state.replace(/\s/g, '-')}`, attrs: { 'data-input': i.inputId, 'data-state': state } },
-          el('span', { class: 'badge', text: state }),
-          ' ',
-          el('span', { class: 'receipt-text', text: i.text.length > 140 ? i.text.slice(0, 140) + '…' : i.text }),
-          i.problem ? el('span', { class: 'error small', text: ` — ${i.problem}` }) : i.receipt?.reason ? el('span', { class: 'muted small', text: ` — ${i.receipt.reason}` }) : null,
-        );
-      }),
+      ended.length > 0
+        ? el('details', { class: 'earlier-receipts small muted', attrs: { 'data-testid': 'earlier-receipts' } },
+            el('summary', { text: `${ended.length} addition${ended.length === 1 ? '' : 's'} to earlier turns` }),
+            ...ended.map(receipt))
+        : null,
+      ...current.slice(-5).map(receipt),
       ...others.map((p) => el('div', { class: 'receipt receipt-accepted' }, el('span', { class: 'badge', text: 'pending (another tab)' }), ' ', el('span', { text: p.message.text }))),
     );
+  }
+
+  async #startTurn(text: string): Promise<boolean> {
+    const view = this.#view;
+    if (!view || !this.ctx.canWrite) return false;
+    const result = await view.dispatch({
+      type: 'chat/turnStarted',
+      turnId: newId(),
+      startedAt: new Date().toISOString(),
+      message: { text, origin: { kind: 'user' } },
+    });
+    if (!result.accepted) this.#composerError.textContent = `Not sent: ${result.reason}`;
+    else this.#scrollToBottom();
+    return result.accepted;
   }
 
   async #submit(): Promise<void> {
@@ -357,15 +585,9 @@ class ChatView {
     this.#send.disabled = true;
     try {
       if (view.state.activeTurn) await this.#steer(text);
-      else {
-        const result = await view.dispatch({
-          type: 'chat/turnStarted',
-          turnId: newId(),
-          startedAt: new Date().toISOString(),
-          message: { text, origin: { kind: 'user' } },
-        });
-        if (result.accepted) this.#textarea.value = '';
-        else this.#composerError.textContent = `Not sent: ${result.reason}`;
+      else if (await this.#startTurn(text)) {
+        this.#textarea.value = '';
+        this.#composer.classList.toggle('expanded', document.activeElement === this.#textarea);
       }
     } finally {
       this.#sending = false;

@@ -25,6 +25,17 @@ interface CollabParams {
 export interface PresenceState {
   readonly user?: { readonly name?: string; readonly id?: string; readonly role?: string; readonly color?: string };
   readonly editing?: string | null;
+  /** Caret and selection in a shared text answer (Yjs relative positions, see text-binding.ts). */
+  readonly cursor?: { readonly question: string; readonly anchor: string; readonly head: string } | null;
+}
+
+/**
+ * The name to show for a presence state. The hub stamps the authenticated user id on every state;
+ * in dev mode every tab is the same user "dev", so the tab's own name is shown instead.
+ */
+export function presenceName(state: PresenceState, devMode: boolean): string {
+  if (devMode && state.user?.name) return state.user.name;
+  return state.user?.id ?? state.user?.name ?? 'someone';
 }
 
 export class CollabDoc {

@@ -6,7 +6,8 @@
 import type { SessionSummary } from '../shared/protocol/state.js';
 import { ROOT_URI } from '../shared/protocol/uris.js';
 import { el, replaceChildren } from './dom.js';
-import { relativeTime, sessionIdOf, statusClass, statusLabel, type StatusLabel } from './format.js';
+import { displayTitle, errorInWords, relativeTime, sessionIdOf, statusClass, statusLabel, type StatusLabel } from './format.js';
+import type { ChatState, SessionState } from '../shared/client/ahp-client.js';
 import type { AppContext } from './main.js';
 import { markdownToText } from './markdown.js';
 
@@ -48,11 +49,20 @@ export class DashboardView {
   readonly #error = el('p', { class: 'error', attrs: { hidden: 'hidden', role: 'alert' } });
   readonly #offs: Array<() => void> = [];
   readonly #ticker: number;
+  /** What failed, per session in Error: read once from its default chat's last turn. */
+  readonly #failures = new Map<string, { modifiedAt: string; text: string | undefined }>();
+  readonly #next: HTMLButtonElement;
   #destroyed = false;
 
   constructor(private readonly ctx: AppContext) {
     this.#filter = el('input', { attrs: { type: 'checkbox', 'data-testid': 'filter-needs-input' }, on: { change: () => this.#render() } });
-    const title = el('input', { attrs: { type: 'text', placeholder: 'New session title', 'aria-label': 'New session title', maxlength: '200', 'data-testid': 'new-session-title' } });
+    const title = el('input', { attrs: { type: 'text', placeholder: 'New session title', 'aria-label': 'New session title', maxlength: '200', 'data-testid': 'new-session-title', disabled: ctx.canWrite ? undefined : 'disabled' } });
+    this.#next = el('button', {
+      class: 'primary next-waiting',
+      attrs: { type: 'button', 'data-testid': 'next-needs-input', hidden: 'hidden' },
+      text: 'Next chat that needs input →',
+      on: { click: () => this.#openNextWaiting() },
+    });
     const create = el('button', {
       attrs: { type: 'submit', 'data-testid': 'new-session', disabled: ctx.canWrite ? undefined : 'disabled' },
       title: ctx.canWrite ? 'Create a session' : 'Viewers cannot create sessions',
@@ -70,8 +80,8 @@ export class DashboardView {
     this.el = el(
       'section',
       { class: 'dashboard' },
-      el('div', { class: 'dash-head' }, el('h1', { text: 'Sessions' }), this.#counts, form),
-      el('label', { class: 'filter' }, this.#filter, ' Only sessions that need input'),
+      el('div', { class: 'dash-head' }, el('h1', { text: 'Sessions' }), this.#counts, ctx.canWrite ? form : null),
+      el('div', { class: 'dash-tools' }, el('label', { class: 'filter' }, this.#filter, ' Only sessions that need attention (input or error)'), this.#next),
       this.#error,
       this.#list,
     );
@@ -157,11 +167,15 @@ export class DashboardView {
       el('span', { class: 'count', text: `${all.length} session${all.length === 1 ? '' : 's'}` }),
       ...LABELS.map((l) => el('span', { class: statusClass(l) + ' count', attrs: { 'data-count': l }, text: `${l}: ${counts.get(l) ?? 0}` })),
     );
-    const waiting = counts.get('Needs input') ?? 0;
-    document.title = waiting > 0 ? `(${waiting}) Sessions · AHP Hub` : 'Sessions · AHP Hub';
-    const shown = this.#filter.checked ? all.filter((s) => statusLabel(s.status) === 'Needs input' || (s.inputNeededCount ?? 0) > 0) : all;
+    this.ctx.setPageTitle('Sessions');
+    const waiting = all.filter((s) => statusLabel(s.status) === 'Needs input');
+    this.#next.hidden = waiting.length === 0;
+    this.#next.textContent = waiting.length === 1 ? 'Open the chat that needs input →' : `Next chat that needs input (${waiting.length}) →`;
+    const needsAttention = (s: Summary): boolean => statusLabel(s.status) === 'Needs input' || statusLabel(s.status) === 'Error' || (s.inputNeededCount ?? 0) > 0;
+    const shown = this.#filter.checked ? all.filter(needsAttention) : all;
+    for (const s of all) if (statusLabel(s.status) === 'Error') this.#loadFailure(s);
     if (shown.length === 0) {
-      replaceChildren(this.#list, el('li', { class: 'empty muted', text: this.#filter.checked ? 'Nothing needs input right now.' : 'No sessions yet. Create one to talk to the demo agent.' }));
+      replaceChildren(this.#list, el('li', { class: 'empty muted', text: this.#filter.checked ? 'Nothing needs attention right now.' : 'No sessions yet. Create one to talk to the demo agent.' }));
       return;
     }
     replaceChildren(this.#list, ...shown.map((s) => this.#card(s)));
@@ -179,10 +193,16 @@ export class DashboardView {
         'div',
         { class: 'session-head' },
         el('span', { class: statusClass(label), attrs: { 'data-testid': 'status' }, text: label + ((s.inputNeededCount ?? 0) > 1 ? ` (${s.inputNeededCount})` : '') }),
-        el('a', { class: 'session-title', attrs: { href, 'data-route': '' }, text: s.title || 'Untitled session' }),
+        el('a', { class: 'session-title', attrs: { href, 'data-route': '' }, title: s.title, text: displayTitle(s.title) }),
         el('span', { class: 'muted when', title: s.modifiedAt, text: relativeTime(s.modifiedAt) }),
       ),
       s.activity ? el('div', { class: 'activity muted', text: s.activity }) : null,
+      label === 'Error'
+        ? el('div', { class: 'failure', attrs: { 'data-testid': 'failure' } },
+            el('span', { text: this.#failures.get(s.resource)?.text ?? 'The last turn failed.' }),
+            ' ',
+            el('a', { attrs: { href, 'data-route': '' }, text: 'Open to retry or start a new turn' }))
+        : null,
       briefs.length > 0
         ? el(
             'ul',
@@ -198,8 +218,47 @@ export class DashboardView {
             ),
           )
         : null,
-      el('div', { class: 'muted small' }, `${s.provider}${typeof chatCount === 'number' && chatCount > 1 ? ` · ${chatCount} chats` : ''}`),
+      el('div', { class: 'muted small facts' },
+        el('span', { attrs: { 'data-testid': 'provider' } }, 'Agent: ', s.provider),
+        typeof chatCount === 'number' && chatCount > 1 ? ` · ${chatCount} chats` : '',
+        ' · id ', el('code', { class: 'session-id', text: sessionIdOf(s.resource).slice(0, 8) })),
     );
+  }
+
+  /** Opens the session that has waited longest for someone (oldest change first). */
+  #openNextWaiting(): void {
+    const waiting = [...this.#sessions.values()].filter((s) => statusLabel(s.status) === 'Needs input').sort((a, b) => Date.parse(a.modifiedAt) - Date.parse(b.modifiedAt));
+    const first = waiting[0];
+    if (!first) return;
+    const brief = briefsOf(first)[0];
+    this.ctx.navigate(`/s/${encodeURIComponent(sessionIdOf(first.resource))}${brief ? `?chat=${encodeURIComponent(brief.chat)}` : ''}`);
+  }
+
+  /** Reads what failed from the session's default chat (summaries only carry the status). */
+  #loadFailure(s: Summary): void {
+    const known = this.#failures.get(s.resource);
+    if (known && known.modifiedAt === s.modifiedAt) return;
+    this.#failures.set(s.resource, { modifiedAt: s.modifiedAt, text: known?.text });
+    void (async () => {
+      const client = this.ctx.client;
+      try {
+        const session = (await client.subscribe(s.resource as `ahp-session:/${string}`)).state as SessionState;
+        const chatUri = session.defaultChat ?? session.chats[0]?.resource;
+        let text: string | undefined;
+        if (chatUri) {
+          const chat = (await client.subscribe(chatUri as `ahp-chat:/${string}`)).state as ChatState;
+          const failed = [...chat.turns].reverse().find((t) => t.error);
+          if (failed?.error) text = errorInWords(failed.error.errorType, failed.error.message);
+          if (!this.#destroyed) client.unsubscribe(chatUri);
+        }
+        if (!this.#destroyed) client.unsubscribe(s.resource);
+        if (text === undefined || this.#destroyed) return;
+        this.#failures.set(s.resource, { modifiedAt: s.modifiedAt, text });
+        this.#render();
+      } catch {
+        // Left as "The last turn failed."
+      }
+    })();
   }
 
   destroy(): void {

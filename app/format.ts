@@ -43,3 +43,79 @@ export function colorFor(name: string): string {
   for (let i = 0; i < name.length; i++) h = (h * 31 + name.charCodeAt(i)) >>> 0;
   return `hsl(${h % 360} 60% 42%)`;
 }
+
+/**
+ * A session title as people read it. Sessions started from the CLI or over HTTP may be titled
+ * with the prompt itself — sometimes a JSON demo script — so show its first meaningful line.
+ */
+export function displayTitle(title: string | undefined, fallback = 'Untitled session'): string {
+  const raw = (title ?? '').trim();
+  if (!raw) return fallback;
+  let text = raw;
+  if (raw.startsWith('{') || raw.startsWith('[')) {
+    try {
+      const parsed = JSON.parse(raw) as unknown;
+      text = titleFromJson(parsed) ?? raw;
+    } catch {
+      // a title that merely starts with a brace
+    }
+  }
+  const line = text.split(/\r?\n/).map((l) => l.trim()).find((l) => l !== '') ?? fallback;
+  return line.length > 80 ? line.slice(0, 79) + '…' : line;
+}
+
+function titleFromJson(parsed: unknown): string | undefined {
+  if (typeof parsed !== 'object' || parsed === null) return undefined;
+  const obj = parsed as Record<string, unknown>;
+  if (Array.isArray(obj['script'])) {
+    const steps = obj['script'] as Array<Record<string, unknown>>;
+    const said = steps.find((s) => typeof s?.['say'] === 'string')?.['say'] as string | undefined;
+    return said ? `Script: ${said}` : `Demo-agent script (${steps.length} step${steps.length === 1 ? '' : 's'})`;
+  }
+  for (const key of ['title', 'text', 'prompt', 'message']) if (typeof obj[key] === 'string' && obj[key]) return obj[key] as string;
+  return undefined;
+}
+
+/** What a failed turn means for a person, and what they can do next. */
+export function errorInWords(errorType: string | undefined, message: string | undefined): string {
+  const detail = (message ?? '').trim();
+  switch (errorType) {
+    case 'hubRestarted':
+      return 'The hub restarted while the agent was working, so this turn was stopped.';
+    case 'invalidScript':
+      return `The demo agent could not read this script${detail ? `: ${detail}` : ''}.`;
+    case 'scriptFailure':
+      return `The agent stopped with an error${detail ? `: “${detail}”` : ''}.`;
+    case 'refusal':
+      return `The agent declined this request${detail ? `: “${detail}”` : ''}.`;
+    case 'agentUnavailable':
+    case 'providerUnavailable':
+      return `The agent could not be reached${detail ? ` (${detail})` : ''}.`;
+    default:
+      return `The agent stopped with an error${detail ? `: “${detail}”` : ''}.`;
+  }
+}
+
+/** The hub's record of who answered (`_meta["hub/answeredBy"]`), if any. */
+export interface AnsweredBy {
+  readonly user: string;
+  readonly surface: string;
+  readonly at: string;
+}
+
+export function answeredByOf(meta: unknown): AnsweredBy | undefined {
+  const raw = (meta as Record<string, unknown> | undefined)?.['hub/answeredBy'] as Partial<AnsweredBy> | undefined;
+  if (!raw || typeof raw.user !== 'string' || typeof raw.surface !== 'string' || typeof raw.at !== 'string') return undefined;
+  return { user: raw.user, surface: raw.surface, at: raw.at };
+}
+
+/** "alice · in the app · 10:42" — who, from where, when. */
+export function answeredByText(by: AnsweredBy): string {
+  const when = Number.isNaN(Date.parse(by.at)) ? '' : new Date(by.at).toLocaleTimeString([], { hour: '2-digit', minute: '2-digit' });
+  const where = by.surface === 'app' ? 'in the app' : by.surface === 'remembered choice' ? 'by a remembered "always" choice' : `via ${by.surface}`;
+  const who = by.user.startsWith('hub:') ? 'the hub' : by.user;
+  return [who, where, when].filter(Boolean).join(' · ');
+}
+
+/** Marks an answer or approval as sent from this app (the hub adds the signed-in user and time). */
+export const FROM_APP_META = { 'hub/client': 'app' } as const;

@@ -9,10 +9,11 @@
  * which question each person is editing. Accepting sends the answers as this tab shows them.
  */
 import type { ChatInputAnswer, ChatInputAnswerValue, ChatInputQuestion, ChatInputRequest, InputRequestPart, ResponsePart } from '../shared/protocol/state.js';
-import { CollabDoc, type PresenceState } from './collab.js';
-import { bindText } from './text-binding.js';
+import { CollabDoc, presenceName } from './collab.js';
+import { bindText, cursorOf, RemoteCursorOverlay, resolveCursor, type RemoteMark, type SharedCursor } from './text-binding.js';
 import { el, markdownInto, replaceChildren } from './dom.js';
-import { colorFor } from './format.js';
+import { answeredByOf, answeredByText, colorFor, FROM_APP_META } from './format.js';
+import { submitProblems } from '../shared/state/answer-rules.js';
 import { safeHref } from './markdown.js';
 import type { PartContext, PartView } from './parts.js';
 
@@ -34,6 +35,8 @@ interface Field {
   show(answer: ChatInputAnswer | undefined): void;
   setDisabled(disabled: boolean): void;
   destroy(): void;
+  /** Others' carets and selections (shared text answers only, once bound to their Y.Text). */
+  showCursors?(marks: readonly RemoteMark[]): void;
 }
 
 function answerText(answer: ChatInputAnswer | undefined, question?: Q): string {
@@ -57,6 +60,9 @@ export class InputRequestView implements PartView {
   readonly #viewing = el('div', { class: 'viewing', attrs: { 'data-testid': 'request-presence' } });
   readonly #status = el('div', { class: 'form-status', attrs: { role: 'status', 'aria-live': 'polite' } });
   readonly #buttons: HTMLButtonElement[] = [];
+  readonly #errors = new Map<string, HTMLElement>();
+  /** After a refused submit, problems are re-checked on every change so fixed ones disappear. */
+  #checking = false;
   #request: ChatInputRequest;
   #resolved = false;
   #busy = false;
@@ -64,10 +70,21 @@ export class InputRequestView implements PartView {
   #collab: CollabDoc | undefined;
   #collabOff: (() => void) | undefined;
   #editing: string | null = null;
+  #cursor: SharedCursor | null = null;
 
   constructor(private readonly ctx: PartContext, part: InputRequestPart, active: boolean) {
     this.#request = part.request;
     this.el = el('div', { class: 'part input-request card', attrs: { 'data-request': part.request.id } });
+    const recheck = (): void => {
+      if (!this.#checking || this.#resolved) return;
+      // Text fields draft after a short pause; check what the field shows now.
+      if (this.#validate() === 0) {
+        this.#checking = false;
+        this.#setStatus('');
+      }
+    };
+    this.el.addEventListener('input', recheck);
+    this.el.addEventListener('change', recheck);
     if (part.response === undefined && active) this.#buildForm();
     else this.#buildRecord(part);
   }
@@ -165,10 +182,18 @@ export class InputRequestView implements PartView {
   }
 
   #field(question: Q): Field {
+    const field = this.#fieldFor(question);
+    const error = el('div', { class: 'field-error', attrs: { 'data-testid': 'field-error', id: `${field.el.dataset['question'] ?? question.id}-error`, hidden: 'hidden' } });
+    field.el.append(error);
+    this.#errors.set(question.id, error);
+    return field;
+  }
+
+  #fieldFor(question: Q): Field {
     const id = `q-${this.#request.id}-${question.id}`.replace(/[^\w-]/g, '_');
     const required = question.required === true;
     const presence = el('span', { class: 'presence', attrs: { 'data-testid': 'presence' } });
-    const label = el('label', { class: 'q-title', attrs: { for: id } }, (question.title as string | undefined) ?? question.id, required ? el('span', { class: 'required', title: 'required', attrs: { 'aria-label': 'required' }, text: ' *' }) : null);
+    const label = el('label', { class: 'q-title', attrs: { for: id, id: `${id}-label` } }, (question.title as string | undefined) ?? question.id, required ? el('span', { class: 'required', title: 'required', attrs: { 'aria-label': 'required' }, text: ' *' }) : null);
     const message = question.message ? el('div', { class: 'q-message markdown' }) : null;
     if (message) markdownInto(message, String(question.message));
     const hint = el('div', { class: 'q-hint muted' });
@@ -201,24 +226,28 @@ export class InputRequestView implements PartView {
         };
       }
       case 'boolean': {
-        const input = el('input', { attrs: { id, type: 'checkbox' } });
-        input.checked = question['defaultValue'] === true;
-        let touched = typeof question['defaultValue'] === 'boolean';
-        input.addEventListener('change', () => {
-          touched = true;
-          draft({ kind: 'boolean', value: input.checked });
-        });
-        wrap.append(el('label', { class: 'check' }, input, ' Yes'));
+        // A real yes/no choice: two radios, neither picked until someone answers (or a default).
+        const group = el('div', { class: 'options yes-no', attrs: { role: 'radiogroup', id, 'aria-labelledby': `${id}-label` } });
+        const yes = el('input', { attrs: { type: 'radio', name: id, value: 'yes', 'data-testid': `yes-${question.id}` } });
+        const no = el('input', { attrs: { type: 'radio', name: id, value: 'no', 'data-testid': `no-${question.id}` } });
+        if (typeof question['defaultValue'] === 'boolean') (question['defaultValue'] ? yes : no).checked = true;
+        const read = (): ChatInputAnswerValue | undefined => (yes.checked ? { kind: 'boolean', value: true } : no.checked ? { kind: 'boolean', value: false } : undefined);
+        for (const r of [yes, no]) r.addEventListener('change', () => draft(read()));
+        group.append(el('label', { class: 'option' }, yes, ' Yes'), el('label', { class: 'option' }, no, ' No'));
+        wrap.append(group);
         return {
-          question, el: wrap, presence,
-          value: () => (touched || required ? { kind: 'boolean', value: input.checked } : undefined),
+          question, el: wrap, presence, value: read,
           show: (a) => {
             if (a && a.state !== 'skipped' && a.value.kind === 'boolean') {
-              touched = true;
-              input.checked = (a.value as { value: boolean }).value;
+              const v = (a.value as { value: boolean }).value;
+              yes.checked = v;
+              no.checked = !v;
             }
           },
-          setDisabled: (d) => (input.disabled = d),
+          setDisabled: (d) => {
+            yes.disabled = d;
+            no.disabled = d;
+          },
           destroy: () => {},
         };
       }
@@ -274,8 +303,23 @@ export class InputRequestView implements PartView {
         bound = true;
         // The hub seeds each Y.Text with the current draft (or the question's default) once.
         unbind = bindText(ytext, input, () => refreshCount());
-        ytext.observe(() => refreshCount());
+        ytext.observe(() => {
+          refreshCount();
+          this.#renderCursors();
+        });
         refreshCount();
+        // Remote carets and selections, and ours for the others (relative positions over awareness).
+        const overlay = new RemoteCursorOverlay(input);
+        field.showCursors = (marks) => overlay.show(marks);
+        let frame = 0;
+        const publish = (): void => {
+          cancelAnimationFrame(frame);
+          frame = requestAnimationFrame(() => {
+            if (document.activeElement === input) this.#setCursor(cursorOf(ytext, question.id, input));
+          });
+        };
+        for (const type of ['select', 'keyup', 'mouseup', 'input', 'focus']) input.addEventListener(type, publish);
+        this.#renderCursors();
       },
     };
     // Until (or unless) the shared text is available, type straight into the AHP draft.
@@ -325,9 +369,19 @@ export class InputRequestView implements PartView {
       if (extra && picked.length === 0) return { kind: 'selected', value: extra, freeformValues: [extra] };
       return picked[0] !== undefined ? { kind: 'selected', value: picked[0] } : undefined;
     };
+    // A multi-select with a maximum cannot take one more tick than allowed: the other boxes are
+    // disabled while the limit is reached (free text counts as a selection, as on the hub).
+    const max = multi && typeof question['max'] === 'number' ? (question['max'] as number) : undefined;
+    let allDisabled = false;
+    const enforceMax = (): void => {
+      const count = boxes.filter((b) => b.checked).length + ((other?.value.trim() ?? '') !== '' ? 1 : 0);
+      for (const b of boxes) b.disabled = allDisabled || (max !== undefined && !b.checked && count >= max);
+      if (other && max !== undefined) other.disabled = allDisabled || (other.value.trim() === '' && count >= max);
+    };
     for (const b of boxes) {
       b.addEventListener('change', () => {
         if (!multi && other) other.value = '';
+        enforceMax();
         draft(read());
       });
     }
@@ -337,6 +391,7 @@ export class InputRequestView implements PartView {
     if (other) {
       other.addEventListener('input', () => {
         if (!multi && other.value.trim()) for (const b of boxes) b.checked = false;
+        enforceMax();
         window.clearTimeout(otherTimer);
         otherTimer = window.setTimeout(() => {
           otherTimer = undefined;
@@ -353,10 +408,11 @@ export class InputRequestView implements PartView {
         const ids = v.kind === 'selected-many' && Array.isArray(v.value) ? (v.value as string[]) : v.kind === 'selected' ? [String(v.value)] : [];
         for (const b of boxes) b.checked = ids.includes(b.value);
         if (other) other.value = v.freeformValues?.[0] ?? '';
+        enforceMax();
       },
       setDisabled: (d) => {
-        for (const b of boxes) b.disabled = d;
-        if (other) other.disabled = d;
+        allDisabled = d;
+        enforceMax();
       },
       destroy: () => window.clearTimeout(otherTimer),
     };
@@ -372,40 +428,53 @@ export class InputRequestView implements PartView {
     if (!result.accepted && !this.#resolved) this.#setStatus(`Draft not saved: ${result.reason}`, true);
   }
 
-  #validate(): string | undefined {
-    for (const field of this.#fields.values()) {
-      const q = field.question;
-      const v = field.value() as { kind: string; value: unknown; freeformValues?: string[] } | undefined;
-      const name = (q.title as string | undefined) ?? q.id;
-      if (!v) {
-        if (q.required) return `"${name}" is required.`;
-        continue;
-      }
-      const min = typeof q['min'] === 'number' ? (q['min'] as number) : undefined;
-      const max = typeof q['max'] === 'number' ? (q['max'] as number) : undefined;
-      const n = v.kind === 'text' ? String(v.value).length : v.kind === 'number' ? (v.value as number) : v.kind === 'selected-many' ? (v.value as string[]).length + (v.freeformValues?.length ?? 0) : undefined;
-      if (q.kind === 'integer' && v.kind === 'number' && !Number.isInteger(v.value)) return `"${name}" must be a whole number.`;
-      if (n !== undefined && min !== undefined && n < min) return `"${name}" is below the minimum (${min}).`;
-      if (n !== undefined && max !== undefined && n > max) return `"${name}" is above the maximum (${max}).`;
+  /** The answers as this tab shows them: submitted where filled in, skipped where empty. */
+  #answers(): Record<string, ChatInputAnswer> {
+    const answers: Record<string, ChatInputAnswer> = {};
+    for (const [id, field] of this.#fields) {
+      const value = field.value();
+      answers[id] = value ? { state: 'submitted', value } : { state: 'skipped' };
     }
-    return undefined;
+    return answers;
+  }
+
+  /**
+   * Runs the hub's own answer rules (shared/state/answer-rules.ts) and shows every problem at
+   * its field at once. Returns how many questions need attention.
+   */
+  #validate(): number {
+    const problems = submitProblems(this.#request.questions ?? [], this.#answers());
+    const byQuestion = new Map(problems.map((p) => [p.questionId, p.advice]));
+    for (const [id, error] of this.#errors) {
+      const advice = byQuestion.get(id);
+      const field = this.#fields.get(id);
+      error.textContent = advice ?? '';
+      error.hidden = advice === undefined;
+      field?.el.classList.toggle('invalid', advice !== undefined);
+      for (const control of field?.el.querySelectorAll('input, textarea') ?? []) {
+        if (advice !== undefined) {
+          control.setAttribute('aria-invalid', 'true');
+          control.setAttribute('aria-describedby', error.id);
+        } else control.removeAttribute('aria-invalid');
+      }
+    }
+    return problems.length;
   }
 
   async #complete(response: 'accept' | 'decline' | 'cancel'): Promise<void> {
     if (!this.ctx.app.canWrite) return;
-    const action: Record<string, unknown> = { type: 'chat/inputCompleted', requestId: this.#request.id, response };
+    const action: Record<string, unknown> = { type: 'chat/inputCompleted', requestId: this.#request.id, response, _meta: FROM_APP_META };
     if (response === 'accept') {
-      const problem = this.#validate();
-      if (problem) {
-        this.#setStatus(problem, true);
+      const problems = this.#validate();
+      if (problems > 0) {
+        this.#checking = true;
+        this.#setStatus(problems === 1 ? 'One answer needs attention (see the highlighted question).' : `${problems} answers need attention (see the highlighted questions).`, true);
+        (this.el.querySelector('.question.invalid input:not([disabled]), .question.invalid textarea:not([disabled])') as HTMLElement | null)?.focus();
         return;
       }
-      const answers: Record<string, ChatInputAnswer> = {};
-      for (const [id, field] of this.#fields) {
-        const value = field.value();
-        answers[id] = value ? { state: 'submitted', value } : { state: 'skipped' };
-      }
+      const answers = this.#answers();
       if (Object.keys(answers).length > 0) action['answers'] = answers;
+      this.ctx.onAnswered?.();
     }
     this.#busy = true;
     this.#refreshButtons();
@@ -428,7 +497,10 @@ export class InputRequestView implements PartView {
     const doc = new CollabDoc(this.ctx.app.client, this.ctx.chat.channel, this.#request.id);
     this.#collab = doc;
     doc.setPresence({ user: { name: this.ctx.app.user }, editing: this.#editing });
-    this.#collabOff = doc.onChange(() => this.#renderPresence());
+    this.#collabOff = doc.onChange(() => {
+      this.#renderPresence();
+      this.#renderCursors();
+    });
     doc
       .join()
       .then(() => {
@@ -442,14 +514,45 @@ export class InputRequestView implements PartView {
 
   #setEditing(questionId: string | null): void {
     this.#editing = questionId;
-    this.#collab?.setPresence({ user: { name: this.ctx.app.user }, editing: questionId });
+    if (questionId === null || this.#cursor?.question !== questionId) this.#cursor = null;
+    this.#publishPresence();
+  }
+
+  #setCursor(cursor: SharedCursor | null): void {
+    if (cursor?.anchor === this.#cursor?.anchor && cursor?.head === this.#cursor?.head && cursor?.question === this.#cursor?.question) return;
+    this.#cursor = cursor;
+    this.#publishPresence();
+  }
+
+  #publishPresence(): void {
+    this.#collab?.setPresence({ user: { name: this.ctx.app.user }, editing: this.#editing, cursor: this.#cursor });
+  }
+
+  /** Draws everyone else's caret and selection in the shared text answers. */
+  #renderCursors(): void {
+    const doc = this.#collab;
+    if (!doc) return;
+    const others = doc.others();
+    for (const [id, field] of this.#fields) {
+      if (!field.showCursors) continue;
+      const marks: RemoteMark[] = [];
+      for (const [, state] of others) {
+        const cursor = state.cursor;
+        if (!cursor || cursor.question !== id || typeof cursor.anchor !== 'string' || typeof cursor.head !== 'string') continue;
+        const range = resolveCursor(doc.doc, cursor);
+        if (!range) continue;
+        const name = presenceName(state, this.ctx.app.devMode);
+        marks.push({ name, color: colorFor(name), start: range[0], end: range[1] });
+      }
+      field.showCursors(marks);
+    }
   }
 
   #renderPresence(): void {
     const doc = this.#collab;
     if (!doc) return;
     const others = doc.others();
-    const who = (s: PresenceState): string => s.user?.id ?? s.user?.name ?? 'someone';
+    const who = (s: Parameters<typeof presenceName>[0]): string => presenceName(s, this.ctx.app.devMode);
     const chip = (name: string, extra = ''): HTMLElement => el('span', { class: 'chip', attrs: { style: `--c:${colorFor(name)}`, 'data-user': name }, text: name + extra });
     replaceChildren(this.#viewing, ...(others.length > 0 ? ['Also here: ', ...others.map(([, s]) => chip(who(s)))] : []));
     for (const [id, field] of this.#fields) {
@@ -473,18 +576,22 @@ export class InputRequestView implements PartView {
     );
     const message = part.request.message ? el('div', { class: 'markdown muted' }) : null;
     if (message) markdownInto(message, part.request.message!);
+    const by = answeredByOf((part as { _meta?: unknown })._meta);
     replaceChildren(
       this.el,
       el('div', { class: 'request-head' }, el('strong', { text: 'Input request' }), el('span', { class: `badge outcome-${part.response ?? 'none'}`, attrs: { 'data-testid': 'outcome' }, text: outcome })),
       message,
       part.request.url ? el('div', { class: 'muted small' }, 'Link: ', el('code', { text: part.request.url })) : null,
       rows.length > 0 ? el('ul', { class: 'answers' }, ...rows) : null,
+      by ? el('div', { class: 'muted answered-by', attrs: { 'data-testid': 'answered-by' }, text: `${outcome} by ${answeredByText(by)}` }) : null,
     );
   }
 
   #destroyFields(): void {
     for (const f of this.#fields.values()) f.destroy();
     this.#fields.clear();
+    this.#errors.clear();
+    this.#checking = false;
     this.#buttons.length = 0;
     this.#collabOff?.();
     this.#collab?.destroy();
@@ -504,7 +611,8 @@ function rangeHint(min: unknown, max: unknown, unit: string): string {
   const lo = typeof min === 'number' ? min : undefined;
   const hi = typeof max === 'number' ? max : undefined;
   if (lo !== undefined && hi !== undefined) return `${lo}–${hi} ${unit}`;
-  if (lo !== undefined) return `at least ${lo} ${unit}`;
-  if (hi !== undefined) return `at most ${hi} ${unit}`;
+  const numeric = unit === 'number' || unit === 'whole number';
+  if (lo !== undefined) return numeric ? `${unit === 'number' ? 'a number' : 'a whole number'}, ${lo} or more` : `at least ${lo} ${unit}`;
+  if (hi !== undefined) return numeric ? `${unit === 'number' ? 'a number' : 'a whole number'}, ${hi} or less` : `at most ${hi} ${unit}`;
   return unit === 'number' || unit === 'whole number' ? `a ${unit}` : '';
 }

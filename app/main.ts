@@ -4,17 +4,24 @@
  * shared AhpClient SDK over `/ahp`; routes are `/` (dashboard) and `/s/<sessionId>?chat=<uri>`.
  */
 import { AhpClient, type ConnectionState } from '../shared/client/ahp-client.js';
-import { forgetToken, signInForm, takeToken } from './auth.js';
+import { devTabName, forgetToken, signInForm, takeToken } from './auth.js';
 import { el } from './dom.js';
 import { DashboardView } from './dashboard.js';
 import { ChatPage } from './chat-view.js';
+import { Attention } from './attention.js';
 
 export interface AppContext {
   readonly client: AhpClient;
+  /** Who this tab is: the token's user, or in dev mode a per-tab name (so presence can be tried). */
   readonly user: string;
   readonly role: string;
   readonly canWrite: boolean;
+  /** No token: the hub's single-user dev mode. */
+  readonly devMode: boolean;
+  readonly attention: Attention;
   navigate(path: string): void;
+  /** Sets the page's own title; the app prefixes "(n) need input" while sessions wait. */
+  setPageTitle(title: string): void;
 }
 
 interface View {
@@ -56,12 +63,22 @@ async function start(): Promise<void> {
     }
   }
   const principal = (client.initializeResult?._meta?.['hub/principal'] ?? {}) as { user?: string; role?: string };
-  const user = principal.user ?? 'me';
+  const devMode = token === undefined;
+  const user = devMode ? devTabName() : principal.user ?? 'me';
   const role = principal.role ?? 'user';
-  shell(client, user, role);
+  shell(client, user, role, devMode);
 }
 
-function shell(client: AhpClient, user: string, role: string): void {
+function shell(client: AhpClient, user: string, role: string, devMode: boolean): void {
+  const attention = new Attention(client);
+  const canWrite = role !== 'viewer';
+  const bell = el('button', {
+    class: 'link small notify',
+    attrs: { type: 'button', 'data-testid': 'notify-toggle', hidden: typeof Notification === 'undefined' ? 'hidden' : undefined },
+    text: attention.notificationsOn ? 'Notifications on' : 'Notify me',
+    title: 'Show a browser notification when a session needs input while this tab is in the background',
+    on: { click: () => void attention.toggleNotifications().then((on) => (bell.textContent = on ? 'Notifications on' : 'Notify me')) },
+  });
   const conn = el('span', { class: 'conn conn-open', attrs: { 'data-testid': 'connection', role: 'status', 'aria-live': 'polite' }, text: 'Connected' });
   const banner = el('div', { class: 'banner', attrs: { hidden: 'hidden', role: 'alert' } });
   const viewHost = el('main', { attrs: { id: 'view' } });
@@ -71,14 +88,19 @@ function shell(client: AhpClient, user: string, role: string): void {
     el('a', { class: 'brand', attrs: { href: '/', 'data-route': '' }, text: 'AHP Hub' }),
     el('span', { class: 'spacer' }),
     conn,
-    el('span', { class: 'me', attrs: { 'data-testid': 'me' }, text: `${user} · ${role}` }),
-    el('button', { class: 'link', text: 'Sign out', on: { click: () => {
+    bell,
+    el('span', { class: 'me', attrs: { 'data-testid': 'me' }, title: devMode ? 'Dev mode: each tab gets its own name so presence can be tried locally' : undefined }, user, el('span', { class: 'role', text: devMode ? ' · dev mode' : ` · ${role}` })),
+    // Without a token there is nothing to sign out of.
+    devMode ? null : el('button', { class: 'link', attrs: { 'data-testid': 'sign-out' }, text: 'Sign out', on: { click: () => {
       forgetToken();
       client.close();
       location.href = '/';
     } } }),
   );
-  root.replaceChildren(header, banner, viewHost);
+  const readOnly = canWrite
+    ? null
+    : el('div', { class: 'banner banner-info', attrs: { 'data-testid': 'read-only', role: 'note' }, text: 'Read-only access: you can follow every session live, but not send, answer or create anything.' });
+  root.replaceChildren(header, readOnly ?? '', banner, viewHost);
 
   let lost = false;
   let bannerTimer: number | undefined;
@@ -109,11 +131,14 @@ function shell(client: AhpClient, user: string, role: string): void {
     client,
     user,
     role,
-    canWrite: role !== 'viewer',
+    canWrite,
+    devMode,
+    attention,
     navigate: (path) => {
       history.pushState(null, '', path);
       render();
     },
+    setPageTitle: (title) => attention.setBaseTitle(`${title} · AHP Hub`),
   };
   const render = (): void => {
     current?.destroy();

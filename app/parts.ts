@@ -6,6 +6,7 @@ import type { ChatState } from '../shared/client/ahp-client.js';
 import type { ChannelView } from '../shared/client/channel-view.js';
 import type { ResponsePart, ToolCallState } from '../shared/protocol/state.js';
 import { el, markdownInto, replaceChildren } from './dom.js';
+import { answeredByOf, answeredByText, errorInWords, FROM_APP_META } from './format.js';
 import type { AppContext } from './main.js';
 import { InputRequestView } from './input-form.js';
 
@@ -13,6 +14,8 @@ export interface PartContext {
   readonly app: AppContext;
   readonly chat: ChannelView<ChatState>;
   readonly turnId: string;
+  /** Called when this tab submits answers, so the chat can bring what comes next into view. */
+  readonly onAnswered?: () => void;
 }
 
 export interface PartView {
@@ -83,7 +86,9 @@ class GenericView implements PartView {
       case 'error': {
         const error = p['error'] as { message?: string; errorType?: string } | undefined;
         this.el.className = 'part error-part';
-        replaceChildren(this.el, el('strong', { text: 'Error' }), error?.errorType ? ` (${error.errorType})` : '', ': ', error?.message ?? 'the turn failed');
+        // Words for people; the internal code stays available on hover for bug reports.
+        this.el.title = error?.errorType ? `${error.errorType}: ${error.message ?? ''}` : '';
+        replaceChildren(this.el, el('span', { class: 'error-words', text: errorInWords(error?.errorType, error?.message) }));
         return;
       }
       case 'userMessage': {
@@ -172,6 +177,12 @@ class ToolCallView implements PartView {
       const option = (t['selectedOption'] as { label?: string } | undefined)?.label;
       if (option) body.push(el('div', { class: 'muted', text: `Approved: ${option}` }));
     }
+    // Who approved or denied it, from which surface, and when (recorded by the hub).
+    const by = answeredByOf(t['_meta']);
+    if (by) {
+      const verb = tool.status === 'cancelled' ? 'Denied by' : tool.status === 'pending-result-confirmation' ? 'Approved by' : 'Approved by';
+      body.push(el('div', { class: 'muted answered-by', attrs: { 'data-testid': 'answered-by' }, text: `${verb} ${answeredByText(by)}` }));
+    }
     if (tool.status === 'auth-required') {
       const auth = t['auth'] as { description?: string; resource?: { resource?: string } } | undefined;
       body.push(el('div', { class: 'muted', text: auth?.description ?? `Sign-in needed for ${auth?.resource?.resource ?? 'a resource'}` }));
@@ -221,7 +232,7 @@ class ToolCallView implements PartView {
     this.#busy = true;
     this.#problem = undefined;
     if (this.#last) this.#render(this.#last, true);
-    const result = await this.ctx.chat.dispatch(action as { type: string });
+    const result = await this.ctx.chat.dispatch({ ...action, _meta: FROM_APP_META } as unknown as { type: string });
     this.#busy = false;
     this.#problem = result.accepted ? undefined : `Not applied: ${result.reason}`;
     const latest = this.#last;

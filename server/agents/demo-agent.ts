@@ -5,7 +5,7 @@
  * agent passes a safe input barrier, where steering inputs added to the running turn are taken.
  */
 import { z } from 'zod';
-import { chatInputRequestSchema, type ChatInputAnswer, type ChatInputRequest } from '../../shared/protocol/state.js';
+import { chatInputRequestSchema, type ChatInputAnswer, type ChatInputQuestion, type ChatInputRequest } from '../../shared/protocol/state.js';
 import { TurnFailure, type AgentProvider, type InputOutcome, type TurnContext, type TurnResult } from './agent.js';
 
 const toolOptionSchema = z.object({
@@ -57,27 +57,35 @@ export function parseScript(text: string): { steps: ScriptStep[] } | { error: st
   return { steps: parsed.data.script };
 }
 
-function describeAnswer(answer: ChatInputAnswer): string {
+function describeAnswer(answer: ChatInputAnswer, question: ChatInputQuestion | undefined): string {
   if (answer.state === 'skipped') return 'skipped';
   const v = answer.value as { kind: string; value?: unknown; freeformValues?: string[] };
-  const parts = [Array.isArray(v.value) ? v.value.join(', ') : String(v.value)];
+  const options = (question as { options?: Array<{ id: string; label: string }> } | undefined)?.options ?? [];
+  const label = (id: unknown): string => options.find((o) => o.id === id)?.label ?? String(id);
+  const parts = [v.kind === 'boolean' ? (v.value ? 'Yes' : 'No') : Array.isArray(v.value) ? v.value.map(label).join(', ') : label(v.value)];
   if (v.freeformValues?.length) parts.push(`(other: ${v.freeformValues.join(', ')})`);
   return parts.join(' ');
 }
 
-export function describeOutcome(outcome: InputOutcome): string {
+/** The outcome as a person reads it: answers by question title, in the order of the form. */
+export function describeOutcome(outcome: InputOutcome, request?: ChatInputRequest): string {
   const lines = [`Input ${outcome.response === 'accept' ? 'accepted' : outcome.response === 'decline' ? 'declined' : 'cancelled'}.`];
-  const entries = Object.entries(outcome.answers);
-  if (entries.length > 0) {
+  const questions = request?.questions ?? [];
+  const known = new Set(questions.map((q) => q.id));
+  const ordered: Array<[string, ChatInputQuestion | undefined]> = [
+    ...questions.filter((q) => Object.hasOwn(outcome.answers, q.id)).map((q): [string, ChatInputQuestion] => [q.id, q]),
+    ...Object.keys(outcome.answers).filter((id) => !known.has(id)).map((id): [string, undefined] => [id, undefined]),
+  ];
+  if (ordered.length > 0) {
     lines.push('', 'Final answers:');
-    for (const [questionId, answer] of entries) lines.push(`- ${questionId}: ${describeAnswer(answer)}`);
+    for (const [id, question] of ordered) lines.push(`- ${question?.title ?? id}: ${describeAnswer(outcome.answers[id]!, question)}`);
   }
   return lines.join('\n');
 }
 
 async function runStep(ctx: TurnContext, step: ScriptStep): Promise<void> {
   if ('say' in step) return ctx.say(step.say);
-  if ('ask' in step) return ctx.say(describeOutcome(await ctx.requestInput(step.ask as ChatInputRequest)));
+  if ('ask' in step) return ctx.say(describeOutcome(await ctx.requestInput(step.ask as ChatInputRequest), step.ask as ChatInputRequest));
   if ('sleep' in step) return ctx.sleep(step.sleep);
   if ('fail' in step) throw new TurnFailure(step.fail, 'scriptFailure');
   const tool = step.tool;

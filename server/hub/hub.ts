@@ -71,6 +71,12 @@ export interface HubOptions {
 }
 
 /** A client that dispatches actions: the connection it speaks on and who it is. */
+/** Answers and approvals, stamped with who gave them (see `#stampAnswer`). */
+const ANSWER_ACTIONS: ReadonlySet<string> = new Set(['chat/inputCompleted', 'chat/toolCallConfirmed', 'chat/toolCallResultConfirmed']);
+export const ANSWERED_BY_META = 'hub/answeredBy';
+/** The surface of a WebSocket (AHP) client that does not name itself. */
+const CLIENT_SURFACE = 'AHP client';
+
 export interface ClientHandle {
   readonly conn: Connection;
   readonly principal: Principal;
@@ -462,7 +468,7 @@ export class Hub {
     }
     const decision = duplicate
       ? ({ ok: false, reason: duplicate.kind === 'rejected' ? duplicate.reason : `clientSeq ${clientSeq} was already applied; it is not applied again` } as const)
-      : this.#decide(client.principal, client.clientId, channel, rawAction);
+      : this.#decide(client.principal, client.clientId, channel, rawAction, CLIENT_SURFACE);
     if (!decision) return;
     if (!decision.ok) {
       if (!duplicate) this.#ledger.rejected(client.clientId, clientSeq, decision.reason);
@@ -482,9 +488,9 @@ export class Hub {
    * broadcast without an origin, and resolves once durable. Unknown or invisible channels give
    * `{ok: false, notFound: true}`.
    */
-  async submitAs(principal: Principal, channel: string, rawAction: WireAction): Promise<SubmitResult> {
+  async submitAs(principal: Principal, channel: string, rawAction: WireAction, surface = 'hub'): Promise<SubmitResult> {
     this.#assertOpen();
-    const decision = this.#decide(principal, `hub:${principal.user}`, channel, rawAction);
+    const decision = this.#decide(principal, `hub:${principal.user}`, channel, rawAction, surface);
     if (!decision) return { ok: false, notFound: true, reason: `no channel ${channel}` };
     if (!decision.ok) return { ok: false, notFound: false, reason: decision.reason };
     const serverSeq = this.#commit(channel, decision.action, undefined);
@@ -500,7 +506,7 @@ export class Hub {
   }
 
   /** Validation shared by every client path. undefined = channel unknown or invisible (ignore). */
-  #decide(principal: Principal, clientId: string, channel: string, rawAction: WireAction):
+  #decide(principal: Principal, clientId: string, channel: string, rawAction: WireAction, surface: string):
     | { ok: true; action: WireAction }
     | { ok: false; reason: string }
     | undefined {
@@ -526,7 +532,23 @@ export class Hub {
           },
           action,
         );
-    return reason === undefined ? { ok: true, action } : { ok: false, reason };
+    if (reason !== undefined) return { ok: false, reason };
+    return { ok: true, action: ANSWER_ACTIONS.has(action.type) ? this.#stampAnswer(action, principal, surface) : action };
+  }
+
+  /**
+   * Records who answered, from which surface and when, in the answer's `_meta["hub/answeredBy"]`
+   * (kept by the reducers on the tool call and the input request), so every client can say
+   * "approved by alice in the app, 10:42" whichever surface the answer came from. The user is
+   * always the authenticated one; a WebSocket client may only name itself (`hub/client`, e.g.
+   * "app"), which becomes the surface "<name> (AHP)".
+   */
+  #stampAnswer(action: WireAction, principal: Principal, surface: string): WireAction {
+    const meta = (action as { _meta?: Record<string, unknown> })._meta;
+    const named = meta?.['hub/client'];
+    const from = surface === CLIENT_SURFACE && typeof named === 'string' && /^[\w .-]{1,40}$/.test(named) ? named : surface;
+    const answeredBy = { user: principal.user, surface: from, at: new Date(this.#now()).toISOString() };
+    return { ...action, _meta: { ...meta, [ANSWERED_BY_META]: answeredBy } };
   }
 
   /** Echoes a rejection to the sender without looking at the action (e.g. rate limits), in order. */

@@ -173,7 +173,7 @@ export function createInteractionsFeature(options: InteractionsOptions = {}): Fe
         const { id, parsed } = parseDataWorks(body);
         if (!repliesEnabled) return fail(id, { errorCode: 'DAEMON_PERMISSION_UNAVAILABLE', message: 'permission replies are not enabled on this hub' });
         if (isParamError(parsed)) return fail(id, parsed);
-        const result = await registry.reply(hc.principal, sessionUriOf(parsed.sessionId), parsed.permissionRequestId, parsed.reply);
+        const result = await registry.reply(hc.principal, sessionUriOf(parsed.sessionId), parsed.permissionRequestId, parsed.reply, 'HTTP reply');
         if (result.kind === 'error') return fail(id, { errorCode: result.code, message: result.message });
         respond(200, id, { Result: { Accepted: result.kind === 'accepted' } });
       });
@@ -186,7 +186,7 @@ export function createInteractionsFeature(options: InteractionsOptions = {}): Fe
         if (badId) throw qwenError(badId);
         const reply = parseQwen(body);
         if (isParamError(reply)) throw qwenError(reply);
-        const result: ReplyResult = await registry.reply(hc.principal, sessionUriOf(hc.params['sessionId']!), hc.params['requestId']!, reply);
+        const result: ReplyResult = await registry.reply(hc.principal, sessionUriOf(hc.params['sessionId']!), hc.params['requestId']!, reply, 'Qwen route');
         if (result.kind === 'accepted') return sendJson(res, 200, { accepted: true });
         if (result.kind === 'notAccepted') {
           throw new HttpError(404, 'permission_request_not_found', 'no pending permission request with that id in that session (unknown, already resolved, expired, or no such session)');

@@ -150,7 +150,8 @@ export class InteractionRegistry {
    * unknown, resolved or invisible request is `notAccepted` (indistinguishable). Option and
    * answer problems of a pending request are errors. First-wins is the hub's: see the file header.
    */
-  async reply(principal: Principal, session: string, requestId: string, reply: Reply): Promise<ReplyResult> {
+  /** `surface` names where the reply came from; the hub records it with the user (`hub/answeredBy`). */
+  async reply(principal: Principal, session: string, requestId: string, reply: Reply, surface = 'HTTP reply'): Promise<ReplyResult> {
     if (!canWrite(principal)) return { kind: 'error', code: 'PERMISSION_DENIED', message: 'read-only access: viewers cannot answer permission requests' };
     if (!this.hub.session(principal, session)) return { kind: 'notAccepted' };
     const found = this.lookup(session, requestId);
@@ -168,7 +169,7 @@ export class InteractionRegistry {
     let submitted: ReturnType<Hub['submitAs']>;
     try {
       // Decided and committed synchronously: the registry has reconciled when this returns.
-      submitted = this.hub.submitAs(principal, it.chat, built.action);
+      submitted = this.hub.submitAs(principal, it.chat, built.action, surface);
     } catch (err) {
       it.claimed = undefined;
       this.logger.warn('permission reply could not be applied', errorFields(err));
@@ -304,7 +305,7 @@ export class InteractionRegistry {
         };
     const what = choice === 'approval' ? 'auto-approval' : 'auto-denial';
     try {
-      void this.hub.submitAs(principal, it.chat, action).catch((err: unknown) => this.logger.warn(`${what} failed`, errorFields(err)));
+      void this.hub.submitAs(principal, it.chat, action, 'remembered choice').catch((err: unknown) => this.logger.warn(`${what} failed`, errorFields(err)));
     } catch (err) {
       this.logger.warn(`${what} failed`, errorFields(err));
     } finally {
@@ -337,6 +338,11 @@ export class InteractionRegistry {
     }
     if (e.type !== 'committed') return;
     const { channel, action } = e.event;
+    if (action.type === 'x-session/toolChoiceForgotten') {
+      // Clearing a standing permission is worth a line in the operator's log, not only the action log.
+      this.logger.info('remembered tool choice forgotten', { session: channel, toolName: action['toolName'], clientId: e.event.origin?.clientId });
+      return;
+    }
     const chat = this.hub.chatEntry(channel);
     if (!chat) return;
     const turnId = chat.state.activeTurn?.id ?? (typeof action['turnId'] === 'string' ? action['turnId'] : undefined);

@@ -343,6 +343,18 @@ export const toolDenialRememberedActionSchema = z.looseObject({
   ...meta,
 });
 
+/**
+ * Implementation-defined (`x-`), client-dispatchable: a person clears the remembered "always
+ * allow" / "always deny" choice for `toolName` in this session, so the next confirmation of that
+ * tool is asked again. Rejected when the session remembers no choice for the tool; viewers are
+ * refused like for every dispatch. Being in the log, it survives restarts.
+ */
+export const toolChoiceForgottenActionSchema = z.looseObject({
+  type: z.literal('x-session/toolChoiceForgotten'),
+  toolName: z.string().min(1).max(StateLimits.id),
+  ...meta,
+});
+
 // ─── Root channel ────────────────────────────────────────────────────────────
 
 export const agentsChangedActionSchema = z.looseObject({
@@ -400,6 +412,7 @@ export const sessionActionSchema = z.discriminatedUnion('type', [
   sessionStateReplacedActionSchema,
   toolApprovalRememberedActionSchema,
   toolDenialRememberedActionSchema,
+  toolChoiceForgottenActionSchema,
 ]);
 
 export const rootActionSchema = z.discriminatedUnion('type', [agentsChangedActionSchema]);
@@ -450,6 +463,7 @@ export type SessionStateReplacedAction = z.infer<typeof sessionStateReplacedActi
 export type AgentsChangedAction = z.infer<typeof agentsChangedActionSchema>;
 export type ToolApprovalRememberedAction = z.infer<typeof toolApprovalRememberedActionSchema>;
 export type ToolDenialRememberedAction = z.infer<typeof toolDenialRememberedActionSchema>;
+export type ToolChoiceForgottenAction = z.infer<typeof toolChoiceForgottenActionSchema>;
 
 export type ChatAction = z.infer<typeof chatActionSchema>;
 export type SessionAction = z.infer<typeof sessionActionSchema>;
@@ -507,6 +521,7 @@ const ACTION_SCHEMAS = {
   'session/stateReplaced': sessionStateReplacedActionSchema,
   'x-session/toolApprovalRemembered': toolApprovalRememberedActionSchema,
   'x-session/toolDenialRemembered': toolDenialRememberedActionSchema,
+  'x-session/toolChoiceForgotten': toolChoiceForgottenActionSchema,
   'root/agentsChanged': agentsChangedActionSchema,
 } satisfies { [T in KnownActionType]: z.ZodType<Extract<KnownAction, { type: T }>> };
 
@@ -558,6 +573,7 @@ export const CLIENT_DISPATCHABLE_ACTIONS: ReadonlySet<string> = new Set<KnownAct
   'session/isReadChanged',
   'session/isArchivedChanged',
   'session/defaultChatChanged',
+  'x-session/toolChoiceForgotten',
 ]);
 
 // ─── Parsing ─────────────────────────────────────────────────────────────────

@@ -204,7 +204,7 @@ const optionsSchema = z.array(chatInputOptionSchema).max(StateLimits.options);
 export const textQuestionSchema = z.looseObject({
   ...questionBase,
   kind: z.literal('text'),
-  /** A rendering hint (`email`, `uri`, `date`, `date-time`); not enforced. */
+  /** `email`, `uri`, `date`, `date-time` are enforced on submitted answers (shared/state/answer-rules.ts); other values are hints. */
   format: z.string().max(64).optional(),
   /** Minimum / maximum length in characters. */
   min: z.number().int().nonnegative().optional(),

@@ -385,7 +385,9 @@ function inputAnswerChanged(state: ChatState, action: InputAnswerChangedAction):
 function inputCompleted(state: ChatState, action: InputCompletedAction): ChatState {
   const next = updateOpenRequest(state, action.requestId, (part) => {
     const answers = nonEmptyRecord({ ...part.request.answers, ...action.answers });
-    return { ...part, request: withField(part.request, 'answers', answers), response: action.response };
+    // Who answered (the hub's `hub/answeredBy` stamp) stays on the part as a record.
+    const resolved = { ...part, request: withField(part.request, 'answers', answers), response: action.response };
+    return action._meta === undefined ? resolved : { ...resolved, _meta: action._meta };
   });
   return next === state ? state : withDerivedStatus(next);
 }

@@ -59,6 +59,8 @@ function reduce(state: SessionState, action: SessionAction): SessionState {
       return toolApprovalRemembered(state, action.toolName);
     case 'x-session/toolDenialRemembered':
       return toolDenialRemembered(state, action.toolName);
+    case 'x-session/toolChoiceForgotten':
+      return toolChoiceForgotten(state, action.toolName);
     default:
       return unreachable(action, state);
   }
@@ -85,6 +87,20 @@ function toolApprovalRemembered(state: SessionState, toolName: string): SessionS
 /** The mirror of `toolApprovalRemembered`: adds to `hub/deniedTools`, drops from `hub/approvedTools`. */
 function toolDenialRemembered(state: SessionState, toolName: string): SessionState {
   return rememberTool(state, toolName, DENIED_TOOLS, APPROVED_TOOLS);
+}
+
+/** Drops `toolName` from both remembered lists (an empty list is removed). */
+function toolChoiceForgotten(state: SessionState, toolName: string): SessionState {
+  const approved = toolList(state, APPROVED_TOOLS);
+  const denied = toolList(state, DENIED_TOOLS);
+  if (!approved.includes(toolName) && !denied.includes(toolName)) return state;
+  const meta: Record<string, unknown> = { ...state._meta };
+  for (const [key, list] of [[APPROVED_TOOLS, approved], [DENIED_TOOLS, denied]] as const) {
+    const rest = list.filter((name) => name !== toolName);
+    if (rest.length > 0) meta[key] = rest;
+    else delete meta[key];
+  }
+  return { ...state, _meta: meta };
 }
 
 function rememberTool(state: SessionState, toolName: string, addTo: string, removeFrom: string): SessionState {

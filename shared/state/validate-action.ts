@@ -21,22 +21,16 @@ import {
   type TurnStartedAction,
 } from '../protocol/actions.js';
 import {
-  isAnswerValueOfKind,
-  isKnownQuestion,
-  type AnswerValueKind,
   type ChatInputAnswer,
-  type ChatInputAnswerValue,
   type ChatInputAnswers,
   type ChatInputQuestion,
   type ChatInputRequest,
   type ChatState,
-  type KnownChatInputQuestion,
   type Message,
-  type MultiSelectQuestion,
   type SessionState,
-  type SingleSelectQuestion,
   type ToolCallState,
 } from '../protocol/state.js';
+import { answerProblem } from './answer-rules.js';
 import { findActiveToolCall, findOpenInputRequest, isResumableTurn } from './chat-reducer.js';
 
 export interface ClientActionContext {
@@ -77,9 +71,17 @@ function validateKnownAction(ctx: ClientActionContext, action: KnownAction): Rej
 // ─── Session channel ─────────────────────────────────────────────────────────
 
 function validateSessionAction(ctx: ClientActionContext, action: SessionAction): Rejection {
+  if (action.type === 'x-session/toolChoiceForgotten') return validateToolChoiceForgotten(ctx, action.toolName);
   if (action.type !== 'session/defaultChatChanged' || action.defaultChat === undefined) return undefined;
   const chats = ctx.sessionChats ?? ctx.session?.chats.map((chat) => chat.resource) ?? [];
   return chats.includes(action.defaultChat) ? undefined : `unknown chat ${action.defaultChat} in this session`;
+}
+
+/** Only a choice the session remembers can be forgotten (`hub/approvedTools`, `hub/deniedTools`). */
+function validateToolChoiceForgotten(ctx: ClientActionContext, toolName: string): Rejection {
+  const meta = ctx.session?._meta;
+  const listed = (key: string): boolean => Array.isArray(meta?.[key]) && (meta[key] as unknown[]).includes(toolName);
+  return listed('hub/approvedTools') || listed('hub/deniedTools') ? undefined : `no remembered always-allow or always-deny choice for tool ${toolName} in this session`;
 }
 
 // ─── Chat channel ────────────────────────────────────────────────────────────
@@ -231,89 +233,13 @@ function ownAnswer(answers: ChatInputAnswers, questionId: string): ChatInputAnsw
   return Object.hasOwn(answers, questionId) ? answers[questionId] : undefined;
 }
 
-/** The answer value kind each known question kind takes (§4). */
-const VALUE_KIND_FOR_QUESTION: Readonly<Record<KnownChatInputQuestion['kind'], AnswerValueKind>> = {
-  text: 'text',
-  number: 'number',
-  integer: 'number',
-  boolean: 'boolean',
-  'single-select': 'selected',
-  'multi-select': 'selected-many',
-};
-
 /**
  * Checks one answer against its question; reused by every surface that accepts answers
- * (WebSocket actions, HTTP reply routes). Skipped answers always fit. Drafts and submitted
- * answers need a value of the question's kind (an integer for `integer`); submitted answers must
- * also respect option ids (unless free-form input is allowed) and min/max. Questions of a kind
- * this version does not know accept any value.
+ * (WebSocket actions, HTTP reply routes) and by the browser app. The rules themselves
+ * (kind, min/max, options, selection count, text format) live in `answer-rules.ts`.
  */
 export function validateAnswerValue(question: ChatInputQuestion, answer: ChatInputAnswer): Rejection {
-  if (answer.state === 'skipped') return undefined;
-  const value: ChatInputAnswerValue | undefined = answer.value;
-  if (value === undefined) return `answer to question ${question.id} is ${answer.state} but has no value`;
-  if (!isKnownQuestion(question)) return undefined;
-  const wanted = VALUE_KIND_FOR_QUESTION[question.kind];
-  if (value.kind !== wanted) {
-    return `question ${question.id} (${question.kind}) needs a ${wanted} answer, not ${value.kind}`;
-  }
-  return checkValue(question, value, answer.state === 'submitted');
-}
-
-/** `value` already has the kind `question` wants; constraints apply to submitted answers only. */
-function checkValue(question: KnownChatInputQuestion, value: ChatInputAnswerValue, submitted: boolean): Rejection {
-  const subject = `question ${question.id}`;
-  switch (question.kind) {
-    case 'text':
-      if (!isAnswerValueOfKind(value, 'text') || !submitted) return undefined;
-      return checkRange(`${subject}: answer length`, value.value.length, question.min, question.max);
-    case 'number':
-    case 'integer':
-      if (!isAnswerValueOfKind(value, 'number')) return undefined;
-      if (question.kind === 'integer' && !Number.isInteger(value.value)) {
-        return `${subject} needs a whole number, not ${value.value}`;
-      }
-      return submitted ? checkRange(`${subject}: answer`, value.value, question.min, question.max) : undefined;
-    case 'boolean':
-      return undefined;
-    case 'single-select':
-      if (!isAnswerValueOfKind(value, 'selected') || !submitted) return undefined;
-      return checkSelection(question, [value.value], value.freeformValues);
-    case 'multi-select':
-      if (!isAnswerValueOfKind(value, 'selected-many') || !submitted) return undefined;
-      return (
-        checkSelection(question, value.value, value.freeformValues) ??
-        // Free-form entries are selections too ("in addition to" options).
-        checkRange(
-          `${subject}: number of selections`,
-          value.value.length + (value.freeformValues?.length ?? 0),
-          question.min,
-          question.max,
-        )
-      );
-  }
-}
-
-function checkRange(what: string, actual: number, min: number | undefined, max: number | undefined): Rejection {
-  if (min !== undefined && actual < min) return `${what} ${actual} is below the minimum ${min}`;
-  if (max !== undefined && actual > max) return `${what} ${actual} is above the maximum ${max}`;
-  return undefined;
-}
-
-/** Selections must be option ids, each at most once, unless the question allows free-form input. */
-function checkSelection(
-  question: SingleSelectQuestion | MultiSelectQuestion,
-  selected: readonly string[],
-  freeformValues: readonly string[] | undefined,
-): Rejection {
-  const duplicate = selected.find((id, index) => selected.indexOf(id) !== index);
-  if (duplicate !== undefined) return `question ${question.id}: option ${duplicate} is selected more than once`;
-  if (question.allowFreeformInput === true) return undefined;
-  const optionIds = new Set(question.options.map((option) => option.id));
-  const unknown = selected.find((id) => !optionIds.has(id));
-  if (unknown !== undefined) return `question ${question.id}: "${unknown}" is not one of its options`;
-  if (freeformValues && freeformValues.length > 0) return `question ${question.id} does not accept free-form input`;
-  return undefined;
+  return answerProblem(question, answer)?.reason;
 }
 
 // ─── Tool calls ──────────────────────────────────────────────────────────────

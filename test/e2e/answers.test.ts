@@ -132,8 +132,10 @@ describe('browser app: answers', () => {
     await reply.waitFor(T);
     const said = await reply.textContent();
     expect(said).toContain('Input accepted.');
-    expect(said).toContain('runtime: Zig 0.13 (other: Zig 0.13)');
-    expect(said).toContain('targets: linux (other: Plan 9)');
+    expect(said).toContain('Runtime: Zig 0.13 (other: Zig 0.13)');
+    expect(said).toContain('Targets: Linux (other: Plan 9)');
+    // By question title, in the order of the form.
+    expect(said!.indexOf('Runtime:')).toBeLessThan(said!.indexOf('Targets:'));
     await expect.poll(() => chatStatus(page).textContent(), T).toBe('Idle');
     // So did the hub: the submitted answers carry the free text as free-form values.
     const done = await setup.waitForEnvelope((e) => e.action.type === 'chat/inputCompleted', 'completion');
@@ -151,7 +153,7 @@ describe('browser app: answers', () => {
     const { session } = await scriptedSession('Stopped with an addition', [{ say: 'Sleeping.' }, { sleep: 60_000 }, { say: 'Woke up.' }]);
     const [a, b] = await Promise.all([hub.open(TOKENS.alice, sessionPath(session)), hub.open(TOKENS.bob, sessionPath(session))]);
     for (const p of [a, b]) await p.locator('.part.md', { hasText: 'Sleeping.' }).waitFor(T);
-    await expect(a.locator('[data-testid=send]').textContent()).resolves.toBe('Add to running turn');
+    await expect(a.locator('[data-testid=send]').textContent()).resolves.toBe('Add to turn');
     await a.locator('[data-testid=composer]').fill('also update the changelog');
     await a.locator('[data-testid=send]').click();
     const receipt = a.locator('.receipt[data-input]', { hasText: 'also update the changelog' });
@@ -172,7 +174,7 @@ describe('browser app: answers', () => {
     expect(hub.pageErrors).toEqual([]);
   }, 30_000);
 
-  it('refuses a missing required answer and a number out of range in the form, sending nothing', async () => {
+  it('shows every missing or out-of-range answer at its field at once, sending nothing until all fit', async () => {
     const request = {
       id: 'req-checks',
       message: 'Sizing',
@@ -192,30 +194,36 @@ describe('browser app: answers', () => {
     await expect(submit.textContent()).resolves.toBe('Submit answers');
     await expect(form.locator('[data-question=replicas] .q-hint').textContent()).resolves.toBe('1–10 whole number');
 
-    // Nothing filled in: the first required question is named.
+    // Nothing filled in: every required question says so at its own field, all at once.
+    const fieldError = (id: string) => form.locator(`[data-question=${id}] [data-testid=field-error]`);
     await submit.click();
-    await expect.poll(() => status.textContent(), T).toBe('"Summary" is required.');
+    await expect.poll(() => status.textContent(), T).toBe('2 answers need attention (see the highlighted questions).');
     await expect(status.getAttribute('class')).resolves.toContain('error');
-    // The summary alone is not enough: the required number is missing too.
+    await expect(fieldError('summary').textContent()).resolves.toBe('This question needs an answer.');
+    await expect(fieldError('replicas').textContent()).resolves.toBe('This question needs an answer.');
+    await expect(fieldError('ratio').isVisible()).resolves.toBe(false);
+    await expect(form.locator('[data-question=summary] textarea').getAttribute('aria-invalid')).resolves.toBe('true');
+    // Fixing a field clears its message at once, without another submit.
     await form.locator('[data-question=summary] textarea').fill('Scale out the workers');
-    await submit.click();
-    await expect.poll(() => status.textContent(), T).toBe('"Replicas" is required.');
-    // Above the maximum, below the minimum, not a whole number.
+    await expect.poll(() => fieldError('summary').isVisible(), T).toBe(false);
+    await expect(fieldError('replicas').textContent()).resolves.toBe('This question needs an answer.');
+    // Above the maximum, below the minimum, not a whole number: the hub's own rules, in words.
     const replicas = form.locator('[data-question=replicas] input');
     for (const [value, message] of [
-      ['42', '"Replicas" is above the maximum (10).'],
-      ['0', '"Replicas" is below the minimum (1).'],
-      ['2.5', '"Replicas" must be a whole number.'],
+      ['42', 'Enter 10 or less.'],
+      ['0', 'Enter 1 or more.'],
+      ['2.5', 'Enter a whole number.'],
     ] as const) {
       await replicas.fill(value);
       await submit.click();
-      await expect.poll(() => status.textContent(), T).toBe(message);
+      await expect.poll(() => fieldError('replicas').textContent(), T).toBe(message);
     }
     // An optional number is checked as well once it has a value.
     await replicas.fill('3');
     await form.locator('[data-question=ratio] input').fill('1.5');
     await submit.click();
-    await expect.poll(() => status.textContent(), T).toBe('"Ratio" is above the maximum (1).');
+    await expect.poll(() => fieldError('ratio').textContent(), T).toBe('Enter 1 or less.');
+    await expect.poll(() => status.textContent(), T).toBe('One answer needs attention (see the highlighted question).');
 
     // Nothing was sent: the request is still open in the browser and at the hub.
     await expect(chatStatus(page).textContent()).resolves.toBe('Needs input');
@@ -230,7 +238,7 @@ describe('browser app: answers', () => {
     await record.waitFor(T);
     await expect(record.locator('[data-answer=replicas]').textContent()).resolves.toBe('3');
     await expect(record.locator('[data-answer=ratio]').textContent()).resolves.toBe('0.25');
-    await page.locator('.part.md', { hasText: 'replicas: 3' }).waitFor(T);
+    await page.locator('.part.md', { hasText: 'Replicas: 3' }).waitFor(T);
     const completions = setup.envelopes.filter((e) => e.action.type === 'chat/inputCompleted');
     expect(completions).toHaveLength(1);
     expect(completions[0]!.rejectionReason).toBeUndefined();

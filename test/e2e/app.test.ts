@@ -81,10 +81,15 @@ describe('browser app', () => {
     await dashboard.locator(`[data-session="${deploy.session}"][data-status="Needs input"]`).waitFor();
     await expect(dashboard.locator(`[data-session="${deploy.session}"] [data-testid=brief]`).textContent()).resolves.toContain('wants to run');
     await expect(dashboard.locator('[data-count="Needs input"]').textContent()).resolves.toBe('Needs input: 2');
+    // A failed session says what failed, in words, with where to go next.
+    await expect
+      .poll(() => dashboard.locator(`[data-session="${failing.session}"] [data-testid=failure]`).textContent())
+      .toContain('The agent stopped with an error: “build server unreachable”.');
     await dashboard.screenshot({ path: join(ARTIFACTS, 'dashboard.png') });
-    // The filter keeps only the two sessions that wait for someone.
+    // The filter keeps the sessions that need someone: two waiting for input, one failed.
     await dashboard.locator('[data-testid=filter-needs-input]').check();
-    await expect.poll(() => dashboard.locator('[data-session]').count()).toBe(2);
+    await expect.poll(() => dashboard.locator('[data-session]').count()).toBe(3);
+    await dashboard.locator(`[data-session="${failing.session}"]`).waitFor();
     await card.waitFor();
 
     const a = await open(TOKENS.alice, sessionPath(session));
@@ -190,19 +195,20 @@ describe('browser app', () => {
     await expect(form.locator('.required').count()).resolves.toBe(2);
     await expect(form.locator('[data-question=contact] input').getAttribute('type')).resolves.toBe('email');
     await expect(form.locator('[data-question=budget] input').inputValue()).resolves.toBe('1000');
-    await expect(form.locator('[data-question=public] input').isChecked()).resolves.toBe(true);
+    await expect(form.locator('[data-testid=yes-public]').isChecked()).resolves.toBe(true);
+    await expect(form.locator('[data-testid=no-public]').isChecked()).resolves.toBe(false);
     await expect(form.locator('[data-question=runtime] input[value=node]').isChecked()).resolves.toBe(true);
 
     // While the agent waits, add a requirement to the running turn: a supplement, not an answer.
-    await expect(page.locator('[data-testid=send]').textContent()).resolves.toBe('Add to running turn');
+    await expect(page.locator('[data-testid=send]').textContent()).resolves.toBe('Add to turn');
     await page.locator('[data-testid=composer]').fill('also mention the licence');
     await page.locator('[data-testid=send]').click();
     await page.locator('.receipt[data-state=accepted]').waitFor();
     await expect(form.isVisible()).resolves.toBe(true);
 
-    // Client-side checks name what is missing before anything is sent.
+    // Client-side checks say what is missing, at the field, before anything is sent.
     await form.locator('[data-response=accept]').click();
-    await form.locator('.form-status', { hasText: 'Project name' }).waitFor();
+    await form.locator('[data-question=name] [data-testid=field-error]', { hasText: 'This question needs an answer.' }).waitFor();
     await form.locator('[data-question=name] textarea').fill('Hub');
     await form.locator('[data-question=contact] input').fill('team@example.com');
     await form.locator('[data-question=people] input').fill('4');
@@ -249,7 +255,9 @@ describe('browser app', () => {
     await token.fill(TOKENS.viewer);
     await page.locator('form.signin button[type=submit]').click();
     await page.locator('[data-testid=me]', { hasText: 'victor · viewer' }).waitFor();
-    await expect(page.locator('[data-testid=new-session]').isDisabled()).resolves.toBe(true);
+    // A viewer gets no new-session form at all, and a read-only banner instead.
+    await page.locator('[data-testid=read-only]').waitFor();
+    await expect(page.locator('[data-testid=new-session]').count()).resolves.toBe(0);
   }, 30_000);
 
   it('says when the connection drops, reconnects by itself and catches up', async () => {

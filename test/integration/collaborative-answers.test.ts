@@ -71,7 +71,7 @@ describe('one input request answered by several clients', () => {
     const resolved = turn.responseParts.find((p) => p.kind === 'inputRequest')!;
     expect(resolved.response).toBe('accept');
     const said = turn.responseParts.filter((p) => p.kind === 'markdown').map((p) => p.content).join('\n');
-    expect(said).toContain('runtime: node');
+    expect(said).toContain('runtime: Node.js');
     expect(said).toContain('notes: keep it small');
   });
 

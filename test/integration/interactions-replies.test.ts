@@ -123,7 +123,7 @@ describe('DataWorks ReplyAgentSession (seed 004)', () => {
     expect(resolved.data.params.data.outcome).toEqual({ outcome: 'selected', optionId: allowOnce.optionId });
     await sse.waitForEvent((e) => e.data.method === '_hub/notify' && e.data.params.kind === 'turn_end', 'turn end');
     const said = sse.updates('agent_message_chunk').map((e) => e.data.params.update.content.text).join('');
-    expect(said).toContain('runtime: deno');
+    expect(said).toContain('runtime: Deno');
     expect(said).toContain('after the answers');
     const resolvedIndex = sse.events.indexOf(resolved);
     const firstAfter = sse.events.findIndex((e) => e.data.params?.update?.sessionUpdate === 'agent_message_chunk' && e.data.params.update.content.text.includes('after'));

@@ -150,7 +150,7 @@ describe('session events and prompts over SSE', () => {
     expect(res).toEqual({ status: 200, body: { accepted: true } });
     await p.waitForEnd();
     expect(p.notifies('permission_resolved')).toHaveLength(1);
-    expect(p.updates('agent_message_chunk').map((e) => e.data.params.update.content.text).join('')).toContain('runtime: node');
+    expect(p.updates('agent_message_chunk').map((e) => e.data.params.update.content.text).join('')).toContain('runtime: Node.js');
     expect(p.events.at(-1)!.data.result).toEqual({ stopReason: 'end_turn' });
     expect(typeof p.events.at(-1)!.data.id).toBe('string');
   });

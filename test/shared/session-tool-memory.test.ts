@@ -69,3 +69,23 @@ describe('sessionReducer: remembered tool denials', () => {
     expect(sessionReducer(approved, approve('write_file'))).toBe(approved);
   });
 });
+
+describe('sessionReducer: forgetting a remembered choice', () => {
+  const forget = (toolName: string) => ({ type: 'x-session/toolChoiceForgotten', toolName });
+
+  it('x-session/toolChoiceForgotten is a client-dispatchable session action with a validated tool name', () => {
+    expect(isSessionActionType('x-session/toolChoiceForgotten')).toBe(true);
+    expect(parseAction(forget('')).ok).toBe(false);
+  });
+
+  it('drops the tool from whichever list names it and removes an emptied list', () => {
+    const state = session({ other: 1, 'hub/approvedTools': ['write_file', 'read_file'], 'hub/deniedTools': ['rm'] });
+    expect(sessionReducer(state, forget('write_file'))._meta).toEqual({ other: 1, 'hub/approvedTools': ['read_file'], 'hub/deniedTools': ['rm'] });
+    expect(sessionReducer(state, forget('rm'))._meta).toEqual({ other: 1, 'hub/approvedTools': ['write_file', 'read_file'] });
+  });
+
+  it('returns the same state for a tool it does not remember', () => {
+    const state = session({ 'hub/approvedTools': ['write_file'] });
+    expect(sessionReducer(state, forget('other'))).toBe(state);
+  });
+});
