@@ -35,7 +35,8 @@ import { Catalog, CATALOG_CHANNEL, CatalogAction, type CatalogImage, type ChatEn
 import type { Connection } from './connection.js';
 import { ChannelFanout, DEFAULT_FANOUT_LIMITS, encodeEnvelope, encodeNotification, mergeStreamingActions, type FanoutLimits } from './fanout.js';
 import { chatRollUpActions, sessionStatusActions, sessionSummary, summaryChanges, type SessionSummaryView } from './rollup.js';
-import { ClientLedger } from './client-ledger.js';
+import { ClientLedger, actorOf, type Actor, type LedgerImage } from './client-ledger.js';
+import { checkJsonBounds } from '../../shared/protocol/json-bounds.js';
 import { validateAgentAction } from './agent-actions.js';
 
 export interface HubLimits {
@@ -151,7 +152,7 @@ export class Hub {
   readonly #rootSubscribers = new Map<string, Set<Connection>>();
   readonly #subscriptionsByConn = new Map<Connection, Set<string>>();
   readonly #publishedSummaries = new Map<string, SessionSummaryView>();
-  readonly #ledger = new ClientLedger();
+  #ledger = new ClientLedger();
   readonly #listeners = new Set<(e: HubEvent) => void>();
 
   private constructor(options: HubOptions, catalog: Catalog) {
@@ -171,16 +172,18 @@ export class Hub {
    */
   static async open(options: HubOptions): Promise<Hub> {
     const snapshot = await options.log.latestSnapshot();
-    const image = snapshot?.data as { catalog: CatalogImage } | undefined;
+    const image = snapshot?.data as { catalog: CatalogImage; ledger?: LedgerImage } | undefined;
     const catalog = image ? Catalog.fromImage(image.catalog) : new Catalog(initialRootState(options.agents.map((a) => ({ ...a }))));
     const hub = new Hub(options, catalog);
+    hub.#ledger = ClientLedger.fromImage(image?.ledger);
     let seq = snapshot?.serverSeq ?? 0;
     const PAGE = 2_000;
     for (;;) {
       const records = await options.log.read(seq, PAGE);
       for (const r of records) {
         hub.#catalog.applyRecord(r);
-        if (r.origin) hub.#ledger.accepted(r.origin.clientId, r.origin.clientSeq, r.serverSeq);
+        const actor = (r.origin as { actor?: Actor } | undefined)?.actor;
+        if (r.origin && actor) hub.#ledger.accepted(actor, r.origin.clientId, r.origin.clientSeq, r.serverSeq);
         if (r.channel !== CATALOG_CHANNEL) hub.#remember(hub.#envelopeOf(r));
         seq = r.serverSeq;
       }
@@ -227,6 +230,16 @@ export class Hub {
 
   chatEntry(uri: string): ChatEntry | undefined {
     return this.#catalog.chats.get(uri);
+  }
+
+  /**
+   * The session's default chat, only when the catalogue says that chat belongs to the session.
+   * Features follow this rather than `state.defaultChat`, which a peer's action wrote.
+   */
+  defaultChatOf(sessionUri: string): string | undefined {
+    const session = this.#catalog.sessions.get(sessionUri);
+    const chat = session?.state.defaultChat;
+    return chat !== undefined && session!.chats.has(chat) && this.#catalog.chats.get(chat)?.session === sessionUri ? chat : undefined;
   }
 
   listSessions(principal: Principal): SessionSummaryView[] {
@@ -454,7 +467,8 @@ export class Hub {
   dispatchFromClient(client: ClientHandle, channel: string, clientSeq: number, rawAction: WireAction): void {
     if (this.#failed || this.#closed) return;
     const origin = { clientId: client.clientId, clientSeq };
-    const duplicate = this.#visibleSession(client.principal, channel) ? this.#ledger.duplicate(client.clientId, clientSeq) : undefined;
+    const actor = actorOf(client.principal);
+    const duplicate = this.#visibleSession(client.principal, channel) ? this.#ledger.duplicate(actor, client.clientId, clientSeq) : undefined;
     if (duplicate?.kind === 'accepted') {
       // A re-sent action that was applied: answer with its original echo, never apply it again.
       const original = this.#replay.find((e) => e.envelope.serverSeq === duplicate.serverSeq)?.envelope;
@@ -465,14 +479,15 @@ export class Hub {
       : this.#decide(client.principal, client.clientId, channel, rawAction);
     if (!decision) return;
     if (!decision.ok) {
-      if (!duplicate) this.#ledger.rejected(client.clientId, clientSeq, decision.reason);
-      this.#queuePrivate(client.conn, { channel, action: rawAction, serverSeq: this.#seq, origin, rejectionReason: decision.reason });
+      if (!duplicate) this.#ledger.rejected(actor, client.clientId, clientSeq, decision.reason);
+      this.#queuePrivate(client.conn, { channel, action: echoableRejected(rawAction), serverSeq: this.#seq, origin, rejectionReason: decision.reason });
       return;
     }
-    this.#ledger.accepted(client.clientId, clientSeq, this.#seq + 1);
+    this.#ledger.accepted(actor, client.clientId, clientSeq, this.#seq + 1);
     // The source connection gets its echo at delivery even when it is not subscribed (AHP lets a
-    // client answer a chat it has not subscribed to).
-    this.#commit(channel, decision.action, origin, client.conn);
+    // client answer a chat it has not subscribed to). The stored origin also names the actor, so
+    // recovery can rebuild the principal-scoped ledger; envelopes never carry it.
+    this.#commit(channel, decision.action, origin, client.conn, actor);
   }
 
   /**
@@ -514,7 +529,7 @@ export class Hub {
     // Server-side actions (streaming, input requests, turn end) are open to agents only, and are
     // checked for shape and turn; everything a client may dispatch gets the full AHP validation.
     const reason = !CLIENT_DISPATCHABLE_ACTIONS.has(action.type) && canActAsAgent(principal)
-      ? validateAgentAction(action, chat?.state)
+      ? validateAgentAction(action, chat?.state, { session: session.uri, chats: session.chats })
       : validateClientAction(
           {
             channelKind: chat ? 'chat' : 'session',
@@ -527,6 +542,15 @@ export class Hub {
           action,
         );
     return reason === undefined ? { ok: true, action } : { ok: false, reason };
+  }
+
+  /**
+   * Binds a clientId to the principal for this hub's lifetime (and across restarts, through the
+   * ledger). False when another principal already uses it: echoes carry only the clientId, so
+   * sharing one would let each take the other's echoes for its own.
+   */
+  claimClientId(principal: Principal, clientId: string): boolean {
+    return this.#ledger.claim(actorOf(principal), clientId);
   }
 
   /** Echoes a rejection to the sender without looking at the action (e.g. rate limits), in order. */
@@ -544,8 +568,9 @@ export class Hub {
     const parsed = parseAction(action);
     if (!parsed.ok) throw new Error(`invalid server action ${action.type}: ${parsed.message}`);
     const chat = this.#catalog.chats.get(channel);
+    const session = this.#catalog.sessions.get(chat ? chat.session : channel);
     if (!chat && !this.#catalog.sessions.has(channel)) throw new ProtocolError(ErrorCode.NotFound, `no channel ${channel}`);
-    const reason = validateAgentAction(parsed.action as WireAction, chat?.state);
+    const reason = validateAgentAction(parsed.action as WireAction, chat?.state, session && { session: session.uri, chats: session.chats });
     if (reason !== undefined) throw new ProtocolError(ErrorCode.InvalidParams, reason);
     const seq = this.#commit(channel, parsed.action as WireAction, undefined);
     await this.#durable();
@@ -553,8 +578,8 @@ export class Hub {
   }
 
   /** Sequences a validated action, then rolls chat status up to the session and root. */
-  #commit(channel: string, action: WireAction, origin: ActionOrigin | undefined, source?: Connection): number {
-    const seq = this.#sequence(channel, action, origin, source);
+  #commit(channel: string, action: WireAction, origin: ActionOrigin | undefined, source?: Connection, actor?: Actor): number {
+    const seq = this.#sequence(channel, action, origin, source, actor);
     const chat = this.#catalog.chats.get(channel);
     if (chat && !STREAMING_ONLY_ACTIONS.has(action.type)) this.#rollUpChat(chat);
     else if (this.#catalog.sessions.has(channel)) this.#rollUpSession(channel);
@@ -610,10 +635,10 @@ export class Hub {
 
   // ─── Sequencing, persistence, delivery ──────────────────────────────────────
 
-  #sequence(channel: string, action: WireAction | { type: string }, origin?: ActionOrigin, source?: Connection): number {
+  #sequence(channel: string, action: WireAction | { type: string }, origin?: ActionOrigin, source?: Connection, actor?: Actor): number {
     const serverSeq = ++this.#seq;
     const record: LogRecord = origin
-      ? { serverSeq, channel, action: action as LogRecord['action'], origin }
+      ? { serverSeq, channel, action: action as LogRecord['action'], origin: actor ? { ...origin, actor } : origin }
       : { serverSeq, channel, action: action as LogRecord['action'] };
     this.#catalog.applyRecord(record);
     this.#pendingRecords.push(record);
@@ -797,7 +822,7 @@ export class Hub {
     const seq = this.#durableSeq;
     this.#recordsSinceSnapshot = 0;
     try {
-      await this.#log.saveSnapshot({ serverSeq: seq, data: { catalog: this.#catalog.toImage() } });
+      await this.#log.saveSnapshot({ serverSeq: seq, data: { catalog: this.#catalog.toImage(), ledger: this.#ledger.toImage() } });
       // Keep the replay window's worth of records; older ones are covered by the snapshot.
       const keepFrom = seq - this.limits.replayBufferSize;
       if (keepFrom > 0) await this.#log.compact(keepFrom);
@@ -851,3 +876,11 @@ export class Hub {
   }
 }
 
+
+/**
+ * The action a rejection echo carries: the action as sent, unless its JSON is out of bounds, in
+ * which case only its type (a rejection must never send the refused value back, nor fail to encode).
+ */
+function echoableRejected(raw: WireAction): WireAction {
+  return checkJsonBounds(raw) ? { type: typeof raw.type === 'string' ? raw.type.slice(0, 128) : 'unknown' } : raw;
+}

@@ -12,7 +12,7 @@ import { tokenFromRequest } from '../auth/auth.js';
 import { ErrorCode } from '../../shared/protocol/errors.js';
 import type { Connection } from '../hub/connection.js';
 import { CloseCode } from '../hub/connection.js';
-import type { RpcRouter, RpcContext } from '../hub/rpc.js';
+import type { Admission, RpcRouter, RpcContext } from '../hub/rpc.js';
 import { encodeError } from '../hub/rpc.js';
 import type { Logger } from '../log.js';
 import { errorFields } from '../log.js';
@@ -73,6 +73,8 @@ class WsConnection implements Connection {
     this.socket.send(utf8Of(text), { binary: false });
   }
   close(code: number, reason: string): void {
+    // A socket paused by flow control must be read again, or the closing handshake never completes.
+    if (this.socket.isPaused) this.socket.resume();
     if (this.socket.readyState === WebSocket.OPEN || this.socket.readyState === WebSocket.CONNECTING) this.socket.close(code, reason);
   }
   get bufferedAmount(): number {
@@ -118,21 +120,25 @@ export class WsTransport {
     const ctx: RpcContext = { conn, principal, state: this.options.router.newConnectionState() };
     // Frames are handled one at a time per connection so answers keep the order of requests.
     let queue: Promise<void> = Promise.resolve();
+    const flow = new InboundFlowControl(ws, this.options.router, ctx);
     ws.on('message', (data: RawData, isBinary: boolean) => {
       if (isBinary) {
         conn.send(encodeError(null, ErrorCode.InvalidRequest, 'binary frames are not supported: send JSON-RPC as text frames'));
         return;
       }
       const text = Array.isArray(data) ? Buffer.concat(data).toString('utf8') : Buffer.from(data as ArrayBuffer).toString('utf8');
+      const admission = flow.received();
       queue = queue
-        .then(() => this.options.router.handleFrame(ctx, text))
-        .catch((err: unknown) => this.options.logger.error('frame handling failed', errorFields(err)));
+        .then(() => this.options.router.handleFrame(ctx, text, admission))
+        .catch((err: unknown) => this.options.logger.error('frame handling failed', errorFields(err)))
+        .finally(() => flow.handled());
     });
     ws.on('pong', () => {
       conn.alive = true;
     });
     ws.on('error', (err) => this.options.logger.warn('websocket error', { connection: conn.id, ...errorFields(err) }));
     ws.on('close', () => {
+      flow.stop();
       this.#connections.delete(conn);
       this.options.onClose(conn, principal);
     });
@@ -154,6 +160,55 @@ export class WsTransport {
     clearInterval(this.#heartbeat);
     for (const conn of this.#connections) conn.close(CloseCode.GoingAway, 'server shutting down');
     this.#wss.close();
+  }
+}
+
+/**
+ * Flow control instead of loss: when a connection sends faster than its budget (or its frames
+ * queue up faster than they are handled), stop reading its socket until it is back under budget.
+ * TCP then slows the sender; nothing it sent is dropped. Only frames beyond the router's overdraft
+ * are refused (see `RpcRouter.admit`).
+ */
+class InboundFlowControl {
+  /** Frames read but not yet handled; past this many, reading pauses until they are. */
+  static readonly maxQueuedFrames = 256;
+  /** Longest wait between budget checks while paused. */
+  static readonly maxPauseStepMs = 250;
+  #queued = 0;
+  #timer: NodeJS.Timeout | undefined;
+
+  constructor(
+    private readonly ws: WebSocket,
+    private readonly router: RpcRouter,
+    private readonly ctx: RpcContext,
+  ) {}
+
+  received(): Admission {
+    this.#queued++;
+    const admission = this.router.admit(this.ctx);
+    if (!this.#timer) this.#check();
+    return admission;
+  }
+
+  handled(): void {
+    this.#queued--;
+  }
+
+  stop(): void {
+    if (this.#timer) clearTimeout(this.#timer);
+    this.#timer = undefined;
+  }
+
+  #check(): void {
+    this.#timer = undefined;
+    if (this.ws.readyState !== WebSocket.OPEN) return;
+    const wait = Math.max(this.router.resumeDelayMs(this.ctx.state), this.#queued > InboundFlowControl.maxQueuedFrames ? 1 : 0);
+    if (wait <= 0) {
+      if (this.ws.isPaused) this.ws.resume();
+      return;
+    }
+    if (!this.ws.isPaused) this.ws.pause();
+    this.#timer = setTimeout(() => this.#check(), Math.min(wait, InboundFlowControl.maxPauseStepMs));
   }
 }
 
