@@ -33,11 +33,12 @@ import type { Logger } from '../log.js';
 import { errorFields } from '../log.js';
 import { Catalog, CATALOG_CHANNEL, CatalogAction, type CatalogImage, type ChatEntry, type SessionEntry } from './catalog.js';
 import type { Connection } from './connection.js';
-import { ChannelFanout, DEFAULT_FANOUT_LIMITS, encodeEnvelope, encodeNotification, mergeStreamingActions, type FanoutLimits } from './fanout.js';
+import { ChannelFanout, DEFAULT_FANOUT_LIMITS, encodeEnvelope, encodeNotification, mergeStreamingActions, sendOrCloseSlow, type FanoutLimits } from './fanout.js';
 import { chatRollUpActions, sessionStatusActions, sessionSummary, summaryChanges, type SessionSummaryView } from './rollup.js';
 import { ClientLedger, actorOf, type Actor, type LedgerImage } from './client-ledger.js';
 import { checkJsonBounds } from '../../shared/protocol/json-bounds.js';
 import { validateAgentAction } from './agent-actions.js';
+import { ChannelSizeBudget, DEFAULT_MAX_CHANNEL_JSON_CHARS } from './channel-budget.js';
 
 export interface HubLimits {
   readonly maxSessionsPerTenant: number;
@@ -45,6 +46,10 @@ export interface HubLimits {
   readonly maxSubscriptionsPerConnection: number;
   /** Envelopes kept in memory for `reconnect` replay; older gaps get snapshots. */
   readonly replayBufferSize: number;
+  /** …and at most this many characters of encoded envelopes, whichever bound is hit first. */
+  readonly replayBufferChars: number;
+  /** Largest encoded state (JSON characters) one chat or session may grow to. */
+  readonly maxChannelJsonChars: number;
   /** A snapshot is written after this many records, so recovery replays at most that many. */
   readonly snapshotEvery: number;
   readonly fanout: FanoutLimits;
@@ -55,6 +60,8 @@ export const DEFAULT_HUB_LIMITS: HubLimits = {
   maxChatsPerSession: 64,
   maxSubscriptionsPerConnection: 1_024,
   replayBufferSize: 20_000,
+  replayBufferChars: 64 * 1024 * 1024,
+  maxChannelJsonChars: DEFAULT_MAX_CHANNEL_JSON_CHARS,
   snapshotEvery: 5_000,
   fanout: DEFAULT_FANOUT_LIMITS,
 };
@@ -110,6 +117,8 @@ type OutboxItem =
 
 interface ReplayEntry {
   readonly envelope: ActionEnvelope;
+  /** Length of the encoded envelope, for the replay window's size bound. */
+  readonly chars: number;
 }
 
 /** Server-only chat actions whose effect can never change status, summary or input-needed. */
@@ -148,6 +157,8 @@ export class Hub {
   #closed = false;
 
   readonly #replay: ReplayEntry[] = [];
+  #replayChars = 0;
+  readonly #channelBudget: ChannelSizeBudget;
   readonly #fanouts = new Map<string, ChannelFanout>();
   readonly #rootSubscribers = new Map<string, Set<Connection>>();
   readonly #subscriptionsByConn = new Map<Connection, Set<string>>();
@@ -164,6 +175,7 @@ export class Hub {
     this.#defaultProvider = options.defaultProvider;
     this.limits = { ...DEFAULT_HUB_LIMITS, ...options.limits };
     this.#catalog = catalog;
+    this.#channelBudget = new ChannelSizeBudget(this.limits.maxChannelJsonChars);
   }
 
   /**
@@ -541,7 +553,9 @@ export class Hub {
           },
           action,
         );
-    return reason === undefined ? { ok: true, action } : { ok: false, reason };
+    if (reason !== undefined) return { ok: false, reason };
+    const full = this.#channelBudget.charge(channel, () => (chat ? chat.state : session.state), action);
+    return full === undefined ? { ok: true, action } : { ok: false, reason: full };
   }
 
   /**
@@ -570,7 +584,8 @@ export class Hub {
     const chat = this.#catalog.chats.get(channel);
     const session = this.#catalog.sessions.get(chat ? chat.session : channel);
     if (!chat && !this.#catalog.sessions.has(channel)) throw new ProtocolError(ErrorCode.NotFound, `no channel ${channel}`);
-    const reason = validateAgentAction(parsed.action as WireAction, chat?.state, session && { session: session.uri, chats: session.chats });
+    const reason = validateAgentAction(parsed.action as WireAction, chat?.state, session && { session: session.uri, chats: session.chats }) ??
+      this.#channelBudget.charge(channel, () => (chat ? chat.state : session?.state), parsed.action);
     if (reason !== undefined) throw new ProtocolError(ErrorCode.InvalidParams, reason);
     const seq = this.#commit(channel, parsed.action as WireAction, undefined);
     await this.#durable();
@@ -673,7 +688,7 @@ export class Hub {
    */
   sendInOrder(conn: Connection, text: string): void {
     if (this.#outbox.length === 0 && this.#pendingRecords.length === 0 && !this.#flushing) {
-      conn.send(text);
+      sendOrCloseSlow(conn, text, this.limits.fanout);
       return;
     }
     this.#outbox.push({ kind: 'reply', conn, text });
@@ -753,12 +768,12 @@ export class Hub {
               i++;
             }
           }
-          for (const env of batch) this.#remember(env);
           const last = batch[batch.length - 1]!;
           this.#deliveredSeq = last.serverSeq;
           const sourceSubscribed = source !== undefined && fanout?.has(source) === true;
           if (batch.length === 1) {
             const text = encodeEnvelope(last);
+            this.#remember(last, text);
             // The dispatcher gets the same string as everyone, but as its own item: coalescing
             // subscribers may then merge this envelope with its neighbours for everyone else.
             if (sourceSubscribed) {
@@ -766,7 +781,7 @@ export class Hub {
               fanout!.sendTo(source!, last, text);
             } else {
               fanout?.publish(last, text);
-              if (source) source.send(text);
+              if (source) sendOrCloseSlow(source, text, this.limits.fanout);
             }
             break;
           }
@@ -774,12 +789,12 @@ export class Hub {
           // echoes, so its pending actions resolve one by one.
           const combined: ActionEnvelope = { channel: last.channel, action: merged, serverSeq: last.serverSeq };
           fanout!.publish(combined, encodeEnvelope(combined), sourceSubscribed ? source : undefined);
-          if (source) {
-            for (const env of batch) {
-              const text = encodeEnvelope(env);
-              if (sourceSubscribed) fanout!.sendTo(source, env, text);
-              else source.send(text);
-            }
+          for (const env of batch) {
+            const text = encodeEnvelope(env);
+            this.#remember(env, text);
+            if (!source) continue;
+            if (sourceSubscribed) fanout!.sendTo(source, env, text);
+            else sendOrCloseSlow(source, text, this.limits.fanout);
           }
           break;
         }
@@ -787,16 +802,16 @@ export class Hub {
           const text = encodeEnvelope(item.envelope);
           const fanout = this.#fanouts.get(item.envelope.channel);
           if (fanout?.has(item.conn)) fanout.sendTo(item.conn, item.envelope, text);
-          else item.conn.send(text);
+          else sendOrCloseSlow(item.conn, text, this.limits.fanout);
           break;
         }
         case 'root': {
           const subs = this.#rootSubscribers.get(item.tenant);
-          if (subs) for (const conn of subs) conn.send(item.text);
+          if (subs) for (const conn of subs) sendOrCloseSlow(conn, item.text, this.limits.fanout);
           break;
         }
         case 'reply':
-          item.conn.send(item.text);
+          sendOrCloseSlow(item.conn, item.text, this.limits.fanout);
           break;
         case 'call':
           item.fn();
@@ -808,11 +823,23 @@ export class Hub {
     }
   }
 
-  #remember(envelope: ActionEnvelope): void {
-    this.#replay.push({ envelope });
-    const excess = this.#replay.length - this.limits.replayBufferSize;
-    // Trim in chunks so the array is not shifted on every envelope.
-    if (excess > Math.max(64, this.limits.replayBufferSize / 8)) this.#replay.splice(0, excess);
+  #remember(envelope: ActionEnvelope, text?: string): void {
+    const chars = (text ?? encodeEnvelope(envelope)).length;
+    this.#replay.push({ envelope, chars });
+    this.#replayChars += chars;
+    let excess = this.#replay.length - this.limits.replayBufferSize;
+    // Trim in chunks so the array is not shifted on every envelope; the size bound is exact.
+    if (excess > Math.max(64, this.limits.replayBufferSize / 8) || this.#replayChars > this.limits.replayBufferChars) {
+      let chars = this.#replayChars;
+      excess = Math.max(0, excess);
+      for (let i = 0; i < excess; i++) chars -= this.#replay[i]!.chars;
+      // Past the size bound, trim to 7/8 of it so a full window is not spliced on every envelope.
+      if (chars > this.limits.replayBufferChars) {
+        while (excess < this.#replay.length && chars > this.limits.replayBufferChars * 0.875) chars -= this.#replay[excess++]!.chars;
+      }
+      this.#replay.splice(0, excess);
+      this.#replayChars = chars;
+    }
   }
 
   async #writeSnapshot(): Promise<void> {
@@ -849,6 +876,7 @@ export class Hub {
   }
 
   #dropChannel(channel: string): void {
+    this.#channelBudget.forget(channel);
     const f = this.#fanouts.get(channel);
     if (f) f.flush();
     this.#fanouts.delete(channel);

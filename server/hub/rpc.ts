@@ -98,8 +98,9 @@ export class RpcRouter {
      */
     private readonly onRefusedNotification?: (ctx: RpcContext, method: string, params: unknown, reason?: string) => boolean,
     /**
-     * How a request's answer is sent. The composition root routes answers through the hub so an
-     * answer never overtakes (or describes) state that is not yet durable and delivered.
+     * How every answer and error is sent. The composition root routes them through the hub so an
+     * answer never overtakes (or describes) state that is not yet durable and delivered, and counts
+     * against the connection's unsent-data limit like everything else.
      */
     private readonly sendResponse: (conn: Connection, text: string) => void = (conn, text) => conn.send(text),
   ) {}
@@ -151,7 +152,7 @@ export class RpcRouter {
     try {
       json = JSON.parse(text);
     } catch {
-      ctx.conn.send(encodeError(null, ErrorCode.ParseError, 'parse error: the frame is not valid JSON'));
+      this.sendResponse(ctx.conn, encodeError(null, ErrorCode.ParseError, 'parse error: the frame is not valid JSON'));
       return;
     }
     // Before anything looks at the message: a value nested thousands deep (or a megabyte-long
@@ -167,7 +168,7 @@ export class RpcRouter {
       // Echo the id only when it is a valid one; an unusable id (object, too long) answers with null.
       const safeId = requestIdSchema.safeParse(id).success ? (id as RequestId) : null;
       const hint = Array.isArray(json) ? 'batches are not supported; send one message per frame' : describeZodError(parsed.error);
-      ctx.conn.send(encodeError(safeId, ErrorCode.InvalidRequest, `invalid request: ${hint}`));
+      this.sendResponse(ctx.conn, encodeError(safeId, ErrorCode.InvalidRequest, `invalid request: ${hint}`));
       return;
     }
     const msg = parsed.data;
@@ -177,7 +178,7 @@ export class RpcRouter {
       return;
     }
     if (throttled) {
-      ctx.conn.send(encodeError(msg.id, ErrorCode.LimitExceeded, `rate limit exceeded: at most ${this.rateLimit.perSecond} messages per second`));
+      this.sendResponse(ctx.conn, encodeError(msg.id, ErrorCode.LimitExceeded, `rate limit exceeded: at most ${this.rateLimit.perSecond} messages per second`));
       return;
     }
     this.sendResponse(ctx.conn, await this.#handleRequest(ctx, msg.id, msg.method, msg.params));
@@ -205,27 +206,27 @@ export class RpcRouter {
     // JSON-RPC sends no response to notifications; an error with id null is the one way to tell
     // the client its notification was not taken, rather than dropping it silently.
     if (!handler) {
-      ctx.conn.send(encodeError(null, ErrorCode.MethodNotFound, `notification method not found: ${method}`));
+      this.sendResponse(ctx.conn, encodeError(null, ErrorCode.MethodNotFound, `notification method not found: ${method}`));
       return;
     }
     if (ctx.state.protocolVersion === undefined) {
-      ctx.conn.send(encodeError(null, ErrorCode.NotInitialized, `${method} before initialize: send initialize first`));
+      this.sendResponse(ctx.conn, encodeError(null, ErrorCode.NotInitialized, `${method} before initialize: send initialize first`));
       return;
     }
     const params = handler.params.safeParse(rawParams);
     if (!params.success) {
-      ctx.conn.send(encodeError(null, ErrorCode.InvalidParams, `invalid params for ${method}: ${describeZodError(params.error)}`));
+      this.sendResponse(ctx.conn, encodeError(null, ErrorCode.InvalidParams, `invalid params for ${method}: ${describeZodError(params.error)}`));
       return;
     }
     if (throttled) {
-      if (this.onRefusedNotification?.(ctx, method, params.data) !== true) ctx.conn.send(encodeError(null, ErrorCode.LimitExceeded, `rate limit exceeded: ${method} was not processed`));
+      if (this.onRefusedNotification?.(ctx, method, params.data) !== true) this.sendResponse(ctx.conn, encodeError(null, ErrorCode.LimitExceeded, `rate limit exceeded: ${method} was not processed`));
       return;
     }
     try {
       handler.handle(ctx, params.data);
     } catch (err) {
       this.logger.error('notification handler failed', { method, ...errorFields(err) });
-      ctx.conn.send(encodeError(null, ErrorCode.InternalError, `internal error while handling ${method}`));
+      this.sendResponse(ctx.conn, encodeError(null, ErrorCode.InternalError, `internal error while handling ${method}`));
     }
   }
 
@@ -236,7 +237,7 @@ export class RpcRouter {
     // A notification (a dispatch) gets its refusal the way its method reports refusals, so the
     // sender's pending action resolves; the hook never echoes the offending value.
     if (id === null && this.onRefusedNotification?.(ctx, method, message['params'], reason) === true) return;
-    ctx.conn.send(encodeError(id, ErrorCode.InvalidRequest, `invalid request: ${reason}`, { code }));
+    this.sendResponse(ctx.conn, encodeError(id, ErrorCode.InvalidRequest, `invalid request: ${reason}`, { code }));
   }
 
   #refill(state: ConnectionState): void {

@@ -186,6 +186,67 @@ describe('attacks on the hub core (issue 8)', () => {
     expect(victimState.steeringMessages ?? []).toEqual([]);
   });
 
+  const queuedMessage = (id: string, text: string) => ({ type: 'chat/pendingMessageSet', kind: 'queued', id, message: userMessage(text) });
+
+  it('4: a client that stops reading is closed (4008) however it fills its queue, JSON-RPC answers (snapshots) included', async () => {
+    server = await startTestServer({ withAuth: true });
+    const alice = await open(TOKENS.alice);
+    const { chat } = await alice.createSession();
+    for (let i = 0; i < 10; i++) expect((await alice.dispatchAndWait(chat, queuedMessage(`q${i}`, 'x'.repeat(99_000)))).rejectionReason).toBeUndefined();
+    await alice.subscribe(chat);
+    const reader = await open(TOKENS.bob);
+    reader.ws.pause(); // stops reading its socket; the hub's answers pile up
+    const asked = 40; // ~1 MB each
+    const answers = Array.from({ length: asked }, () => reader.request('subscribe', { channel: chat }).then(() => 'answered', () => 'closed'));
+    // Frames are handled in order: once this dispatch is applied, every subscribe before it was answered (or refused).
+    reader.dispatch(chat, queuedMessage('marker', 'all asked'));
+    await alice.waitForEnvelope((e) => e.action.type === 'chat/pendingMessageSet' && e.action['id'] === 'marker', 'the marker dispatch');
+    reader.ws.resume();
+    const outcomes = await Promise.all(answers);
+    expect(reader.closeCode).toBe(4008);
+    expect(outcomes.filter((o) => o === 'answered').length).toBeLessThan(asked);
+  });
+
+  it('4: the replay window is bounded in size, not only in count: an old gap gets snapshots', async () => {
+    server = await startTestServer({ withAuth: true, limits: { replayBufferChars: 60_000 } });
+    const alice = await open(TOKENS.alice);
+    const { chat } = await alice.createSession();
+    await alice.subscribe(chat);
+    const before = Math.max(0, ...alice.envelopes.map((e) => e.serverSeq), (await alice.subscribe(chat)).fromSeq);
+    for (let i = 0; i < 6; i++) await alice.dispatchAndWait(chat, queuedMessage(`big${i}`, 'y'.repeat(20_000)));
+    const back = await open(TOKENS.alice, { clientId: alice.clientId });
+    const result = await back.request<{ type: string }>('reconnect', { channel: 'ahp-root://', clientId: alice.clientId, lastSeenServerSeq: before, subscriptions: [chat] });
+    expect(result.type).toBe('snapshot');
+  });
+
+  it('4: queued messages per chat are capped (pending_messages_limit); replacing one still works', async () => {
+    server = await startTestServer({ withAuth: true });
+    const alice = await open(TOKENS.alice);
+    const { chat } = await alice.createSession();
+    await alice.subscribe(chat);
+    for (let i = 0; i < 100; i++) alice.dispatch(chat, queuedMessage(`m${i}`, `message ${i}`));
+    const over = await alice.dispatchAndWait(chat, queuedMessage('m100', 'one too many'));
+    expect(over.rejectionReason).toMatch(/pending_messages_limit/);
+    expect(alice.envelopes.filter((e) => e.rejectionReason !== undefined)).toHaveLength(1);
+    expect((await alice.dispatchAndWait(chat, queuedMessage('m5', 'edited'))).rejectionReason).toBeUndefined();
+    expect((await alice.subscribe<ChatView>(chat)).state.queuedMessages).toHaveLength(100);
+  });
+
+  it('4: a chat cannot grow past its size limit (channel_too_large), and a full chat can still be cleaned up and subscribed', async () => {
+    server = await startTestServer({ withAuth: true, limits: { maxChannelJsonChars: 200_000 } });
+    const alice = await open(TOKENS.alice);
+    const { chat } = await alice.createSession();
+    await alice.subscribe(chat);
+    const outcomes: Array<string | undefined> = [];
+    for (let i = 0; i < 6; i++) outcomes.push((await alice.dispatchAndWait(chat, queuedMessage(`f${i}`, 'z'.repeat(45_000)))).rejectionReason);
+    expect(outcomes.slice(0, 4)).toEqual([undefined, undefined, undefined, undefined]);
+    expect(outcomes[4]).toMatch(/channel_too_large/);
+    const full = await alice.subscribe<ChatView>(chat);
+    expect(JSON.stringify(full.state).length).toBeLessThanOrEqual(200_000);
+    expect((await alice.dispatchAndWait(chat, { type: 'chat/pendingMessageRemoved', kind: 'queued', id: 'f0' })).rejectionReason).toBeUndefined();
+    expect((await alice.dispatchAndWait(chat, queuedMessage('g', 'fits again'))).rejectionReason).toBeUndefined();
+  });
+
   it('6/8: an agent streaming chat/delta unpaced is slowed down, not refused: every delta is applied and delivered', async () => {
     server = await startTestServer({ withAuth: true, rateLimit: { perSecond: 2_000, burst: 500 } });
     const alice = await open(TOKENS.alice);

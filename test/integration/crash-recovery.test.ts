@@ -53,7 +53,7 @@ describe('durable log: SIGKILL and restart', () => {
       expect(stored.get(e.serverSeq)?.action).toEqual(e.action);
       // The stored origin also names the actor (for the duplicate ledger); envelopes never carry it.
       expect(stored.get(e.serverSeq)?.origin).toMatchObject(e.origin ?? {});
-      expect(e.origin).not.toHaveProperty("actor");
+      expect(e.origin).not.toHaveProperty('actor');
     }
 
     const second = await startHubProcess(['--data', data.dir]);
