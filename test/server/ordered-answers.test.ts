@@ -44,8 +44,14 @@ describe('answers are ordered with durability', () => {
     // The action is applied in memory, but the answer that would show it waits for the log.
     await new Promise((resolve) => setImmediate(resolve));
     expect(readerConn.messages().filter((f) => f['id'] === 1)).toEqual([]);
+    // Nor does the sender get its own echo: an echo means "durable", so it waits for the append too.
+    const writerConn = writer.conn as FakeConnection;
+    expect(writerConn.envelopes()).toEqual([]);
 
     log.release();
+    const echo = await waitFor(() => writerConn.envelopes().find((e) => e.origin?.clientSeq === 1));
+    expect(echo.rejectionReason).toBeUndefined();
+    expect(echo.serverSeq).toBeLessThanOrEqual(await log.head());
     const answer = await waitFor(() => readerConn.messages().find((f) => f['id'] === 1));
     const snapshot = (answer['result'] as { snapshot: { state: { draft?: { text: string } }; fromSeq: number } }).snapshot;
     expect(snapshot.state.draft?.text).toBe('not yet durable');
