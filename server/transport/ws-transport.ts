@@ -26,6 +26,11 @@ export interface WsTransportOptions {
   readonly maxPayloadBytes: number;
   readonly heartbeatMs: number;
   readonly maxConnections: number;
+  /**
+   * Unsent bytes after which a connection that does not read is closed with 4008 instead of being
+   * sent more, whatever sends it (the hub applies the same rule; this catches every other sender).
+   */
+  readonly maxBufferedBytes?: number;
   /** Called when a connection closes so the hub can drop its subscriptions. */
   readonly onClose: (conn: Connection, principal: Principal) => void;
 }
@@ -62,9 +67,14 @@ class WsConnection implements Connection {
     readonly socket: WebSocket,
     /** The TCP socket under the WebSocket (the one the upgrade handed us). */
     private readonly raw: Duplex,
+    private readonly maxBufferedBytes: number,
   ) {}
   send(text: string): void {
     if (this.socket.readyState !== WebSocket.OPEN) return;
+    if (this.socket.bufferedAmount > this.maxBufferedBytes) {
+      this.close(CloseCode.SlowConsumer, 'slow consumer: reconnect and resume');
+      return;
+    }
     if (!corked.has(this.raw)) {
       if (corked.size === 0) process.nextTick(uncorkAll);
       corked.add(this.raw);
@@ -81,6 +91,9 @@ class WsConnection implements Connection {
     return this.socket.bufferedAmount;
   }
 }
+
+/** Same bound as the hub's fan-out (`DEFAULT_FANOUT_LIMITS.maxBufferedBytes`). */
+const DEFAULT_MAX_BUFFERED_BYTES = 4 * 1024 * 1024;
 
 export class WsTransport {
   readonly #wss: WebSocketServer;
@@ -115,7 +128,7 @@ export class WsTransport {
   }
 
   #accept(ws: WebSocket, raw: Duplex, principal: Principal): void {
-    const conn = new WsConnection(ws, raw);
+    const conn = new WsConnection(ws, raw, this.options.maxBufferedBytes ?? DEFAULT_MAX_BUFFERED_BYTES);
     this.#connections.add(conn);
     const ctx: RpcContext = { conn, principal, state: this.options.router.newConnectionState() };
     // Frames are handled one at a time per connection so answers keep the order of requests.
