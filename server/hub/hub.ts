@@ -32,7 +32,7 @@ import { canActAsAgent, canWrite, type Principal } from '../auth/auth.js';
 import type { Logger } from '../log.js';
 import { errorFields } from '../log.js';
 import { Catalog, CATALOG_CHANNEL, CatalogAction, type CatalogImage, type ChatEntry, type SessionEntry } from './catalog.js';
-import type { Connection } from './connection.js';
+import { CloseCode, type Connection } from './connection.js';
 import { ChannelFanout, DEFAULT_FANOUT_LIMITS, encodeEnvelope, encodeNotification, mergeStreamingActions, sendOrCloseSlow, type FanoutLimits } from './fanout.js';
 import { chatRollUpActions, sessionStatusActions, sessionSummary, summaryChanges, type SessionSummaryView } from './rollup.js';
 import { ClientLedger, actorOf, type Actor, type LedgerImage } from './client-ledger.js';
@@ -165,6 +165,8 @@ export class Hub {
   readonly #publishedSummaries = new Map<string, SessionSummaryView>();
   #ledger = new ClientLedger();
   readonly #listeners = new Set<(e: HubEvent) => void>();
+  /** Characters of answers queued in the outbox per connection (see `sendInOrder`). */
+  readonly #heldReplyChars = new WeakMap<Connection, number>();
 
   private constructor(options: HubOptions, catalog: Catalog) {
     this.#log = options.log;
@@ -691,6 +693,15 @@ export class Hub {
       sendOrCloseSlow(conn, text, this.limits.fanout);
       return;
     }
+    // Answers waiting for durability count against the connection's limit too: a client that
+    // asks for big snapshots faster than the log commits must not pile them up here instead.
+    // Same rule as for sending: more than the limit already waiting → close, else queue this one.
+    const held = this.#heldReplyChars.get(conn) ?? 0;
+    if (held + conn.bufferedAmount > this.limits.fanout.maxBufferedBytes) {
+      conn.close(CloseCode.SlowConsumer, 'slow consumer: reconnect and resume');
+      return;
+    }
+    this.#heldReplyChars.set(conn, held + text.length);
     this.#outbox.push({ kind: 'reply', conn, text });
     this.#scheduleFlush();
   }
@@ -810,9 +821,13 @@ export class Hub {
           if (subs) for (const conn of subs) sendOrCloseSlow(conn, item.text, this.limits.fanout);
           break;
         }
-        case 'reply':
+        case 'reply': {
+          const held = (this.#heldReplyChars.get(item.conn) ?? 0) - item.text.length;
+          if (held > 0) this.#heldReplyChars.set(item.conn, held);
+          else this.#heldReplyChars.delete(item.conn);
           sendOrCloseSlow(item.conn, item.text, this.limits.fanout);
           break;
+        }
         case 'call':
           item.fn();
           break;
