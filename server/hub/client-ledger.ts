@@ -65,12 +65,28 @@ export interface LedgerImage {
   }>;
 }
 
+const actors = new WeakMap<Principal, Actor>();
+
+/** The actor of a principal (one object per principal, so its owner key is computed once). */
 export function actorOf(principal: Principal): Actor {
-  return { tenant: principal.tenant, user: principal.user };
+  let actor = actors.get(principal);
+  if (!actor) {
+    actor = { tenant: principal.tenant, user: principal.user };
+    actors.set(principal, actor);
+  }
+  return actor;
 }
 
+/** Owner keys per actor object: the hub passes the same actor object for every dispatch of a principal. */
+const ownerKeys = new WeakMap<Actor, string>();
+
 function ownerKey(actor: Actor): string {
-  return JSON.stringify([actor.tenant, actor.user]);
+  let key = ownerKeys.get(actor);
+  if (key === undefined) {
+    key = JSON.stringify([actor.tenant, actor.user]);
+    ownerKeys.set(actor, key);
+  }
+  return key;
 }
 
 export class ClientLedger {

@@ -30,15 +30,24 @@ export interface JsonBoundsResult {
 /** undefined when `value` is within bounds, else the first violation found. */
 export function checkJsonBounds(value: unknown, bounds: { maxDepth: number; maxKeyLength: number } = JsonBounds): JsonBoundsResult | undefined {
   if (typeof value !== 'object' || value === null) return undefined;
-  // Depth-first with an explicit stack of [value, depth]; depth counts containers.
-  const stack: Array<[object, number]> = [[value, 1]];
-  while (stack.length > 0) {
-    const [node, depth] = stack.pop()!;
+  // Depth-first with explicit stacks (parallel arrays: no allocation per node); depth counts
+  // containers. This runs on every client message, so it stays cheap for the usual small ones.
+  const nodes: object[] = [value];
+  const depths: number[] = [1];
+  while (nodes.length > 0) {
+    const node = nodes.pop()!;
+    const depth = depths.pop()!;
     if (depth > bounds.maxDepth) {
       return { code: 'json_too_deep', message: `JSON nested deeper than ${bounds.maxDepth} levels` };
     }
     if (Array.isArray(node)) {
-      for (const item of node) if (typeof item === 'object' && item !== null) stack.push([item, depth + 1]);
+      for (let i = 0; i < node.length; i++) {
+        const item: unknown = node[i];
+        if (typeof item === 'object' && item !== null) {
+          nodes.push(item);
+          depths.push(depth + 1);
+        }
+      }
       continue;
     }
     for (const key in node) {
@@ -46,7 +55,10 @@ export function checkJsonBounds(value: unknown, bounds: { maxDepth: number; maxK
         return { code: 'json_key_too_long', message: `JSON object key longer than ${bounds.maxKeyLength} characters` };
       }
       const child = (node as Record<string, unknown>)[key];
-      if (typeof child === 'object' && child !== null) stack.push([child, depth + 1]);
+      if (typeof child === 'object' && child !== null) {
+        nodes.push(child);
+        depths.push(depth + 1);
+      }
     }
   }
   return undefined;
