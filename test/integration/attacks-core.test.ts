@@ -219,7 +219,7 @@ describe('attacks on the hub core (issue 8)', () => {
     expect(result.type).toBe('snapshot');
   });
 
-  it('4: queued messages per chat are capped (pending_messages_limit); replacing one still works', async () => {
+  it('4: queued and steering messages per chat are capped (pending_messages_limit); replacing one still works', async () => {
     server = await startTestServer({ withAuth: true });
     const alice = await open(TOKENS.alice);
     const { chat } = await alice.createSession();
@@ -230,6 +230,13 @@ describe('attacks on the hub core (issue 8)', () => {
     expect(alice.envelopes.filter((e) => e.rejectionReason !== undefined)).toHaveLength(1);
     expect((await alice.dispatchAndWait(chat, queuedMessage('m5', 'edited'))).rejectionReason).toBeUndefined();
     expect((await alice.subscribe<ChatView>(chat)).state.queuedMessages).toHaveLength(100);
+
+    // The steering-message list has the same cap.
+    const steering = (id: string) => ({ type: 'chat/steeringMessageSet', steeringMessage: { id, message: userMessage(`steer ${id}`) } });
+    for (let i = 0; i < 100; i++) alice.dispatch(chat, steering(`s${i}`));
+    const overSteer = await alice.dispatchAndWait(chat, steering('s100'));
+    expect(overSteer.rejectionReason).toMatch(/too many steering messages \(pending_messages_limit\)/);
+    expect((await alice.subscribe<{ steeringMessages?: unknown[] }>(chat)).state.steeringMessages).toHaveLength(100);
   });
 
   it('4: a chat cannot grow past its size limit (channel_too_large), and a full chat can still be cleaned up and subscribed', async () => {
