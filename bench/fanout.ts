@@ -31,7 +31,12 @@ import type { SubscriberKind, SubscriberWorkerData, WorkerCommand, WorkerReport 
 // ─── Configuration ────────────────────────────────────────────────────────────
 
 type ServerKind = 'raw' | 'hub' | 'hub-coalesced' | 'hocuspocus';
-type Load = 'sustained' | 'overload';
+/**
+ * `unpaced`: one producer connection (one agent) sends `unpacedCount` deltas as fast as its socket
+ * takes them, to `unpacedSubscribers` subscribers of the hub; the hub's flow control slows it to
+ * its per-connection budget, and the row shows that nothing is lost and what that costs.
+ */
+type Load = 'sustained' | 'overload' | 'unpaced';
 
 interface Config {
   subscribers: number[];
@@ -62,6 +67,8 @@ interface Config {
   /** Seconds to wait, before each scenario, for the machine to go quiet (other processes). */
   quietWait: number;
   out: string;
+  unpacedCount: number;
+  unpacedSubscribers: number;
 }
 
 const USAGE = `usage: npm run bench -- [flags]
@@ -76,7 +83,9 @@ const USAGE = `usage: npm run bench -- [flags]
   --drain 2                max seconds to wait for stragglers after the producer stops
   --sub-workers 1          subscriber worker threads
   --servers raw,hub,hub-coalesced,hocuspocus
-  --loads sustained,overload
+  --loads sustained,overload,unpaced
+  --unpaced-count 10000    deltas the unpaced producer sends as fast as it can (hub only)
+  --unpaced-subscribers 100 subscribers of the unpaced row
   --filler-bytes 18        filler text per delta besides the timestamp marker
   --sync normal|full       hub SQLite durability (--sync of the hub)  [normal]
   --parse auto|json|scan   subscribers JSON.parse every action frame, or only byte-scan them;
@@ -108,7 +117,7 @@ function parseConfig(argv: readonly string[]): Config {
     drainSeconds: 2,
     subWorkers: 1,
     servers: ['raw', 'hub', 'hub-coalesced', 'hocuspocus'],
-    loads: ['sustained', 'overload'],
+    loads: ['sustained', 'overload', 'unpaced'],
     filler: 'lorem ipsum dolor ',
     cpuProf: false,
     sync: 'normal',
@@ -120,6 +129,8 @@ function parseConfig(argv: readonly string[]): Config {
     hubMain: join(here, '..', 'server', 'main.js'),
     quietWait: 0,
     out: join(here, '..', 'bench-results', 'latest.json'),
+    unpacedCount: 10_000,
+    unpacedSubscribers: 100,
   };
   const num = (name: string, v: string | undefined, min = 0): number => {
     const n = Number(v);
@@ -150,6 +161,12 @@ function parseConfig(argv: readonly string[]): Config {
       case '--overload-frames':
         c.overloadFrames = num(flag, value(), 1);
         break;
+      case '--unpaced-count':
+        c.unpacedCount = Math.floor(num(flag, value(), 1));
+        break;
+      case '--unpaced-subscribers':
+        c.unpacedSubscribers = Math.floor(num(flag, value(), 1));
+        break;
       case '--coalesce-ms':
         c.coalesceMs = num(flag, value(), 1);
         break;
@@ -170,7 +187,7 @@ function parseConfig(argv: readonly string[]): Config {
       }
       case '--loads': {
         const list = (value() ?? '').split(',').filter(Boolean) as Load[];
-        for (const l of list) if (l !== 'sustained' && l !== 'overload') throw new Error(`unknown load ${l}\n${USAGE}`);
+        for (const l of list) if (l !== 'sustained' && l !== 'overload' && l !== 'unpaced') throw new Error(`unknown load ${l}\n${USAGE}`);
         c.loads = list;
         break;
       }
@@ -282,6 +299,8 @@ interface Result {
   producerLanes: number;
   producerMaxLagMs: number;
   connectMs: number;
+  /** Unpaced row: logical updates per second from the first send to the last receipt. */
+  throughput: number;
   status: string;
 }
 
@@ -380,7 +399,8 @@ async function runScenario(s: Scenario, cfg: Config): Promise<Result> {
     if (s.server === 'raw') producer = await RawProducer.open(baseWs, cfg.filler);
     else if (s.server === 'hocuspocus') producer = await HocuspocusProducer.open(baseWs, cfg.filler);
     else {
-      const hp = await HubProducer.open(`${baseWs}/ahp`, s.rate, cfg.filler, cfg.producerSubscribes);
+      // Unpaced: one connection, as one agent streaming from a fast model.
+      const hp = await HubProducer.open(`${baseWs}/ahp`, s.load === 'unpaced' ? 1 : s.rate, cfg.filler, cfg.producerSubscribes);
       producerLanes = hp.laneCount;
       producer = hp;
     }
@@ -390,7 +410,7 @@ async function runScenario(s: Scenario, cfg: Config): Promise<Result> {
     workers = started.workers;
 
     const startUs = Math.floor(nowUs()) + 50_000;
-    const warmup = s.load === 'overload' ? Math.min(1, cfg.warmupSeconds) : cfg.warmupSeconds;
+    const warmup = s.load === 'unpaced' ? 0 : s.load === 'overload' ? Math.min(1, cfg.warmupSeconds) : cfg.warmupSeconds;
     const fromUs = startUs + Math.floor(warmup * 1e6);
     const endUs = fromUs + Math.floor(s.seconds * 1e6);
     for (const w of workers) w.postMessage({ cmd: 'window', fromUs, toUs: Number.POSITIVE_INFINITY } satisfies WorkerCommand);
@@ -398,12 +418,16 @@ async function runScenario(s: Scenario, cfg: Config): Promise<Result> {
     let benchCpu0 = process.cpuUsage();
     let busy0 = Number.NaN;
     let t0 = 0;
-    const paced = await pace(producer, s.rate, startUs, fromUs, endUs, () => {
+    const onWindow = (): void => {
       cpu0 = cpuSeconds(server.pid);
       benchCpu0 = process.cpuUsage();
       busy0 = machineBusySeconds();
       t0 = nowUs();
-    });
+    };
+    const paced = s.load === 'unpaced' ? await blast(producer, cfg.unpacedCount, startUs, onWindow) : await pace(producer, s.rate, startUs, fromUs, endUs, onWindow);
+    const firstSendUs = t0;
+    // The unpaced producer is done when the hub has taken (echoed) everything, not when it wrote it.
+    if (s.load === 'unpaced') await waitUntil(() => producer!.stats().echoed + producer!.stats().rejected >= paced.total, 120);
     const cpu1 = cpuSeconds(server.pid);
     const benchCpu = process.cpuUsage(benchCpu0);
     const busy1 = machineBusySeconds();
@@ -414,7 +438,7 @@ async function runScenario(s: Scenario, cfg: Config): Promise<Result> {
 
     // Drain: wait until every subscriber has every in-window update, or give up.
     const expected = paced.inWindow * s.n;
-    const drainDeadline = nowUs() + cfg.drainSeconds * 1e6;
+    const drainDeadline = nowUs() + (s.load === 'unpaced' ? Math.max(cfg.drainSeconds, 30) : cfg.drainSeconds) * 1e6;
     for (;;) {
       const progress = await Promise.all(workers.map((w) => request<{ type: 'progress'; count: number; closed: number }>(w, { cmd: 'progress' }, 'progress')));
       const got = progress.reduce((a, p) => a + p.count, 0);
@@ -451,7 +475,7 @@ async function runScenario(s: Scenario, cfg: Config): Promise<Result> {
       subscribers: s.n,
       offeredRate: s.rate,
       sent: paced.inWindow,
-      sentRate: paced.inWindow / s.seconds,
+      sentRate: s.load === 'unpaced' ? paced.inWindow / Math.max(1e-3, (paced.lastSendUs - firstSendUs) / 1e6) : paced.inWindow / s.seconds,
       expected,
       delivered,
       deliveredPct: expected > 0 ? (100 * delivered) / expected : 0,
@@ -477,6 +501,7 @@ async function runScenario(s: Scenario, cfg: Config): Promise<Result> {
       producerLanes,
       producerMaxLagMs: paced.maxLagMs,
       connectMs: started.connectMs,
+      throughput: lastRecv > firstSendUs ? paced.inWindow / ((lastRecv - firstSendUs) / 1e6) : Number.NaN,
       status: '',
     };
     r.status = verdict(r, stats.errors, cfg);
@@ -505,11 +530,42 @@ async function runScenario(s: Scenario, cfg: Config): Promise<Result> {
 }
 
 function parseModeFor(load: Load, cfg: Config): 'json' | 'scan' {
-  return cfg.parse === 'auto' ? (load === 'sustained' ? 'json' : 'scan') : cfg.parse;
+  return cfg.parse === 'auto' ? (load === 'overload' ? 'scan' : 'json') : cfg.parse;
+}
+
+/**
+ * Sends `count` updates as fast as the producer's socket takes them: no pacing at all, only a
+ * pause while more than 4 MiB sit unsent in the producer's own socket (what any writer does).
+ */
+async function blast(producer: Producer, count: number, startUs: number, onWindow: () => void): Promise<{ inWindow: number; total: number; maxLagMs: number; lastSendUs: number }> {
+  // Timers may fire a little early against the monotonic clock: every update must be in the window.
+  while (nowUs() < startUs) await new Promise((r) => setTimeout(r, Math.max(1, (startUs - nowUs()) / 1000)));
+  onWindow();
+  let lastSendUs = 0;
+  for (let i = 0; i < count; i++) {
+    lastSendUs = nowUs();
+    producer.send(lastSendUs);
+    if ((i & 255) === 255) while (producer.bufferedAmount() > 4 * 1024 * 1024) await new Promise((r) => setTimeout(r, 1));
+  }
+  return { inWindow: count, total: count, maxLagMs: 0, lastSendUs };
+}
+
+async function waitUntil(done: () => boolean, maxSeconds: number): Promise<void> {
+  const deadline = Date.now() + maxSeconds * 1000;
+  while (!done() && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
 }
 
 function verdict(r: Result, errors: string[], cfg: Config): string {
   const notes: string[] = [];
+  if (r.load === 'unpaced') {
+    const lost = r.expected - r.delivered;
+    notes.push(lost === 0 ? '0 lost' : `LOST ${lost} of ${r.expected} deliveries`);
+    notes.push(`${k(r.sent)} deltas written at ${k(r.sentRate)}/s, taken and fanned out at ${k(r.throughput)}/s`);
+    if (r.rejected > 0) notes.push(`${r.rejected} refused by the server (${errors[0] ?? ''})`);
+    if (r.closedSubscribers > 0) notes.push(`${r.closedSubscribers} subscribers disconnected (codes ${JSON.stringify(r.closeCodes)})`);
+    if (r.otherCpuPct > 25) notes.push(`noisy: other processes used ${r.otherCpuPct.toFixed(0)}% CPU`);
+    return notes.join('; ');
+  }
   const offered = r.sentRate * r.subscribers;
   if (r.delivered < r.expected) {
     notes.push(`FELL BEHIND: only ${r.deliveredPct.toFixed(1)}% delivered ${cfg.drainSeconds}s after the producer stopped`);
@@ -534,6 +590,7 @@ const k = (v: number): string => (!Number.isFinite(v) ? '—' : v >= 10_000 ? `$
 
 function label(r: Result, cfg: Config): string {
   if (r.server === 'hub-coalesced') return `hub, maxLatencyMs ${cfg.coalesceMs}`;
+  if (r.server === 'hub' && r.load === 'unpaced') return 'hub, one unpaced agent';
   if (r.server === 'hub') return 'hub (immediate)';
   if (r.server === 'raw') return 'plain ws broadcast';
   return 'Hocuspocus 2 (in-memory)';
@@ -595,6 +652,7 @@ async function main(): Promise<void> {
   const scenarios: Scenario[] = [];
   for (const n of cfg.subscribers) {
     for (const load of cfg.loads) {
+      if (load === 'unpaced') continue;
       // Repeats interleave the servers (raw, hub, …, raw, hub, …) so slow drifts hit all alike.
       for (let rep = 0; rep < cfg.repeat; rep++) {
         for (const server of cfg.servers) {
@@ -610,6 +668,11 @@ async function main(): Promise<void> {
           });
         }
       }
+    }
+  }
+  if (cfg.loads.includes('unpaced') && cfg.servers.some((s) => s.startsWith('hub'))) {
+    for (let rep = 0; rep < cfg.repeat; rep++) {
+      scenarios.push({ load: 'unpaced', server: 'hub', n: cfg.unpacedSubscribers, rate: cfg.unpacedCount, seconds: 0, maxLatencyMs: 0 });
     }
   }
   const cpu = cpus();

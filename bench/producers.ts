@@ -5,10 +5,11 @@
  *  - HubProducer: an AHP client in dev mode (admin, so it may dispatch server-side actions like
  *    an agent). Creates a session with provider `remote`, starts a turn (`chat/turnStarted`,
  *    client action), adds a markdown part (`chat/responsePart`), then streams `chat/delta`.
- *    The hub allows 500 frames/s per connection (token bucket, burst 2000), so above 400/s the
- *    deltas are spread over ceil(rate / 400) producer connections, taking turns in 100 ms
- *    slices: within a slice every delta comes from one connection, as from a single agent, so
- *    the hub's same-source burst merging sees what it would see from one fast agent.
+ *    The hub's budget is 500 frames/s per connection (token bucket, burst 2000; beyond it the hub
+ *    stops reading the socket), so for paced rows above 400/s the deltas are spread over
+ *    ceil(rate / 400) producer connections, taking turns in 100 ms slices: within a slice every
+ *    delta comes from one connection, as from a single agent, so the hub's same-source burst
+ *    merging sees what it would see from one fast agent. The unpaced row uses one connection.
  *  - RawProducer: sends to bench/raw-ws-server.ts the exact JSON-RPC `action` envelope text the
  *    hub would send for the same delta (same encoder, same field lengths).
  *  - HocuspocusProducer: a real @hocuspocus/provider on a Y.Doc; each update is one Y.Text insert.
@@ -22,6 +23,8 @@ import { stampedText } from './clock.js';
 
 export interface ProducerStats {
   sent: number;
+  /** Echoes (accepted or rejected) of the producer's own dispatches; hub producers only. */
+  echoed: number;
   rejected: number;
   errors: string[];
 }
@@ -59,11 +62,14 @@ class Rpc {
   #nextId = 1;
   /** Parse every action notification (only while waiting for setup echoes). */
   watchActions = false;
+  /** `action` notifications received (echoes of this connection's dispatches, unless subscribed). */
+  actionFrames = 0;
   readonly #pending = new Map<number, { resolve(v: unknown): void; reject(e: Error): void }>();
   onOther: (msg: Record<string, unknown>) => void = () => {};
 
   constructor(readonly ws: WebSocket) {
     ws.on('message', (raw: Buffer) => {
+      if (raw.length > ACTION_PREFIX.length && raw.compare(ACTION_PREFIX, 0, ACTION_PREFIX.length, 0, ACTION_PREFIX.length) === 0) this.actionFrames++;
       // Echoes of our own deltas (and, when subscribed, everyone's envelopes) are not inspected
       // unless they carry a rejection: the producer thread must stay cheap.
       if (raw.length > ACTION_PREFIX.length && raw.compare(ACTION_PREFIX, 0, ACTION_PREFIX.length, 0, ACTION_PREFIX.length) === 0 && raw.indexOf(REJECTION) < 0 && !this.watchActions) return;
@@ -94,7 +100,7 @@ class Rpc {
 }
 
 export class HubProducer implements Producer {
-  #stats: ProducerStats = { sent: 0, rejected: 0, errors: [] };
+  #stats: ProducerStats = { sent: 0, echoed: 0, rejected: 0, errors: [] };
   readonly #seq: number[];
   readonly #startedMs = performance.now();
 
@@ -190,6 +196,7 @@ export class HubProducer implements Producer {
   }
 
   stats(): ProducerStats {
+    this.#stats.echoed = this.lanes.reduce((n, l) => n + l.actionFrames, 0);
     return this.#stats;
   }
 
@@ -199,7 +206,7 @@ export class HubProducer implements Producer {
 }
 
 export class RawProducer implements Producer {
-  #stats: ProducerStats = { sent: 0, rejected: 0, errors: [] };
+  #stats: ProducerStats = { sent: 0, echoed: 0, rejected: 0, errors: [] };
   /** Same shapes and lengths as the hub's ids. */
   readonly channel = `ahp-chat:/${randomUUID()}`;
   readonly #turnId = `turn-${randomUUID()}`;
@@ -238,7 +245,7 @@ export class RawProducer implements Producer {
 }
 
 export class HocuspocusProducer implements Producer {
-  #stats: ProducerStats = { sent: 0, rejected: 0, errors: [] };
+  #stats: ProducerStats = { sent: 0, echoed: 0, rejected: 0, errors: [] };
   readonly #text: Y.Text;
 
   private constructor(

@@ -54,6 +54,9 @@ export function registerAhpMethods(router: RpcRouter, hub: Hub): void {
           { supportedVersions: [...SUPPORTED_VERSIONS] },
         );
       }
+      if (!hub.claimClientId(ctx.principal, params.clientId)) {
+        throw new ProtocolError(ErrorCode.AlreadyExists, 'clientId is in use by another principal: generate a fresh random clientId', { code: 'client_id_in_use' });
+      }
       ctx.state.protocolVersion = version;
       ctx.state.clientId = params.clientId;
       const snapshots: Snapshot[] = [];
@@ -162,15 +165,22 @@ export function registerAhpMethods(router: RpcRouter, hub: Hub): void {
   });
 }
 
-/** Rate-limited dispatches are echoed as rejections so the client's pending queue never stalls. */
+/**
+ * Dispatches refused before their handler ran (over the rate budget, or JSON out of bounds) are
+ * echoed as rejections so the client's pending queue never stalls. The echo carries only the
+ * action's `type`, never the refused value itself.
+ */
 export function throttledDispatchHandler(hub: Hub) {
-  return (ctx: RpcContext, method: string, params: unknown): void => {
-    const parsed = method === Method.DispatchAction ? dispatchActionParamsSchema.safeParse(params) : undefined;
-    if (parsed?.success) {
-      hub.rejectFromClient(clientOf(ctx), parsed.data.channel, parsed.data.clientSeq, parsed.data.action, 'rate limit exceeded: slow down and dispatch again');
-      return;
-    }
-    ctx.conn.send(JSON.stringify({ jsonrpc: '2.0', id: null, error: { code: ErrorCode.LimitExceeded, message: `rate limit exceeded: ${method} was not processed` } }));
+  return (ctx: RpcContext, method: string, params: unknown, reason = 'rate limit exceeded: slow down and dispatch again'): boolean => {
+    if (method !== Method.DispatchAction) return false;
+    const p = typeof params === 'object' && params !== null ? (params as Record<string, unknown>) : {};
+    const action = typeof p['action'] === 'object' && p['action'] !== null ? (p['action'] as Record<string, unknown>) : {};
+    const channel = p['channel'];
+    const clientSeq = p['clientSeq'];
+    const type = action['type'];
+    if (typeof channel !== 'string' || channel.length > 512 || !Number.isSafeInteger(clientSeq) || (clientSeq as number) < 0) return false;
+    if (typeof type !== 'string' || type.length === 0 || type.length > 128) return false;
+    hub.rejectFromClient(clientOf(ctx), channel, clientSeq as number, { type }, reason);
+    return true;
   };
 }
-

@@ -51,7 +51,13 @@ interface BufferedItem {
   exclude?: Connection;
 }
 
-function send(conn: Connection, text: string, limits: FanoutLimits): void {
+/**
+ * Sends one frame unless the receiver already has more than `maxBufferedBytes` unsent: then it is
+ * closed as a slow consumer instead. Everything the hub sends a connection goes through this —
+ * envelopes, rejection echoes, root notifications and JSON-RPC answers (snapshots included) — so
+ * a client that does not read holds at most that much plus one message, whatever it asked for.
+ */
+export function sendOrCloseSlow(conn: Connection, text: string, limits: FanoutLimits): void {
   if (conn.bufferedAmount > limits.maxBufferedBytes) {
     conn.close(CloseCode.SlowConsumer, 'slow consumer: reconnect and resume');
     return;
@@ -136,10 +142,10 @@ class CoalescingGroup {
     for (const item of items) {
       const text = item.text ?? encodeEnvelope(item.envelope);
       if (item.target) {
-        if (this.members.has(item.target)) send(item.target, text, this.limits);
+        if (this.members.has(item.target)) sendOrCloseSlow(item.target, text, this.limits);
         continue;
       }
-      for (const m of this.members) if (m !== item.exclude) send(m, text, this.limits);
+      for (const m of this.members) if (m !== item.exclude) sendOrCloseSlow(m, text, this.limits);
     }
   }
 
@@ -208,7 +214,7 @@ export class ChannelFanout {
   publish(envelope: ActionEnvelope, text: string, exclude?: Connection): void {
     // Admit joiners first: the first envelope beyond their snapshot goes to them like to everyone.
     if (this.#joining.size > 0) this.#promoteJoiners(envelope.serverSeq);
-    for (const conn of this.#immediate) if (conn !== exclude) send(conn, text, this.limits);
+    for (const conn of this.#immediate) if (conn !== exclude) sendOrCloseSlow(conn, text, this.limits);
     for (const g of this.#groups.values()) g.push(exclude ? { envelope, text, exclude } : { envelope, text });
   }
 
@@ -220,7 +226,7 @@ export class ChannelFanout {
         return;
       }
     }
-    send(conn, text, this.limits);
+    sendOrCloseSlow(conn, text, this.limits);
   }
 
   /** Flushes coalescing buffers now (used on shutdown and by tests). */

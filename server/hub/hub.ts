@@ -32,11 +32,13 @@ import { canActAsAgent, canWrite, type Principal } from '../auth/auth.js';
 import type { Logger } from '../log.js';
 import { errorFields } from '../log.js';
 import { Catalog, CATALOG_CHANNEL, CatalogAction, type CatalogImage, type ChatEntry, type SessionEntry } from './catalog.js';
-import type { Connection } from './connection.js';
-import { ChannelFanout, DEFAULT_FANOUT_LIMITS, encodeEnvelope, encodeNotification, mergeStreamingActions, type FanoutLimits } from './fanout.js';
+import { CloseCode, type Connection } from './connection.js';
+import { ChannelFanout, DEFAULT_FANOUT_LIMITS, encodeEnvelope, encodeNotification, mergeStreamingActions, sendOrCloseSlow, type FanoutLimits } from './fanout.js';
 import { chatRollUpActions, sessionSummary, summaryChanges, type SessionSummaryView } from './rollup.js';
-import { ClientLedger } from './client-ledger.js';
+import { ClientLedger, actorOf, type Actor, type LedgerImage } from './client-ledger.js';
+import { checkJsonBounds } from '../../shared/protocol/json-bounds.js';
 import { validateAgentAction } from './agent-actions.js';
+import { ChannelSizeBudget, DEFAULT_MAX_CHANNEL_JSON_CHARS } from './channel-budget.js';
 
 export interface HubLimits {
   readonly maxSessionsPerTenant: number;
@@ -44,6 +46,10 @@ export interface HubLimits {
   readonly maxSubscriptionsPerConnection: number;
   /** Envelopes kept in memory for `reconnect` replay; older gaps get snapshots. */
   readonly replayBufferSize: number;
+  /** …and at most this many characters of encoded envelopes, whichever bound is hit first. */
+  readonly replayBufferChars: number;
+  /** Largest encoded state (JSON characters) one chat or session may grow to. */
+  readonly maxChannelJsonChars: number;
   /** A snapshot is written after this many records, so recovery replays at most that many. */
   readonly snapshotEvery: number;
   readonly fanout: FanoutLimits;
@@ -54,6 +60,8 @@ export const DEFAULT_HUB_LIMITS: HubLimits = {
   maxChatsPerSession: 64,
   maxSubscriptionsPerConnection: 1_024,
   replayBufferSize: 20_000,
+  replayBufferChars: 64 * 1024 * 1024,
+  maxChannelJsonChars: DEFAULT_MAX_CHANNEL_JSON_CHARS,
   snapshotEvery: 5_000,
   fanout: DEFAULT_FANOUT_LIMITS,
 };
@@ -115,6 +123,8 @@ type OutboxItem =
 
 interface ReplayEntry {
   readonly envelope: ActionEnvelope;
+  /** Length of the encoded envelope, for the replay window's size bound. */
+  readonly chars: number;
 }
 
 /** Server-only chat actions whose effect can never change status, summary or input-needed. */
@@ -153,12 +163,16 @@ export class Hub {
   #closed = false;
 
   readonly #replay: ReplayEntry[] = [];
+  #replayChars = 0;
+  readonly #channelBudget: ChannelSizeBudget;
   readonly #fanouts = new Map<string, ChannelFanout>();
   readonly #rootSubscribers = new Map<string, Set<Connection>>();
   readonly #subscriptionsByConn = new Map<Connection, Set<string>>();
   readonly #publishedSummaries = new Map<string, SessionSummaryView>();
-  readonly #ledger = new ClientLedger();
+  #ledger = new ClientLedger();
   readonly #listeners = new Set<(e: HubEvent) => void>();
+  /** Characters of answers queued in the outbox per connection (see `sendInOrder`). */
+  readonly #heldReplyChars = new WeakMap<Connection, number>();
 
   private constructor(options: HubOptions, catalog: Catalog) {
     this.#log = options.log;
@@ -169,6 +183,7 @@ export class Hub {
     this.#defaultProvider = options.defaultProvider;
     this.limits = { ...DEFAULT_HUB_LIMITS, ...options.limits };
     this.#catalog = catalog;
+    this.#channelBudget = new ChannelSizeBudget(this.limits.maxChannelJsonChars);
   }
 
   /**
@@ -177,16 +192,18 @@ export class Hub {
    */
   static async open(options: HubOptions): Promise<Hub> {
     const snapshot = await options.log.latestSnapshot();
-    const image = snapshot?.data as { catalog: CatalogImage } | undefined;
+    const image = snapshot?.data as { catalog: CatalogImage; ledger?: LedgerImage } | undefined;
     const catalog = image ? Catalog.fromImage(image.catalog) : new Catalog(initialRootState(options.agents.map((a) => ({ ...a }))));
     const hub = new Hub(options, catalog);
+    hub.#ledger = ClientLedger.fromImage(image?.ledger);
     let seq = snapshot?.serverSeq ?? 0;
     const PAGE = 2_000;
     for (;;) {
       const records = await options.log.read(seq, PAGE);
       for (const r of records) {
         hub.#catalog.applyRecord(r);
-        if (r.origin) hub.#ledger.accepted(r.origin.clientId, r.origin.clientSeq, r.serverSeq);
+        const actor = (r.origin as { actor?: Actor } | undefined)?.actor;
+        if (r.origin && actor) hub.#ledger.accepted(actor, r.origin.clientId, r.origin.clientSeq, r.serverSeq);
         if (r.channel !== CATALOG_CHANNEL) hub.#remember(hub.#envelopeOf(r));
         seq = r.serverSeq;
       }
@@ -233,6 +250,16 @@ export class Hub {
 
   chatEntry(uri: string): ChatEntry | undefined {
     return this.#catalog.chats.get(uri);
+  }
+
+  /**
+   * The session's default chat, only when the catalogue says that chat belongs to the session.
+   * Features follow this rather than `state.defaultChat`, which a peer's action wrote.
+   */
+  defaultChatOf(sessionUri: string): string | undefined {
+    const session = this.#catalog.sessions.get(sessionUri);
+    const chat = session?.state.defaultChat;
+    return chat !== undefined && session!.chats.has(chat) && this.#catalog.chats.get(chat)?.session === sessionUri ? chat : undefined;
   }
 
   listSessions(principal: Principal): SessionSummaryView[] {
@@ -460,7 +487,8 @@ export class Hub {
   dispatchFromClient(client: ClientHandle, channel: string, clientSeq: number, rawAction: WireAction): void {
     if (this.#failed || this.#closed) return;
     const origin = { clientId: client.clientId, clientSeq };
-    const duplicate = this.#visibleSession(client.principal, channel) ? this.#ledger.duplicate(client.clientId, clientSeq) : undefined;
+    const actor = actorOf(client.principal);
+    const duplicate = this.#visibleSession(client.principal, channel) ? this.#ledger.duplicate(actor, client.clientId, clientSeq) : undefined;
     if (duplicate?.kind === 'accepted') {
       // A re-sent action that was applied: answer with its original echo, never apply it again.
       const original = this.#replay.find((e) => e.envelope.serverSeq === duplicate.serverSeq)?.envelope;
@@ -471,14 +499,15 @@ export class Hub {
       : this.#decide(client.principal, client.clientId, channel, rawAction, CLIENT_SURFACE);
     if (!decision) return;
     if (!decision.ok) {
-      if (!duplicate) this.#ledger.rejected(client.clientId, clientSeq, decision.reason);
-      this.#queuePrivate(client.conn, { channel, action: rawAction, serverSeq: this.#seq, origin, rejectionReason: decision.reason });
+      if (!duplicate) this.#ledger.rejected(actor, client.clientId, clientSeq, decision.reason);
+      this.#queuePrivate(client.conn, { channel, action: echoableRejected(rawAction), serverSeq: this.#seq, origin, rejectionReason: decision.reason });
       return;
     }
-    this.#ledger.accepted(client.clientId, clientSeq, this.#seq + 1);
+    this.#ledger.accepted(actor, client.clientId, clientSeq, this.#seq + 1);
     // The source connection gets its echo at delivery even when it is not subscribed (AHP lets a
-    // client answer a chat it has not subscribed to).
-    this.#commit(channel, decision.action, origin, client.conn);
+    // client answer a chat it has not subscribed to). The stored origin also names the actor, so
+    // recovery can rebuild the principal-scoped ledger; envelopes never carry it.
+    this.#commit(channel, decision.action, origin, client.conn, actor);
   }
 
   /**
@@ -520,7 +549,7 @@ export class Hub {
     // Server-side actions (streaming, input requests, turn end) are open to agents only, and are
     // checked for shape and turn; everything a client may dispatch gets the full AHP validation.
     const reason = !CLIENT_DISPATCHABLE_ACTIONS.has(action.type) && canActAsAgent(principal)
-      ? validateAgentAction(action, chat?.state)
+      ? validateAgentAction(action, chat?.state, { session: session.uri, chats: session.chats })
       : validateClientAction(
           {
             channelKind: chat ? 'chat' : 'session',
@@ -533,7 +562,9 @@ export class Hub {
           action,
         );
     if (reason !== undefined) return { ok: false, reason };
-    return { ok: true, action: ANSWER_ACTIONS.has(action.type) ? this.#stampAnswer(action, principal, surface) : action };
+    const decided = ANSWER_ACTIONS.has(action.type) ? this.#stampAnswer(action, principal, surface) : action;
+    const full = this.#channelBudget.charge(channel, () => (chat ? chat.state : session.state), decided);
+    return full === undefined ? { ok: true, action: decided } : { ok: false, reason: full };
   }
 
   /**
@@ -551,6 +582,15 @@ export class Hub {
     return { ...action, _meta: { ...meta, [ANSWERED_BY_META]: answeredBy } };
   }
 
+  /**
+   * Binds a clientId to the principal for this hub's lifetime (and across restarts, through the
+   * ledger). False when another principal already uses it: echoes carry only the clientId, so
+   * sharing one would let each take the other's echoes for its own.
+   */
+  claimClientId(principal: Principal, clientId: string): boolean {
+    return this.#ledger.claim(actorOf(principal), clientId);
+  }
+
   /** Echoes a rejection to the sender without looking at the action (e.g. rate limits), in order. */
   rejectFromClient(client: ClientHandle, channel: string, clientSeq: number, action: WireAction, reason: string): void {
     const origin = { clientId: client.clientId, clientSeq };
@@ -566,8 +606,10 @@ export class Hub {
     const parsed = parseAction(action);
     if (!parsed.ok) throw new Error(`invalid server action ${action.type}: ${parsed.message}`);
     const chat = this.#catalog.chats.get(channel);
+    const session = this.#catalog.sessions.get(chat ? chat.session : channel);
     if (!chat && !this.#catalog.sessions.has(channel)) throw new ProtocolError(ErrorCode.NotFound, `no channel ${channel}`);
-    const reason = validateAgentAction(parsed.action as WireAction, chat?.state);
+    const reason = validateAgentAction(parsed.action as WireAction, chat?.state, session && { session: session.uri, chats: session.chats }) ??
+      this.#channelBudget.charge(channel, () => (chat ? chat.state : session?.state), parsed.action);
     if (reason !== undefined) throw new ProtocolError(ErrorCode.InvalidParams, reason);
     const seq = this.#commit(channel, parsed.action as WireAction, undefined);
     await this.#durable();
@@ -575,8 +617,8 @@ export class Hub {
   }
 
   /** Sequences a validated action, then rolls chat status up to the session and root. */
-  #commit(channel: string, action: WireAction, origin: ActionOrigin | undefined, source?: Connection): number {
-    const seq = this.#sequence(channel, action, origin, source);
+  #commit(channel: string, action: WireAction, origin: ActionOrigin | undefined, source?: Connection, actor?: Actor): number {
+    const seq = this.#sequence(channel, action, origin, source, actor);
     const chat = this.#catalog.chats.get(channel);
     if (chat && !STREAMING_ONLY_ACTIONS.has(action.type)) this.#rollUpChat(chat);
     else if (this.#catalog.sessions.has(channel)) this.#rollUpSession(channel);
@@ -631,10 +673,10 @@ export class Hub {
 
   // ─── Sequencing, persistence, delivery ──────────────────────────────────────
 
-  #sequence(channel: string, action: WireAction | { type: string }, origin?: ActionOrigin, source?: Connection): number {
+  #sequence(channel: string, action: WireAction | { type: string }, origin?: ActionOrigin, source?: Connection, actor?: Actor): number {
     const serverSeq = ++this.#seq;
     const record: LogRecord = origin
-      ? { serverSeq, channel, action: action as LogRecord['action'], origin }
+      ? { serverSeq, channel, action: action as LogRecord['action'], origin: actor ? { ...origin, actor } : origin }
       : { serverSeq, channel, action: action as LogRecord['action'] };
     this.#catalog.applyRecord(record);
     this.#pendingRecords.push(record);
@@ -669,9 +711,18 @@ export class Hub {
    */
   sendInOrder(conn: Connection, text: string): void {
     if (this.#outbox.length === 0 && this.#pendingRecords.length === 0 && !this.#flushing) {
-      conn.send(text);
+      sendOrCloseSlow(conn, text, this.limits.fanout);
       return;
     }
+    // Answers waiting for durability count against the connection's limit too: a client that
+    // asks for big snapshots faster than the log commits must not pile them up here instead.
+    // Same rule as for sending: more than the limit already waiting → close, else queue this one.
+    const held = this.#heldReplyChars.get(conn) ?? 0;
+    if (held + conn.bufferedAmount > this.limits.fanout.maxBufferedBytes) {
+      conn.close(CloseCode.SlowConsumer, 'slow consumer: reconnect and resume');
+      return;
+    }
+    this.#heldReplyChars.set(conn, held + text.length);
     this.#outbox.push({ kind: 'reply', conn, text });
     this.#scheduleFlush();
   }
@@ -749,12 +800,12 @@ export class Hub {
               i++;
             }
           }
-          for (const env of batch) this.#remember(env);
           const last = batch[batch.length - 1]!;
           this.#deliveredSeq = last.serverSeq;
           const sourceSubscribed = source !== undefined && fanout?.has(source) === true;
           if (batch.length === 1) {
             const text = encodeEnvelope(last);
+            this.#remember(last, text);
             // The dispatcher gets the same string as everyone, but as its own item: coalescing
             // subscribers may then merge this envelope with its neighbours for everyone else.
             if (sourceSubscribed) {
@@ -762,7 +813,7 @@ export class Hub {
               fanout!.sendTo(source!, last, text);
             } else {
               fanout?.publish(last, text);
-              if (source) source.send(text);
+              if (source) sendOrCloseSlow(source, text, this.limits.fanout);
             }
             break;
           }
@@ -770,12 +821,12 @@ export class Hub {
           // echoes, so its pending actions resolve one by one.
           const combined: ActionEnvelope = { channel: last.channel, action: merged, serverSeq: last.serverSeq };
           fanout!.publish(combined, encodeEnvelope(combined), sourceSubscribed ? source : undefined);
-          if (source) {
-            for (const env of batch) {
-              const text = encodeEnvelope(env);
-              if (sourceSubscribed) fanout!.sendTo(source, env, text);
-              else source.send(text);
-            }
+          for (const env of batch) {
+            const text = encodeEnvelope(env);
+            this.#remember(env, text);
+            if (!source) continue;
+            if (sourceSubscribed) fanout!.sendTo(source, env, text);
+            else sendOrCloseSlow(source, text, this.limits.fanout);
           }
           break;
         }
@@ -783,17 +834,21 @@ export class Hub {
           const text = encodeEnvelope(item.envelope);
           const fanout = this.#fanouts.get(item.envelope.channel);
           if (fanout?.has(item.conn)) fanout.sendTo(item.conn, item.envelope, text);
-          else item.conn.send(text);
+          else sendOrCloseSlow(item.conn, text, this.limits.fanout);
           break;
         }
         case 'root': {
           const subs = this.#rootSubscribers.get(item.tenant);
-          if (subs) for (const conn of subs) conn.send(item.text);
+          if (subs) for (const conn of subs) sendOrCloseSlow(conn, item.text, this.limits.fanout);
           break;
         }
-        case 'reply':
-          item.conn.send(item.text);
+        case 'reply': {
+          const held = (this.#heldReplyChars.get(item.conn) ?? 0) - item.text.length;
+          if (held > 0) this.#heldReplyChars.set(item.conn, held);
+          else this.#heldReplyChars.delete(item.conn);
+          sendOrCloseSlow(item.conn, item.text, this.limits.fanout);
           break;
+        }
         case 'call':
           item.fn();
           break;
@@ -804,11 +859,23 @@ export class Hub {
     }
   }
 
-  #remember(envelope: ActionEnvelope): void {
-    this.#replay.push({ envelope });
-    const excess = this.#replay.length - this.limits.replayBufferSize;
-    // Trim in chunks so the array is not shifted on every envelope.
-    if (excess > Math.max(64, this.limits.replayBufferSize / 8)) this.#replay.splice(0, excess);
+  #remember(envelope: ActionEnvelope, text?: string): void {
+    const chars = (text ?? encodeEnvelope(envelope)).length;
+    this.#replay.push({ envelope, chars });
+    this.#replayChars += chars;
+    let excess = this.#replay.length - this.limits.replayBufferSize;
+    // Trim in chunks so the array is not shifted on every envelope; the size bound is exact.
+    if (excess > Math.max(64, this.limits.replayBufferSize / 8) || this.#replayChars > this.limits.replayBufferChars) {
+      let chars = this.#replayChars;
+      excess = Math.max(0, excess);
+      for (let i = 0; i < excess; i++) chars -= this.#replay[i]!.chars;
+      // Past the size bound, trim to 7/8 of it so a full window is not spliced on every envelope.
+      if (chars > this.limits.replayBufferChars) {
+        while (excess < this.#replay.length && chars > this.limits.replayBufferChars * 0.875) chars -= this.#replay[excess++]!.chars;
+      }
+      this.#replay.splice(0, excess);
+      this.#replayChars = chars;
+    }
   }
 
   async #writeSnapshot(): Promise<void> {
@@ -818,7 +885,7 @@ export class Hub {
     const seq = this.#durableSeq;
     this.#recordsSinceSnapshot = 0;
     try {
-      await this.#log.saveSnapshot({ serverSeq: seq, data: { catalog: this.#catalog.toImage() } });
+      await this.#log.saveSnapshot({ serverSeq: seq, data: { catalog: this.#catalog.toImage(), ledger: this.#ledger.toImage() } });
       // Keep the replay window's worth of records; older ones are covered by the snapshot.
       const keepFrom = seq - this.limits.replayBufferSize;
       if (keepFrom > 0) await this.#log.compact(keepFrom);
@@ -845,6 +912,7 @@ export class Hub {
   }
 
   #dropChannel(channel: string): void {
+    this.#channelBudget.forget(channel);
     const f = this.#fanouts.get(channel);
     if (f) f.flush();
     this.#fanouts.delete(channel);
@@ -872,3 +940,11 @@ export class Hub {
   }
 }
 
+
+/**
+ * The action a rejection echo carries: the action as sent, unless its JSON is out of bounds, in
+ * which case only its type (a rejection must never send the refused value back, nor fail to encode).
+ */
+function echoableRejected(raw: WireAction): WireAction {
+  return checkJsonBounds(raw) ? { type: typeof raw.type === 'string' ? raw.type.slice(0, 128) : 'unknown' } : raw;
+}

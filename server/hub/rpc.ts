@@ -9,19 +9,22 @@
  */
 import type { z } from 'zod';
 import { ErrorCode, ProtocolError } from '../../shared/protocol/errors.js';
+import { checkJsonBounds } from '../../shared/protocol/json-bounds.js';
 import { jsonRpcInboundSchema, requestIdSchema, type RequestId } from '../../shared/protocol/messages.js';
 import type { Principal } from '../auth/auth.js';
 import type { Logger } from '../log.js';
 import { errorFields } from '../log.js';
-import type { Connection } from './connection.js';
+import { CloseCode, type Connection } from './connection.js';
 
 /** Per-connection protocol state. */
 export interface ConnectionState {
   clientId: string | undefined;
   protocolVersion: string | undefined;
-  /** Token bucket for inbound messages. */
+  /** Token bucket for inbound messages; negative while the connection is in overdraft. */
   tokens: number;
   lastRefill: number;
+  /** Messages refused in a row because the overdraft was used up (see `RateLimit.overdraft`). */
+  refusedInARow: number;
 }
 
 export interface RpcContext {
@@ -42,14 +45,26 @@ export interface NotificationHandler<S extends z.ZodType> {
   handle(ctx: RpcContext, params: z.output<S>): void;
 }
 
+/**
+ * The inbound budget of one connection. Going over it is not an error: the transport stops
+ * reading the socket until the bucket refills (TCP then slows the sender), so valid traffic is
+ * delayed, never lost. Messages that were already read when reading stopped are processed on
+ * credit (the overdraft); only a connection that exhausts even that is refused (`-32020`, or a
+ * rejection echo for dispatches) and, if it keeps going, closed with 4029.
+ */
 export interface RateLimit {
   /** Sustained messages per second per connection. */
   readonly perSecond: number;
   /** Burst allowance. */
   readonly burst: number;
+  /** Messages processed on credit while reading is paused; defaults to `burst`. */
+  readonly overdraft?: number;
 }
 
 export const DEFAULT_RATE_LIMIT: RateLimit = { perSecond: 500, burst: 2_000 };
+
+/** What one inbound message may do, decided when it is read off the socket. */
+export type Admission = 'admitted' | 'refused';
 
 /** Formats the first zod issue as `path: message` so clients learn which field is wrong. */
 export function describeZodError(error: z.ZodError): string {
@@ -77,11 +92,15 @@ export class RpcRouter {
     private readonly logger: Logger,
     private readonly now: () => number,
     private readonly rateLimit: RateLimit = DEFAULT_RATE_LIMIT,
-    /** Called when a notification is rate-limited, so the hub can echo a rejection for dispatches. */
-    private readonly onThrottledNotification?: (ctx: RpcContext, method: string, params: unknown) => void,
     /**
-     * How a request's answer is sent. The composition root routes answers through the hub so an
-     * answer never overtakes (or describes) state that is not yet durable and delivered.
+     * Called when a notification is refused before its handler runs (over budget, or its JSON out
+     * of bounds), so the hub can echo a rejection for dispatches. Returns true when it answered.
+     */
+    private readonly onRefusedNotification?: (ctx: RpcContext, method: string, params: unknown, reason?: string) => boolean,
+    /**
+     * How every answer and error is sent. The composition root routes them through the hub so an
+     * answer never overtakes (or describes) state that is not yet durable and delivered, and counts
+     * against the connection's unsent-data limit like everything else.
      */
     private readonly sendResponse: (conn: Connection, text: string) => void = (conn, text) => conn.send(text),
   ) {}
@@ -97,16 +116,50 @@ export class RpcRouter {
   }
 
   newConnectionState(): ConnectionState {
-    return { clientId: undefined, protocolVersion: undefined, tokens: this.rateLimit.burst, lastRefill: this.now() };
+    return { clientId: undefined, protocolVersion: undefined, tokens: this.rateLimit.burst, lastRefill: this.now(), refusedInARow: 0 };
   }
 
-  /** Handles one inbound text frame. Resolves when the answer (if any) has been sent. */
-  async handleFrame(ctx: RpcContext, text: string): Promise<void> {
+  /**
+   * Charges one inbound message to the connection's budget. Within budget or overdraft it is
+   * admitted (the transport pauses reading while `resumeDelayMs` > 0); beyond the overdraft it is
+   * refused, and after another overdraft's worth of refusals in a row the connection is closed.
+   */
+  admit(ctx: RpcContext): Admission {
+    const state = ctx.state;
+    this.#refill(state);
+    const overdraft = this.rateLimit.overdraft ?? this.rateLimit.burst;
+    if (state.tokens > -overdraft) {
+      state.tokens -= 1;
+      state.refusedInARow = 0;
+      return 'admitted';
+    }
+    if (++state.refusedInARow > overdraft) ctx.conn.close(CloseCode.RateLimited, 'rate limited: still over budget after being slowed down');
+    return 'refused';
+  }
+
+  /** Milliseconds until the connection is back within budget (0 = now): how long to stop reading. */
+  resumeDelayMs(state: ConnectionState): number {
+    this.#refill(state);
+    return state.tokens >= 1 ? 0 : Math.ceil(((1 - state.tokens) / this.rateLimit.perSecond) * 1000);
+  }
+
+  /**
+   * Handles one inbound text frame. Resolves when the answer (if any) has been sent. `admission`
+   * is decided when the frame was read (see `admit`); callers without flow control omit it.
+   */
+  async handleFrame(ctx: RpcContext, text: string, admission: Admission = this.admit(ctx)): Promise<void> {
     let json: unknown;
     try {
       json = JSON.parse(text);
     } catch {
-      ctx.conn.send(encodeError(null, ErrorCode.ParseError, 'parse error: the frame is not valid JSON'));
+      this.sendResponse(ctx.conn, encodeError(null, ErrorCode.ParseError, 'parse error: the frame is not valid JSON'));
+      return;
+    }
+    // Before anything looks at the message: a value nested thousands deep (or a megabyte-long
+    // key) would overflow every encoder later, so it is refused here, never stored or echoed.
+    const outOfBounds = checkJsonBounds(json);
+    if (outOfBounds) {
+      this.#refuseOutOfBounds(ctx, json, `${outOfBounds.message} (${outOfBounds.code})`, outOfBounds.code);
       return;
     }
     const parsed = jsonRpcInboundSchema.safeParse(json);
@@ -115,17 +168,17 @@ export class RpcRouter {
       // Echo the id only when it is a valid one; an unusable id (object, too long) answers with null.
       const safeId = requestIdSchema.safeParse(id).success ? (id as RequestId) : null;
       const hint = Array.isArray(json) ? 'batches are not supported; send one message per frame' : describeZodError(parsed.error);
-      ctx.conn.send(encodeError(safeId, ErrorCode.InvalidRequest, `invalid request: ${hint}`));
+      this.sendResponse(ctx.conn, encodeError(safeId, ErrorCode.InvalidRequest, `invalid request: ${hint}`));
       return;
     }
     const msg = parsed.data;
-    const throttled = !this.#take(ctx.state);
+    const throttled = admission === 'refused';
     if (msg.id === undefined) {
       this.#handleNotification(ctx, msg.method, msg.params, throttled);
       return;
     }
     if (throttled) {
-      ctx.conn.send(encodeError(msg.id, ErrorCode.LimitExceeded, `rate limit exceeded: at most ${this.rateLimit.perSecond} messages per second`));
+      this.sendResponse(ctx.conn, encodeError(msg.id, ErrorCode.LimitExceeded, `rate limit exceeded: at most ${this.rateLimit.perSecond} messages per second`));
       return;
     }
     this.sendResponse(ctx.conn, await this.#handleRequest(ctx, msg.id, msg.method, msg.params));
@@ -153,38 +206,44 @@ export class RpcRouter {
     // JSON-RPC sends no response to notifications; an error with id null is the one way to tell
     // the client its notification was not taken, rather than dropping it silently.
     if (!handler) {
-      ctx.conn.send(encodeError(null, ErrorCode.MethodNotFound, `notification method not found: ${method}`));
+      this.sendResponse(ctx.conn, encodeError(null, ErrorCode.MethodNotFound, `notification method not found: ${method}`));
       return;
     }
     if (ctx.state.protocolVersion === undefined) {
-      ctx.conn.send(encodeError(null, ErrorCode.NotInitialized, `${method} before initialize: send initialize first`));
+      this.sendResponse(ctx.conn, encodeError(null, ErrorCode.NotInitialized, `${method} before initialize: send initialize first`));
       return;
     }
     const params = handler.params.safeParse(rawParams);
     if (!params.success) {
-      ctx.conn.send(encodeError(null, ErrorCode.InvalidParams, `invalid params for ${method}: ${describeZodError(params.error)}`));
+      this.sendResponse(ctx.conn, encodeError(null, ErrorCode.InvalidParams, `invalid params for ${method}: ${describeZodError(params.error)}`));
       return;
     }
     if (throttled) {
-      if (this.onThrottledNotification) this.onThrottledNotification(ctx, method, params.data);
-      else ctx.conn.send(encodeError(null, ErrorCode.LimitExceeded, `rate limit exceeded: ${method} was not processed`));
+      if (this.onRefusedNotification?.(ctx, method, params.data) !== true) this.sendResponse(ctx.conn, encodeError(null, ErrorCode.LimitExceeded, `rate limit exceeded: ${method} was not processed`));
       return;
     }
     try {
       handler.handle(ctx, params.data);
     } catch (err) {
       this.logger.error('notification handler failed', { method, ...errorFields(err) });
-      ctx.conn.send(encodeError(null, ErrorCode.InternalError, `internal error while handling ${method}`));
+      this.sendResponse(ctx.conn, encodeError(null, ErrorCode.InternalError, `internal error while handling ${method}`));
     }
   }
 
-  #take(state: ConnectionState): boolean {
+  #refuseOutOfBounds(ctx: RpcContext, json: unknown, reason: string, code: string): void {
+    const message = typeof json === 'object' && json !== null ? (json as Record<string, unknown>) : {};
+    const id = requestIdSchema.safeParse(message['id']).success ? (message['id'] as RequestId) : null;
+    const method = typeof message['method'] === 'string' ? message['method'] : '';
+    // A notification (a dispatch) gets its refusal the way its method reports refusals, so the
+    // sender's pending action resolves; the hook never echoes the offending value.
+    if (id === null && this.onRefusedNotification?.(ctx, method, message['params'], reason) === true) return;
+    this.sendResponse(ctx.conn, encodeError(id, ErrorCode.InvalidRequest, `invalid request: ${reason}`, { code }));
+  }
+
+  #refill(state: ConnectionState): void {
     const now = this.now();
     const elapsed = Math.max(0, now - state.lastRefill) / 1000;
     state.tokens = Math.min(this.rateLimit.burst, state.tokens + elapsed * this.rateLimit.perSecond);
     state.lastRefill = now;
-    if (state.tokens < 1) return false;
-    state.tokens -= 1;
-    return true;
   }
 }

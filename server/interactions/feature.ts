@@ -90,7 +90,7 @@ export function createInteractionsFeature(options: InteractionsOptions = {}): Fe
         if (!session) throw new HttpError(404, 'session_not_found', `no session ${hc.params['sessionId']}`);
         const { text, rpcId } = parsePrompt(body, ctx.newId);
         if (!canWrite(hc.principal)) throw new HttpError(403, 'forbidden', 'read-only access: viewers cannot prompt');
-        const chat = ctx.hub.sessionEntry(session)?.state.defaultChat;
+        const chat = ctx.hub.defaultChatOf(session);
         if (!chat) throw new HttpError(409, 'no_default_chat', 'the session has no default chat to prompt');
         if (streams.listenerCount(session) >= streams.limits.maxListenersPerSession) {
           throw new HttpError(429, 'too_many_listeners', `at most ${streams.limits.maxListenersPerSession} event streams per session`);

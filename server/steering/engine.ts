@@ -110,7 +110,8 @@ export class SteeringEngine implements SteeringPort {
 
   /** The session's default chat and its active turn id (undefined when idle). */
   #live(session: string): { chat: string | undefined; turnId: string | undefined } {
-    const chat = this.hub.sessionEntry(session)?.state.defaultChat;
+    // The catalogue's view, never the raw `defaultChat` field: that one came from an action.
+    const chat = this.hub.defaultChatOf(session);
     const turnId = chat ? this.hub.chatEntry(chat)?.state.activeTurn?.id : undefined;
     return { chat, turnId };
   }
@@ -281,7 +282,7 @@ export class SteeringEngine implements SteeringPort {
     const chat = this.hub.chatEntry(channel);
     if (!chat) return;
     const book = this.#books.get(chat.session);
-    const isDefault = this.hub.sessionEntry(chat.session)?.state.defaultChat === channel;
+    const isDefault = this.hub.defaultChatOf(chat.session) === channel;
     if (action.type === 'chat/steeringMessageRemoved' && book) {
       // A client took the pending input back (AHP: removing a steering message cancels it).
       const id = String(action['id']);

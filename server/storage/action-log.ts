@@ -13,7 +13,11 @@ export interface LogRecord {
   readonly serverSeq: number;
   readonly channel: string;
   readonly action: { readonly type: string } & Record<string, unknown>;
-  readonly origin?: { readonly clientId: string; readonly clientSeq: number } | undefined;
+  /**
+   * Set for actions a client dispatched. `actor` (who dispatched) lets recovery rebuild the hub's
+   * principal-scoped duplicate ledger; it is stored, never sent to clients.
+   */
+  readonly origin?: { readonly clientId: string; readonly clientSeq: number; readonly actor?: { readonly tenant: string; readonly user: string } } | undefined;
 }
 
 /** A point-in-time image of everything the hub needs to resume without replaying from seq 1. */

@@ -12,7 +12,7 @@ import { tokenFromRequest } from '../auth/auth.js';
 import { ErrorCode } from '../../shared/protocol/errors.js';
 import type { Connection } from '../hub/connection.js';
 import { CloseCode } from '../hub/connection.js';
-import type { RpcRouter, RpcContext } from '../hub/rpc.js';
+import type { Admission, RpcRouter, RpcContext } from '../hub/rpc.js';
 import { encodeError } from '../hub/rpc.js';
 import type { Logger } from '../log.js';
 import { errorFields } from '../log.js';
@@ -26,6 +26,11 @@ export interface WsTransportOptions {
   readonly maxPayloadBytes: number;
   readonly heartbeatMs: number;
   readonly maxConnections: number;
+  /**
+   * Unsent bytes after which a connection that does not read is closed with 4008 instead of being
+   * sent more, whatever sends it (the hub applies the same rule; this catches every other sender).
+   */
+  readonly maxBufferedBytes?: number;
   /** Called when a connection closes so the hub can drop its subscriptions. */
   readonly onClose: (conn: Connection, principal: Principal) => void;
 }
@@ -62,9 +67,14 @@ class WsConnection implements Connection {
     readonly socket: WebSocket,
     /** The TCP socket under the WebSocket (the one the upgrade handed us). */
     private readonly raw: Duplex,
+    private readonly maxBufferedBytes: number,
   ) {}
   send(text: string): void {
     if (this.socket.readyState !== WebSocket.OPEN) return;
+    if (this.socket.bufferedAmount > this.maxBufferedBytes) {
+      this.close(CloseCode.SlowConsumer, 'slow consumer: reconnect and resume');
+      return;
+    }
     if (!corked.has(this.raw)) {
       if (corked.size === 0) process.nextTick(uncorkAll);
       corked.add(this.raw);
@@ -73,12 +83,17 @@ class WsConnection implements Connection {
     this.socket.send(utf8Of(text), { binary: false });
   }
   close(code: number, reason: string): void {
+    // A socket paused by flow control must be read again, or the closing handshake never completes.
+    if (this.socket.isPaused) this.socket.resume();
     if (this.socket.readyState === WebSocket.OPEN || this.socket.readyState === WebSocket.CONNECTING) this.socket.close(code, reason);
   }
   get bufferedAmount(): number {
     return this.socket.bufferedAmount;
   }
 }
+
+/** Same bound as the hub's fan-out (`DEFAULT_FANOUT_LIMITS.maxBufferedBytes`). */
+const DEFAULT_MAX_BUFFERED_BYTES = 4 * 1024 * 1024;
 
 export class WsTransport {
   readonly #wss: WebSocketServer;
@@ -113,26 +128,30 @@ export class WsTransport {
   }
 
   #accept(ws: WebSocket, raw: Duplex, principal: Principal): void {
-    const conn = new WsConnection(ws, raw);
+    const conn = new WsConnection(ws, raw, this.options.maxBufferedBytes ?? DEFAULT_MAX_BUFFERED_BYTES);
     this.#connections.add(conn);
     const ctx: RpcContext = { conn, principal, state: this.options.router.newConnectionState() };
     // Frames are handled one at a time per connection so answers keep the order of requests.
     let queue: Promise<void> = Promise.resolve();
+    const flow = new InboundFlowControl(ws, this.options.router, ctx);
     ws.on('message', (data: RawData, isBinary: boolean) => {
       if (isBinary) {
         conn.send(encodeError(null, ErrorCode.InvalidRequest, 'binary frames are not supported: send JSON-RPC as text frames'));
         return;
       }
       const text = Array.isArray(data) ? Buffer.concat(data).toString('utf8') : Buffer.from(data as ArrayBuffer).toString('utf8');
+      const admission = flow.received();
       queue = queue
-        .then(() => this.options.router.handleFrame(ctx, text))
-        .catch((err: unknown) => this.options.logger.error('frame handling failed', errorFields(err)));
+        .then(() => this.options.router.handleFrame(ctx, text, admission))
+        .catch((err: unknown) => this.options.logger.error('frame handling failed', errorFields(err)))
+        .finally(() => flow.handled());
     });
     ws.on('pong', () => {
       conn.alive = true;
     });
     ws.on('error', (err) => this.options.logger.warn('websocket error', { connection: conn.id, ...errorFields(err) }));
     ws.on('close', () => {
+      flow.stop();
       this.#connections.delete(conn);
       this.options.onClose(conn, principal);
     });
@@ -154,6 +173,55 @@ export class WsTransport {
     clearInterval(this.#heartbeat);
     for (const conn of this.#connections) conn.close(CloseCode.GoingAway, 'server shutting down');
     this.#wss.close();
+  }
+}
+
+/**
+ * Flow control instead of loss: when a connection sends faster than its budget (or its frames
+ * queue up faster than they are handled), stop reading its socket until it is back under budget.
+ * TCP then slows the sender; nothing it sent is dropped. Only frames beyond the router's overdraft
+ * are refused (see `RpcRouter.admit`).
+ */
+class InboundFlowControl {
+  /** Frames read but not yet handled; past this many, reading pauses until they are. */
+  static readonly maxQueuedFrames = 256;
+  /** Longest wait between budget checks while paused. */
+  static readonly maxPauseStepMs = 250;
+  #queued = 0;
+  #timer: NodeJS.Timeout | undefined;
+
+  constructor(
+    private readonly ws: WebSocket,
+    private readonly router: RpcRouter,
+    private readonly ctx: RpcContext,
+  ) {}
+
+  received(): Admission {
+    this.#queued++;
+    const admission = this.router.admit(this.ctx);
+    if (!this.#timer) this.#check();
+    return admission;
+  }
+
+  handled(): void {
+    this.#queued--;
+  }
+
+  stop(): void {
+    if (this.#timer) clearTimeout(this.#timer);
+    this.#timer = undefined;
+  }
+
+  #check(): void {
+    this.#timer = undefined;
+    if (this.ws.readyState !== WebSocket.OPEN) return;
+    const wait = Math.max(this.router.resumeDelayMs(this.ctx.state), this.#queued > InboundFlowControl.maxQueuedFrames ? 1 : 0);
+    if (wait <= 0) {
+      if (this.ws.isPaused) this.ws.resume();
+      return;
+    }
+    if (!this.ws.isPaused) this.ws.pause();
+    this.#timer = setTimeout(() => this.#check(), Math.min(wait, InboundFlowControl.maxPauseStepMs));
   }
 }
 

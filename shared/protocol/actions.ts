@@ -8,6 +8,7 @@
  * `CLIENT_DISPATCHABLE_ACTIONS` and `validateClientAction`.
  */
 import { z } from 'zod';
+import { checkJsonBounds, type JsonBoundsViolation } from './json-bounds.js';
 import {
   StateLimits,
   agentInfoSchema,
@@ -580,7 +581,7 @@ export const CLIENT_DISPATCHABLE_ACTIONS: ReadonlySet<string> = new Set<KnownAct
 
 export type ParseActionResult =
   | { readonly ok: true; readonly action: KnownAction | AnyAction }
-  | { readonly ok: false; readonly message: string };
+  | { readonly ok: false; readonly message: string; readonly code?: JsonBoundsViolation };
 
 /**
  * Validates a raw action. Known types must match their schema; the message names the failing
@@ -589,6 +590,10 @@ export type ParseActionResult =
  * Returned actions are fresh objects (unknown keys kept), safe to store and echo.
  */
 export function parseAction(raw: unknown): ParseActionResult {
+  // Unknown keys are carried through unvalidated, so their shape is bounded first: a value
+  // nested thousands deep would otherwise be stored and then overflow every encoder.
+  const outOfBounds = checkJsonBounds(raw);
+  if (outOfBounds) return { ok: false, message: `action: ${outOfBounds.message}`, code: outOfBounds.code };
   const envelope = anyActionSchema.safeParse(raw);
   if (!envelope.success) {
     return { ok: false, message: `action: ${describeIssues(envelope.error.issues)}` };

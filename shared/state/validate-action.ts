@@ -86,6 +86,18 @@ function validateToolChoiceForgotten(ctx: ClientActionContext, toolName: string)
 
 // ─── Chat channel ────────────────────────────────────────────────────────────
 
+/**
+ * Pending messages (queued or steering) one chat may hold. Each is up to 100,000 characters, so
+ * without a count a single user could grow one chat without bound; replacing an existing id
+ * never counts as a new one.
+ */
+export const MAX_PENDING_MESSAGES_PER_KIND = 100;
+
+function requireRoomFor(list: ReadonlyArray<{ id: string }> | undefined, id: string, kind: string): Rejection {
+  if (!list || list.length < MAX_PENDING_MESSAGES_PER_KIND || list.some((m) => m.id === id)) return undefined;
+  return `too many ${kind} messages (pending_messages_limit): at most ${MAX_PENDING_MESSAGES_PER_KIND} per chat; remove one first`;
+}
+
 function validateChatAction(ctx: ClientActionContext, chat: ChatState, action: ChatAction): Rejection {
   switch (action.type) {
     case 'chat/turnStarted':
@@ -101,9 +113,10 @@ function validateChatAction(ctx: ClientActionContext, chat: ChatState, action: C
     case 'chat/draftChanged':
       return action.draft ? requireUserMessage(action.type, action.draft) : undefined;
     case 'chat/pendingMessageSet':
-      return requireUserMessage(action.type, action.message);
+      // The legacy steering kind is a single slot; only the queued list grows.
+      return requireUserMessage(action.type, action.message) ?? (action.kind === 'queued' ? requireRoomFor(chat.queuedMessages, action.id, 'queued') : undefined);
     case 'chat/steeringMessageSet':
-      return requireUserMessage(action.type, action.steeringMessage.message);
+      return requireUserMessage(action.type, action.steeringMessage.message) ?? requireRoomFor(chat.steeringMessages, action.steeringMessage.id, 'steering');
     case 'chat/pendingMessageRemoved':
       return hasPendingMessage(chat, action.kind, action.id) ? undefined : `no ${action.kind} message with id ${action.id}`;
     case 'chat/steeringMessageRemoved':

@@ -39,7 +39,7 @@ describe('control channel', () => {
     expect(written.map((w) => JSON.parse(w) as { id: string }).map((r) => r.id)).toEqual(['a', 'b']);
   });
 
-  it('55: after stop (the query ended) nothing more is read or answered; a frame in flight is answered first', async () => {
+  it('55: after stop (the query ended) nothing more is read or answered; a frame in flight is answered first, a queued one never', async () => {
     const written: Array<{ id: unknown }> = [];
     const stdout = new PassThrough();
     const ch = io(stdout);
@@ -47,8 +47,9 @@ describe('control channel', () => {
     let release!: () => void;
     const slow = new Promise<void>((r) => (release = r));
     const handled: unknown[] = [];
+    // Every answer is recorded, also after the query ended, so a late answer would show here.
     const stop = startControl(ch, (r) => {
-      if (!finished) written.push(r as { id: unknown });
+      written.push(r as { id: unknown });
       return true;
     }, async (f) => {
       handled.push(f.id);
@@ -61,9 +62,11 @@ describe('control channel', () => {
     release();
     await stopped;
     finished = true;
-    ch.stdin.write?.('{"v":1,"id":"late","method":"cancel"}\n');
+    // 'queued' was already read into the channel when it stopped: it is dropped, not handled.
+    await new Promise((resolve) => setImmediate(resolve));
     expect(written.map((r) => r.id)).toEqual(['slow']);
     expect(handled).toEqual(['slow']);
+    // Nothing can be read any more: stdin is closed by stop().
     expect(ch.stdin.destroyed).toBe(true);
   });
 });

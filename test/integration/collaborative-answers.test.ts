@@ -28,11 +28,11 @@ describe('one input request answered by several clients', () => {
   }
 
   /** Folds every envelope a client received on a chat into the snapshot it started from. */
-  async function openRequest(): Promise<{ a: RpcClient; b: RpcClient; c: RpcClient; chat: string; turnId: string }> {
+  async function openRequest(after: unknown[] = []): Promise<{ a: RpcClient; b: RpcClient; c: RpcClient; chat: string; turnId: string }> {
     const [a, b, c] = [await open(), await open(), await open()];
     const { chat } = await a.createSession('collab');
     for (const x of [a, b, c]) await x.subscribe(chat);
-    const turnId = await startScriptTurn(a, chat, [{ ask: TWO_QUESTION_REQUEST }]);
+    const turnId = await startScriptTurn(a, chat, [{ ask: TWO_QUESTION_REQUEST }, ...after]);
     await c.waitForEnvelope((e) => e.action.type === 'chat/inputRequested', 'input request');
     return { a, b, c, chat, turnId };
   }
@@ -76,7 +76,8 @@ describe('one input request answered by several clients', () => {
   });
 
   it('rejects a stale requestId and an accept with a required answer missing, changing nothing', async () => {
-    const { a, b, chat } = await openRequest();
+    // The turn keeps running after the request (a long sleep), so "resolved" is what makes it stale.
+    const { a, b, chat, turnId } = await openRequest([{ sleep: 600_000 }]);
     const before = await b.subscribe<ChatLike>(chat);
 
     const stale = await a.dispatchAndWait(chat, {
@@ -107,9 +108,16 @@ describe('one input request answered by several clients', () => {
     expect(partAfter.response).toBeUndefined();
     expect(partAfter.request!.answers).toEqual({ runtime: { state: 'submitted', value: { kind: 'selected', value: 'deno' } } });
 
-    // Once resolved, the same request id is stale too.
+    // Once resolved, the same request id is stale too — while its turn is still running.
     await a.dispatchAndWait(chat, { type: 'chat/inputCompleted', requestId: 'req-1', response: 'decline' });
     const late = await b.dispatchAndWait(chat, { type: 'chat/inputCompleted', requestId: 'req-1', response: 'accept' });
-    expect(late.rejectionReason).toMatch(/req-1/);
+    expect(late.rejectionReason).toBe('unknown or already resolved input request req-1');
+    const running = await b.subscribe<ChatLike & { activeTurn?: { id: string } }>(chat);
+    expect(running.state.activeTurn?.id).toBe(turnId);
+    const lateDraft = await b.dispatchAndWait(chat, {
+      type: 'chat/inputAnswerChanged', requestId: 'req-1', questionId: 'notes',
+      answer: { state: 'draft', value: { kind: 'text', value: 'too late' } },
+    });
+    expect(lateDraft.rejectionReason).toBe('unknown or already resolved input request req-1');
   });
 });

@@ -51,14 +51,20 @@ describe('durable log: SIGKILL and restart', () => {
     await log.close();
     for (const e of echoed) {
       expect(stored.get(e.serverSeq)?.action).toEqual(e.action);
-      expect(stored.get(e.serverSeq)?.origin).toEqual(e.origin);
+      // The stored origin also names the actor (for the duplicate ledger); envelopes never carry it.
+      if (e.origin) {
+        expect(stored.get(e.serverSeq)?.origin).toMatchObject(e.origin);
+        expect(e.origin).not.toHaveProperty('actor');
+      } else {
+        expect(stored.get(e.serverSeq)?.origin).toBeUndefined();
+      }
     }
 
     const second = await startHubProcess(['--data', data.dir]);
     procs.push(second);
     // A fresh client reads the whole state: every echoed draft is there, ending with the last echoed.
     const reader = await RpcClient.open(second.wsUrl);
-    const snap = await reader.subscribe<{ status: number; activeTurn?: unknown; turns: Array<{ state: string; responseParts: Array<{ kind: string; request?: { answers?: Record<string, { value: { value: string } }> } }> }> }>(chat);
+    const snap = await reader.subscribe<{ status: number; activeTurn?: unknown; turns: Array<{ state: string; error?: { errorType?: string; message?: string }; responseParts: Array<{ kind: string; request?: { answers?: Record<string, { value: { value: string } }> } }> }> }>(chat);
     const lastDraft = [...echoed].reverse().find((e) => e.action.type === 'chat/inputAnswerChanged')!;
     const lastDraftText = (lastDraft.action['answer'] as { value: { value: string } }).value.value;
     const draftIndex = (t: string) => Number(t.split(' ')[1]);
@@ -66,6 +72,9 @@ describe('durable log: SIGKILL and restart', () => {
     expect(snap.state.activeTurn).toBeUndefined();
     const turn = snap.state.turns[snap.state.turns.length - 1]!;
     expect(turn.state).toBe('error');
+    // …and says why: the hub restarted (not a failure of the agent or of the user's input).
+    expect(turn.error?.errorType).toBe('hubRestarted');
+    expect(turn.error?.message).toMatch(/restarted/);
     const storedDraft = turn.responseParts.find((p) => p.kind === 'inputRequest')!.request!.answers!['notes']!.value.value;
     expect(draftIndex(storedDraft)).toBeGreaterThanOrEqual(draftIndex(lastDraftText));
     expect(snap.fromSeq).toBeGreaterThan(lastSeen);
@@ -85,7 +94,8 @@ describe('durable log: SIGKILL and restart', () => {
     expect(converged).toEqual(now.state);
     if (result.type === 'replay') {
       expect(result.actions!.every((a) => a.serverSeq > lastSeen)).toBe(true);
-      expect(result.actions!.some((a) => a.action.type === 'chat/error')).toBe(true);
+      const ended = result.actions!.find((a) => a.action.type === 'chat/error');
+      expect((ended?.action['error'] as { errorType?: string } | undefined)?.errorType).toBe('hubRestarted');
     }
     await reader.close();
     await back.close();

@@ -23,21 +23,52 @@ describe('limits on what a client can make the server hold', () => {
     await c.subscribe(a.chat); // re-subscribing an existing channel is not a new one
   });
 
-  it('rate-limits a flooding connection: requests get -32020, dispatches a rejection echo', async () => {
+  /** Sends frames in one socket write, so the hub reads them in one go (as a flood arrives). */
+  const sendTogether = <T>(c: RpcClient, frames: unknown[], andThen?: () => T): T | undefined => {
+    const socket = (c.ws as unknown as { _socket: { cork(): void; uncork(): void } })._socket;
+    socket.cork();
+    for (const f of frames) c.sendRaw(JSON.stringify(f));
+    const result = andThen?.();
+    socket.uncork();
+    return result;
+  };
+  const draft = (chat: string, clientSeq: number, text: string) => ({
+    jsonrpc: '2.0', method: 'dispatchAction', params: { channel: chat, clientSeq, action: { type: 'chat/draftChanged', draft: { text, origin: { kind: 'user' } } } },
+  });
+
+  it('slows a connection over its budget instead of refusing it; only frames beyond the overdraft get -32020 or a rejection echo', async () => {
     let now = 0;
-    server = await startTestServer({ rateLimit: { perSecond: 1, burst: 5 }, now: () => now });
-    const c = await RpcClient.open(server.wsUrl); // initialize used one token
+    server = await startTestServer({ rateLimit: { perSecond: 1, burst: 5, overdraft: 3 }, now: () => now });
+    const c = await RpcClient.open(server.wsUrl); // initialize: 1 of 5
     clients.push(c);
-    const { chat } = await c.createSession(); // two
-    await c.subscribe(chat); // three
-    c.dispatch(chat, { type: 'chat/draftChanged', draft: { text: 'a', origin: { kind: 'user' } } }); // four
-    c.dispatch(chat, { type: 'chat/draftChanged', draft: { text: 'b', origin: { kind: 'user' } } }); // five
-    const limited = c.dispatch(chat, { type: 'chat/draftChanged', draft: { text: 'c', origin: { kind: 'user' } } });
-    const echo = await c.waitForEnvelope((e) => e.origin?.clientSeq === limited);
-    expect(echo.rejectionReason).toMatch(/rate limit/);
-    await expect(c.request('ping', {})).rejects.toMatchObject({ code: -32020 });
-    now += 10_000; // tokens refill with time
-    await expect(c.request('ping', {})).resolves.toEqual({});
+    const { chat } = await c.createSession(); // 2
+    await c.subscribe(chat); // 3
+    // Two frames within budget and three on overdraft are all applied; the next two were read
+    // while the hub had already stopped reading (one socket read), beyond the overdraft: refused.
+    const refusedPing = sendTogether(c, [draft(chat, 1, 'a'), draft(chat, 2, 'b'), draft(chat, 3, 'c'), draft(chat, 4, 'd'), draft(chat, 5, 'e'), draft(chat, 6, 'f')], () => c.request('ping', {}));
+    await expect(refusedPing).rejects.toMatchObject({ code: -32020 });
+    for (const seq of [1, 2, 3, 4, 5]) expect((await c.waitForEnvelope((e) => e.origin?.clientSeq === seq)).rejectionReason).toBeUndefined();
+    expect((await c.waitForEnvelope((e) => e.origin?.clientSeq === 6)).rejectionReason).toMatch(/rate limit exceeded/);
+    // Reading is paused until the budget refills; a request sent now is answered once it has.
+    const ping = c.request('ping', {});
+    now += 10_000;
+    await expect(ping).resolves.toEqual({});
+    expect(c.closed).toBe(false);
+  });
+
+  it('closes a connection with 4029 when it stays over budget after being slowed down', async () => {
+    let now = 0;
+    server = await startTestServer({ rateLimit: { perSecond: 1, burst: 5, overdraft: 3 }, now: () => now });
+    const c = await RpcClient.open(server.wsUrl);
+    const observer = await RpcClient.open(server.wsUrl);
+    clients.push(c, observer);
+    const { chat } = await c.createSession();
+    await c.subscribe(chat);
+    sendTogether(c, Array.from({ length: 12 }, (_, i) => draft(chat, i + 1, `d${i + 1}`)));
+    await waitFor(() => (c.closed ? true : undefined));
+    expect(c.closeCode).toBe(4029);
+    // What was admitted (2 in budget + 3 on overdraft) was applied; nothing after it.
+    await waitFor(async () => ((await observer.subscribe<{ draft?: { text: string } }>(chat)).state.draft?.text === 'd5' ? true : undefined));
   });
 
   it('closes a connection that sends a frame over the size limit (1009) and keeps serving others', async () => {

@@ -1,0 +1,104 @@
+import { describe, expect, it } from 'vitest';
+import { checkJsonBounds, JsonBounds } from '../../shared/protocol/json-bounds.js';
+import { parseAction } from '../../shared/protocol/actions.js';
+import { ClientLedger, LEDGER_LIMITS } from '../../server/hub/client-ledger.js';
+import { validateAgentAction } from '../../server/hub/agent-actions.js';
+import { ChannelSizeBudget } from '../../server/hub/channel-budget.js';
+
+const nested = (levels: number): unknown => JSON.parse('['.repeat(levels) + ']'.repeat(levels)) as unknown;
+
+describe('JSON bounds', () => {
+  it('accepts exactly the maximum depth and refuses one level more, in objects and arrays', () => {
+    expect(checkJsonBounds(nested(JsonBounds.maxDepth))).toBeUndefined();
+    expect(checkJsonBounds(nested(JsonBounds.maxDepth + 1))?.code).toBe('json_too_deep');
+    expect(checkJsonBounds({ a: [{ b: nested(JsonBounds.maxDepth - 2) }] })?.code).toBe('json_too_deep');
+  });
+
+  it('checks 100,000 levels without overflowing the stack', () => {
+    expect(checkJsonBounds(nested(100_000))?.code).toBe('json_too_deep');
+  });
+
+  it('refuses a key longer than the bound anywhere in the value, and parseAction reports it with its code', () => {
+    const long = 'k'.repeat(JsonBounds.maxKeyLength + 1);
+    expect(checkJsonBounds({ ok: [{ [long]: 1 }] })?.code).toBe('json_key_too_long');
+    expect(checkJsonBounds({ ['k'.repeat(JsonBounds.maxKeyLength)]: 1 })).toBeUndefined();
+    const parsed = parseAction({ type: 'x-unknown/thing', payload: { [long]: true } });
+    expect(parsed).toMatchObject({ ok: false, code: 'json_key_too_long' });
+  });
+});
+
+describe('client ledger', () => {
+  const alice = { tenant: 'acme', user: 'alice' };
+  const mallory = { tenant: 'evil', user: 'mallory' };
+
+  it("never answers one principal with another principal's decision for the same clientId", () => {
+    const ledger = new ClientLedger();
+    ledger.accepted(alice, 'c1', 7, 100);
+    expect(ledger.duplicate(alice, 'c1', 7)).toEqual({ kind: 'accepted', serverSeq: 100 });
+    expect(ledger.duplicate(mallory, 'c1', 7)).toBeUndefined();
+    expect(ledger.claim(mallory, 'c1')).toBe(false);
+    expect(ledger.claim(alice, 'c1')).toBe(true);
+  });
+
+  it('a rejected 2^53−1 does not make later clientSeqs duplicates; an accepted one neither', () => {
+    const ledger = new ClientLedger();
+    ledger.rejected(alice, 'c', Number.MAX_SAFE_INTEGER, 'no');
+    expect(ledger.duplicate(alice, 'c', 1)).toBeUndefined();
+    ledger.accepted(alice, 'c', Number.MAX_SAFE_INTEGER - 1, 5);
+    expect(ledger.duplicate(alice, 'c', 2)).toBeUndefined();
+  });
+
+  it('forgets the lowest clientSeqs first and counts them (and below) as applied, also across an image round trip', () => {
+    const ledger = new ClientLedger();
+    const n = LEDGER_LIMITS.maxAcceptedPerClient + 10;
+    for (let seq = 1; seq <= n; seq++) ledger.accepted(alice, 'c', seq, 1000 + seq);
+    expect(ledger.duplicate(alice, 'c', 3)?.kind).toBe('rejected');
+    expect(ledger.duplicate(alice, 'c', n)).toEqual({ kind: 'accepted', serverSeq: 1000 + n });
+    expect(ledger.duplicate(alice, 'c', n + 1)).toBeUndefined();
+    const restored = ClientLedger.fromImage(JSON.parse(JSON.stringify(ledger.toImage())));
+    expect(restored.duplicate(alice, 'c', n)).toEqual({ kind: 'accepted', serverSeq: 1000 + n });
+    expect(restored.duplicate(alice, 'c', n - LEDGER_LIMITS.maxAcceptedPerClientInImage)?.kind).toBe('rejected');
+    expect(restored.duplicate(alice, 'c', n + 1)).toBeUndefined();
+    expect(restored.claim(mallory, 'c')).toBe(false);
+  });
+});
+
+describe('agent actions that name other resources', () => {
+  const scope = { session: 'ahp-session:/s', chats: new Set(['ahp-chat:/a', 'ahp-chat:/b']) };
+  const state = (over: Record<string, unknown>) => ({
+    resource: 'ahp-session:/s', provider: 'remote', title: 't', status: 1, lifecycle: 'ready', activeClients: [],
+    chats: [{ resource: 'ahp-chat:/a', title: 'a', status: 1, modifiedAt: '2026-01-01T00:00:00Z' }, { resource: 'ahp-chat:/b', title: 'b', status: 1, modifiedAt: '2026-01-01T00:00:00Z' }],
+    defaultChat: 'ahp-chat:/a',
+    ...over,
+  });
+
+  it('accepts a stateReplaced that names only its own chats, and refuses every foreign reference', () => {
+    expect(validateAgentAction({ type: 'session/stateReplaced', state: state({}) }, undefined, scope)).toBeUndefined();
+    expect(validateAgentAction({ type: 'session/stateReplaced', state: state({ defaultChat: 'ahp-chat:/foreign' }) }, undefined, scope)).toMatch(/defaultChat/);
+    expect(validateAgentAction({ type: 'session/stateReplaced', state: state({ resource: 'ahp-session:/other' }) }, undefined, scope)).toMatch(/resource/);
+    expect(validateAgentAction({ type: 'session/stateReplaced', state: state({ chats: [] }) }, undefined, scope)).toMatch(/every chat/);
+    expect(
+      validateAgentAction({ type: 'session/stateReplaced', state: state({ inputNeeded: [{ kind: 'chatInput', id: 'x', chat: 'ahp-chat:/foreign', requestId: 'r' }] }) }, undefined, scope),
+    ).toMatch(/inputNeeded/);
+    expect(validateAgentAction({ type: 'session/chatUpdated', chat: 'ahp-chat:/foreign', changes: {} }, undefined, scope)).toMatch(/not a chat of this session/);
+    expect(validateAgentAction({ type: 'session/inputNeededSet', request: { kind: 'chatInput', id: 'x', chat: 'ahp-chat:/foreign' } }, undefined, scope)).toMatch(/request.chat/);
+    expect(validateAgentAction({ type: 'session/chatAdded', summary: {} }, undefined, scope)).toMatch(/maintained by the hub/);
+  });
+});
+
+describe('channel size budget', () => {
+  it('refuses growth past the limit, measures the real state before refusing, and never refuses shrinking actions', () => {
+    const budget = new ChannelSizeBudget(1_000);
+    let state = { items: [] as string[] };
+    const add = (text: string) => ({ type: 'chat/pendingMessageSet', text });
+    expect(budget.charge('c', () => state, add('x'.repeat(400)))).toBeUndefined();
+    state = { items: ['x'.repeat(400)] };
+    expect(budget.charge('c', () => state, add('x'.repeat(400)))).toBeUndefined();
+    state = { items: ['x'.repeat(400), 'x'.repeat(400)] };
+    expect(budget.charge('c', () => state, add('x'.repeat(400)))).toMatch(/channel_too_large/);
+    expect(budget.charge('c', () => state, { type: 'chat/truncated' })).toBeUndefined();
+    // The estimate is only an upper bound: once the state really shrank, growth is allowed again.
+    state = { items: [] };
+    expect(budget.charge('c', () => state, add('x'.repeat(400)))).toBeUndefined();
+  });
+});
