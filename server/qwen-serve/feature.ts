@@ -119,18 +119,18 @@ export function createQwenServeFeature(options: QwenServeOptions = {}): Feature 
       };
 
       const defaultChatOf = (session: string): string => {
-        const chat = ctx.hub.sessionEntry(session)?.state.defaultChat;
+        const chat = ctx.hub.defaultChatOf(session);
         if (!chat) throw qwenError(409, 'no_default_chat', 'the session has no default chat to prompt');
         return chat;
       };
       const turnRunning = (session: string): boolean => {
-        const chat = ctx.hub.sessionEntry(session)?.state.defaultChat;
+        const chat = ctx.hub.defaultChatOf(session);
         return chat !== undefined && ctx.hub.chatEntry(chat)?.state.activeTurn !== undefined;
       };
 
       /** Starts a prompt as a turn; a refused start ends it at once with `turn_error` so its waiter returns. */
       const startPrompt = async (principal: Principal, session: string, log: QwenSessionLog, promptId: string, text: string): Promise<void> => {
-        const chat = ctx.hub.sessionEntry(session)?.state.defaultChat;
+        const chat = ctx.hub.defaultChatOf(session);
         let failure: string | undefined;
         if (!chat) failure = 'the session has no default chat';
         else {
@@ -279,7 +279,7 @@ export function createQwenServeFeature(options: QwenServeOptions = {}): Feature 
         for (const queued of log?.queue.splice(0) ?? []) {
           log!.publish('turn_complete', { sessionId: log!.sessionId, promptId: queued.promptId, stopReason: 'cancelled' }, queued.promptId);
         }
-        const chat = ctx.hub.sessionEntry(session)?.state.defaultChat;
+        const chat = ctx.hub.defaultChatOf(session);
         const turn = chat ? ctx.hub.chatEntry(chat)?.state.activeTurn : undefined;
         if (chat && turn) {
           const duration = Math.max(0, ctx.now() - Date.parse(turn.startedAt));
