@@ -85,10 +85,13 @@ export class AgentRunner {
     this.#unsubscribe = this.hub.on((e) => this.#onHubEvent(e));
   }
 
-  /** Aborts every run (shutdown). */
-  stop(): void {
+  /** Aborts every run (shutdown) and lets providers release what they hold (agent processes). */
+  async stop(): Promise<void> {
     this.#unsubscribe?.();
     for (const run of this.#runs.values()) this.#abort(run);
+    for (const provider of new Set(this.providers.values())) {
+      await provider.close?.().catch((err: unknown) => this.logger.warn('agent provider did not close cleanly', errorFields(err)));
+    }
   }
 
   get activeRuns(): number {
@@ -98,6 +101,7 @@ export class AgentRunner {
   #onHubEvent(e: HubEvent): void {
     if (e.type === 'sessionDisposed') {
       for (const run of this.#runs.values()) if (!this.hub.chatEntry(run.chat)) this.#abort(run);
+      for (const provider of new Set(this.providers.values())) provider.disposeSession?.(e.session);
       return;
     }
     if (e.type === 'chatDisposed') {
@@ -275,6 +279,8 @@ export class AgentRunner {
         if (signal.aborted) throw new AbortedError();
         return this.steering.consumeAtBarrier({ session, chat, turnId });
       },
+      dispatch,
+      waitFor: (pick) => this.#waitFor(run, pick),
     };
   }
 }

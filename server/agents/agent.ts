@@ -5,7 +5,8 @@
  * resolves the hub completes the turn; when it throws the hub ends the turn with `chat/error`;
  * when a client cancels, `signal` aborts and pending waits reject with an AbortError.
  */
-import type { ChatInputRequest, Message, ToolCallState } from '../../shared/protocol/state.js';
+import type { WireAction } from '../../shared/protocol/messages.js';
+import type { ChatInputRequest, ChatState, Message, ToolCallState } from '../../shared/protocol/state.js';
 
 export interface AgentInfo {
   readonly provider: string;
@@ -62,6 +63,13 @@ export interface TurnContext {
    * marked consumed and visible in the transcript. Agents call it between steps.
    */
   barrier(): Promise<readonly SteeringInput[]>;
+  /**
+   * Lower level, for providers that translate another protocol (ACP) action by action: dispatches
+   * one server-side action on this turn's chat (validated and sequenced like every other).
+   */
+  dispatch(action: WireAction): Promise<number>;
+  /** Resolves with the first non-undefined `pick` of the chat state (now or after a commit); rejects when the turn ends. */
+  waitFor<T>(pick: (state: ChatState) => T | undefined): Promise<T>;
 }
 
 export interface AgentProvider {
@@ -72,6 +80,10 @@ export interface AgentProvider {
    * finishes the turn on its own: see `RemoteAgentProvider`.
    */
   runTurn(ctx: TurnContext): Promise<TurnResult>;
+  /** The hub session is gone: release whatever the provider holds for it (an agent process). */
+  disposeSession?(session: string): void;
+  /** Hub shutdown: release everything. */
+  close?(): Promise<void>;
 }
 
 /** `complete`: the hub dispatches chat/turnComplete. `external`: someone else ends the turn. */
