@@ -1,7 +1,7 @@
 /**
  * A loopback OpenAI-compatible model for tests that run a real agent (Qwen Code): streamed chat
- * completions. A conversation whose last message is the user's asks for one shell tool call; once
- * a tool result is in the conversation it answers in text. Text is streamed in small chunks, and a
+ * completions. A conversation whose last message is the user's asks for one shell tool call
+ * (unless the user wrote `[no-tools]`); once a tool result is in the conversation it answers in text. Text is streamed in small chunks, and a
  * test can hold the stream open (`holdText`) to cancel or kill the agent mid-stream.
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
@@ -80,7 +80,8 @@ export async function startMockModel(options: MockModelOptions = {}): Promise<Mo
     requests.push(parsed);
     const messages = (parsed['messages'] as ChatMessage[] | undefined) ?? [];
     const last = messages[messages.length - 1];
-    const wantsTool = Array.isArray(parsed['tools']) && (parsed['tools'] as unknown[]).length > 0 && last?.role === 'user';
+    const wantsTool =
+      Array.isArray(parsed['tools']) && (parsed['tools'] as unknown[]).length > 0 && last?.role === 'user' && !JSON.stringify(last.content ?? '').includes('[no-tools]');
     if (parsed['stream'] !== true) {
       // Side requests (titles, summaries, next-speaker checks): a short JSON answer.
       res.writeHead(200, { 'content-type': 'application/json' }).end(
