@@ -313,12 +313,33 @@ class ChatView {
     this.#renderComposer(chat);
   }
 
+  /** Why the running turn takes no additions (its agent has no mid-turn channel), checked once per turn. */
+  #steeringBlocked: { turnId: string; reason: string | undefined } | undefined;
+
+  #checkSteering(turnId: string): void {
+    if (this.#steeringBlocked?.turnId === turnId) return;
+    this.#steeringBlocked = { turnId, reason: undefined };
+    void this.#steering.inputCapabilities().then(
+      (caps) => {
+        if (this.#steeringBlocked?.turnId !== turnId || !caps.targetUnavailable) return;
+        this.#steeringBlocked = { turnId, reason: caps.targetUnavailable.message };
+        if (this.#view) this.#renderComposer(this.#view.state);
+      },
+      () => undefined,
+    );
+  }
+
   #renderComposer(chat: ChatState): void {
     const running = chat.activeTurn !== undefined;
+    if (chat.activeTurn) this.#checkSteering(chat.activeTurn.id);
+    const blocked = running && this.#steeringBlocked?.turnId === chat.activeTurn?.id ? this.#steeringBlocked?.reason : undefined;
     this.#send.textContent = running ? 'Add to running turn' : 'Send';
-    this.#send.disabled = !this.ctx.canWrite || this.#sending;
+    this.#send.disabled = !this.ctx.canWrite || this.#sending || blocked !== undefined;
+    this.#textarea.disabled = !this.ctx.canWrite || blocked !== undefined;
     this.#textarea.placeholder = running ? 'Add a requirement to the running turn (the agent picks it up between steps)…' : 'Message the agent…';
-    this.#composerNote.textContent = running
+    this.#composerNote.textContent = blocked
+      ? blocked
+      : running
       ? 'An addition is extra context for the agent. It never approves a tool or answers a question — use the buttons above for that.'
       : 'Ctrl+Enter to send.';
     const pendingSteering = [...(chat.steeringMessages ?? []), ...(chat.steeringMessage ? [chat.steeringMessage] : [])];

@@ -81,6 +81,13 @@ export class AgentRunner {
     this.steering = port;
   }
 
+  /** Why the session's agent cannot take steering input mid-turn, or undefined when it can. */
+  steeringUnavailable(session: string): { code: string; message: string } | undefined {
+    const entry = this.hub.sessionEntry(session);
+    const provider = entry ? this.providers.get(entry.provider) : undefined;
+    return provider?.steeringUnavailable?.(session);
+  }
+
   start(): void {
     this.#unsubscribe = this.hub.on((e) => this.#onHubEvent(e));
   }

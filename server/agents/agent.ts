@@ -80,6 +80,12 @@ export interface AgentProvider {
    * finishes the turn on its own: see `RemoteAgentProvider`.
    */
   runTurn(ctx: TurnContext): Promise<TurnResult>;
+  /**
+   * Set when this provider's agent cannot take steering input while a turn runs: the steering
+   * engine then offers no target and refuses submits with this reason (never accepting an input
+   * it cannot deliver). Absent = the provider passes barriers (`TurnContext.barrier`).
+   */
+  steeringUnavailable?(session: string): { code: string; message: string } | undefined;
   /** The hub session is gone: release whatever the provider holds for it (an agent process). */
   disposeSession?(session: string): void;
   /** Hub shutdown: release everything. */

@@ -310,6 +310,22 @@ describe('ACP provider with a scripted agent', () => {
     expect(everyFrame).not.toContain('scripted agent:');
   });
 
+  it('steering: input-capabilities offers no target while the agent runs and says why; a submit is refused, nothing is accepted', async () => {
+    const turnId = await startTurn(client, chat, script(text('working'), { waitCancel: true }));
+    await waitFor(() => markdownOf(chatState(server, chat), turnId).includes('working') || undefined, { what: 'the turn to run' });
+    const caps = await client.request<{ target: unknown; targetUnavailable?: { code: string; message: string }; retention: { current: { turnId: string } | null } }>('x-input/capabilities', { channel: session });
+    expect(caps.target).toBeNull();
+    expect(caps.targetUnavailable?.code).toBe('agent_has_no_input_channel');
+    expect(caps.targetUnavailable?.message).toMatch(/without a mid-turn input channel/);
+    const target = { historyEpoch: 'whatever', turnId };
+    const err = await client.request('x-input/submit', { channel: session, inputId: 'in-1', target, content: { text: 'also do X' } }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(RpcError);
+    expect((err as RpcError).data).toMatchObject({ code: 'steering_unavailable', status: 422 });
+    expect(chatState(server, chat).steeringMessages ?? []).toEqual([]);
+    await client.dispatchAndWait(chat, { type: 'chat/turnCancelled', turnId, duration: 1 });
+    await waitForEnd(server, chat, turnId);
+  });
+
   it('disposing the session stops its agent process', async () => {
     expect(provider.processOf(session)).toBeDefined();
     await client.request('disposeSession', { channel: session });

@@ -68,6 +68,17 @@ export class AcpAgentProvider implements AgentProvider {
     return a && !a.exited ? { pid: a.pid, acpSessionId: a.acpSessionId } : undefined;
   }
 
+  /**
+   * ACP has no standard way to add input to a running prompt. This hub does not relay steering
+   * into an agent's private mid-turn extension yet, so ACP sessions offer no steering target.
+   */
+  steeringUnavailable(): { code: string; message: string } {
+    return {
+      code: 'agent_has_no_input_channel',
+      message: `${this.info.displayName} is an ACP agent without a mid-turn input channel: additions cannot reach a running turn. Wait for the turn to end or stop it, then send a new message.`,
+    };
+  }
+
   disposeSession(session: string): void {
     const agent = this.#sessions.get(session);
     this.#sessions.delete(session);
