@@ -45,7 +45,7 @@ async function main(): Promise<void> {
     logger,
     staticDir: existsSync(appDir) ? appDir : undefined,
     features: defaultFeatures(),
-    providers: [demoAgent, remoteAgent, ...createAcpProviders(acpAgents, logger)],
+    providers: [demoAgent, remoteAgent, ...createAcpProviders(acpAgents, logger, config.dataDir)],
   });
   process.stdout.write(`listening on ${server.url}\n`);
   let stopping = false;

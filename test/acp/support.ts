@@ -1,6 +1,6 @@
 /** Shared pieces of the ACP tests: a hub with ACP providers, a log-capturing logger, turn helpers. */
 import { randomUUID } from 'node:crypto';
-import { resolve } from 'node:path';
+import { join, resolve } from 'node:path';
 import type { Logger } from '../../server/log.js';
 import { AcpAgentProvider } from '../../server/agents/acp/acp-provider.js';
 import type { AcpAgentConfig } from '../../server/agents/acp/agents-config.js';
@@ -36,7 +36,8 @@ export async function startAcpHub(
   logger: Logger,
   options: { dataDir?: string; withAuth?: boolean } = {},
 ): Promise<{ server: TestServer; providers: Map<string, AcpAgentProvider> }> {
-  const providers = new Map(agents.map((a) => [a.provider, new AcpAgentProvider({ provider: a.provider, config: a.config, logger, newId: randomUUID })]));
+  const stateFile = (provider: string): string | undefined => (options.dataDir ? join(options.dataDir, `acp-sessions.${provider}.json`) : undefined);
+  const providers = new Map(agents.map((a) => [a.provider, new AcpAgentProvider({ provider: a.provider, config: a.config, logger, newId: randomUUID, stateFile: stateFile(a.provider) })]));
   const server = await startTestServer({ providers: [demoAgent, remoteAgent, ...providers.values()], ...options });
   return { server, providers };
 }

@@ -12,6 +12,8 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
+import { existsSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { Readable, Writable } from 'node:stream';
 import * as acp from '@agentclientprotocol/sdk';
 import type { Logger } from '../../log.js';
@@ -32,13 +34,24 @@ export interface AcpProviderOptions {
   readonly config: AcpAgentConfig & { cwd: string };
   readonly logger: Logger;
   readonly newId: () => string;
+  /**
+   * Where the hub session → ACP session ids are kept across hub restarts (a small JSON file), so
+   * a restarted hub resumes each conversation with `session/load` when the agent supports it.
+   */
+  readonly stateFile?: string | undefined;
 }
+
+/** Most remembered ACP session ids (one per hub session; the oldest are forgotten first). */
+const MAX_REMEMBERED_SESSIONS = 10_000;
 
 export class AcpAgentProvider implements AgentProvider {
   readonly info: AgentInfo;
   readonly #sessions = new Map<string, AgentProcess>();
+  /** hub session URI → the ACP session id its agent last used (persisted in `stateFile`). */
+  readonly #acpSessions = new Map<string, string>();
 
   constructor(private readonly options: AcpProviderOptions) {
+    this.#loadState();
     this.info = {
       provider: options.provider,
       displayName: options.config.displayName ?? options.provider,
@@ -49,10 +62,43 @@ export class AcpAgentProvider implements AgentProvider {
   async runTurn(ctx: TurnContext): Promise<TurnResult> {
     let agent = this.#sessions.get(ctx.session);
     if (!agent || agent.exited) {
-      agent = new AgentProcess(this.options, ctx.session, agent?.acpSessionId);
+      agent = new AgentProcess(this.options, ctx.session, agent?.acpSessionId ?? this.#acpSessions.get(ctx.session), (id) => this.#remember(ctx.session, id));
       this.#sessions.set(ctx.session, agent);
     }
     return agent.runTurn(ctx);
+  }
+
+  #loadState(): void {
+    const file = this.options.stateFile;
+    if (!file || !existsSync(file)) return;
+    try {
+      const data = JSON.parse(readFileSync(file, 'utf8')) as unknown;
+      if (typeof data !== 'object' || data === null) return;
+      for (const [hub, acpId] of Object.entries(data).slice(-MAX_REMEMBERED_SESSIONS)) {
+        if (typeof acpId === 'string' && acpId.length <= 1024) this.#acpSessions.set(hub, acpId);
+      }
+    } catch (err) {
+      this.options.logger.warn('could not read the ACP session file; sessions start fresh', { file, ...errorFields(err) });
+    }
+  }
+
+  #remember(session: string, acpSessionId: string | undefined): void {
+    if (acpSessionId === undefined) this.#acpSessions.delete(session);
+    else {
+      if (this.#acpSessions.get(session) === acpSessionId) return;
+      this.#acpSessions.delete(session);
+      this.#acpSessions.set(session, acpSessionId);
+      while (this.#acpSessions.size > MAX_REMEMBERED_SESSIONS) this.#acpSessions.delete(this.#acpSessions.keys().next().value!);
+    }
+    const file = this.options.stateFile;
+    if (!file) return;
+    try {
+      const tmp = `${file}.tmp`;
+      writeFileSync(tmp, JSON.stringify(Object.fromEntries(this.#acpSessions)));
+      renameSync(tmp, file);
+    } catch (err) {
+      this.options.logger.warn('could not write the ACP session file', { file, ...errorFields(err) });
+    }
   }
 
   /** Number of live agent processes (for tests and diagnostics). */
@@ -82,7 +128,8 @@ export class AcpAgentProvider implements AgentProvider {
   disposeSession(session: string): void {
     const agent = this.#sessions.get(session);
     this.#sessions.delete(session);
-    agent?.stop('session disposed');
+    if (this.#acpSessions.has(session)) this.#remember(session, undefined);
+    void agent?.stop('session disposed');
   }
 
   async close(): Promise<void> {
@@ -108,6 +155,7 @@ class AgentProcess {
     private readonly options: AcpProviderOptions,
     hubSession: string,
     previousAcpSession: string | undefined,
+    private readonly onSession: (acpSessionId: string) => void,
   ) {
     const { config } = options;
     this.#logger = options.logger.child({ provider: options.provider, session: hubSession });
@@ -231,6 +279,7 @@ class AgentProcess {
         // History replayed by the agent arrives while no turn is active and is not re-sent to the hub.
         await this.#guard('session/load', agent.request(acp.methods.agent.session.load, { sessionId: previousAcpSession, cwd, mcpServers: [] }), timeout);
         this.acpSessionId = previousAcpSession;
+        this.onSession(previousAcpSession);
         this.#logger.info('agent session loaded', { acpSessionId: previousAcpSession });
         return;
       } catch (err) {
@@ -240,6 +289,7 @@ class AgentProcess {
     }
     const created = await this.#guard('session/new', agent.request(acp.methods.agent.session.new, { cwd, mcpServers: [] }), timeout);
     this.acpSessionId = created.sessionId;
+    this.onSession(created.sessionId);
     this.#logger.info('agent session created', { acpSessionId: created.sessionId });
   }
 
@@ -290,6 +340,15 @@ class AgentProcess {
 }
 
 /** One provider per configured ACP agent. */
-export function createAcpProviders(agents: readonly NamedAcpAgent[], logger: Logger, newId: () => string = randomUUID): AcpAgentProvider[] {
-  return agents.map((a) => new AcpAgentProvider({ provider: a.provider, config: a.config, logger: logger.child({ component: 'acp' }), newId }));
+export function createAcpProviders(agents: readonly NamedAcpAgent[], logger: Logger, stateDir?: string, newId: () => string = randomUUID): AcpAgentProvider[] {
+  return agents.map(
+    (a) =>
+      new AcpAgentProvider({
+        provider: a.provider,
+        config: a.config,
+        logger: logger.child({ component: 'acp' }),
+        newId,
+        stateFile: stateDir === undefined ? undefined : join(stateDir, `acp-sessions.${a.provider}.json`),
+      }),
+  );
 }
