@@ -11,6 +11,7 @@ import { isAbsolute, resolve } from 'node:path';
 import { z } from 'zod';
 
 const RESERVED = new Set(['demo', 'remote']);
+const PROVIDER_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
 
 export const acpAgentConfigSchema = z
   .object({
@@ -32,14 +33,7 @@ export type AcpAgentConfig = z.infer<typeof acpAgentConfigSchema>;
 export const agentsFileSchema = z
   .object({
     agents: z
-      .record(
-        z
-          .string()
-          .min(1)
-          .max(64)
-          .regex(/^[A-Za-z0-9][A-Za-z0-9._-]*$/, 'provider names are letters, digits, dot, dash and underscore'),
-        acpAgentConfigSchema,
-      )
+      .record(z.string(), acpAgentConfigSchema)
       .refine((agents) => Object.keys(agents).length <= 64, 'at most 64 agents'),
   })
   .strict();
@@ -65,6 +59,9 @@ export function parseAgentsConfig(text: string, baseDir: string): NamedAcpAgent[
     throw new AgentsConfigError(`agents file: ${issue?.path.join('.') || '(root)'}: ${issue?.message ?? 'bad shape'}`);
   }
   return Object.entries(parsed.data.agents).map(([provider, config]) => {
+    if (!PROVIDER_NAME.test(provider)) {
+      throw new AgentsConfigError(`agents file: agents.${provider}: provider names are 1-64 letters, digits, dots, dashes and underscores`);
+    }
     if (RESERVED.has(provider)) throw new AgentsConfigError(`agents file: "${provider}" is built in and cannot be redefined`);
     const cwd = config.cwd === undefined ? process.cwd() : isAbsolute(config.cwd) ? config.cwd : resolve(baseDir, config.cwd);
     return { provider, config: { ...config, cwd } };
