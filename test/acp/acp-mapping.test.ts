@@ -10,6 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SessionStatus, isPartOfKind, type ChatInputRequest } from '../../shared/protocol/state.js';
 import { RpcClient, RpcError } from '../helpers/rpc-client.js';
 import { waitFor } from '../helpers/wait-for.js';
+import { replyDataWorks, replyQwen, SseClient } from '../helpers/sse.js';
 import type { TestServer } from '../helpers/start-server.js';
 import type { AcpAgentProvider } from '../../server/agents/acp/acp-provider.js';
 import {
@@ -23,6 +24,7 @@ import {
   startAcpHub,
   startTurn,
   text,
+  toolOf,
   turnParts,
   waitForEnd,
   waitForTool,
@@ -47,8 +49,8 @@ const PERMISSION_OPTIONS = [
   { optionId: 'never', name: 'Never', kind: 'reject_always' },
 ];
 
-function permissionStep(toolCallId: string): unknown {
-  return { permission: { toolCall: { toolCallId, title: `touch ${toolCallId}`, kind: 'edit', status: 'pending', rawInput: { command: 'touch x' } }, options: PERMISSION_OPTIONS } };
+function permissionStep(toolCallId: string, kind = 'edit'): unknown {
+  return { permission: { toolCall: { toolCallId, title: `touch ${toolCallId}`, kind, status: 'pending', rawInput: { command: 'touch x' } }, options: PERMISSION_OPTIONS } };
 }
 
 beforeAll(async () => {
@@ -195,6 +197,40 @@ describe('ACP provider with a scripted agent', () => {
     await waitForEnd(server, chat, turnId);
     const got = reports(chatState(server, chat), turnId);
     expect(got).toEqual([{ permission: { outcome: 'selected', optionId: 'yes' } }, { permission: { outcome: 'selected', optionId: 'no' } }]);
+  });
+
+  it('the Qwen and DataWorks reply routes answer the agent with its own options; a remembered allow_always answers the next request at once; a late reply is not accepted', async () => {
+    // A session of its own: the remembered choice must not leak into the other tests.
+    const own = await createSessionWith(client, 'scripted');
+    const chat = own.chat;
+    await client.subscribe(chat);
+    const sessionId = own.session.replace(/^ahp-session:\//, '');
+    const sse = await SseClient.open(`${server.url}/v2/sessions/${sessionId}/events`);
+    try {
+      const turnId = await startTurn(client, chat, script(permissionStep('route-1'), permissionStep('route-2'), permissionStep('route-3', 'execute')));
+      const first = await sse.waitForPermissionRequest(1);
+      // The SSE permission_request offers exactly the agent's options (no hub-made extras).
+      expect(first.options).toEqual(PERMISSION_OPTIONS);
+      expect((await replyQwen(server.url, sessionId, first.requestId, { outcome: { outcome: 'selected', optionId: 'yes-always' } })).status).toBe(200);
+      // Remembered: the same tool asks again and is approved by the hub without anyone replying.
+      const second = await waitFor(() => {
+        const r = reports(chatState(server, chat), turnId);
+        return r.length >= 2 ? r : undefined;
+      }, { what: 'two permission answers' });
+      expect(second).toEqual([{ permission: { outcome: 'selected', optionId: 'yes-always' } }, { permission: { outcome: 'selected', optionId: 'yes-always' } }]);
+      expect(toolOf(chatState(server, chat), turnId, 'route-2')).toMatchObject({ confirmed: 'setting' });
+      // The third one (another tool) is answered over the DataWorks route with a reject option.
+      const third = await sse.waitForPermissionRequest(3);
+      const dw = await replyDataWorks(server.url, { SessionId: sessionId, PermissionRequestId: third.requestId, Outcome: { Outcome: 'selected', OptionId: 'no' } });
+      expect(dw.body.JsonRpcResponse.Result).toEqual({ Accepted: true });
+      const late = await replyDataWorks(server.url, { SessionId: sessionId, PermissionRequestId: third.requestId, Outcome: { Outcome: 'selected', OptionId: 'yes' } });
+      expect(late.body.JsonRpcResponse.Result).toEqual({ Accepted: false });
+      await waitForEnd(server, chat, turnId);
+      expect(reports(chatState(server, chat), turnId)[2]).toEqual({ permission: { outcome: 'selected', optionId: 'no' } });
+    } finally {
+      await sse.close();
+      await client.request('disposeSession', { channel: own.session });
+    }
   });
 
   it('cancelling the turn answers a pending permission request "cancelled" and sends session/cancel', async () => {
