@@ -175,6 +175,7 @@ export async function startAcpBridge(options: BridgeOptions): Promise<Bridge> {
     const action = change.envelope.action;
     for (const update of acpUpdatesFor(action)) notify(update);
     settleAnswered(action);
+    if (action.type === 'chat/turnComplete' || action.type === 'chat/turnCancelled' || action.type === 'chat/error' || action.type === 'chat/truncated') withdrawAll('the turn ended');
     askOpenInteractions();
     for (const check of [...turnWaiters]) check();
   });
@@ -192,6 +193,16 @@ export async function startAcpBridge(options: BridgeOptions): Promise<Bridge> {
     open.outcome = { kind: 'answered', by: 'elsewhere', summary };
     open.abort.abort(acp.RequestError.requestCancelled({ reason: 'answered elsewhere' }, `answered in another client: ${summary}`));
     tellEditor(key, `Answered in another client first: ${summary}. Your request was withdrawn.`);
+  }
+
+  /** The turn is over: open editor requests are withdrawn and the book is cleared (it never outlives a turn). */
+  function withdrawAll(reason: string): void {
+    for (const entry of asked.values()) {
+      if (entry.outcome) continue;
+      entry.outcome = { kind: 'answered', by: 'elsewhere', summary: reason };
+      entry.abort.abort(acp.RequestError.requestCancelled({ reason }, reason));
+    }
+    asked.clear();
   }
 
   function tellEditor(key: string, text: string): void {

@@ -325,14 +325,25 @@ describe('ACP provider with a scripted agent', () => {
     expect(reports(chatState(server, chat), turnId)).toEqual([{ elicitation: { action: 'accept' } }]);
   });
 
-  it('an agent process that dies mid-turn ends the turn with chat/error; the next turn starts a fresh process; stderr goes to the hub log only', async () => {
+  it('an agent process that dies mid-turn ends the turn with chat/error and takes its children with it; the next turn starts a fresh process; stderr goes to the hub log only', async () => {
     const firstPid = provider.processOf(session)!.pid;
-    const turnId = await startTurn(client, chat, script(text('about to crash'), { exit: 3 }));
+    const turnId = await startTurn(client, chat, script(text('about to crash'), { spawnChild: true }, { exit: 3 }));
     const turn = (await waitForEnd(server, chat, turnId)) as { state: string; error?: { errorType: string; message: string } };
     expect(turn.state).toBe('error');
     expect(turn.error?.errorType).toBe('agentExited');
     expect(turn.error?.message).toContain('exited with code 3');
     expect(markdownOf(chatState(server, chat), turnId)).toContain('about to crash');
+    // What the agent left running in its process group is stopped with it.
+    const childPid = reports(chatState(server, chat), turnId).find((r) => 'childPid' in r)!['childPid'] as number;
+    const alive = (pid: number): boolean => {
+      try {
+        process.kill(pid, 0);
+        return true;
+      } catch {
+        return false;
+      }
+    };
+    await waitFor(() => !alive(childPid) || undefined, { what: 'the agent\'s child process to be stopped' });
 
     const next = await startTurn(client, chat, script(text('back again')));
     expect(((await waitForEnd(server, chat, next)) as { state: string }).state).toBe('complete');

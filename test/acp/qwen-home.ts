@@ -45,6 +45,8 @@ export function makeQwenHome(modelBaseUrl: string): QwenHome {
     HTTP_PROXY: 'http://127.0.0.1:9',
     HTTPS_PROXY: 'http://127.0.0.1:9',
     NO_PROXY: '127.0.0.1,localhost',
+    // Qwen Code re-executes itself in a child node process by default; once is enough here (half the start-up).
+    QWEN_CODE_NO_RELAUNCH: 'true',
     NO_COLOR: '1',
     CI: '1',
   };
@@ -54,6 +56,6 @@ export function makeQwenHome(modelBaseUrl: string): QwenHome {
     command: QWEN_BIN,
     args: ['--acp'],
     env,
-    remove: () => rmSync(home, { recursive: true, force: true }),
+    remove: () => rmSync(home, { recursive: true, force: true, maxRetries: 5, retryDelay: 100 }),
   };
 }

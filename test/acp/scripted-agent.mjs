@@ -5,9 +5,10 @@
 //
 // Steps: {"update": SessionUpdate} · {"permission": {toolCall, options}} · {"elicit": params}
 // · {"elicitComplete": elicitationId} · {"waitCancel": true} · {"stop": StopReason}
-// · {"exit": code} · {"reportInit": true} · {"elicit": params, "background": true} then
+// · {"exit": code} · {"reportInit": true} · {"spawnChild": true} · {"elicit": params, "background": true} then
 // {"awaitElicitation": true}. With SCRIPTED_AGENT_LOG set, every answer the client gives is also
 // appended there as a JSON line (answers that arrive after a turn was cancelled are seen only there).
+import { spawn } from 'node:child_process';
 import { appendFileSync } from 'node:fs';
 import { Readable, Writable } from 'node:stream';
 import * as acp from '@agentclientprotocol/sdk';
@@ -75,6 +76,10 @@ const app = acp
       } else if (step.waitCancel) {
         await cancelled;
         return { stopReason: 'cancelled' };
+      } else if (step.spawnChild) {
+        // A long-lived child of the agent (as agents start tools or re-launch themselves).
+        const child = spawn(process.execPath, ['-e', 'setInterval(() => {}, 1000)'], { stdio: 'ignore' });
+        await report({ childPid: child.pid });
       } else if (step.reportInit) {
         await report({ clientCapabilities: initParams?.clientCapabilities ?? null });
       } else if (step.exit !== undefined) {

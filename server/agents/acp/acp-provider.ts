@@ -25,8 +25,13 @@ import { TurnTranslator } from './turn-translator.js';
 
 /** Longest stderr line copied to the hub log; longer ones are cut. */
 const STDERR_LINE_MAX = 4_096;
+/** At most this many stderr lines per window reach the log; the rest are counted, not kept. */
+const STDERR_LINES_PER_WINDOW = 500;
+const STDERR_WINDOW_MS = 10_000;
 /** Largest NDJSON message accepted from an agent. */
 const MAX_MESSAGE_BYTES = 8 * 1024 * 1024;
+/** How long a new turn waits for the agent to finish a cancelled one before giving up. */
+const CANCEL_GRACE_MS = 30_000;
 const HUB_CLIENT_INFO = { name: 'ahp-hub', title: 'AHP hub', version: '0.1.0' };
 
 export interface AcpProviderOptions {
@@ -148,6 +153,7 @@ class AgentProcess {
   readonly #exit: Promise<never>;
   #exitReason: string | undefined;
   #turn: TurnTranslator | undefined;
+  #busy: { signal: AbortSignal; done: Promise<void> } | undefined;
   #loadSupported = false;
   acpSessionId: string | undefined;
 
@@ -163,6 +169,9 @@ class AgentProcess {
       cwd: config.cwd,
       env: { ...process.env, ...config.env },
       stdio: ['pipe', 'pipe', 'pipe'],
+      // Its own process group: agents relaunch themselves or start tools as children (Qwen Code
+      // re-executes itself), and stopping the agent must stop all of them.
+      detached: true,
     });
     this.#logger.info('agent process started', { pid: this.#child.pid, command: config.command });
     this.#pipeStderr();
@@ -174,7 +183,11 @@ class AgentProcess {
         reject(new TurnFailure(`The agent process ended: ${reason}.`, 'agentExited'));
       };
       this.#child.once('error', (err) => fail(`it could not be started (${err.message})`));
-      this.#child.once('exit', (code, signal) => fail(signal ? `killed by ${signal}` : `exited with code ${code}`));
+      this.#child.once('exit', (code, signal) => {
+        // Whatever the agent left running in its group goes with it.
+        this.#signalGroup('SIGKILL');
+        fail(signal ? `killed by ${signal}` : `exited with code ${code}`);
+      });
     });
     this.#exit.catch(() => undefined);
     // Writes to a dead agent must not crash the hub.
@@ -206,8 +219,23 @@ class AgentProcess {
       })
       .onNotification('*', () => undefined);
     this.#connection = app.connect(stream);
+    // A connection that breaks (bad output, a message over the limit) leaves the process useless.
+    void this.#connection.closed.then(() => {
+      if (!this.exited) void this.stop('its ACP connection closed');
+    });
     this.#ready = this.#handshake(previousAcpSession);
-    this.#ready.catch(() => undefined);
+    // An agent that cannot start its session is replaced on the next turn.
+    this.#ready.catch(() => void this.stop('the handshake failed'));
+  }
+
+  #signalGroup(signal: NodeJS.Signals): void {
+    const pid = this.#child.pid;
+    if (pid === undefined) return;
+    try {
+      process.kill(-pid, signal);
+    } catch {
+      // The group is already gone.
+    }
   }
 
   get exited(): boolean {
@@ -220,6 +248,20 @@ class AgentProcess {
 
   #pipeStderr(): void {
     let pending = '';
+    let windowStart = Date.now();
+    let inWindow = 0;
+    let dropped = 0;
+    const emit = (line: string): void => {
+      const now = Date.now();
+      if (now - windowStart >= STDERR_WINDOW_MS) {
+        if (dropped > 0) this.#logger.warn('agent stderr lines dropped (too many)', { dropped });
+        windowStart = now;
+        inWindow = 0;
+        dropped = 0;
+      }
+      if (++inWindow > STDERR_LINES_PER_WINDOW) dropped++;
+      else this.#logger.info('agent stderr', { line: line.slice(0, STDERR_LINE_MAX) });
+    };
     this.#child.stderr!.setEncoding('utf8');
     this.#child.stderr!.on('data', (chunk: string) => {
       pending += chunk;
@@ -227,10 +269,10 @@ class AgentProcess {
       while ((nl = pending.indexOf('\n')) !== -1) {
         const line = pending.slice(0, nl);
         pending = pending.slice(nl + 1);
-        if (line.trim()) this.#logger.info('agent stderr', { line: line.slice(0, STDERR_LINE_MAX) });
+        if (line.trim()) emit(line);
       }
       if (pending.length > STDERR_LINE_MAX) {
-        this.#logger.info('agent stderr', { line: pending.slice(0, STDERR_LINE_MAX) });
+        emit(pending);
         pending = '';
       }
     });
@@ -295,6 +337,23 @@ class AgentProcess {
 
   async runTurn(ctx: TurnContext): Promise<TurnResult> {
     await this.#ready;
+    // One prompt at a time per ACP session. A turn that ended in the hub (cancelled) may still be
+    // winding down in the agent: wait for it. A turn still running in another chat: refuse.
+    while (this.#busy) {
+      const previous = this.#busy;
+      if (!previous.signal.aborted) {
+        throw new TurnFailure('The agent is busy with a turn in another chat of this session; try again when it has finished.', 'agentBusy');
+      }
+      try {
+        await this.#guard('the end of its cancelled turn', previous.done, CANCEL_GRACE_MS);
+      } catch (err) {
+        void this.stop('it did not finish a cancelled turn');
+        throw err;
+      }
+    }
+    let finished!: () => void;
+    const done = new Promise<void>((resolve) => (finished = resolve));
+    this.#busy = { signal: ctx.signal, done };
     const sessionId = this.acpSessionId!;
     const turn = new TurnTranslator(ctx, this.options.newId, this.#logger);
     this.#turn = turn;
@@ -314,7 +373,8 @@ class AgentProcess {
         case 'end_turn':
           return 'complete';
         case 'cancelled':
-          // The agent stopped on its own: the turn ends cancelled, as the agent said.
+          // The agent stopped on its own: the turn ends cancelled, as the agent said (no session/cancel back).
+          ctx.signal.removeEventListener('abort', onAbort);
           await turn.endCancelled();
           return 'external';
         default:
@@ -324,6 +384,8 @@ class AgentProcess {
       ctx.signal.removeEventListener('abort', onAbort);
       turn.cancelPending();
       if (this.#turn === turn) this.#turn = undefined;
+      if (this.#busy?.done === done) this.#busy = undefined;
+      finished();
     }
   }
 
@@ -332,8 +394,8 @@ class AgentProcess {
     this.#logger.info('stopping agent process', { reason });
     this.#connection.close();
     this.#child.stdin?.end();
-    this.#child.kill('SIGTERM');
-    const killer = setTimeout(() => this.#child.kill('SIGKILL'), 3_000);
+    this.#signalGroup('SIGTERM');
+    const killer = setTimeout(() => this.#signalGroup('SIGKILL'), 3_000);
     await this.#exit.catch(() => undefined);
     clearTimeout(killer);
   }

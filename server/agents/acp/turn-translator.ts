@@ -308,6 +308,7 @@ export class TurnTranslator {
     } else {
       return { action: 'decline' };
     }
+    if (!this.#budget(message.length, 1)) return { action: 'cancel' };
     this.#textPart = undefined;
     try {
       const asked = this.ctx.requestInput(request);
