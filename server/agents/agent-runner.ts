@@ -22,7 +22,7 @@ import {
 /** Where accepted steering inputs come from; the steering engine implements it. */
 export interface SteeringPort {
   /** Marks inputs accepted for this turn as consumed (visible in the transcript) and returns them. */
-  consumeAtBarrier(target: { session: string; chat: string; turnId: string }): Promise<readonly SteeringInput[]>;
+  consumeAtBarrier(target: { session: string; chat: string; turnId: string }, only?: readonly string[]): Promise<readonly SteeringInput[]>;
 }
 
 export const noSteering: SteeringPort = { consumeAtBarrier: async () => [] };
@@ -282,9 +282,9 @@ export class AgentRunner {
           };
           signal.addEventListener('abort', onAbort, { once: true });
         }),
-      barrier: async () => {
+      barrier: async (only) => {
         if (signal.aborted) throw new AbortedError();
-        return this.steering.consumeAtBarrier({ session, chat, turnId });
+        return this.steering.consumeAtBarrier({ session, chat, turnId }, only);
       },
       dispatch,
       waitFor: (pick) => this.#waitFor(run, pick),

@@ -60,9 +60,10 @@ export interface TurnContext {
   sleep(ms: number): Promise<void>;
   /**
    * A safe input barrier: returns the steering inputs accepted since the last barrier, now
-   * marked consumed and visible in the transcript. Agents call it between steps.
+   * marked consumed and visible in the transcript. Agents call it between steps. `only` limits it
+   * to the named input ids (an agent that takes inputs through its own channel reports which).
    */
-  barrier(): Promise<readonly SteeringInput[]>;
+  barrier(only?: readonly string[]): Promise<readonly SteeringInput[]>;
   /**
    * Lower level, for providers that translate another protocol (ACP) action by action: dispatches
    * one server-side action on this turn's chat (validated and sequenced like every other).

@@ -261,12 +261,15 @@ export class SteeringEngine implements SteeringPort {
    * so the turn cannot end between the check and the commits: the inputs are consumed and
    * appear in the transcript together, or stay accepted.
    */
-  async consumeAtBarrier(target: { session: string; chat: string; turnId: string }): Promise<readonly SteeringInput[]> {
+  async consumeAtBarrier(target: { session: string; chat: string; turnId: string }, only?: readonly string[]): Promise<readonly SteeringInput[]> {
     const book = this.#books.get(target.session);
     const turn = book?.current;
     if (!book || !turn || !turn.open || turn.turnId !== target.turnId || turn.chat !== target.chat) return [];
     if (this.hub.chatEntry(target.chat)?.state.activeTurn?.id !== target.turnId) return [];
-    const ready = [...turn.entries.values()].filter((e) => e.receipt.state === 'accepted').sort((a, b) => a.receipt.ordinal - b.receipt.ordinal);
+    // `only`: an agent that consumes inputs itself (an ACP agent's mid-turn channel) names the ones it took.
+    const ready = [...turn.entries.values()]
+      .filter((e) => e.receipt.state === 'accepted' && (only === undefined || only.includes(e.receipt.inputId)))
+      .sort((a, b) => a.receipt.ordinal - b.receipt.ordinal);
     if (ready.length === 0) return [];
     const pending: Array<Promise<unknown>> = [];
     for (const entry of ready) {

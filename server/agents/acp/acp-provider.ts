@@ -21,6 +21,7 @@ import { errorFields } from '../../log.js';
 import { TurnFailure, type AgentInfo, type AgentProvider, type TurnContext, type TurnResult } from '../agent.js';
 import type { AcpAgentConfig, NamedAcpAgent } from './agents-config.js';
 import { STOP_REASON_MESSAGES } from './mapping.js';
+import { offersMidTurnInput, SteeringRelay } from './steering-relay.js';
 import { TurnTranslator } from './turn-translator.js';
 
 /** Longest stderr line copied to the hub log; longer ones are cut. */
@@ -120,10 +121,12 @@ export class AcpAgentProvider implements AgentProvider {
   }
 
   /**
-   * ACP has no standard way to add input to a running prompt. This hub does not relay steering
-   * into an agent's private mid-turn extension yet, so ACP sessions offer no steering target.
+   * ACP has no standard way to add input to a running prompt: only an agent whose live process
+   * advertised the seed-003 mid-turn input extension takes steering (relayed, with its receipts).
    */
-  steeringUnavailable(): { code: string; message: string } {
+  steeringUnavailable(session: string): { code: string; message: string } | undefined {
+    const agent = this.#sessions.get(session);
+    if (agent && !agent.exited && agent.midTurnInput) return undefined;
     return {
       code: 'agent_has_no_input_channel',
       message: `${this.info.displayName} is an ACP agent without a mid-turn input channel: additions cannot reach a running turn. Wait for the turn to end or stop it, then send a new message.`,
@@ -156,6 +159,8 @@ class AgentProcess {
   #busy: { signal: AbortSignal; done: Promise<void> } | undefined;
   #loadSupported = false;
   acpSessionId: string | undefined;
+  /** The agent advertised the seed-003 mid-turn input extension. */
+  midTurnInput = false;
 
   constructor(
     private readonly options: AcpProviderOptions,
@@ -315,6 +320,7 @@ class AgentProcess {
     };
     const init = await this.#guard('initialize', agent.request(acp.methods.agent.initialize, initialize), timeout);
     this.#loadSupported = init.agentCapabilities?.loadSession === true;
+    this.midTurnInput = offersMidTurnInput(init.agentCapabilities);
     const cwd = this.options.config.cwd;
     if (previousAcpSession && this.#loadSupported) {
       try {
@@ -362,12 +368,19 @@ class AgentProcess {
       void this.#connection.agent.notify(acp.methods.agent.session.cancel, { sessionId }).catch((err: unknown) => this.#logger.debug('session/cancel not delivered', errorFields(err)));
     };
     ctx.signal.addEventListener('abort', onAbort, { once: true });
+    let relay: SteeringRelay | undefined;
+    if (this.midTurnInput) {
+      const agent = this.#connection.agent;
+      relay = new SteeringRelay(ctx, { request: (method, params) => agent.request(method, params) }, sessionId, this.#logger);
+      void relay.run();
+    }
     try {
       const response = await this.#guard(
         'session/prompt',
         this.#connection.agent.request(acp.methods.agent.session.prompt, { sessionId, prompt: [{ type: 'text', text: ctx.message.text }] }),
       );
       await turn.flush();
+      await relay?.settle();
       if (ctx.signal.aborted) return 'external';
       switch (response.stopReason) {
         case 'end_turn':
