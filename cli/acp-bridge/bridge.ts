@@ -29,15 +29,10 @@ import {
   type PendingConfirmationToolCall,
 } from '../../shared/protocol/state.js';
 import { acpToolKind, acpUpdatesFor, rawInputOf } from '../../server/interactions/acp.js';
+import { STEERING_EXTENSION as HOSTED_STEERING_EXTENSION } from '../../server/agents/acp/steering-relay.js';
 
-/** The seed-003 mid-turn input extension, advertised in `agentCapabilities._meta`. */
-export const STEERING_EXTENSION = {
-  metaKey: 'tansr.com',
-  version: 1,
-  capabilities: '_tansr.com/session/input_capabilities',
-  steer: '_tansr.com/session/steer',
-  status: '_tansr.com/session/input_status',
-} as const;
+/** The seed-003 mid-turn input extension (the same names the hub uses towards hosted agents), advertised in `agentCapabilities._meta`. */
+export const STEERING_EXTENSION = { ...HOSTED_STEERING_EXTENSION, version: 1 } as const;
 
 export interface BridgeOptions {
   readonly url: string;
