@@ -515,15 +515,36 @@ class ChatView {
     );
   }
 
+  /** Why the running turn takes no additions (its agent has no mid-turn channel), checked once per turn. */
+  #steeringBlocked: { turnId: string; reason: string | undefined } | undefined;
+
+  #checkSteering(turnId: string): void {
+    if (this.#steeringBlocked?.turnId === turnId) return;
+    this.#steeringBlocked = { turnId, reason: undefined };
+    void this.#steering.inputCapabilities().then(
+      (caps) => {
+        if (this.#steeringBlocked?.turnId !== turnId || !caps.targetUnavailable) return;
+        this.#steeringBlocked = { turnId, reason: caps.targetUnavailable.message };
+        if (this.#view) this.#renderComposer(this.#view.state);
+      },
+      () => undefined,
+    );
+  }
+
   #renderComposer(chat: ChatState): void {
     const running = chat.activeTurn !== undefined;
+    if (chat.activeTurn) this.#checkSteering(chat.activeTurn.id);
+    const blocked = running && this.#steeringBlocked?.turnId === chat.activeTurn?.id ? this.#steeringBlocked?.reason : undefined;
     this.#send.textContent = running ? 'Add to turn' : 'Send';
     this.#send.title = running ? 'Add this to the running turn (the agent picks it up between steps)' : 'Send (Ctrl+Enter)';
-    this.#send.disabled = !this.ctx.canWrite || this.#sending;
+    this.#send.disabled = !this.ctx.canWrite || this.#sending || blocked !== undefined;
+    this.#textarea.disabled = !this.ctx.canWrite || blocked !== undefined;
     this.#textarea.placeholder = running ? 'Add to the running turn…' : 'Message the agent…';
-    this.#composerNote.textContent = running
-      ? 'Extra context for the running turn. It never approves a tool or answers a question — use the buttons above.'
-      : 'Ctrl+Enter to send.';
+    this.#composerNote.textContent = blocked
+      ? blocked
+      : running
+        ? 'Extra context for the running turn. It never approves a tool or answers a question — use the buttons above.'
+        : 'Ctrl+Enter to send.';
     const pendingSteering = [...(chat.steeringMessages ?? []), ...(chat.steeringMessage ? [chat.steeringMessage] : [])];
     const mine = new Set(this.#inputs.map((i) => i.inputId));
     const inputIdOf = (p: { id: string; message: { _meta?: Record<string, unknown> } }): string => {

@@ -75,6 +75,7 @@ export class DashboardView {
         void this.#create(title.value.trim(), create);
       } } },
       title,
+      this.#provider,
       create,
     );
     this.el = el(
@@ -108,9 +109,19 @@ export class DashboardView {
     void this.#start();
   }
 
+  /** The agent for a new session: the hub's providers from the root state (`remote` needs an external agent, so it is not offered). */
+  readonly #provider = el('select', { attrs: { 'aria-label': 'Agent', 'data-testid': 'new-session-provider' } });
+
+  #offerProviders(agents: ReadonlyArray<{ provider: string; displayName: string; description?: string | undefined }>): void {
+    const offered = agents.filter((a) => a.provider !== 'remote');
+    replaceChildren(this.#provider, ...offered.map((a) => el('option', { attrs: { value: a.provider }, title: a.description ?? '', text: a.displayName })));
+    this.#provider.hidden = offered.length < 2;
+  }
+
   async #start(): Promise<void> {
     try {
-      await this.ctx.client.subscribe(ROOT_URI);
+      const root = await this.ctx.client.subscribe(ROOT_URI);
+      this.#offerProviders(root.state.agents);
     } catch (err) {
       this.#showError(`Could not follow the catalogue: ${(err as Error).message}`);
     }
@@ -139,7 +150,8 @@ export class DashboardView {
   async #create(title: string, button: HTMLButtonElement): Promise<void> {
     button.disabled = true;
     try {
-      const { session, defaultChat } = await this.ctx.client.createSession(title ? { title } : {});
+      const provider = this.#provider.value || undefined;
+      const { session, defaultChat } = await this.ctx.client.createSession({ ...(title && { title }), ...(provider && { provider }) });
       this.ctx.navigate(`/s/${encodeURIComponent(sessionIdOf(session))}?chat=${encodeURIComponent(defaultChat)}`);
     } catch (err) {
       this.#showError(`Could not create a session: ${(err as Error).message}`);

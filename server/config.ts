@@ -1,7 +1,7 @@
 /**
  * Command-line configuration: the only reader of argv and the environment. Flags:
  * --host (127.0.0.1), --port (8787; 0 = any free port), --data (./data), --auth FILE,
- * --log-level (info), --sync normal|full (SQLite durability level).
+ * --log-level (info), --sync normal|full (SQLite durability level), --agents FILE (agent providers).
  */
 import { isIP } from 'node:net';
 import { resolve } from 'node:path';
@@ -15,6 +15,8 @@ export interface CliConfig {
   authFile: string | undefined;
   logLevel: LogLevel;
   sync: 'normal' | 'full';
+  /** Agent providers file (`--agents` / `HUB_AGENTS`), see server/agents/acp/agents-config.ts. */
+  agentsFile: string | undefined;
 }
 
 export class ConfigError extends Error {}
@@ -39,6 +41,7 @@ export function parseArgs(argv: readonly string[], env: NodeJS.ProcessEnv = proc
         auth: { type: 'string' },
         'log-level': { type: 'string' },
         sync: { type: 'string' },
+        agents: { type: 'string' },
         help: { type: 'boolean' },
       },
     }));
@@ -59,6 +62,7 @@ export function parseArgs(argv: readonly string[], env: NodeJS.ProcessEnv = proc
     authFile: flag('auth') ?? (env['HUB_AUTH'] || undefined),
     logLevel: (flag('log-level') ?? env['HUB_LOG_LEVEL'] ?? 'info') as LogLevel,
     sync: (flag('sync') ?? 'normal') as 'normal' | 'full',
+    agentsFile: flag('agents') ?? (env['HUB_AGENTS'] || undefined),
   };
   if (!Number.isInteger(config.port) || config.port < 0 || config.port > 65535) throw new ConfigError('--port must be an integer from 0 to 65535');
   if (!['debug', 'info', 'warn', 'error'].includes(config.logLevel)) throw new ConfigError('--log-level must be debug, info, warn or error');
@@ -70,4 +74,4 @@ export function parseArgs(argv: readonly string[], env: NodeJS.ProcessEnv = proc
   return config;
 }
 
-export const USAGE = `usage: npm start -- [--host 127.0.0.1] [--port 8787] [--data ./data] [--auth tokens.json] [--log-level info] [--sync normal|full]`;
+export const USAGE = `usage: npm start -- [--host 127.0.0.1] [--port 8787] [--data ./data] [--auth tokens.json] [--log-level info] [--sync normal|full] [--agents agents.json]`;

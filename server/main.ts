@@ -9,6 +9,9 @@ import { ConfigError, parseArgs } from './config.js';
 import { createLogger } from './log.js';
 import { startHubServer } from './server.js';
 import { defaultFeatures } from './features.js';
+import { demoAgent, remoteAgent } from './agents/demo-agent.js';
+import { AgentsConfigError, loadAgentsConfig, type NamedAcpAgent } from './agents/acp/agents-config.js';
+import { createAcpProviders } from './agents/acp/acp-provider.js';
 
 async function main(): Promise<void> {
   let config;
@@ -20,6 +23,14 @@ async function main(): Promise<void> {
       process.exit(2);
     }
     throw err;
+  }
+  let acpAgents: NamedAcpAgent[] = [];
+  try {
+    if (config.agentsFile) acpAgents = loadAgentsConfig(config.agentsFile);
+  } catch (err) {
+    if (!(err instanceof AgentsConfigError)) throw err;
+    process.stderr.write(err.message + '\n');
+    process.exit(2);
   }
   const logger = createLogger(config.logLevel);
   const auth = config.authFile ? loadAuthFile(config.authFile) : devAuthenticator();
@@ -34,6 +45,7 @@ async function main(): Promise<void> {
     logger,
     staticDir: existsSync(appDir) ? appDir : undefined,
     features: defaultFeatures(),
+    providers: [demoAgent, remoteAgent, ...createAcpProviders(acpAgents, logger, config.dataDir)],
   });
   process.stdout.write(`listening on ${server.url}\n`);
   let stopping = false;

@@ -160,7 +160,7 @@ export async function startHubServer(config: HubServerConfig): Promise<HubServer
   let closing: Promise<void> | undefined;
   const close = (): Promise<void> => {
     closing ??= (async () => {
-      runner.stop();
+      await runner.stop();
       ws.close();
       await new Promise<void>((resolve) => {
         server.close(() => resolve());

@@ -22,7 +22,7 @@ import {
 /** Where accepted steering inputs come from; the steering engine implements it. */
 export interface SteeringPort {
   /** Marks inputs accepted for this turn as consumed (visible in the transcript) and returns them. */
-  consumeAtBarrier(target: { session: string; chat: string; turnId: string }): Promise<readonly SteeringInput[]>;
+  consumeAtBarrier(target: { session: string; chat: string; turnId: string }, only?: readonly string[]): Promise<readonly SteeringInput[]>;
 }
 
 export const noSteering: SteeringPort = { consumeAtBarrier: async () => [] };
@@ -81,14 +81,24 @@ export class AgentRunner {
     this.steering = port;
   }
 
+  /** Why the session's agent cannot take steering input mid-turn, or undefined when it can. */
+  steeringUnavailable(session: string): { code: string; message: string } | undefined {
+    const entry = this.hub.sessionEntry(session);
+    const provider = entry ? this.providers.get(entry.provider) : undefined;
+    return provider?.steeringUnavailable?.(session);
+  }
+
   start(): void {
     this.#unsubscribe = this.hub.on((e) => this.#onHubEvent(e));
   }
 
-  /** Aborts every run (shutdown). */
-  stop(): void {
+  /** Aborts every run (shutdown) and lets providers release what they hold (agent processes). */
+  async stop(): Promise<void> {
     this.#unsubscribe?.();
     for (const run of this.#runs.values()) this.#abort(run);
+    for (const provider of new Set(this.providers.values())) {
+      await provider.close?.().catch((err: unknown) => this.logger.warn('agent provider did not close cleanly', errorFields(err)));
+    }
   }
 
   get activeRuns(): number {
@@ -98,6 +108,7 @@ export class AgentRunner {
   #onHubEvent(e: HubEvent): void {
     if (e.type === 'sessionDisposed') {
       for (const run of this.#runs.values()) if (!this.hub.chatEntry(run.chat)) this.#abort(run);
+      for (const provider of new Set(this.providers.values())) provider.disposeSession?.(e.session);
       return;
     }
     if (e.type === 'chatDisposed') {
@@ -271,10 +282,12 @@ export class AgentRunner {
           };
           signal.addEventListener('abort', onAbort, { once: true });
         }),
-      barrier: async () => {
+      barrier: async (only) => {
         if (signal.aborted) throw new AbortedError();
-        return this.steering.consumeAtBarrier({ session, chat, turnId });
+        return this.steering.consumeAtBarrier({ session, chat, turnId }, only);
       },
+      dispatch,
+      waitFor: (pick) => this.#waitFor(run, pick),
     };
   }
 }

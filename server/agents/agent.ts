@@ -5,7 +5,8 @@
  * resolves the hub completes the turn; when it throws the hub ends the turn with `chat/error`;
  * when a client cancels, `signal` aborts and pending waits reject with an AbortError.
  */
-import type { ChatInputRequest, Message, ToolCallState } from '../../shared/protocol/state.js';
+import type { WireAction } from '../../shared/protocol/messages.js';
+import type { ChatInputRequest, ChatState, Message, ToolCallState } from '../../shared/protocol/state.js';
 
 export interface AgentInfo {
   readonly provider: string;
@@ -59,9 +60,17 @@ export interface TurnContext {
   sleep(ms: number): Promise<void>;
   /**
    * A safe input barrier: returns the steering inputs accepted since the last barrier, now
-   * marked consumed and visible in the transcript. Agents call it between steps.
+   * marked consumed and visible in the transcript. Agents call it between steps. `only` limits it
+   * to the named input ids (an agent that takes inputs through its own channel reports which).
    */
-  barrier(): Promise<readonly SteeringInput[]>;
+  barrier(only?: readonly string[]): Promise<readonly SteeringInput[]>;
+  /**
+   * Lower level, for providers that translate another protocol (ACP) action by action: dispatches
+   * one server-side action on this turn's chat (validated and sequenced like every other).
+   */
+  dispatch(action: WireAction): Promise<number>;
+  /** Resolves with the first non-undefined `pick` of the chat state (now or after a commit); rejects when the turn ends. */
+  waitFor<T>(pick: (state: ChatState) => T | undefined): Promise<T>;
 }
 
 export interface AgentProvider {
@@ -72,6 +81,16 @@ export interface AgentProvider {
    * finishes the turn on its own: see `RemoteAgentProvider`.
    */
   runTurn(ctx: TurnContext): Promise<TurnResult>;
+  /**
+   * Set when this provider's agent cannot take steering input while a turn runs: the steering
+   * engine then offers no target and refuses submits with this reason (never accepting an input
+   * it cannot deliver). Absent = the provider passes barriers (`TurnContext.barrier`).
+   */
+  steeringUnavailable?(session: string): { code: string; message: string } | undefined;
+  /** The hub session is gone: release whatever the provider holds for it (an agent process). */
+  disposeSession?(session: string): void;
+  /** Hub shutdown: release everything. */
+  close?(): Promise<void>;
 }
 
 /** `complete`: the hub dispatches chat/turnComplete. `external`: someone else ends the turn. */

@@ -194,6 +194,8 @@ export class Hub {
     const snapshot = await options.log.latestSnapshot();
     const image = snapshot?.data as { catalog: CatalogImage; ledger?: LedgerImage } | undefined;
     const catalog = image ? Catalog.fromImage(image.catalog) : new Catalog(initialRootState(options.agents.map((a) => ({ ...a }))));
+    // The agent list is configuration, not history: a restart with another agents file lists what runs now.
+    catalog.root = { ...catalog.root, agents: options.agents.map((a) => ({ ...a })) };
     const hub = new Hub(options, catalog);
     hub.#ledger = ClientLedger.fromImage(image?.ledger);
     let seq = snapshot?.serverSeq ?? 0;

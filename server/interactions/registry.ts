@@ -494,6 +494,8 @@ export class InteractionRegistry {
   }
 }
 
+const ACP_KINDS = new Set(['allow_once', 'allow_always', 'reject_once', 'reject_always']);
+
 /**
  * ACP options for a tool. AHP options (`approve`/`deny`) keep their ids and labels and map to
  * `allow_once` / `reject_once`; `allow_always` and `reject_always` (and `allow_once` / `reject_once`
@@ -503,7 +505,10 @@ export function toolOptions(ahp: readonly ConfirmationOption[] | undefined): { o
   const options: PermissionOption[] = [];
   const ahpOptions = new Map<string, string>();
   for (const o of ahp ?? []) {
-    options.push({ optionId: o.id, name: o.label, kind: o.kind === 'approve' ? 'allow_once' : 'reject_once' });
+    // An option relayed from an ACP agent keeps the agent's own kind (allow_always…).
+    const acpKind = (o as { _meta?: Record<string, unknown> })._meta?.['acp/optionKind'];
+    const kind = ACP_KINDS.has(acpKind as string) ? (acpKind as PermissionOption['kind']) : o.kind === 'approve' ? 'allow_once' : 'reject_once';
+    options.push({ optionId: o.id, name: o.label, kind });
     ahpOptions.set(o.id, o.id);
   }
   const taken = new Set(options.map((o) => o.optionId));
@@ -513,10 +518,11 @@ export function toolOptions(ahp: readonly ConfirmationOption[] | undefined): { o
     taken.add(optionId);
     options.push({ optionId, name, kind });
   };
-  if (!options.some((o) => o.kind === 'allow_once')) add('proceed_once', 'Allow', 'allow_once');
-  add('proceed_always', 'Always allow this tool in this session', 'allow_always');
-  if (!options.some((o) => o.kind === 'reject_once')) add('reject_once', 'Reject', 'reject_once');
-  add('reject_always', 'Always deny this tool in this session', 'reject_always');
+  const has = (kind: PermissionOption['kind']): boolean => options.some((o) => o.kind === kind);
+  if (!has('allow_once')) add('proceed_once', 'Allow', 'allow_once');
+  if (!has('allow_always')) add('proceed_always', 'Always allow this tool in this session', 'allow_always');
+  if (!has('reject_once')) add('reject_once', 'Reject', 'reject_once');
+  if (!has('reject_always')) add('reject_always', 'Always deny this tool in this session', 'reject_always');
   return { options, ahpOptions };
 }
 

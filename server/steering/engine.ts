@@ -89,6 +89,14 @@ export interface InputCapabilities {
   };
   readonly quotaPerTurn: number;
   readonly limits: { readonly inputIdLength: number; readonly textLength: number; readonly blocks: number };
+  /** Why there is no target although a turn may be running: the session's agent cannot take input mid-turn. */
+  readonly targetUnavailable?: SteeringUnavailable;
+}
+
+/** A session whose agent has no channel for mid-turn input (`code` is stable, `message` readable). */
+export interface SteeringUnavailable {
+  readonly code: string;
+  readonly message: string;
 }
 
 export type SubmitResult = { readonly outcome: 'accepted'; readonly receipt: InputReceipt; readonly duplicate: boolean };
@@ -96,6 +104,7 @@ export type SubmitResult = { readonly outcome: 'accepted'; readonly receipt: Inp
 export class SteeringEngine implements SteeringPort {
   readonly quotaPerTurn: number;
   readonly #books = new Map<string, SessionBook>();
+  #unavailable: (session: string) => SteeringUnavailable | undefined = () => undefined;
 
   constructor(
     private readonly hub: Hub,
@@ -104,6 +113,11 @@ export class SteeringEngine implements SteeringPort {
     options: SteeringOptions = {},
   ) {
     this.quotaPerTurn = options.quotaPerTurn ?? DEFAULT_TURN_QUOTA;
+  }
+
+  /** Installed by the feature: asks the agent runner whether a session's agent can take input mid-turn. */
+  setAvailability(check: (session: string) => SteeringUnavailable | undefined): void {
+    this.#unavailable = check;
   }
 
   // ─── Queries ────────────────────────────────────────────────────────────────
@@ -131,6 +145,8 @@ export class SteeringEngine implements SteeringPort {
 
   target(session: string): InputTarget | null {
     const book = this.#book(session);
+    // The hub never accepts an input it cannot deliver.
+    if (this.#unavailable(session)) return null;
     const current = book.current;
     return current && current.open && current.historyEpoch === book.historyEpoch ? { historyEpoch: current.historyEpoch, turnId: current.turnId } : null;
   }
@@ -138,6 +154,7 @@ export class SteeringEngine implements SteeringPort {
   capabilities(session: string): InputCapabilities {
     const book = this.#book(session);
     const target = this.target(session);
+    const unavailable = this.#unavailable(session);
     const ref = (t: TurnBook | undefined): InputTarget | null => (t ? { historyEpoch: t.historyEpoch, turnId: t.turnId } : null);
     return {
       version: INPUT_PROTOCOL_VERSION,
@@ -153,6 +170,7 @@ export class SteeringEngine implements SteeringPort {
       retention: { turns: ['current', 'lastEnded'], current: ref(book.current), lastEnded: ref(book.lastEnded) },
       quotaPerTurn: this.quotaPerTurn,
       limits: { inputIdLength: MAX_INPUT_ID_LENGTH, textLength: MAX_INPUT_TEXT_LENGTH, blocks: MAX_BLOCKS },
+      ...(unavailable && { targetUnavailable: unavailable }),
     };
   }
 
@@ -187,6 +205,8 @@ export class SteeringEngine implements SteeringPort {
       }
       return { outcome: 'accepted', receipt: existing.receipt, duplicate: true };
     }
+    const unavailable = this.#unavailable(session);
+    if (unavailable) throw new InputError(422, 'rejected', 'steering_unavailable', unavailable.message, { reason: unavailable.code });
     const { chat, turnId } = this.#live(session);
     if (!turn || !turn.open || request.target.historyEpoch !== book.historyEpoch || turnId !== turn.turnId || chat !== turn.chat) {
       const why =
@@ -242,12 +262,15 @@ export class SteeringEngine implements SteeringPort {
    * so the turn cannot end between the check and the commits: the inputs are consumed and
    * appear in the transcript together, or stay accepted.
    */
-  async consumeAtBarrier(target: { session: string; chat: string; turnId: string }): Promise<readonly SteeringInput[]> {
+  async consumeAtBarrier(target: { session: string; chat: string; turnId: string }, only?: readonly string[]): Promise<readonly SteeringInput[]> {
     const book = this.#books.get(target.session);
     const turn = book?.current;
     if (!book || !turn || !turn.open || turn.turnId !== target.turnId || turn.chat !== target.chat) return [];
     if (this.hub.chatEntry(target.chat)?.state.activeTurn?.id !== target.turnId) return [];
-    const ready = [...turn.entries.values()].filter((e) => e.receipt.state === 'accepted').sort((a, b) => a.receipt.ordinal - b.receipt.ordinal);
+    // `only`: an agent that consumes inputs itself (an ACP agent's mid-turn channel) names the ones it took.
+    const ready = [...turn.entries.values()]
+      .filter((e) => e.receipt.state === 'accepted' && (only === undefined || only.includes(e.receipt.inputId)))
+      .sort((a, b) => a.receipt.ordinal - b.receipt.ordinal);
     if (ready.length === 0) return [];
     const pending: Array<Promise<unknown>> = [];
     for (const entry of ready) {

@@ -63,6 +63,7 @@ export function createSteeringFeature(options: SteeringOptions = {}): Feature {
       const { hub, rpc, http, runner, logger, now } = ctx;
       const engine = new SteeringEngine(hub, logger, now, options);
       runner.setSteering(engine);
+      engine.setAvailability((session) => runner.steeringUnavailable(session));
       const unsubscribe = hub.on((e) => engine.onHubEvent(e));
 
       const submit = async (principal: Principal, uri: string, body: unknown, source: InputSource) => {

@@ -40,6 +40,8 @@ export interface InputCapabilities {
   readonly ack: readonly string[];
   readonly retention: { readonly turns: readonly string[]; readonly current: InputTarget | null; readonly lastEnded: InputTarget | null };
   readonly quotaPerTurn: number;
+  /** Present when the session's agent cannot take input mid-turn (an ACP agent without a channel): why. */
+  readonly targetUnavailable?: { readonly code: string; readonly message: string };
   readonly [key: string]: unknown;
 }
 

@@ -1,0 +1,367 @@
+/**
+ * The editor bridge: an ACP *agent* on a byte stream (stdio) that is a live view of one hub
+ * session, so an ACP client (an editor) works in the same chat as browser tabs and other clients.
+ *
+ * - The editor's `session/new` / `session/load` attach to the hub session (its id is the ACP
+ *   session id); `session/prompt` starts an AHP turn on the session's default chat and answers
+ *   with the turn's stop reason; `session/cancel` cancels the running turn.
+ * - Every action on that chat (whoever caused it) streams to the editor as `session/update`.
+ * - A tool waiting for confirmation becomes `session/request_permission`; an input request becomes
+ *   `elicitation/create` (when the editor supports it). The hub decides who answered first: an
+ *   editor answer that arrives second is not applied, and the editor is told so in a
+ *   `tool_call_update` / message; when someone else answers while the editor's request is open,
+ *   that request is cancelled (`$/cancel_request`) and the editor is told who won.
+ * - Steering through the seed-003 ACP extension (`_tansr.com/session/*`), backed by the hub's
+ *   `x-input/*` methods with their real receipts.
+ */
+import { randomUUID } from 'node:crypto';
+import * as acp from '@agentclientprotocol/sdk';
+import WebSocket from 'ws';
+import { AhpClient, AhpRequestError, type ChannelView, type ChatState } from '../../shared/client/ahp-client.js';
+import { SessionInputs, type InputSubmission, type InputTarget } from '../../shared/client/session-inputs.js';
+import { ErrorCode } from '../../shared/protocol/errors.js';
+import type { WireAction } from '../../shared/protocol/messages.js';
+import {
+  isPartOfKind,
+  type ChatInputAnswer,
+  type ChatInputQuestion,
+  type ChatInputRequest,
+  type PendingConfirmationToolCall,
+} from '../../shared/protocol/state.js';
+import { acpToolKind, acpUpdatesFor, rawInputOf } from '../../server/interactions/acp.js';
+import { STEERING_EXTENSION as HOSTED_STEERING_EXTENSION } from '../../server/agents/acp/steering-relay.js';
+
+/** The seed-003 mid-turn input extension (the same names the hub uses towards hosted agents), advertised in `agentCapabilities._meta`. */
+export const STEERING_EXTENSION = { ...HOSTED_STEERING_EXTENSION, version: 1 } as const;
+
+export interface BridgeOptions {
+  readonly url: string;
+  /** The hub session id (path part of `ahp-session:/<id>`) or the full URI. */
+  readonly session: string;
+  readonly token?: string | undefined;
+  readonly stream: acp.Stream;
+  /** Diagnostics (stderr in the CLI); never the ACP stream. */
+  readonly log?: (line: string) => void;
+}
+
+export interface Bridge {
+  readonly closed: Promise<void>;
+  close(): void;
+}
+
+type Outcome = { kind: 'answered'; by: 'editor' | 'elsewhere'; summary: string };
+
+export async function startAcpBridge(options: BridgeOptions): Promise<Bridge> {
+  const log = options.log ?? (() => undefined);
+  const sessionUri = options.session.startsWith('ahp-session:/') ? options.session : `ahp-session:/${options.session}`;
+  const sessionId = sessionUri.slice('ahp-session:/'.length);
+  const client = new AhpClient({
+    url: options.url,
+    createSocket: (u) => new WebSocket(u),
+    ...(options.token !== undefined && { token: options.token }),
+    clientInfo: { name: 'ahp-hub-acp-bridge' },
+  });
+  await client.connect();
+  let defaultChat: string | undefined;
+  try {
+    defaultChat = (await client.subscribe(sessionUri as `ahp-session:/${string}`)).state.defaultChat;
+  } catch (err) {
+    if (!(err instanceof AhpRequestError && err.code === ErrorCode.SessionNotFound)) throw err;
+    defaultChat = (await client.createSession({ session: sessionUri, title: 'ACP editor session' })).defaultChat;
+  }
+  if (!defaultChat) throw new Error(`session ${sessionUri} has no default chat`);
+  const view: ChannelView<ChatState> = await client.subscribe(defaultChat as `ahp-chat:/${string}`);
+  const inputs = new SessionInputs(client, sessionUri);
+
+  let editorCaps: acp.ClientCapabilities | undefined;
+  let attached = false;
+  /** Open editor requests for hub interactions: key → abort + how it ended. */
+  const asked = new Map<string, { abort: AbortController; outcome?: Outcome }>();
+  const turnWaiters = new Set<() => void>();
+
+  const app = acp
+    .agent({ name: 'ahp-hub-bridge' })
+    .onRequest(acp.methods.agent.initialize, ({ params }) => {
+      editorCaps = params.clientCapabilities;
+      return {
+        protocolVersion: acp.PROTOCOL_VERSION,
+        agentInfo: { name: 'ahp-hub-bridge', title: 'AHP hub session', version: '0.1.0' },
+        agentCapabilities: { loadSession: true, _meta: { [STEERING_EXTENSION.metaKey]: { midTurnInput: STEERING_EXTENSION.version } } },
+      };
+    })
+    .onRequest(acp.methods.agent.session.new, () => {
+      attached = true;
+      queueMicrotask(() => askOpenInteractions());
+      return { sessionId };
+    })
+    .onRequest(acp.methods.agent.session.load, ({ params }) => {
+      if (params.sessionId !== sessionId) throw acp.RequestError.sessionNotFound(params.sessionId);
+      attached = true;
+      queueMicrotask(() => askOpenInteractions());
+      return {};
+    })
+    .onRequest(acp.methods.agent.session.prompt, async ({ params }) => {
+      checkSession(params.sessionId);
+      const busy = view.confirmed.activeTurn;
+      if (busy) throw acp.RequestError.invalidRequest({ turnId: busy.id }, `a turn is already running in this hub chat (${busy.id}); wait for it, cancel it, or add to it with ${STEERING_EXTENSION.steer}`);
+      const text = params.prompt.map((b) => (b.type === 'text' ? b.text : b.type === 'resource_link' ? b.uri : '')).join('');
+      const turnId = `turn-${randomUUID()}`;
+      const started = await view.dispatch({ type: 'chat/turnStarted', turnId, startedAt: new Date().toISOString(), message: { text, origin: { kind: 'user' } } });
+      if (!started.accepted) throw acp.RequestError.invalidRequest({ reason: started.reason }, `the hub refused the turn: ${started.reason}`);
+      const turn = await waitForTurnEnd(turnId);
+      if (turn.state === 'complete') return { stopReason: 'end_turn' as const };
+      if (turn.state === 'cancelled') return { stopReason: 'cancelled' as const };
+      const errorType = turn.error?.errorType ?? 'error';
+      if (errorType === 'refusal' || errorType === 'max_tokens' || errorType === 'max_turn_requests') return { stopReason: errorType };
+      throw acp.RequestError.internalError({ errorType, message: turn.error?.message }, turn.error?.message ?? 'the turn failed');
+    })
+    .onNotification(acp.methods.agent.session.cancel, async ({ params }) => {
+      if (params.sessionId !== sessionId) return;
+      const active = view.confirmed.activeTurn;
+      if (!active) return;
+      const duration = Math.max(0, Date.now() - Date.parse(active.startedAt));
+      await view.dispatch({ type: 'chat/turnCancelled', turnId: active.id, duration });
+    })
+    .onRequest(STEERING_EXTENSION.capabilities, (p: unknown) => p as { sessionId: string }, async ({ params }) => {
+      checkSession(params.sessionId);
+      return inputs.inputCapabilities();
+    })
+    .onRequest(STEERING_EXTENSION.steer, (p: unknown) => p as { sessionId: string } & InputSubmission, async ({ params }) => {
+      checkSession(params.sessionId);
+      const { inputId, target, content, ack } = params;
+      return inputs.submitInput({ inputId, target, content, ...(ack !== undefined && { ack }) });
+    })
+    .onRequest(STEERING_EXTENSION.status, (p: unknown) => p as { sessionId: string; inputId: string; target: InputTarget }, async ({ params }) => {
+      checkSession(params.sessionId);
+      return { receipt: await inputs.getInputStatus(params.inputId, params.target) };
+    });
+
+  const connection = app.connect(options.stream);
+  const editor = connection.client;
+
+  function checkSession(id: string): void {
+    if (id !== sessionId) throw acp.RequestError.sessionNotFound(id);
+  }
+
+  function waitForTurnEnd(turnId: string): Promise<ChatState['turns'][number]> {
+    return new Promise((resolve, reject) => {
+      const check = (): void => {
+        const turn = view.confirmed.turns.find((t) => t.id === turnId);
+        if (turn) {
+          turnWaiters.delete(check);
+          resolve(turn);
+        } else if (connection.signal.aborted) {
+          turnWaiters.delete(check);
+          reject(new Error('the editor connection closed'));
+        }
+      };
+      turnWaiters.add(check);
+      check();
+    });
+  }
+
+  const notify = (update: Record<string, unknown>): void => {
+    if (!attached) return;
+    void editor.notify(acp.methods.client.session.update, { sessionId, update: update as acp.SessionUpdate }).catch((err: unknown) => log(`update not delivered: ${String(err)}`));
+  };
+
+  view.onChange((_v, change) => {
+    if (change.type !== 'envelope' || change.envelope.rejectionReason) return;
+    const action = change.envelope.action;
+    for (const update of acpUpdatesFor(action)) notify(update);
+    settleAnswered(action);
+    if (action.type === 'chat/turnComplete' || action.type === 'chat/turnCancelled' || action.type === 'chat/error' || action.type === 'chat/truncated') withdrawAll('the turn ended');
+    askOpenInteractions();
+    for (const check of [...turnWaiters]) check();
+  });
+
+  /** Someone answered a hub interaction: close the editor's request for it (if still open) and say who. */
+  function settleAnswered(action: WireAction): void {
+    const key =
+      action.type === 'chat/toolCallConfirmed' ? `tool:${String(action['toolCallId'])}`
+      : action.type === 'chat/inputCompleted' ? `input:${String(action['requestId'])}`
+      : undefined;
+    if (key === undefined) return;
+    const open = asked.get(key);
+    if (!open || open.outcome) return;
+    const summary = describeDecision(action);
+    open.outcome = { kind: 'answered', by: 'elsewhere', summary };
+    open.abort.abort(acp.RequestError.requestCancelled({ reason: 'answered elsewhere' }, `answered in another client: ${summary}`));
+    tellEditor(key, `Answered in another client first: ${summary}. Your request was withdrawn.`);
+  }
+
+  /** The turn is over: open editor requests are withdrawn and the book is cleared (it never outlives a turn). */
+  function withdrawAll(reason: string): void {
+    for (const entry of asked.values()) {
+      if (entry.outcome) continue;
+      entry.outcome = { kind: 'answered', by: 'elsewhere', summary: reason };
+      entry.abort.abort(acp.RequestError.requestCancelled({ reason }, reason));
+    }
+    asked.clear();
+  }
+
+  function tellEditor(key: string, text: string): void {
+    if (key.startsWith('tool:')) {
+      notify({ sessionUpdate: 'tool_call_update', toolCallId: key.slice(5), content: [{ type: 'content', content: { type: 'text', text } }], _meta: { 'hub/outcome': text } });
+    } else {
+      notify({ sessionUpdate: 'agent_message_chunk', content: { type: 'text', text: `\n${text}\n` }, _meta: { 'hub/outcome': text } });
+    }
+  }
+
+  /** Asks the editor about every open hub interaction it has not been asked about yet. */
+  function askOpenInteractions(): void {
+    if (!attached) return;
+    const turn = view.confirmed.activeTurn;
+    if (!turn) return;
+    for (const part of turn.responseParts) {
+      if (isPartOfKind(part, 'toolCall') && part.toolCall.status === 'pending-confirmation') {
+        const key = `tool:${part.toolCall.toolCallId}`;
+        if (!asked.has(key)) void askPermission(key, turn.id, part.toolCall);
+      } else if (isPartOfKind(part, 'inputRequest') && part.response === undefined && editorCaps?.elicitation) {
+        const key = `input:${part.request.id}`;
+        if (!asked.has(key)) void askInput(key, part.request);
+      }
+    }
+  }
+
+  async function askPermission(key: string, turnId: string, tool: PendingConfirmationToolCall): Promise<void> {
+    const abort = new AbortController();
+    const entry: { abort: AbortController; outcome?: Outcome } = { abort };
+    asked.set(key, entry);
+    const options = permissionOptions(tool);
+    let answer: acp.RequestPermissionResponse;
+    try {
+      answer = await editor.request(
+        acp.methods.client.session.requestPermission,
+        {
+          sessionId,
+          toolCall: { toolCallId: tool.toolCallId, title: tool.confirmationTitle ?? tool.displayName, kind: acpToolKind(tool.toolName), status: 'pending', rawInput: rawInputOf(tool.toolInput) },
+          options: options.map(({ optionId, name, kind }) => ({ optionId, name, kind })),
+        },
+        { cancellationSignal: abort.signal, stopWaitingOnCancel: true },
+      );
+    } catch (err) {
+      if (!entry.outcome) log(`permission request failed: ${String(err)}`);
+      return;
+    }
+    if (entry.outcome) {
+      tellEditor(key, `Your answer was not applied: another client answered first (${entry.outcome.summary}).`);
+      return;
+    }
+    const chosen = answer.outcome.outcome === 'selected' ? options.find((o) => o.optionId === (answer.outcome as { optionId: string }).optionId) : undefined;
+    const action: WireAction = chosen && (chosen.kind === 'allow_once' || chosen.kind === 'allow_always')
+      ? { type: 'chat/toolCallConfirmed', turnId, toolCallId: tool.toolCallId, approved: true, confirmed: 'user-action' }
+      : { type: 'chat/toolCallConfirmed', turnId, toolCallId: tool.toolCallId, approved: false, reason: chosen ? 'denied' : 'skipped' };
+    if (chosen?.ahpId !== undefined) action['selectedOptionId'] = chosen.ahpId;
+    entry.outcome = { kind: 'answered', by: 'editor', summary: describeDecision(action) };
+    const result = await view.dispatch(action);
+    if (!result.accepted) tellEditor(key, `Your answer was not applied: another client answered first (${result.reason}).`);
+  }
+
+  async function askInput(key: string, request: ChatInputRequest): Promise<void> {
+    const abort = new AbortController();
+    const entry: { abort: AbortController; outcome?: Outcome } = { abort };
+    asked.set(key, entry);
+    const questions = request.questions ?? [];
+    const params: Record<string, unknown> = request.url
+      ? { sessionId, mode: 'url', message: request.message ?? 'Open this link', url: request.url, elicitationId: request.id }
+      : { sessionId, mode: 'form', message: request.message ?? 'The agent asks for input', requestedSchema: schemaOf(questions) };
+    let answer: acp.CreateElicitationResponse;
+    try {
+      answer = await editor.request(acp.methods.client.elicitation.create, params as acp.CreateElicitationRequest, { cancellationSignal: abort.signal, stopWaitingOnCancel: true });
+    } catch (err) {
+      if (!entry.outcome) log(`elicitation failed: ${String(err)}`);
+      return;
+    }
+    if (entry.outcome) {
+      tellEditor(key, `Your answer was not applied: another client answered first (${entry.outcome.summary}).`);
+      return;
+    }
+    const response = answer.action === 'accept' ? 'accept' : answer.action === 'decline' ? 'decline' : 'cancel';
+    const action: WireAction = { type: 'chat/inputCompleted', requestId: request.id, response };
+    const content = (answer as { content?: Record<string, unknown> | null }).content;
+    if (response === 'accept' && content) action['answers'] = answersOf(questions, content);
+    entry.outcome = { kind: 'answered', by: 'editor', summary: response };
+    const result = await view.dispatch(action);
+    if (!result.accepted) tellEditor(key, `Your answer was not applied: ${result.reason}.`);
+  }
+
+  const close = (): void => {
+    connection.close();
+    client.close();
+  };
+  void connection.closed.then(() => {
+    for (const check of [...turnWaiters]) check();
+    client.close();
+  });
+  return { closed: connection.closed, close };
+}
+
+/** ACP options for a pending AHP tool: the tool's own options (an ACP agent's kinds kept), else allow / reject. */
+function permissionOptions(tool: PendingConfirmationToolCall): Array<acp.PermissionOption & { ahpId?: string }> {
+  const own = (tool.options ?? []).map((o) => {
+    const relayed = (o as { _meta?: Record<string, unknown> })._meta?.['acp/optionKind'];
+    const kind = (typeof relayed === 'string' ? relayed : o.kind === 'approve' ? 'allow_once' : 'reject_once') as acp.PermissionOptionKind;
+    return { optionId: o.id, name: o.label, kind, ahpId: o.id };
+  });
+  if (!own.some((o) => o.kind === 'allow_once' || o.kind === 'allow_always')) own.push({ optionId: 'hub-allow', name: 'Allow', kind: 'allow_once' } as (typeof own)[number]);
+  if (!own.some((o) => o.kind === 'reject_once' || o.kind === 'reject_always')) own.push({ optionId: 'hub-reject', name: 'Reject', kind: 'reject_once' } as (typeof own)[number]);
+  return own.map((o) => (o.ahpId === undefined ? { optionId: o.optionId, name: o.name, kind: o.kind } : o));
+}
+
+function describeDecision(action: WireAction): string {
+  if (action.type === 'chat/inputCompleted') return String(action['response']);
+  if (action['approved'] === true) return 'approved';
+  return action['reason'] === 'skipped' ? 'skipped' : 'denied';
+}
+
+/** AHP questions → an elicitation form schema (the reverse of the provider's mapping). */
+function schemaOf(questions: readonly ChatInputQuestion[]): acp.ElicitationSchema {
+  const properties: Record<string, acp.ElicitationPropertySchema> = {};
+  const required: string[] = [];
+  for (const q of questions) {
+    const base: Record<string, unknown> = { description: q.message };
+    if (typeof q['title'] === 'string') base['title'] = q['title'];
+    if (q.required) required.push(q.id);
+    const x = q as Record<string, unknown>;
+    const options = (x['options'] as Array<{ id: string; label: string }> | undefined) ?? [];
+    switch (q.kind) {
+      case 'text':
+        properties[q.id] = { ...base, type: 'string', ...(x['min'] !== undefined && { minLength: x['min'] }), ...(x['max'] !== undefined && { maxLength: x['max'] }), ...(x['format'] !== undefined && { format: x['format'] }), ...(x['defaultValue'] !== undefined && { default: x['defaultValue'] }) } as acp.ElicitationPropertySchema;
+        break;
+      case 'number':
+      case 'integer':
+        properties[q.id] = { ...base, type: q.kind, ...(x['min'] !== undefined && { minimum: x['min'] }), ...(x['max'] !== undefined && { maximum: x['max'] }), ...(x['defaultValue'] !== undefined && { default: x['defaultValue'] }) } as acp.ElicitationPropertySchema;
+        break;
+      case 'boolean':
+        properties[q.id] = { ...base, type: 'boolean', ...(x['defaultValue'] !== undefined && { default: x['defaultValue'] }) } as acp.ElicitationPropertySchema;
+        break;
+      case 'single-select':
+        properties[q.id] = { ...base, type: 'string', oneOf: options.map((o) => ({ const: o.id, title: o.label })) } as acp.ElicitationPropertySchema;
+        break;
+      case 'multi-select':
+        properties[q.id] = { ...base, type: 'array', items: { anyOf: options.map((o) => ({ const: o.id, title: o.label })) }, ...(x['min'] !== undefined && { minItems: x['min'] }), ...(x['max'] !== undefined && { maxItems: x['max'] }) } as acp.ElicitationPropertySchema;
+        break;
+      default:
+        properties[q.id] = { ...base, type: 'string' } as acp.ElicitationPropertySchema;
+    }
+  }
+  return { type: 'object', properties, ...(required.length > 0 && { required }) };
+}
+
+/** Elicitation content → submitted AHP answers by question kind (values that do not fit are left out). */
+function answersOf(questions: readonly ChatInputQuestion[], content: Record<string, unknown>): Record<string, ChatInputAnswer> {
+  const answers: Record<string, ChatInputAnswer> = {};
+  for (const q of questions) {
+    const v = content[q.id];
+    if (v === undefined) continue;
+    let value: unknown;
+    if (q.kind === 'text' && typeof v === 'string') value = { kind: 'text', value: v };
+    else if ((q.kind === 'number' || q.kind === 'integer') && typeof v === 'number') value = { kind: 'number', value: v };
+    else if (q.kind === 'boolean' && typeof v === 'boolean') value = { kind: 'boolean', value: v };
+    else if (q.kind === 'single-select' && typeof v === 'string') value = { kind: 'selected', value: v };
+    else if (q.kind === 'multi-select' && Array.isArray(v)) value = { kind: 'selected-many', value: v.filter((s) => typeof s === 'string') };
+    if (value !== undefined) answers[q.id] = { state: 'submitted', value } as ChatInputAnswer;
+  }
+  return answers;
+}

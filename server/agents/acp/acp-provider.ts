@@ -1,0 +1,429 @@
+/**
+ * Hosts a real ACP agent (Qwen Code, Gemini CLI, an adapter for Claude Code…) behind the hub.
+ *
+ * One agent process per hub session, started on the session's first turn and kept while the
+ * session lives. The hub is the ACP *client*: it answers `initialize` without file system or
+ * terminal capabilities (the hub grants agents neither), opens one ACP session with the configured
+ * cwd, and sends one `session/prompt` per AHP turn. What the agent streams becomes AHP actions
+ * through `TurnTranslator`; its permission and elicitation requests become AHP pending tool
+ * confirmations and input requests that any surface may answer (first answer wins, decided by
+ * the hub). A cancelled AHP turn sends `session/cancel` and answers open requests `cancelled`.
+ * An agent process that dies ends the running turn with `chat/error`; the next turn starts a new one.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { existsSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { Readable, Writable } from 'node:stream';
+import * as acp from '@agentclientprotocol/sdk';
+import type { Logger } from '../../log.js';
+import { errorFields } from '../../log.js';
+import { TurnFailure, type AgentInfo, type AgentProvider, type TurnContext, type TurnResult } from '../agent.js';
+import type { AcpAgentConfig, NamedAcpAgent } from './agents-config.js';
+import { STOP_REASON_MESSAGES } from './mapping.js';
+import { offersMidTurnInput, SteeringRelay } from './steering-relay.js';
+import { TurnTranslator } from './turn-translator.js';
+
+/** Longest stderr line copied to the hub log; longer ones are cut. */
+const STDERR_LINE_MAX = 4_096;
+/** At most this many stderr lines per window reach the log; the rest are counted, not kept. */
+const STDERR_LINES_PER_WINDOW = 500;
+const STDERR_WINDOW_MS = 10_000;
+/** Largest NDJSON message accepted from an agent. */
+const MAX_MESSAGE_BYTES = 8 * 1024 * 1024;
+/** How long a new turn waits for the agent to finish a cancelled one before giving up. */
+const CANCEL_GRACE_MS = 30_000;
+const HUB_CLIENT_INFO = { name: 'ahp-hub', title: 'AHP hub', version: '0.1.0' };
+
+export interface AcpProviderOptions {
+  readonly provider: string;
+  readonly config: AcpAgentConfig & { cwd: string };
+  readonly logger: Logger;
+  readonly newId: () => string;
+  /**
+   * Where the hub session → ACP session ids are kept across hub restarts (a small JSON file), so
+   * a restarted hub resumes each conversation with `session/load` when the agent supports it.
+   */
+  readonly stateFile?: string | undefined;
+}
+
+/** Most remembered ACP session ids (one per hub session; the oldest are forgotten first). */
+const MAX_REMEMBERED_SESSIONS = 10_000;
+
+export class AcpAgentProvider implements AgentProvider {
+  readonly info: AgentInfo;
+  readonly #sessions = new Map<string, AgentProcess>();
+  /** hub session URI → the ACP session id its agent last used (persisted in `stateFile`). */
+  readonly #acpSessions = new Map<string, string>();
+
+  constructor(private readonly options: AcpProviderOptions) {
+    this.#loadState();
+    this.info = {
+      provider: options.provider,
+      displayName: options.config.displayName ?? options.provider,
+      description: options.config.description ?? `ACP agent: ${[options.config.command, ...options.config.args].join(' ')}`,
+    };
+  }
+
+  async runTurn(ctx: TurnContext): Promise<TurnResult> {
+    let agent = this.#sessions.get(ctx.session);
+    if (!agent || agent.exited) {
+      agent = new AgentProcess(this.options, ctx.session, agent?.acpSessionId ?? this.#acpSessions.get(ctx.session), (id) => this.#remember(ctx.session, id));
+      this.#sessions.set(ctx.session, agent);
+    }
+    return agent.runTurn(ctx);
+  }
+
+  #loadState(): void {
+    const file = this.options.stateFile;
+    if (!file || !existsSync(file)) return;
+    try {
+      const data = JSON.parse(readFileSync(file, 'utf8')) as unknown;
+      if (typeof data !== 'object' || data === null) return;
+      for (const [hub, acpId] of Object.entries(data).slice(-MAX_REMEMBERED_SESSIONS)) {
+        if (typeof acpId === 'string' && acpId.length <= 1024) this.#acpSessions.set(hub, acpId);
+      }
+    } catch (err) {
+      this.options.logger.warn('could not read the ACP session file; sessions start fresh', { file, ...errorFields(err) });
+    }
+  }
+
+  #remember(session: string, acpSessionId: string | undefined): void {
+    if (acpSessionId === undefined) this.#acpSessions.delete(session);
+    else {
+      if (this.#acpSessions.get(session) === acpSessionId) return;
+      this.#acpSessions.delete(session);
+      this.#acpSessions.set(session, acpSessionId);
+      while (this.#acpSessions.size > MAX_REMEMBERED_SESSIONS) this.#acpSessions.delete(this.#acpSessions.keys().next().value!);
+    }
+    const file = this.options.stateFile;
+    if (!file) return;
+    try {
+      const tmp = `${file}.tmp`;
+      writeFileSync(tmp, JSON.stringify(Object.fromEntries(this.#acpSessions)));
+      renameSync(tmp, file);
+    } catch (err) {
+      this.options.logger.warn('could not write the ACP session file', { file, ...errorFields(err) });
+    }
+  }
+
+  /** Number of live agent processes (for tests and diagnostics). */
+  get processes(): number {
+    let n = 0;
+    for (const a of this.#sessions.values()) if (!a.exited) n++;
+    return n;
+  }
+
+  /** The live agent process of a hub session, if any. */
+  processOf(session: string): { pid: number | undefined; acpSessionId: string | undefined } | undefined {
+    const a = this.#sessions.get(session);
+    return a && !a.exited ? { pid: a.pid, acpSessionId: a.acpSessionId } : undefined;
+  }
+
+  /**
+   * ACP has no standard way to add input to a running prompt: only an agent whose live process
+   * advertised the seed-003 mid-turn input extension takes steering (relayed, with its receipts).
+   */
+  steeringUnavailable(session: string): { code: string; message: string } | undefined {
+    const agent = this.#sessions.get(session);
+    if (agent && !agent.exited && agent.midTurnInput) return undefined;
+    return {
+      code: 'agent_has_no_input_channel',
+      message: `${this.info.displayName} is an ACP agent without a mid-turn input channel: additions cannot reach a running turn. Wait for the turn to end or stop it, then send a new message.`,
+    };
+  }
+
+  disposeSession(session: string): void {
+    const agent = this.#sessions.get(session);
+    this.#sessions.delete(session);
+    if (this.#acpSessions.has(session)) this.#remember(session, undefined);
+    void agent?.stop('session disposed');
+  }
+
+  async close(): Promise<void> {
+    const all = [...this.#sessions.values()];
+    this.#sessions.clear();
+    await Promise.all(all.map((a) => a.stop('hub shutting down')));
+  }
+}
+
+/** One agent process serving one hub session. */
+class AgentProcess {
+  readonly #child: ChildProcess;
+  readonly #connection: acp.ClientConnection;
+  readonly #logger: Logger;
+  readonly #ready: Promise<void>;
+  readonly #exit: Promise<never>;
+  #exitReason: string | undefined;
+  #turn: TurnTranslator | undefined;
+  #busy: { signal: AbortSignal; done: Promise<void> } | undefined;
+  #loadSupported = false;
+  acpSessionId: string | undefined;
+  /** The agent advertised the seed-003 mid-turn input extension. */
+  midTurnInput = false;
+
+  constructor(
+    private readonly options: AcpProviderOptions,
+    hubSession: string,
+    previousAcpSession: string | undefined,
+    private readonly onSession: (acpSessionId: string) => void,
+  ) {
+    const { config } = options;
+    this.#logger = options.logger.child({ provider: options.provider, session: hubSession });
+    this.#child = spawn(config.command, config.args, {
+      cwd: config.cwd,
+      env: { ...process.env, ...config.env },
+      stdio: ['pipe', 'pipe', 'pipe'],
+      // Its own process group: agents relaunch themselves or start tools as children (Qwen Code
+      // re-executes itself), and stopping the agent must stop all of them.
+      detached: true,
+    });
+    this.#logger.info('agent process started', { pid: this.#child.pid, command: config.command });
+    this.#pipeStderr();
+    this.#exit = new Promise<never>((_resolve, reject) => {
+      const fail = (reason: string): void => {
+        if (this.#exitReason !== undefined) return;
+        this.#exitReason = reason;
+        this.#logger.warn('agent process ended', { reason });
+        reject(new TurnFailure(`The agent process ended: ${reason}.`, 'agentExited'));
+      };
+      this.#child.once('error', (err) => fail(`it could not be started (${err.message})`));
+      this.#child.once('exit', (code, signal) => {
+        // Whatever the agent left running in its group goes with it.
+        this.#signalGroup('SIGKILL');
+        fail(signal ? `killed by ${signal}` : `exited with code ${code}`);
+      });
+    });
+    this.#exit.catch(() => undefined);
+    // Writes to a dead agent must not crash the hub.
+    this.#child.stdin!.on('error', (err) => this.#logger.debug('agent stdin closed', errorFields(err)));
+
+    const stream = acp.ndJsonStream(
+      Writable.toWeb(this.#child.stdin!) as WritableStream<Uint8Array>,
+      Readable.toWeb(this.#child.stdout!) as ReadableStream<Uint8Array>,
+      { maxMessageBytes: MAX_MESSAGE_BYTES },
+    );
+    const app = acp
+      .client({ name: 'ahp-hub' })
+      .onNotification(acp.methods.client.session.update, ({ params }) => {
+        if (params.sessionId === this.acpSessionId) this.#turn?.onUpdate(params.update);
+      })
+      .onNotification(acp.methods.client.elicitation.complete, ({ params }) => {
+        this.#turn?.onElicitationComplete(params.elicitationId);
+      })
+      .onRequest(acp.methods.client.session.requestPermission, async ({ params }) => {
+        if (!this.#turn || params.sessionId !== this.acpSessionId) return { outcome: { outcome: 'cancelled' as const } };
+        return { outcome: await this.#turn.requestPermission(params) };
+      })
+      .onRequest(acp.methods.client.elicitation.create, async ({ params }) => {
+        if (!this.#turn) return { action: 'cancel' as const };
+        return this.#turn.elicit(params);
+      })
+      .onRequest('*', ({ method }) => {
+        throw acp.RequestError.methodNotFound(method);
+      })
+      .onNotification('*', () => undefined);
+    this.#connection = app.connect(stream);
+    // A connection that breaks (bad output, a message over the limit) leaves the process useless.
+    void this.#connection.closed.then(() => {
+      if (!this.exited) void this.stop('its ACP connection closed');
+    });
+    this.#ready = this.#handshake(previousAcpSession);
+    // An agent that cannot start its session is replaced on the next turn.
+    this.#ready.catch(() => void this.stop('the handshake failed'));
+  }
+
+  #signalGroup(signal: NodeJS.Signals): void {
+    const pid = this.#child.pid;
+    if (pid === undefined) return;
+    try {
+      process.kill(-pid, signal);
+    } catch {
+      // The group is already gone.
+    }
+  }
+
+  get exited(): boolean {
+    return this.#exitReason !== undefined;
+  }
+
+  get pid(): number | undefined {
+    return this.#child.pid;
+  }
+
+  #pipeStderr(): void {
+    let pending = '';
+    let windowStart = Date.now();
+    let inWindow = 0;
+    let dropped = 0;
+    const emit = (line: string): void => {
+      const now = Date.now();
+      if (now - windowStart >= STDERR_WINDOW_MS) {
+        if (dropped > 0) this.#logger.warn('agent stderr lines dropped (too many)', { dropped });
+        windowStart = now;
+        inWindow = 0;
+        dropped = 0;
+      }
+      if (++inWindow > STDERR_LINES_PER_WINDOW) dropped++;
+      else this.#logger.info('agent stderr', { line: line.slice(0, STDERR_LINE_MAX) });
+    };
+    this.#child.stderr!.setEncoding('utf8');
+    this.#child.stderr!.on('data', (chunk: string) => {
+      pending += chunk;
+      let nl: number;
+      while ((nl = pending.indexOf('\n')) !== -1) {
+        const line = pending.slice(0, nl);
+        pending = pending.slice(nl + 1);
+        if (line.trim()) emit(line);
+      }
+      if (pending.length > STDERR_LINE_MAX) {
+        emit(pending);
+        pending = '';
+      }
+    });
+  }
+
+  /** Races an agent request against the process ending and a deadline. */
+  async #guard<T>(what: string, request: Promise<T>, timeoutMs?: number): Promise<T> {
+    let timer: NodeJS.Timeout | undefined;
+    const deadline =
+      timeoutMs === undefined
+        ? new Promise<never>(() => undefined)
+        : new Promise<never>((_r, reject) => {
+            timer = setTimeout(() => reject(new TurnFailure(`The agent did not answer ${what} within ${timeoutMs} ms.`, 'agentTimeout')), timeoutMs);
+          });
+    try {
+      return await Promise.race([request, this.#exit, deadline]);
+    } catch (err) {
+      if (err instanceof TurnFailure) throw err;
+      // A dying agent closes its pipe just before the exit event: give the exit a moment to tell.
+      await Promise.race([this.#exit.catch(() => undefined), new Promise((r) => setTimeout(r, 2_000).unref())]);
+      if (this.#exitReason !== undefined) throw new TurnFailure(`The agent process ended: ${this.#exitReason}.`, 'agentExited');
+      const message = err instanceof Error ? err.message : String(err);
+      throw new TurnFailure(`The agent failed on ${what}: ${message}`, 'agentError');
+    } finally {
+      if (timer) clearTimeout(timer);
+    }
+  }
+
+  async #handshake(previousAcpSession: string | undefined): Promise<void> {
+    const timeout = this.options.config.startupTimeoutMs;
+    const agent = this.#connection.agent;
+    const initialize: acp.InitializeRequest = {
+        protocolVersion: acp.PROTOCOL_VERSION,
+        clientInfo: HUB_CLIENT_INFO,
+        clientCapabilities: {
+          fs: { readTextFile: false, writeTextFile: false },
+          terminal: false,
+          elicitation: { form: {}, url: {} },
+        },
+    };
+    const init = await this.#guard('initialize', agent.request(acp.methods.agent.initialize, initialize), timeout);
+    this.#loadSupported = init.agentCapabilities?.loadSession === true;
+    this.midTurnInput = offersMidTurnInput(init.agentCapabilities);
+    const cwd = this.options.config.cwd;
+    if (previousAcpSession && this.#loadSupported) {
+      try {
+        // History replayed by the agent arrives while no turn is active and is not re-sent to the hub.
+        await this.#guard('session/load', agent.request(acp.methods.agent.session.load, { sessionId: previousAcpSession, cwd, mcpServers: [] }), timeout);
+        this.acpSessionId = previousAcpSession;
+        this.onSession(previousAcpSession);
+        this.#logger.info('agent session loaded', { acpSessionId: previousAcpSession });
+        return;
+      } catch (err) {
+        if (this.exited) throw err;
+        this.#logger.warn('agent could not load its earlier session; starting a new one', errorFields(err));
+      }
+    }
+    const created = await this.#guard('session/new', agent.request(acp.methods.agent.session.new, { cwd, mcpServers: [] }), timeout);
+    this.acpSessionId = created.sessionId;
+    this.onSession(created.sessionId);
+    this.#logger.info('agent session created', { acpSessionId: created.sessionId });
+  }
+
+  async runTurn(ctx: TurnContext): Promise<TurnResult> {
+    await this.#ready;
+    // One prompt at a time per ACP session. A turn that ended in the hub (cancelled) may still be
+    // winding down in the agent: wait for it. A turn still running in another chat: refuse.
+    while (this.#busy) {
+      const previous = this.#busy;
+      if (!previous.signal.aborted) {
+        throw new TurnFailure('The agent is busy with a turn in another chat of this session; try again when it has finished.', 'agentBusy');
+      }
+      try {
+        await this.#guard('the end of its cancelled turn', previous.done, CANCEL_GRACE_MS);
+      } catch (err) {
+        void this.stop('it did not finish a cancelled turn');
+        throw err;
+      }
+    }
+    let finished!: () => void;
+    const done = new Promise<void>((resolve) => (finished = resolve));
+    this.#busy = { signal: ctx.signal, done };
+    const sessionId = this.acpSessionId!;
+    const turn = new TurnTranslator(ctx, this.options.newId, this.#logger);
+    this.#turn = turn;
+    const onAbort = (): void => {
+      turn.cancelPending();
+      void this.#connection.agent.notify(acp.methods.agent.session.cancel, { sessionId }).catch((err: unknown) => this.#logger.debug('session/cancel not delivered', errorFields(err)));
+    };
+    ctx.signal.addEventListener('abort', onAbort, { once: true });
+    let relay: SteeringRelay | undefined;
+    if (this.midTurnInput) {
+      const agent = this.#connection.agent;
+      relay = new SteeringRelay(ctx, { request: (method, params) => agent.request(method, params) }, sessionId, this.#logger);
+      void relay.run();
+    }
+    try {
+      const response = await this.#guard(
+        'session/prompt',
+        this.#connection.agent.request(acp.methods.agent.session.prompt, { sessionId, prompt: [{ type: 'text', text: ctx.message.text }] }),
+      );
+      await turn.flush();
+      await relay?.settle();
+      if (ctx.signal.aborted) return 'external';
+      switch (response.stopReason) {
+        case 'end_turn':
+          return 'complete';
+        case 'cancelled':
+          // The agent stopped on its own: the turn ends cancelled, as the agent said (no session/cancel back).
+          ctx.signal.removeEventListener('abort', onAbort);
+          await turn.endCancelled();
+          return 'external';
+        default:
+          throw new TurnFailure(STOP_REASON_MESSAGES[response.stopReason] ?? `The agent stopped: ${String(response.stopReason)}.`, String(response.stopReason));
+      }
+    } finally {
+      ctx.signal.removeEventListener('abort', onAbort);
+      turn.cancelPending();
+      if (this.#turn === turn) this.#turn = undefined;
+      if (this.#busy?.done === done) this.#busy = undefined;
+      finished();
+    }
+  }
+
+  async stop(reason: string): Promise<void> {
+    if (this.exited) return;
+    this.#logger.info('stopping agent process', { reason });
+    this.#connection.close();
+    this.#child.stdin?.end();
+    this.#signalGroup('SIGTERM');
+    const killer = setTimeout(() => this.#signalGroup('SIGKILL'), 3_000);
+    await this.#exit.catch(() => undefined);
+    clearTimeout(killer);
+  }
+}
+
+/** One provider per configured ACP agent. */
+export function createAcpProviders(agents: readonly NamedAcpAgent[], logger: Logger, stateDir?: string, newId: () => string = randomUUID): AcpAgentProvider[] {
+  return agents.map(
+    (a) =>
+      new AcpAgentProvider({
+        provider: a.provider,
+        config: a.config,
+        logger: logger.child({ component: 'acp' }),
+        newId,
+        stateFile: stateDir === undefined ? undefined : join(stateDir, `acp-sessions.${a.provider}.json`),
+      }),
+  );
+}

@@ -1,0 +1,110 @@
+/** Shared pieces of the ACP tests: a hub with ACP providers, a log-capturing logger, turn helpers. */
+import { randomUUID } from 'node:crypto';
+import { join, resolve } from 'node:path';
+import type { Logger } from '../../server/log.js';
+import { AcpAgentProvider } from '../../server/agents/acp/acp-provider.js';
+import type { AcpAgentConfig } from '../../server/agents/acp/agents-config.js';
+import { demoAgent, remoteAgent } from '../../server/agents/demo-agent.js';
+import type { ChatState, ResponsePart, ToolCallState } from '../../shared/protocol/state.js';
+import { isPartOfKind } from '../../shared/protocol/state.js';
+import { startTestServer, type TestServer } from '../helpers/start-server.js';
+import type { RpcClient } from '../helpers/rpc-client.js';
+import { userMessage } from '../helpers/turns.js';
+import { waitFor } from '../helpers/wait-for.js';
+
+export const SCRIPTED_AGENT = resolve('test/acp/scripted-agent.mjs');
+
+/** A logger that keeps every line (to check where agent stderr goes). */
+export function capturingLogger(): Logger & { lines: Array<{ level: string; msg: string; fields: Record<string, unknown> }> } {
+  const lines: Array<{ level: string; msg: string; fields: Record<string, unknown> }> = [];
+  const make = (base: Record<string, unknown>): Logger => ({
+    debug: (msg, fields) => lines.push({ level: 'debug', msg, fields: { ...base, ...fields } }),
+    info: (msg, fields) => lines.push({ level: 'info', msg, fields: { ...base, ...fields } }),
+    warn: (msg, fields) => lines.push({ level: 'warn', msg, fields: { ...base, ...fields } }),
+    error: (msg, fields) => lines.push({ level: 'error', msg, fields: { ...base, ...fields } }),
+    child: (fields) => make({ ...base, ...fields }),
+  });
+  return Object.assign(make({}), { lines });
+}
+
+export function acpConfig(overrides: Partial<AcpAgentConfig> & { cwd: string }): AcpAgentConfig & { cwd: string } {
+  return { kind: 'acp', command: process.execPath, args: [SCRIPTED_AGENT], env: {}, startupTimeoutMs: 60_000, ...overrides };
+}
+
+export async function startAcpHub(
+  agents: Array<{ provider: string; config: AcpAgentConfig & { cwd: string } }>,
+  logger: Logger,
+  options: { dataDir?: string; withAuth?: boolean } = {},
+): Promise<{ server: TestServer; providers: Map<string, AcpAgentProvider> }> {
+  const stateFile = (provider: string): string | undefined => (options.dataDir ? join(options.dataDir, `acp-sessions.${provider}.json`) : undefined);
+  const providers = new Map(agents.map((a) => [a.provider, new AcpAgentProvider({ provider: a.provider, config: a.config, logger, newId: randomUUID, stateFile: stateFile(a.provider) })]));
+  const server = await startTestServer({ providers: [demoAgent, remoteAgent, ...providers.values()], ...options });
+  return { server, providers };
+}
+
+export async function createSessionWith(client: RpcClient, provider: string): Promise<{ session: string; chat: string }> {
+  const session = `ahp-session:/${randomUUID()}`;
+  const r = await client.request<{ defaultChat: string }>('createSession', { channel: session, provider });
+  return { session, chat: r.defaultChat };
+}
+
+export async function startTurn(client: RpcClient, chat: string, text: string): Promise<string> {
+  const turnId = `turn-${randomUUID()}`;
+  const echo = await client.dispatchAndWait(chat, { type: 'chat/turnStarted', turnId, startedAt: new Date().toISOString(), message: userMessage(text) });
+  if (echo.rejectionReason) throw new Error(`turn start rejected: ${echo.rejectionReason}`);
+  return turnId;
+}
+
+export function chatState(server: TestServer, chat: string): ChatState {
+  return server.hub.chatEntry(chat)!.state;
+}
+
+/** The parts of a turn, whether it is still running or ended. */
+export function turnParts(state: ChatState, turnId: string): ResponsePart[] {
+  if (state.activeTurn?.id === turnId) return state.activeTurn.responseParts;
+  return state.turns.find((t) => t.id === turnId)?.responseParts ?? [];
+}
+
+export function endedTurn(server: TestServer, chat: string, turnId: string): ChatState['turns'][number] | undefined {
+  return chatState(server, chat).turns.find((t) => t.id === turnId);
+}
+
+export async function waitForEnd(server: TestServer, chat: string, turnId: string, timeoutMs = 30_000): Promise<ChatState['turns'][number]> {
+  return waitFor(() => endedTurn(server, chat, turnId), { what: `turn ${turnId} to end`, timeoutMs });
+}
+
+export function toolOf(state: ChatState, turnId: string, toolCallId: string): ToolCallState | undefined {
+  for (const p of turnParts(state, turnId)) if (isPartOfKind(p, 'toolCall') && p.toolCall.toolCallId === toolCallId) return p.toolCall;
+  return undefined;
+}
+
+export async function waitForTool(server: TestServer, chat: string, turnId: string, toolCallId: string, status: string, timeoutMs = 30_000): Promise<ToolCallState> {
+  return waitFor(
+    () => {
+      const tc = toolOf(chatState(server, chat), turnId, toolCallId);
+      return tc?.status === status ? tc : undefined;
+    },
+    { what: `tool ${toolCallId} to be ${status}`, timeoutMs },
+  );
+}
+
+/** All markdown text of a turn, parts joined with newlines. */
+export function markdownOf(state: ChatState, turnId: string): string {
+  return turnParts(state, turnId)
+    .filter((p) => isPartOfKind(p, 'markdown'))
+    .map((p) => (p as { content: string }).content)
+    .join('\n');
+}
+
+/** The `REPORT {...}` values the scripted agent streamed in a turn. */
+export function reports(state: ChatState, turnId: string): Array<Record<string, unknown>> {
+  return [...markdownOf(state, turnId).matchAll(/^REPORT (.*)$/gm)].map((m) => JSON.parse(m[1]!) as Record<string, unknown>);
+}
+
+export function script(...steps: unknown[]): string {
+  return JSON.stringify({ steps });
+}
+
+export function text(t: string): unknown {
+  return { update: { sessionUpdate: 'agent_message_chunk', content: { type: 'text', text: t } } };
+}
