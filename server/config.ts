@@ -1,7 +1,8 @@
 /**
  * Command-line configuration: the only reader of argv and the environment. Flags:
  * --host (127.0.0.1), --port (8787; 0 = any free port), --data (./data), --auth FILE,
- * --log-level (info), --sync normal|full (SQLite durability level).
+ * --log-level (info), --sync normal|full (SQLite durability level),
+ * --store postgres://… (HUB_STORE; a shared PostgreSQL log instead of the SQLite file: the cluster mode).
  */
 import { isIP } from 'node:net';
 import { resolve } from 'node:path';
@@ -15,6 +16,8 @@ export interface CliConfig {
   authFile: string | undefined;
   logLevel: LogLevel;
   sync: 'normal' | 'full';
+  /** A postgres:// URL: the log lives in PostgreSQL (several hubs may share it). undefined = SQLite in dataDir. */
+  store: string | undefined;
 }
 
 export class ConfigError extends Error {}
@@ -39,6 +42,7 @@ export function parseArgs(argv: readonly string[], env: NodeJS.ProcessEnv = proc
         auth: { type: 'string' },
         'log-level': { type: 'string' },
         sync: { type: 'string' },
+        store: { type: 'string' },
         help: { type: 'boolean' },
       },
     }));
@@ -59,10 +63,14 @@ export function parseArgs(argv: readonly string[], env: NodeJS.ProcessEnv = proc
     authFile: flag('auth') ?? (env['HUB_AUTH'] || undefined),
     logLevel: (flag('log-level') ?? env['HUB_LOG_LEVEL'] ?? 'info') as LogLevel,
     sync: (flag('sync') ?? 'normal') as 'normal' | 'full',
+    store: flag('store') ?? (env['HUB_STORE'] || undefined),
   };
   if (!Number.isInteger(config.port) || config.port < 0 || config.port > 65535) throw new ConfigError('--port must be an integer from 0 to 65535');
   if (!['debug', 'info', 'warn', 'error'].includes(config.logLevel)) throw new ConfigError('--log-level must be debug, info, warn or error');
   if (config.sync !== 'normal' && config.sync !== 'full') throw new ConfigError('--sync must be normal or full');
+  if (config.store !== undefined && !/^postgres(ql)?:\/\//.test(config.store)) {
+    throw new ConfigError('--store must be a postgres://user:password@host:port/database URL (without it the hub uses SQLite in --data)');
+  }
   if (!config.authFile && !isLoopback(config.host)) {
     throw new ConfigError(`refusing to listen on ${config.host} without --auth: dev mode (no tokens) is loopback-only`);
   }
@@ -70,4 +78,4 @@ export function parseArgs(argv: readonly string[], env: NodeJS.ProcessEnv = proc
   return config;
 }
 
-export const USAGE = `usage: npm start -- [--host 127.0.0.1] [--port 8787] [--data ./data] [--auth tokens.json] [--log-level info] [--sync normal|full]`;
+export const USAGE = `usage: npm start -- [--host 127.0.0.1] [--port 8787] [--data ./data] [--auth tokens.json] [--log-level info] [--sync normal|full] [--store postgres://…]`;

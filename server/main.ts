@@ -30,6 +30,7 @@ async function main(): Promise<void> {
     port: config.port,
     dataDir: config.dataDir,
     sqliteSynchronous: config.sync,
+    storeUrl: config.store,
     auth,
     logger,
     staticDir: existsSync(appDir) ? appDir : undefined,

@@ -20,6 +20,7 @@ import type { Logger } from './log.js';
 import { errorFields } from './log.js';
 import type { ActionLog } from './storage/action-log.js';
 import { MemoryActionLog } from './storage/memory-action-log.js';
+import { PostgresActionLog } from './storage/postgres-action-log.js';
 import { SqliteActionLog } from './storage/sqlite-action-log.js';
 import { HttpRouter, sendJson } from './transport/http-router.js';
 import { serveStatic } from './transport/static-files.js';
@@ -32,6 +33,8 @@ export interface HubServerConfig {
   /** Directory for the SQLite log; undefined keeps everything in memory (tests, demos). */
   readonly dataDir: string | undefined;
   readonly sqliteSynchronous?: 'normal' | 'full';
+  /** A postgres:// URL: the log lives in PostgreSQL, shared by every hub given the same URL (cluster). */
+  readonly storeUrl?: string | undefined;
   readonly auth: Authenticator;
   readonly logger: Logger;
   /** Built browser app to serve at `/`; absent → `/` answers 404. */
@@ -79,9 +82,14 @@ export async function startHubServer(config: HubServerConfig): Promise<HubServer
   const now = config.now ?? Date.now;
   const newId = (): string => randomUUID();
   const providers = config.providers ?? [demoAgent, remoteAgent];
-  const log: ActionLog = config.dataDir
-    ? SqliteActionLog.open({ file: join(config.dataDir, 'hub.db'), synchronous: config.sqliteSynchronous ?? 'normal' })
-    : new MemoryActionLog();
+  const log: ActionLog = config.storeUrl
+    ? await PostgresActionLog.open({
+        url: config.storeUrl,
+        onConnectionError: (err) => logger.warn('PostgreSQL connection lost; it is replaced on next use', errorFields(err)),
+      })
+    : config.dataDir
+      ? SqliteActionLog.open({ file: join(config.dataDir, 'hub.db'), synchronous: config.sqliteSynchronous ?? 'normal' })
+      : new MemoryActionLog();
   const hub = await Hub.open({
     log,
     logger: logger.child({ component: 'hub' }),
