@@ -15,7 +15,7 @@
  * SQLite engine stores it; the shared record codec does the (de)serialisation and error reports.
  */
 import pg from 'pg';
-import type { ActionLog, AppendResult, LogRecord, LogSnapshot } from './action-log.js';
+import type { AppendResult, LogRecord, LogSnapshot, SharedActionLog, WriteTurn } from './action-log.js';
 import {
   SNAPSHOTS_KEPT,
   decodeRecord,
@@ -37,6 +37,8 @@ export const LOG_NOTIFY_CHANNEL = 'ahp_log';
 
 /** Serialises schema creation when several hubs start on an empty database at once. */
 const MIGRATION_LOCK_KEY = 0x61687001;
+/** Orders snapshot saves against compaction. */
+const SNAPSHOT_LOCK_KEY = 0x61687002;
 
 export interface PostgresActionLogOptions {
   /** `postgres://user:password@host:port/database` */
@@ -47,10 +49,15 @@ export interface PostgresActionLogOptions {
   readonly onConnectionError?: (error: Error) => void;
 }
 
-export class PostgresActionLog implements ActionLog {
+export class PostgresActionLog implements SharedActionLog {
   readonly #pool: pg.Pool;
   readonly #where: string;
+  readonly #url: string;
+  readonly #onConnectionError: ((error: Error) => void) | undefined;
   #closed = false;
+  readonly #appendListeners = new Set<(head: number) => void>();
+  #listener: pg.Client | undefined;
+  #listenRetry: NodeJS.Timeout | undefined;
 
   /** Connects, creates or checks the schema, and returns the log. Throws a descriptive Error. */
   static async open(options: PostgresActionLogOptions): Promise<PostgresActionLog> {
@@ -63,12 +70,14 @@ export class PostgresActionLog implements ActionLog {
       await pool.end().catch(() => undefined);
       throw new Error(`action log: cannot open PostgreSQL log at ${where}: ${errorMessage(cause)}`, { cause });
     }
-    return new PostgresActionLog(pool, where);
+    return new PostgresActionLog(pool, where, options);
   }
 
-  private constructor(pool: pg.Pool, where: string) {
+  private constructor(pool: pg.Pool, where: string, options: PostgresActionLogOptions) {
     this.#pool = pool;
     this.#where = where;
+    this.#url = options.url;
+    this.#onConnectionError = options.onConnectionError;
   }
 
   /** Where the log lives, without the password: for log lines and error messages. */
@@ -155,8 +164,10 @@ export class PostgresActionLog implements ActionLog {
     requireSeqArgument('snapshot.serverSeq', snapshot.serverSeq);
     const data = encodeSnapshotData(snapshot);
     await this.#transaction(async (client) => {
-      // Lock the head so the "within head" check cannot race an append or a compaction.
-      const head = await client.query<{ head: string }>('SELECT head FROM ahp_log_head FOR UPDATE');
+      // Snapshots and compaction take their own lock, never the head row: a process holding the
+      // write turn may save a snapshot, and the head only grows, so a plain read suffices here.
+      await client.query('SELECT pg_advisory_xact_lock($1)', [SNAPSHOT_LOCK_KEY]);
+      const head = await client.query<{ head: string }>('SELECT head FROM ahp_log_head');
       requireSnapshotWithinHead(snapshot.serverSeq, this.#parseHead(head.rows[0]?.head));
       await client.query(
         'INSERT INTO ahp_snapshots (seq, data) VALUES ($1, $2) ON CONFLICT (seq) DO UPDATE SET data = EXCLUDED.data',
@@ -177,9 +188,9 @@ export class PostgresActionLog implements ActionLog {
     this.#assertOpen();
     requireSeqArgument('uptoSeq', uptoSeq);
     await this.#transaction(async (client) => {
-      // The head row lock orders this against saveSnapshot, so the covering snapshot cannot be
+      // The snapshot lock orders this against saveSnapshot, so the covering snapshot cannot be
       // pruned between the check and the delete.
-      await client.query('SELECT head FROM ahp_log_head FOR UPDATE');
+      await client.query('SELECT pg_advisory_xact_lock($1)', [SNAPSHOT_LOCK_KEY]);
       const latest = await client.query<{ seq: string }>('SELECT MAX(seq) AS seq FROM ahp_snapshots');
       const seq = latest.rows[0]?.seq;
       requireCompactionCovered(uptoSeq, seq === null || seq === undefined ? undefined : Number(seq));
@@ -187,10 +198,131 @@ export class PostgresActionLog implements ActionLog {
     });
   }
 
-  /** Closes every pooled connection. Safe to call more than once. */
+  /**
+   * The write turn is a transaction holding the head row's lock (SELECT … FOR UPDATE): other
+   * processes' appends and turns wait on that row until this one commits or rolls back. If this
+   * process dies or loses its connection, PostgreSQL aborts the transaction and frees the row,
+   * so a turn can never outlive its holder, and nothing half-decided is ever written.
+   */
+  async beginWriteTurn(afterSeq: number): Promise<WriteTurn> {
+    this.#assertOpen();
+    requireSeqArgument('afterSeq', afterSeq);
+    const client = await this.#pool.connect();
+    let done = false;
+    const finish = async (sql: 'COMMIT' | 'ROLLBACK'): Promise<void> => {
+      if (done) return;
+      done = true;
+      try {
+        await client.query(sql);
+        client.release();
+      } catch (error) {
+        client.release(true);
+        throw error;
+      }
+    };
+    let head: number;
+    let missed: LogRecord[];
+    try {
+      await client.query('BEGIN');
+      const locked = await client.query<{ head: string }>('SELECT head FROM ahp_log_head FOR UPDATE');
+      head = this.#parseHead(locked.rows[0]?.head);
+      const rows = await client.query<{ seq: string; channel: unknown; action: unknown; origin: unknown }>(
+        'SELECT seq, channel, action, origin FROM ahp_records WHERE seq > $1 ORDER BY seq',
+        [afterSeq],
+      );
+      missed = rows.rows.map((row) => decodeRecord({ ...row, seq: Number(row.seq) }));
+      const expected = Math.max(0, head - afterSeq);
+      const contiguous = missed.every((r, i) => r.serverSeq === afterSeq + 1 + i);
+      if (afterSeq > head || missed.length !== expected || !contiguous) {
+        throw new Error(
+          `cannot catch up from ${afterSeq} to head ${head}: ` +
+            (afterSeq > head ? 'the caller is ahead of the log' : 'records were compacted away; reload from the newest snapshot'),
+        );
+      }
+    } catch (error) {
+      await finish('ROLLBACK').catch(() => undefined);
+      throw new Error(`action log: write turn on ${this.#where} failed: ${errorMessage(error)}`, { cause: error });
+    }
+    return {
+      head,
+      missed,
+      append: async (records) => {
+        if (done) throw new Error('action log: this write turn has ended');
+        try {
+          const rows = encodeAppendBatch(head, records);
+          if (rows.length > 0) {
+            await client.query(
+              `INSERT INTO ahp_records (seq, channel, action, origin)
+               SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[])`,
+              [rows.map((r) => r.seq), rows.map((r) => r.channel), rows.map((r) => r.action), rows.map((r) => r.origin)],
+            );
+            await client.query('UPDATE ahp_log_head SET head = $1', [head + rows.length]);
+            await client.query('SELECT pg_notify($1, $2)', [LOG_NOTIFY_CHANNEL, String(head + rows.length)]);
+          }
+          await finish('COMMIT');
+          return { ok: true, head: head + rows.length };
+        } catch (error) {
+          await finish('ROLLBACK').catch(() => undefined);
+          throw new Error(`action log: append at ${head} to ${this.#where} failed: ${errorMessage(error)}`, { cause: error });
+        }
+      },
+      release: () => finish('ROLLBACK').catch(() => undefined),
+    };
+  }
+
+  /**
+   * LISTENs on a dedicated connection (pooled connections cannot hold a LISTEN). When that
+   * connection drops (PostgreSQL restarted) it is re-established every second; callers must not
+   * rely on notifications alone (the hub also polls), since ones sent while it was down are lost.
+   */
+  onAppended(listener: (head: number) => void): () => void {
+    this.#appendListeners.add(listener);
+    if (this.#listener === undefined && this.#listenRetry === undefined) void this.#listen();
+    return () => this.#appendListeners.delete(listener);
+  }
+
+  async #listen(): Promise<void> {
+    this.#listenRetry = undefined;
+    if (this.#closed) return;
+    const client = new pg.Client({ connectionString: this.#url });
+    const retry = (error: Error): void => {
+      if (this.#listener === client) this.#listener = undefined;
+      client.end().catch(() => undefined);
+      if (this.#closed || this.#listenRetry !== undefined) return;
+      this.#onConnectionError?.(error);
+      this.#listenRetry = setTimeout(() => void this.#listen(), 1_000);
+      this.#listenRetry.unref();
+    };
+    client.on('error', retry);
+    client.on('end', () => {
+      if (this.#listener === client) retry(new Error('the LISTEN connection ended'));
+    });
+    client.on('notification', (message) => {
+      const head = Number(message.payload);
+      if (!Number.isSafeInteger(head)) return;
+      for (const l of this.#appendListeners) l(head);
+    });
+    try {
+      await client.connect();
+      await client.query(`LISTEN ${LOG_NOTIFY_CHANNEL}`);
+      if (this.#closed) {
+        await client.end();
+        return;
+      }
+      this.#listener = client;
+    } catch (error) {
+      retry(error instanceof Error ? error : new Error(String(error)));
+    }
+  }
+
+  /** Closes every pooled connection and the LISTEN connection. Safe to call more than once. */
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
+    clearTimeout(this.#listenRetry);
+    const listener = this.#listener;
+    this.#listener = undefined;
+    await listener?.end().catch(() => undefined);
     await this.#pool.end();
   }
 
