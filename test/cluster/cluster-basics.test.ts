@@ -6,7 +6,6 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ActionEnvelope } from '../../shared/protocol/messages.js';
 import { RpcClient } from '../helpers/rpc-client.js';
 import { startScriptTurn, TWO_QUESTION_REQUEST } from '../helpers/turns.js';
-import { waitFor } from '../helpers/wait-for.js';
 import { startCluster, subscribeWhenKnown, type Cluster } from './cluster.js';
 
 const IN_PROGRESS = 8;
