@@ -105,7 +105,12 @@ export async function startHubServer(config: HubServerConfig): Promise<HubServer
   const rpc = new RpcRouter(logger.child({ component: 'rpc' }), now, config.rateLimit, throttledDispatchHandler(hub), (conn, text) => hub.sendInOrder(conn, text));
   registerAhpMethods(rpc, hub);
   const http = new HttpRouter(config.auth, logger.child({ component: 'http' }));
-  http.add('GET', '/healthz', (_req, res) => sendJson(res, 200, { status: 'ok', serverSeq: hub.serverSeq }), { public: true });
+  http.add('GET', '/healthz', (_req, res) => {
+    // 503 while a shared (cluster) log is unreachable, so a load balancer sends clients elsewhere.
+    const problem = hub.storageProblem;
+    if (problem !== undefined) sendJson(res, 503, { status: 'storage_unavailable', message: problem, serverSeq: hub.serverSeq });
+    else sendJson(res, 200, { status: 'ok', serverSeq: hub.serverSeq });
+  }, { public: true });
 
   const closers: Array<() => Promise<void> | void> = [];
   for (const feature of config.features ?? []) {

@@ -221,6 +221,11 @@ export class Hub {
     return this.#seq;
   }
 
+  /** Cluster mode: why the shared log refuses writes right now (unreachable), else undefined. */
+  get storageProblem(): string | undefined {
+    return this.#gate?.unavailable;
+  }
+
   get agents(): readonly AgentInfo[] {
     return this.#agents;
   }

@@ -6,92 +6,10 @@
  */
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { ActionEnvelope, ReconnectResult } from '../../shared/protocol/messages.js';
 import { RpcClient } from '../helpers/rpc-client.js';
 import { waitFor } from '../helpers/wait-for.js';
 import { startCluster, subscribeWhenKnown, type Cluster } from './cluster.js';
-
-/** A client that keeps a few actions in flight and survives its node dying. */
-class Writer {
-  readonly echoed = new Set<string>();
-  /** clientSeq → id of every action sent and not yet echoed. */
-  readonly unacked = new Map<number, string>();
-  #clientSeq = 0;
-  #lastSeen = 0;
-  #client: RpcClient;
-  #stopped = false;
-
-  constructor(readonly name: string, client: RpcClient, readonly chat: string) {
-    this.#client = client;
-  }
-
-  get client(): RpcClient {
-    return this.#client;
-  }
-
-  /** Sends `total` actions, at most `window` unechoed at a time. Survives `moveTo`. */
-  async run(total: number, window = 4): Promise<void> {
-    while (!this.#stopped && (this.#clientSeq < total || this.unacked.size > 0)) {
-      this.#collect();
-      if (this.#clientSeq < total && this.unacked.size < window && !this.#client.closed) {
-        const clientSeq = ++this.#clientSeq;
-        const id = `${this.name}-${clientSeq}`;
-        this.unacked.set(clientSeq, id);
-        this.#send(clientSeq, id);
-        continue;
-      }
-      await new Promise((resolve) => setTimeout(resolve, 2));
-    }
-  }
-
-  stop(): void {
-    this.#stopped = true;
-  }
-
-  /** Reconnects on another node from the last serverSeq it saw, and re-sends what was not echoed. */
-  async moveTo(wsUrl: string): Promise<ReconnectResult> {
-    this.#collect();
-    const client = await RpcClient.open(wsUrl, { clientId: this.#client.clientId });
-    const result = await waitFor(() => client.request<ReconnectResult>('reconnect', {
-      channel: 'ahp-root://', clientId: client.clientId, lastSeenServerSeq: this.#lastSeen, subscriptions: [this.chat],
-    }).then((r) => (r.missing.length === 0 ? r : undefined)), { what: `${this.name} to reconnect`, timeoutMs: 15_000 });
-    if (result.type === 'replay') for (const e of result.actions) this.#observe(e);
-    this.#client = client;
-    for (const [clientSeq, id] of this.unacked) this.#send(clientSeq, id);
-    return result;
-  }
-
-  #send(clientSeq: number, id: string): void {
-    if (this.#client.closed) return;
-    this.#client.notify('dispatchAction', {
-      channel: this.chat, clientSeq,
-      action: { type: 'chat/pendingMessageSet', kind: 'queued', id, message: { text: id, origin: { kind: 'user' } } },
-    });
-  }
-
-  #seen = 0;
-  #collect(): void {
-    const list = this.#client.envelopes;
-    for (; this.#seen < list.length; this.#seen++) this.#observe(list[this.#seen]!);
-    if (this.#client.closed) this.#seen = 0;
-  }
-
-  #observe(e: ActionEnvelope): void {
-    if (e.rejectionReason === undefined && e.serverSeq > this.#lastSeen) this.#lastSeen = e.serverSeq;
-    if (e.origin?.clientId !== this.#client.clientId) return;
-    const id = this.unacked.get(e.origin.clientSeq);
-    if (id === undefined) return;
-    // A re-sent action that was applied before the node died is answered with its original echo
-    // (or, when the new node's replay buffer no longer has it, "already applied"): either way it
-    // was applied once, so it counts as echoed.
-    if (e.rejectionReason === undefined || /already applied/.test(e.rejectionReason)) {
-      this.echoed.add(id);
-      this.unacked.delete(e.origin.clientSeq);
-    } else {
-      throw new Error(`${id} rejected: ${e.rejectionReason}`);
-    }
-  }
-}
+import { Writer } from './writer.js';
 
 describe('SIGKILL a node under load', () => {
   let cluster: Cluster;

@@ -16,8 +16,9 @@ export interface Cluster {
   stop(): Promise<void>;
 }
 
-export async function startCluster(size: number): Promise<Cluster> {
-  const db = await freshDatabase('cluster');
+/** `server`: a PostgreSQL URL other than the run's shared one (tests that stop their server). */
+export async function startCluster(size: number, server?: string): Promise<Cluster> {
+  const db = await freshDatabase('cluster', server);
   const nodes: HubProcess[] = [];
   const addNode = async (): Promise<HubProcess> => {
     const node = await startHubProcess(['--store', db.url, '--log-level', 'warn']);

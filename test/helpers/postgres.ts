@@ -26,11 +26,11 @@ export function postgresUrl(): string {
 let counter = 0;
 
 /**
- * A fresh, empty database on the run's server, so tests never see each other's rows. Returns its
- * URL and a drop function.
+ * A fresh, empty database on the run's server (or on `server`, a URL), so tests never see each
+ * other's rows. Returns its URL and a drop function.
  */
-export async function freshDatabase(prefix = 'ahp'): Promise<{ url: string; drop: () => Promise<void> }> {
-  const base = postgresUrl();
+export async function freshDatabase(prefix = 'ahp', server?: string): Promise<{ url: string; drop: () => Promise<void> }> {
+  const base = server ?? postgresUrl();
   const name = `${prefix}_${process.pid}_${Date.now().toString(36)}_${counter++}`;
   const admin = new pg.Client({ connectionString: base });
   await admin.connect();
