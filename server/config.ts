@@ -18,6 +18,8 @@ export interface CliConfig {
   sync: 'normal' | 'full';
   /** A postgres:// URL: the log lives in PostgreSQL (several hubs may share it). undefined = SQLite in dataDir. */
   store: string | undefined;
+  /** Cluster mode: how long a dead process's agent lease lasts (HUB_AGENT_LEASE_TTL_MS; default 5000). */
+  agentLeaseTtlMs: number | undefined;
 }
 
 export class ConfigError extends Error {}
@@ -64,7 +66,11 @@ export function parseArgs(argv: readonly string[], env: NodeJS.ProcessEnv = proc
     logLevel: (flag('log-level') ?? env['HUB_LOG_LEVEL'] ?? 'info') as LogLevel,
     sync: (flag('sync') ?? 'normal') as 'normal' | 'full',
     store: flag('store') ?? (env['HUB_STORE'] || undefined),
+    agentLeaseTtlMs: env['HUB_AGENT_LEASE_TTL_MS'] ? Number(env['HUB_AGENT_LEASE_TTL_MS']) : undefined,
   };
+  if (config.agentLeaseTtlMs !== undefined && (!Number.isInteger(config.agentLeaseTtlMs) || config.agentLeaseTtlMs < 200)) {
+    throw new ConfigError('HUB_AGENT_LEASE_TTL_MS must be an integer of at least 200 (milliseconds)');
+  }
   if (!Number.isInteger(config.port) || config.port < 0 || config.port > 65535) throw new ConfigError('--port must be an integer from 0 to 65535');
   if (!['debug', 'info', 'warn', 'error'].includes(config.logLevel)) throw new ConfigError('--log-level must be debug, info, warn or error');
   if (config.sync !== 'normal' && config.sync !== 'full') throw new ConfigError('--sync must be normal or full');

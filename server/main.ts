@@ -31,6 +31,7 @@ async function main(): Promise<void> {
     dataDir: config.dataDir,
     sqliteSynchronous: config.sync,
     storeUrl: config.store,
+    ...(config.agentLeaseTtlMs !== undefined ? { agentLeaseTtlMs: config.agentLeaseTtlMs } : {}),
     auth,
     logger,
     staticDir: existsSync(appDir) ? appDir : undefined,

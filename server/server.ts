@@ -21,6 +21,8 @@ import { errorFields } from './log.js';
 import type { ActionLog } from './storage/action-log.js';
 import { MemoryActionLog } from './storage/memory-action-log.js';
 import { PostgresActionLog } from './storage/postgres-action-log.js';
+import { PostgresAgentLeases } from './storage/postgres-agent-leases.js';
+import { AgentLeaseKeeper } from './hub/agent-lease-keeper.js';
 import { SqliteActionLog } from './storage/sqlite-action-log.js';
 import { HttpRouter, sendJson } from './transport/http-router.js';
 import { serveStatic } from './transport/static-files.js';
@@ -35,6 +37,8 @@ export interface HubServerConfig {
   readonly sqliteSynchronous?: 'normal' | 'full';
   /** A postgres:// URL: the log lives in PostgreSQL, shared by every hub given the same URL (cluster). */
   readonly storeUrl?: string | undefined;
+  /** Cluster mode: a session's agent lease expires this long after its process stops renewing it. */
+  readonly agentLeaseTtlMs?: number;
   readonly auth: Authenticator;
   readonly logger: Logger;
   /** Built browser app to serve at `/`; absent → `/` answers 404. */
@@ -99,6 +103,21 @@ export async function startHubServer(config: HubServerConfig): Promise<HubServer
     defaultProvider: config.defaultProvider ?? providers[0]!.info.provider,
     ...(config.limits ? { limits: config.limits } : {}),
   });
+  // Cluster mode: one process runs each session's agent; turns of a process that died are ended.
+  const leaseKeeper = config.storeUrl
+    ? new AgentLeaseKeeper(
+        hub,
+        PostgresAgentLeases.open({
+          url: config.storeUrl,
+          node: newId(),
+          ttlMs: config.agentLeaseTtlMs ?? 5_000,
+          onConnectionError: (err) => logger.warn('PostgreSQL connection lost; it is replaced on next use', errorFields(err)),
+        }),
+        logger.child({ component: 'leases' }),
+        now,
+        { tickMs: Math.max(50, Math.floor((config.agentLeaseTtlMs ?? 5_000) / 4)) },
+      )
+    : undefined;
   const runner = new AgentRunner(hub, new Map(providers.map((p) => [p.info.provider, p])), logger.child({ component: 'agents' }), now, newId);
   runner.start();
 
@@ -174,6 +193,7 @@ export async function startHubServer(config: HubServerConfig): Promise<HubServer
       });
       for (const c of closers) await c();
       await hub.close();
+      await leaseKeeper?.close();
       await log.close();
     })();
     return closing;

@@ -396,6 +396,8 @@ async function migrate(pool: pg.Pool): Promise<void> {
         origin text            -- JSON text, or NULL when the record has no origin
       );
       CREATE TABLE ahp_snapshots (seq bigint PRIMARY KEY, data text NOT NULL);
+      -- Which hub process runs each session's agent (postgres-agent-leases.ts).
+      CREATE TABLE ahp_agent_leases (session text PRIMARY KEY, node text NOT NULL, expires_at timestamptz NOT NULL);
       INSERT INTO ahp_log_head (head) VALUES (0);
     `);
     await client.query(`INSERT INTO ahp_meta (key, value) VALUES ('schema_version', $1)`, [String(SCHEMA_VERSION)]);
