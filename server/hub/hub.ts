@@ -339,6 +339,16 @@ export class Hub {
     return { type: 'snapshot', snapshots, missing };
   }
 
+  /**
+   * Cluster mode: waits (at most `timeoutMs`) until this process has folded the shared log up to
+   * `serverSeq`, so a client that moves here from a node further ahead gets a replay from its
+   * cursor instead of an older snapshot. undefined when there is nothing to wait for (always on
+   * a single hub), so callers stay synchronous there.
+   */
+  caughtUpTo(serverSeq: number, timeoutMs = 2_000): Promise<void> | undefined {
+    return this.#gate && this.#seq < serverSeq ? this.#gate.reach(serverSeq, timeoutMs) : undefined;
+  }
+
   #attach(conn: Connection, principal: Principal, channel: string, fromSeq: number, maxLatencyMs: number): void {
     let subs = this.#subscriptionsByConn.get(conn);
     if (!subs) {

@@ -119,6 +119,20 @@ export class WriteGate {
     }
   }
 
+  /**
+   * Resolves once this process has folded the log up to `seq`, or after `timeoutMs` (a cursor
+   * from a client that was on a node further ahead; a bogus cursor only delays its own answer).
+   */
+  async reach(seq: number, timeoutMs: number): Promise<void> {
+    const deadline = Date.now() + timeoutMs;
+    while (this.#target.serverSeq < seq && Date.now() < deadline && this.#state !== 'closed') {
+      if (seq > this.#knownHead) this.#knownHead = seq;
+      this.#follow(true);
+      await this.#chain;
+      if (this.#target.serverSeq < seq) await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+  }
+
   async close(): Promise<void> {
     this.#state = 'closed';
     clearInterval(this.#poll);

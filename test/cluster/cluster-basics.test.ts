@@ -3,7 +3,7 @@
  * the same actions in the same order, answers merge, and roll-up reaches a dashboard on a third node.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { ActionEnvelope } from '../../shared/protocol/messages.js';
+import type { ActionEnvelope, ReconnectResult } from '../../shared/protocol/messages.js';
 import { RpcClient } from '../helpers/rpc-client.js';
 import { startScriptTurn, TWO_QUESTION_REQUEST } from '../helpers/turns.js';
 import { startCluster, subscribeWhenKnown, type Cluster } from './cluster.js';
@@ -78,5 +78,23 @@ describe('a three-node cluster on one PostgreSQL log', () => {
     // The same request answered again from node 1 after node 2 completed it: a stale requestId.
     const stale = await a.dispatchAndWait(chat, { type: 'chat/inputCompleted', requestId: 'req-1', response: 'accept' });
     expect(stale.rejectionReason).toMatch(/req-1/);
+  });
+  it('a client moving to another node right after seeing an action gets a replay from its cursor (the node catches up first), never an older snapshot', async () => {
+    const a = await open(0);
+    const { chat } = await a.createSession('move');
+    await a.subscribe(chat);
+    for (let i = 0; i < 20; i++) a.dispatch(chat, { type: 'chat/pendingMessageSet', kind: 'queued', id: `m${i}`, message: { text: `m${i}`, origin: { kind: 'user' } } });
+    const last = await a.waitForEnvelope((e) => e.action['id'] === 'm19', 'the last echo');
+    await a.close();
+    // Straight to node 3, which may not have folded the session or the last actions yet.
+    const moved = await RpcClient.open(cluster.nodes[2]!.wsUrl, { clientId: a.clientId });
+    clients.push(moved);
+    const result = await moved.request<ReconnectResult>('reconnect', { channel: 'ahp-root://', clientId: a.clientId, lastSeenServerSeq: last.serverSeq, subscriptions: [chat] });
+    expect(result).toEqual({ type: 'replay', actions: [], missing: [] });
+    // Live from there on: the next action from node 1 reaches it.
+    const b = await open(0);
+    const next = await b.dispatchAndWait(chat, { type: 'chat/pendingMessageSet', kind: 'queued', id: 'after', message: { text: 'after', origin: { kind: 'user' } } });
+    expect(next.rejectionReason).toBeUndefined();
+    await moved.waitForEnvelope((e) => e.serverSeq === next.serverSeq, 'the next action on node 3');
   });
 });
