@@ -1,7 +1,8 @@
 /**
  * Command-line configuration: the only reader of argv and the environment. Flags:
  * --host (127.0.0.1), --port (8787; 0 = any free port), --data (./data), --auth FILE,
- * --log-level (info), --sync normal|full (SQLite durability level), --agents FILE (agent providers).
+ * --log-level (info), --sync normal|full (SQLite durability level), --agents FILE (agent providers),
+ * --store postgres://… (HUB_STORE; a shared PostgreSQL log instead of the SQLite file: the cluster mode).
  */
 import { isIP } from 'node:net';
 import { resolve } from 'node:path';
@@ -17,6 +18,10 @@ export interface CliConfig {
   sync: 'normal' | 'full';
   /** Agent providers file (`--agents` / `HUB_AGENTS`), see server/agents/acp/agents-config.ts. */
   agentsFile: string | undefined;
+  /** A postgres:// URL: the log lives in PostgreSQL (several hubs may share it). undefined = SQLite in dataDir. */
+  store: string | undefined;
+  /** Cluster mode: how long a dead process's agent lease lasts (HUB_AGENT_LEASE_TTL_MS; default 5000). */
+  agentLeaseTtlMs: number | undefined;
 }
 
 export class ConfigError extends Error {}
@@ -42,6 +47,7 @@ export function parseArgs(argv: readonly string[], env: NodeJS.ProcessEnv = proc
         'log-level': { type: 'string' },
         sync: { type: 'string' },
         agents: { type: 'string' },
+        store: { type: 'string' },
         help: { type: 'boolean' },
       },
     }));
@@ -63,10 +69,18 @@ export function parseArgs(argv: readonly string[], env: NodeJS.ProcessEnv = proc
     logLevel: (flag('log-level') ?? env['HUB_LOG_LEVEL'] ?? 'info') as LogLevel,
     sync: (flag('sync') ?? 'normal') as 'normal' | 'full',
     agentsFile: flag('agents') ?? (env['HUB_AGENTS'] || undefined),
+    store: flag('store') ?? (env['HUB_STORE'] || undefined),
+    agentLeaseTtlMs: env['HUB_AGENT_LEASE_TTL_MS'] ? Number(env['HUB_AGENT_LEASE_TTL_MS']) : undefined,
   };
+  if (config.agentLeaseTtlMs !== undefined && (!Number.isInteger(config.agentLeaseTtlMs) || config.agentLeaseTtlMs < 200)) {
+    throw new ConfigError('HUB_AGENT_LEASE_TTL_MS must be an integer of at least 200 (milliseconds)');
+  }
   if (!Number.isInteger(config.port) || config.port < 0 || config.port > 65535) throw new ConfigError('--port must be an integer from 0 to 65535');
   if (!['debug', 'info', 'warn', 'error'].includes(config.logLevel)) throw new ConfigError('--log-level must be debug, info, warn or error');
   if (config.sync !== 'normal' && config.sync !== 'full') throw new ConfigError('--sync must be normal or full');
+  if (config.store !== undefined && !/^postgres(ql)?:\/\//.test(config.store)) {
+    throw new ConfigError('--store must be a postgres://user:password@host:port/database URL (without it the hub uses SQLite in --data)');
+  }
   if (!config.authFile && !isLoopback(config.host)) {
     throw new ConfigError(`refusing to listen on ${config.host} without --auth: dev mode (no tokens) is loopback-only`);
   }
@@ -74,4 +88,4 @@ export function parseArgs(argv: readonly string[], env: NodeJS.ProcessEnv = proc
   return config;
 }
 
-export const USAGE = `usage: npm start -- [--host 127.0.0.1] [--port 8787] [--data ./data] [--auth tokens.json] [--log-level info] [--sync normal|full] [--agents agents.json]`;
+export const USAGE = `usage: npm start -- [--host 127.0.0.1] [--port 8787] [--data ./data] [--auth tokens.json] [--log-level info] [--sync normal|full] [--agents agents.json] [--store postgres://…]`;

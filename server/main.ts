@@ -41,6 +41,8 @@ async function main(): Promise<void> {
     port: config.port,
     dataDir: config.dataDir,
     sqliteSynchronous: config.sync,
+    storeUrl: config.store,
+    ...(config.agentLeaseTtlMs !== undefined ? { agentLeaseTtlMs: config.agentLeaseTtlMs } : {}),
     auth,
     logger,
     staticDir: existsSync(appDir) ? appDir : undefined,

@@ -20,6 +20,9 @@ import type { Logger } from './log.js';
 import { errorFields } from './log.js';
 import type { ActionLog } from './storage/action-log.js';
 import { MemoryActionLog } from './storage/memory-action-log.js';
+import { PostgresActionLog } from './storage/postgres-action-log.js';
+import { PostgresAgentLeases } from './storage/postgres-agent-leases.js';
+import { AgentLeaseKeeper } from './hub/agent-lease-keeper.js';
 import { SqliteActionLog } from './storage/sqlite-action-log.js';
 import { HttpRouter, sendJson } from './transport/http-router.js';
 import { serveStatic } from './transport/static-files.js';
@@ -32,6 +35,10 @@ export interface HubServerConfig {
   /** Directory for the SQLite log; undefined keeps everything in memory (tests, demos). */
   readonly dataDir: string | undefined;
   readonly sqliteSynchronous?: 'normal' | 'full';
+  /** A postgres:// URL: the log lives in PostgreSQL, shared by every hub given the same URL (cluster). */
+  readonly storeUrl?: string | undefined;
+  /** Cluster mode: a session's agent lease expires this long after its process stops renewing it. */
+  readonly agentLeaseTtlMs?: number;
   readonly auth: Authenticator;
   readonly logger: Logger;
   /** Built browser app to serve at `/`; absent → `/` answers 404. */
@@ -85,9 +92,14 @@ export async function startHubServer(config: HubServerConfig): Promise<HubServer
   const now = config.now ?? Date.now;
   const newId = (): string => randomUUID();
   const providers = config.providers ?? [demoAgent, remoteAgent];
-  const log: ActionLog = config.dataDir
-    ? SqliteActionLog.open({ file: join(config.dataDir, 'hub.db'), synchronous: config.sqliteSynchronous ?? 'normal' })
-    : new MemoryActionLog();
+  const log: ActionLog = config.storeUrl
+    ? await PostgresActionLog.open({
+        url: config.storeUrl,
+        onConnectionError: (err) => logger.warn('PostgreSQL connection lost; it is replaced on next use', errorFields(err)),
+      })
+    : config.dataDir
+      ? SqliteActionLog.open({ file: join(config.dataDir, 'hub.db'), synchronous: config.sqliteSynchronous ?? 'normal' })
+      : new MemoryActionLog();
   const hub = await Hub.open({
     log,
     logger: logger.child({ component: 'hub' }),
@@ -97,13 +109,33 @@ export async function startHubServer(config: HubServerConfig): Promise<HubServer
     defaultProvider: config.defaultProvider ?? providers[0]!.info.provider,
     ...(config.limits ? { limits: config.limits } : {}),
   });
+  // Cluster mode: one process runs each session's agent; turns of a process that died are ended.
+  const leaseKeeper = config.storeUrl
+    ? new AgentLeaseKeeper(
+        hub,
+        PostgresAgentLeases.open({
+          url: config.storeUrl,
+          node: newId(),
+          ttlMs: config.agentLeaseTtlMs ?? 5_000,
+          onConnectionError: (err) => logger.warn('PostgreSQL connection lost; it is replaced on next use', errorFields(err)),
+        }),
+        logger.child({ component: 'leases' }),
+        now,
+        { tickMs: Math.max(50, Math.floor((config.agentLeaseTtlMs ?? 5_000) / 4)) },
+      )
+    : undefined;
   const runner = new AgentRunner(hub, new Map(providers.map((p) => [p.info.provider, p])), logger.child({ component: 'agents' }), now, newId);
   runner.start();
 
   const rpc = new RpcRouter(logger.child({ component: 'rpc' }), now, config.rateLimit, throttledDispatchHandler(hub), (conn, text) => hub.sendInOrder(conn, text));
   registerAhpMethods(rpc, hub);
   const http = new HttpRouter(config.auth, logger.child({ component: 'http' }));
-  http.add('GET', '/healthz', (_req, res) => sendJson(res, 200, { status: 'ok', serverSeq: hub.serverSeq }), { public: true });
+  http.add('GET', '/healthz', (_req, res) => {
+    // 503 while a shared (cluster) log is unreachable, so a load balancer sends clients elsewhere.
+    const problem = hub.storageProblem;
+    if (problem !== undefined) sendJson(res, 503, { status: 'storage_unavailable', message: problem, serverSeq: hub.serverSeq });
+    else sendJson(res, 200, { status: 'ok', serverSeq: hub.serverSeq });
+  }, { public: true });
 
   const closers: Array<() => Promise<void> | void> = [];
   const services = new Map<string, unknown>();
@@ -168,6 +200,7 @@ export async function startHubServer(config: HubServerConfig): Promise<HubServer
       });
       for (const c of closers) await c();
       await hub.close();
+      await leaseKeeper?.close();
       await log.close();
     })();
     return closing;

@@ -122,7 +122,8 @@ export class AgentRunner {
     if (!chat) return;
     const run = this.#runs.get(channel);
     if (action.type === 'chat/turnStarted') {
-      this.#maybeStart(channel, chat.session, action);
+      // In a cluster the process that sequenced the turn start runs the agent: at most once.
+      if (!e.event.remote) this.#maybeStart(channel, chat.session, action);
       return;
     }
     if (run) {

@@ -112,7 +112,9 @@ export function registerAhpMethods(router: RpcRouter, hub: Hub): void {
       } else if (params.clientId !== ctx.state.clientId) {
         throw new ProtocolError(ErrorCode.InvalidParams, 'clientId must be the one sent in initialize on this connection');
       }
-      return hub.reconnect(ctx.conn, ctx.principal, params);
+      // Cluster: the cursor may come from a node that was ahead of this one.
+      const behind = hub.caughtUpTo(params.lastSeenServerSeq);
+      return behind ? behind.then(() => hub.reconnect(ctx.conn, ctx.principal, params)) : hub.reconnect(ctx.conn, ctx.principal, params);
     },
   });
 

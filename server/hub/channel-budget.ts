@@ -47,6 +47,16 @@ export class ChannelSizeBudget {
     return undefined;
   }
 
+  /**
+   * Counts an action decided elsewhere (another hub process of a cluster) against the estimate,
+   * so every process's bound stays an upper estimate.
+   */
+  applied(channel: string, action: { type: string }): void {
+    const estimate = this.#estimates.get(channel);
+    if (estimate === undefined || NEVER_GROWS.has(action.type)) return;
+    this.#estimates.set(channel, estimate + JSON.stringify(action).length);
+  }
+
   forget(channel: string): void {
     this.#estimates.delete(channel);
   }

@@ -26,7 +26,7 @@ import { CLIENT_DISPATCHABLE_ACTIONS, parseAction } from '../../shared/protocol/
 import { initialRootState } from '../../shared/protocol/state.js';
 import { validateClientAction } from '../../shared/state/validate-action.js';
 import { CHAT_SCHEME, ROOT_URI, channelKind } from '../../shared/protocol/uris.js';
-import type { ActionLog, LogRecord } from '../storage/action-log.js';
+import { isSharedActionLog, type ActionLog, type LogRecord } from '../storage/action-log.js';
 import type { AgentInfo } from '../agents/agent.js';
 import { canActAsAgent, canWrite, type Principal } from '../auth/auth.js';
 import type { Logger } from '../log.js';
@@ -39,6 +39,7 @@ import { ClientLedger, actorOf, type Actor, type LedgerImage } from './client-le
 import { checkJsonBounds } from '../../shared/protocol/json-bounds.js';
 import { validateAgentAction } from './agent-actions.js';
 import { ChannelSizeBudget, DEFAULT_MAX_CHANNEL_JSON_CHARS } from './channel-budget.js';
+import { WriteGate } from './write-gate.js';
 
 export interface HubLimits {
   readonly maxSessionsPerTenant: number;
@@ -97,6 +98,11 @@ export interface CommitEvent {
   readonly action: WireAction;
   readonly serverSeq: number;
   readonly origin?: ActionOrigin | undefined;
+  /**
+   * Cluster mode: another hub process sequenced it (this one folded it from the shared log).
+   * Side effects (running an agent) belong to the process that sequenced the action.
+   */
+  readonly remote?: boolean;
 }
 
 export type SubmitResult =
@@ -161,6 +167,8 @@ export class Hub {
   #flushing: Promise<void> | undefined;
   #failed: Error | undefined;
   #closed = false;
+  /** Cluster mode only (a shared log): decisions wait for the write turn. See write-gate.ts. */
+  #gate: WriteGate | undefined;
 
   readonly #replay: ReplayEntry[] = [];
   #replayChars = 0;
@@ -214,7 +222,20 @@ export class Hub {
     const head = await options.log.head();
     hub.#seq = hub.#durableSeq = hub.#deliveredSeq = Math.max(seq, head);
     for (const s of hub.#catalog.sessions.values()) hub.#publishedSummaries.set(s.uri, sessionSummary(s, hub.#catalog));
-    hub.#failInterruptedTurns();
+    if (isSharedActionLog(options.log)) {
+      // Other processes share this log and may be running the turns recovery finds active, so
+      // they are not ended here (see the README's Cluster section for what ends them).
+      hub.#gate = new WriteGate(options.log, {
+        get serverSeq() {
+          return hub.#seq;
+        },
+        hasPendingRecords: () => hub.#pendingRecords.length > 0 || hub.#seq !== hub.#durableSeq,
+        foldRemote: (records) => hub.#foldRemote(records),
+        fail: (err) => hub.#fail(err),
+      }, options.logger);
+    } else {
+      hub.#failInterruptedTurns();
+    }
     await hub.drain();
     return hub;
   }
@@ -223,6 +244,11 @@ export class Hub {
 
   get serverSeq(): number {
     return this.#seq;
+  }
+
+  /** Cluster mode: why the shared log refuses writes right now (unreachable), else undefined. */
+  get storageProblem(): string | undefined {
+    return this.#gate?.unavailable;
   }
 
   get agents(): readonly AgentInfo[] {
@@ -348,6 +374,16 @@ export class Hub {
     return { type: 'snapshot', snapshots, missing };
   }
 
+  /**
+   * Cluster mode: waits (at most `timeoutMs`) until this process has folded the shared log up to
+   * `serverSeq`, so a client that moves here from a node further ahead gets a replay from its
+   * cursor instead of an older snapshot. undefined when there is nothing to wait for (always on
+   * a single hub), so callers stay synchronous there.
+   */
+  caughtUpTo(serverSeq: number, timeoutMs = 2_000): Promise<void> | undefined {
+    return this.#gate && this.#seq < serverSeq ? this.#gate.reach(serverSeq, timeoutMs) : undefined;
+  }
+
   #attach(conn: Connection, principal: Principal, channel: string, fromSeq: number, maxLatencyMs: number): void {
     let subs = this.#subscriptionsByConn.get(conn);
     if (!subs) {
@@ -379,6 +415,7 @@ export class Hub {
 
   async createSession(principal: Principal, params: { uri: string; provider?: string | undefined; title?: string | undefined }): Promise<{ defaultChat: string }> {
     this.#assertOpen();
+    if (this.#gate) await this.#writeTurn();
     if (!canWrite(principal)) throw new ProtocolError(ErrorCode.PermissionDenied, 'viewers cannot create sessions');
     if (channelKind(params.uri) !== 'session') {
       throw new ProtocolError(ErrorCode.InvalidParams, 'channel must be an ahp-session:/<id> URI');
@@ -419,6 +456,7 @@ export class Hub {
 
   async disposeSession(principal: Principal, uri: string): Promise<void> {
     this.#assertOpen();
+    if (this.#gate) await this.#writeTurn();
     const session = this.session(principal, uri);
     if (!session) throw new ProtocolError(ErrorCode.SessionNotFound, `session ${uri} not found`);
     if (!canWrite(principal)) throw new ProtocolError(ErrorCode.PermissionDenied, 'viewers cannot dispose sessions');
@@ -434,6 +472,7 @@ export class Hub {
 
   async createChat(principal: Principal, sessionUri: string, params: { chat?: string | undefined; title?: string | undefined }): Promise<{ chat: string }> {
     this.#assertOpen();
+    if (this.#gate) await this.#writeTurn();
     const session = this.session(principal, sessionUri);
     if (!session) throw new ProtocolError(ErrorCode.SessionNotFound, `session ${sessionUri} not found`);
     if (!canWrite(principal)) throw new ProtocolError(ErrorCode.PermissionDenied, 'viewers cannot create chats');
@@ -451,6 +490,7 @@ export class Hub {
 
   async disposeChat(principal: Principal, chatUri: string): Promise<void> {
     this.#assertOpen();
+    if (this.#gate) await this.#writeTurn();
     const chat = this.chat(principal, chatUri);
     if (!chat) throw new ProtocolError(ErrorCode.NotFound, `chat ${chatUri} not found`);
     if (!canWrite(principal)) throw new ProtocolError(ErrorCode.PermissionDenied, 'viewers cannot dispose chats');
@@ -488,6 +528,16 @@ export class Hub {
    */
   dispatchFromClient(client: ClientHandle, channel: string, clientSeq: number, rawAction: WireAction): void {
     if (this.#failed || this.#closed) return;
+    if (this.#gate && !this.#gate.isOpen) {
+      // Cluster mode: decide once this process holds the write turn (in arrival order).
+      this.#writeTurn().then(
+        () => this.dispatchFromClient(client, channel, clientSeq, rawAction),
+        (err: unknown) => this.#queuePrivate(client.conn, {
+          channel, action: rawAction, serverSeq: this.#seq, origin: { clientId: client.clientId, clientSeq }, rejectionReason: errorMessageOf(err),
+        }),
+      );
+      return;
+    }
     const origin = { clientId: client.clientId, clientSeq };
     const actor = actorOf(client.principal);
     const duplicate = this.#visibleSession(client.principal, channel) ? this.#ledger.duplicate(actor, client.clientId, clientSeq) : undefined;
@@ -521,6 +571,7 @@ export class Hub {
    */
   async submitAs(principal: Principal, channel: string, rawAction: WireAction, surface = 'hub'): Promise<SubmitResult> {
     this.#assertOpen();
+    if (this.#gate) await this.#writeTurn();
     const decision = this.#decide(principal, `hub:${principal.user}`, channel, rawAction, surface);
     if (!decision) return { ok: false, notFound: true, reason: `no channel ${channel}` };
     if (!decision.ok) return { ok: false, notFound: false, reason: decision.reason };
@@ -595,6 +646,12 @@ export class Hub {
 
   /** Echoes a rejection to the sender without looking at the action (e.g. rate limits), in order. */
   rejectFromClient(client: ClientHandle, channel: string, clientSeq: number, action: WireAction, reason: string): void {
+    if (this.#gate && !this.#gate.isOpen) {
+      // Keeps the rejection behind this client's earlier dispatches that wait for the write turn.
+      const later = (): void => this.rejectFromClient(client, channel, clientSeq, action, reason);
+      this.#writeTurn().then(later, later);
+      return;
+    }
     const origin = { clientId: client.clientId, clientSeq };
     this.#queuePrivate(client.conn, { channel, action, serverSeq: this.#seq, origin, rejectionReason: reason });
   }
@@ -605,6 +662,7 @@ export class Hub {
    */
   async dispatchServer(channel: string, action: WireAction): Promise<number> {
     this.#assertOpen();
+    if (this.#gate) await this.#writeTurn();
     const parsed = parseAction(action);
     if (!parsed.ok) throw new Error(`invalid server action ${action.type}: ${parsed.message}`);
     const chat = this.#catalog.chats.get(channel);
@@ -766,7 +824,7 @@ export class Hub {
       this.#outbox = [];
       if (records.length > 0) {
         try {
-          const result = await this.#log.append(this.#durableSeq, records);
+          const result = await (this.#gate ?? this.#log).append(this.#durableSeq, records);
           if (!result.ok) throw new Error(`action log head moved to ${result.head}; another writer appended (expected ${this.#durableSeq})`);
         } catch (err) {
           this.#fail(err);
@@ -888,12 +946,78 @@ export class Hub {
     this.#recordsSinceSnapshot = 0;
     try {
       await this.#log.saveSnapshot({ serverSeq: seq, data: { catalog: this.#catalog.toImage(), ledger: this.#ledger.toImage() } });
-      // Keep the replay window's worth of records; older ones are covered by the snapshot.
+      // Keep the replay window's worth of records; older ones are covered by the snapshot. A
+      // shared log is not compacted by a hub: another process may not have read them yet.
       const keepFrom = seq - this.limits.replayBufferSize;
-      if (keepFrom > 0) await this.#log.compact(keepFrom);
+      if (keepFrom > 0 && !this.#gate) await this.#log.compact(keepFrom);
     } catch (err) {
       this.#logger.warn('snapshot failed; recovery will replay more records', errorFields(err));
     }
+  }
+
+  /** Cluster mode: waits for the write turn; a log that cannot be reached is a clear error. */
+  async #writeTurn(): Promise<void> {
+    try {
+      await this.#gate!.turn();
+    } catch (err) {
+      throw new ProtocolError(ErrorCode.InternalError, errorMessageOf(err));
+    }
+  }
+
+  /**
+   * Cluster mode: records another process appended, folded through the path recovery uses
+   * (`Catalog.applyRecord`; roll-up records are in the log, so nothing is recomputed), then
+   * delivered to this process's subscribers and features exactly like local ones.
+   */
+  #foldRemote(records: readonly LogRecord[]): void {
+    if (this.#pendingRecords.length > 0 || this.#seq !== this.#durableSeq) {
+      throw new Error('internal: folding remote records while local ones are pending');
+    }
+    for (const r of records) {
+      if (r.serverSeq !== this.#seq + 1) throw new Error(`folding record ${r.serverSeq} after ${this.#seq}: the log has a gap`);
+      const action = r.action as { type: string } & Record<string, unknown>;
+      const disposedSession = action.type === CatalogAction.SessionDisposed ? this.#catalog.sessions.get(String(action['session'])) : undefined;
+      const disposedChat = action.type === CatalogAction.ChatDisposed ? this.#catalog.chats.get(String(action['chat'])) : undefined;
+      this.#catalog.applyRecord(r);
+      this.#channelBudget.applied(r.channel, action);
+      this.#seq = this.#durableSeq = r.serverSeq;
+      const actor = (r.origin as { actor?: Actor } | undefined)?.actor;
+      if (r.origin && actor) this.#ledger.accepted(actor, r.origin.clientId, r.origin.clientSeq, r.serverSeq);
+      if (r.channel === CATALOG_CHANNEL) {
+        if (action.type === CatalogAction.SessionCreated) {
+          const session = this.#catalog.sessions.get(String(action['session']));
+          if (session) {
+            const summary = sessionSummary(session, this.#catalog);
+            this.#publishedSummaries.set(session.uri, summary);
+            this.#queueRoot(session.tenant, ServerNotification.SessionAdded, { channel: ROOT_URI, summary });
+          }
+        } else if (disposedSession) {
+          this.#publishedSummaries.delete(disposedSession.uri);
+          this.#queueRoot(disposedSession.tenant, ServerNotification.SessionRemoved, { channel: ROOT_URI, session: disposedSession.uri });
+          for (const chat of disposedSession.chats) this.#dropChannel(chat);
+          this.#dropChannel(disposedSession.uri);
+          this.#emit({ type: 'sessionDisposed', session: disposedSession.uri });
+        } else if (disposedChat) {
+          this.#dropChannel(disposedChat.uri);
+          this.#emit({ type: 'chatDisposed', chat: disposedChat.uri, session: disposedChat.session });
+        }
+        continue;
+      }
+      this.#outbox.push({ kind: 'envelope', envelope: this.#envelopeOf(r) });
+      const sessionUri = this.#catalog.sessions.has(r.channel) ? r.channel : this.#catalog.chats.get(r.channel)?.session;
+      const session = sessionUri === undefined ? undefined : this.#catalog.sessions.get(sessionUri);
+      if (session && !STREAMING_ONLY_ACTIONS.has(action.type)) {
+        const next = sessionSummary(session, this.#catalog);
+        const prev = this.#publishedSummaries.get(session.uri);
+        const changes = prev ? summaryChanges(prev, next) : next;
+        if (changes) {
+          this.#publishedSummaries.set(session.uri, next);
+          this.#queueRoot(session.tenant, ServerNotification.SessionSummaryChanged, { channel: ROOT_URI, session: session.uri, changes });
+        }
+      }
+      this.#emit({ type: 'committed', event: { channel: r.channel, action: r.action as WireAction, serverSeq: r.serverSeq, origin: r.origin, remote: true } });
+    }
+    this.#scheduleFlush();
   }
 
   #fail(err: unknown): void {
@@ -936,6 +1060,7 @@ export class Hub {
     if (this.#closed) return;
     await this.drain();
     this.#closed = true;
+    await this.#gate?.close();
     for (const f of this.#fanouts.values()) f.flush();
     await this.#flushing;
     if (!this.#failed && this.#durableSeq > 0 && this.#recordsSinceSnapshot > 0) await this.#writeSnapshot();
@@ -949,4 +1074,8 @@ export class Hub {
  */
 function echoableRejected(raw: WireAction): WireAction {
   return checkJsonBounds(raw) ? { type: typeof raw.type === 'string' ? raw.type.slice(0, 128) : 'unknown' } : raw;
+}
+
+function errorMessageOf(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
 }

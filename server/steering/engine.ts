@@ -263,16 +263,17 @@ export class SteeringEngine implements SteeringPort {
    * appear in the transcript together, or stay accepted.
    */
   async consumeAtBarrier(target: { session: string; chat: string; turnId: string }, only?: readonly string[]): Promise<readonly SteeringInput[]> {
+    if (this.hub.chatEntry(target.chat)?.state.activeTurn?.id !== target.turnId) return [];
+    const foreign = this.#consumeForeign(target);
     const book = this.#books.get(target.session);
     const turn = book?.current;
-    if (!book || !turn || !turn.open || turn.turnId !== target.turnId || turn.chat !== target.chat) return [];
-    if (this.hub.chatEntry(target.chat)?.state.activeTurn?.id !== target.turnId) return [];
+    if (!book || !turn || !turn.open || turn.turnId !== target.turnId || turn.chat !== target.chat) return this.#settle(foreign);
     // `only`: an agent that consumes inputs itself (an ACP agent's mid-turn channel) names the ones it took.
     const ready = [...turn.entries.values()]
       .filter((e) => e.receipt.state === 'accepted' && (only === undefined || only.includes(e.receipt.inputId)))
       .sort((a, b) => a.receipt.ordinal - b.receipt.ordinal);
-    if (ready.length === 0) return [];
-    const pending: Array<Promise<unknown>> = [];
+    if (ready.length === 0) return this.#settle(foreign);
+    const pending: Array<Promise<unknown>> = [...foreign.pending];
     for (const entry of ready) {
       this.#transition(entry, 'consumed', undefined);
       pending.push(
@@ -285,7 +286,46 @@ export class SteeringEngine implements SteeringPort {
       );
     }
     await Promise.all(pending);
-    return ready.map((e) => ({ inputId: e.receipt.inputId, text: e.text }));
+    return [...foreign.inputs, ...ready.map((e) => ({ inputId: e.receipt.inputId, text: e.text }))];
+  }
+
+  /**
+   * Cluster mode: inputs another hub process accepted for this turn are in the chat state as
+   * steering messages carrying `hub/userInput` metadata, but not in this process's book. The
+   * barrier consumes them the way a remote agent does — the `userMessage` part naming the input —
+   * and the accepting process, seeing that part in the log, marks its receipt consumed and
+   * removes the steering message.
+   */
+  #consumeForeign(target: { chat: string; turnId: string }): { inputs: SteeringInput[]; pending: Array<Promise<unknown>> } {
+    const mine = new Set<string>();
+    for (const entry of this.#books.get(this.hub.chatEntry(target.chat)?.session ?? '')?.current?.entries.values() ?? []) mine.add(entry.steeringId);
+    // Already consumed here (its part is in the turn) but not yet removed by the accepting process.
+    const state = this.hub.chatEntry(target.chat)?.state;
+    for (const part of state?.activeTurn?.responseParts ?? []) {
+      const p = part as { kind?: unknown; message?: { _meta?: Record<string, unknown> } };
+      const ref = p.kind === USER_MESSAGE_PART ? (p.message?._meta?.[USER_INPUT_META] as { inputId?: unknown } | undefined) : undefined;
+      if (typeof ref?.inputId === 'string') mine.add(`hub-input:${ref.inputId}`);
+    }
+    const inputs: SteeringInput[] = [];
+    const pending: Array<Promise<unknown>> = [];
+    const waiting = (state?.steeringMessages ?? [])
+      .map((m) => ({ m, meta: (m.message as { _meta?: Record<string, unknown> })._meta?.[USER_INPUT_META] as { inputId?: unknown; ordinal?: unknown; turnId?: unknown } | undefined }))
+      .filter(({ m, meta }) => !mine.has(m.id) && meta?.turnId === target.turnId && typeof meta.inputId === 'string')
+      .sort((a, b) => Number(a.meta?.ordinal ?? 0) - Number(b.meta?.ordinal ?? 0));
+    for (const { m, meta } of waiting) {
+      inputs.push({ inputId: String(meta!.inputId), text: m.message.text });
+      pending.push(this.#dispatchAwait(target.chat, {
+        type: 'chat/responsePart',
+        turnId: target.turnId,
+        part: { kind: USER_MESSAGE_PART, id: `user-input-${String(meta!.ordinal)}-${randomUUID()}`, message: m.message },
+      }));
+    }
+    return { inputs, pending };
+  }
+
+  async #settle(foreign: { inputs: SteeringInput[]; pending: Array<Promise<unknown>> }): Promise<readonly SteeringInput[]> {
+    await Promise.all(foreign.pending);
+    return foreign.inputs;
   }
 
   // ─── Hub events ─────────────────────────────────────────────────────────────

@@ -54,3 +54,36 @@ export interface ActionLog {
   compact(uptoSeq: number): Promise<void>;
   close(): Promise<void>;
 }
+
+/**
+ * The exclusive right to append next, held by one process of a cluster at a time: the one way
+ * several hub processes decide against the same state. Taking it locks the log's head and reads
+ * every record after the caller's position (what other processes appended); the holder folds
+ * those, decides, and appends; the append commits and ends the turn. Nobody else can append
+ * while a turn is held, so a decision made under it can never lose an append race.
+ */
+export interface WriteTurn {
+  /** The log head when the turn was taken. */
+  readonly head: number;
+  /** Records after the caller's position up to `head`, ascending (what it had not folded yet). */
+  readonly missed: readonly LogRecord[];
+  /** Appends at `head` (the same contract as `ActionLog.append`) and ends the turn. */
+  append(records: readonly LogRecord[]): Promise<AppendResult>;
+  /** Ends the turn without appending. Safe to call more than once, and after `append`. */
+  release(): Promise<void>;
+}
+
+/** An ActionLog several processes share (PostgreSQL): write turns and wake-ups on append. */
+export interface SharedActionLog extends ActionLog {
+  /**
+   * Waits for the write turn, then returns it with every record after `afterSeq`. Throws if
+   * records after `afterSeq` were compacted away (the caller must reload from a snapshot).
+   */
+  beginWriteTurn(afterSeq: number): Promise<WriteTurn>;
+  /** Calls `listener` with the new head after other processes' appends (a hint, may be lost or late). */
+  onAppended(listener: (head: number) => void): () => void;
+}
+
+export function isSharedActionLog(log: ActionLog): log is SharedActionLog {
+  return typeof (log as Partial<SharedActionLog>).beginWriteTurn === 'function';
+}

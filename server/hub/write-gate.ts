@@ -1,0 +1,240 @@
+/**
+ * Cluster mode: how one hub process decides and appends while others share the same log.
+ *
+ * The hub decides every action synchronously against its in-memory state. With one process that
+ * state is the log's; with several it is only the log's if nobody appended since this process
+ * last folded. So, in cluster mode, every decision waits for the WRITE TURN (a lock on the log's
+ * head, see `SharedActionLog.beginWriteTurn`): taking it hands over what other processes appended
+ * since, which is folded through the same path recovery uses (`Catalog.applyRecord`, via
+ * `FoldTarget.foldRemote`); then every waiting decision runs against that up-to-date state, the
+ * batch they sequenced is appended and committed, which ends the turn. A decision made this way
+ * can never lose an append race, so first-reply-wins, stale request ids and duplicate clientSeqs
+ * hold across processes exactly as within one. The price is one lock round trip per batch.
+ *
+ * Between turns, the process follows the log: each append elsewhere sends a wake-up (NOTIFY),
+ * and a slow poll covers wake-ups lost while a connection was down. Following only ever happens
+ * while no local decision is pending, so folded records and local ones never interleave.
+ *
+ * States: idle → acquiring → open (decisions run) → committing (the batch is being appended;
+ * new decisions wait for the next turn) → idle.
+ */
+import type { AppendResult, LogRecord, SharedActionLog, WriteTurn } from '../storage/action-log.js';
+import type { Logger } from '../log.js';
+import { errorFields } from '../log.js';
+
+/** What the gate needs from the hub. */
+export interface FoldTarget {
+  /** Last serverSeq applied in memory. */
+  readonly serverSeq: number;
+  /** True while records sequenced locally are not yet appended. */
+  hasPendingRecords(): boolean;
+  /** Applies records another process appended, in order, and delivers them to local subscribers. */
+  foldRemote(records: readonly LogRecord[]): void;
+  /** The log failed in a way this process cannot recover from. */
+  fail(error: unknown): void;
+}
+
+export interface WriteGateOptions {
+  /** How often to read the log when no wake-up arrived (covers lost NOTIFYs). */
+  readonly pollMs?: number;
+  /** Records read per page while following. */
+  readonly pageSize?: number;
+}
+
+type GateState = 'idle' | 'acquiring' | 'open' | 'committing' | 'closed';
+
+export class WriteGate {
+  readonly #log: SharedActionLog;
+  readonly #target: FoldTarget;
+  readonly #logger: Logger;
+  readonly #pageSize: number;
+  #state: GateState = 'idle';
+  #turn: WriteTurn | undefined;
+  #waiters: Array<{ resolve: () => void; reject: (e: Error) => void }> = [];
+  /** Serialises turns and following, so the same records are never folded twice. */
+  #chain: Promise<void> = Promise.resolve();
+  #knownHead = 0;
+  #followQueued = false;
+  readonly #poll: NodeJS.Timeout;
+  readonly #stopListening: () => void;
+  /** Why writes are refused right now (the log is unreachable), for clear errors. */
+  #unavailable: string | undefined;
+
+  constructor(log: SharedActionLog, target: FoldTarget, logger: Logger, options: WriteGateOptions = {}) {
+    this.#log = log;
+    this.#target = target;
+    this.#logger = logger;
+    this.#pageSize = options.pageSize ?? 2_000;
+    this.#knownHead = target.serverSeq;
+    this.#stopListening = log.onAppended((head) => {
+      if (head > this.#knownHead) this.#knownHead = head;
+      this.#follow();
+    });
+    this.#poll = setInterval(() => this.#follow(true), options.pollMs ?? 1_000);
+    this.#poll.unref();
+  }
+
+  /** True while decisions may run right now (this process holds an open write turn). */
+  get isOpen(): boolean {
+    return this.#state === 'open';
+  }
+
+  /** Why the log is refusing writes, or undefined when it is reachable. */
+  get unavailable(): string | undefined {
+    return this.#unavailable;
+  }
+
+  /**
+   * Resolves when this process holds an open write turn and has folded everything before it.
+   * Callers run their synchronous decision right after (in the microtask the promise resolves in).
+   */
+  turn(): Promise<void> {
+    if (this.#state === 'open') return Promise.resolve();
+    if (this.#state === 'closed') return Promise.reject(new Error('the hub is shutting down'));
+    return new Promise((resolve, reject) => {
+      this.#waiters.push({ resolve, reject });
+      if (this.#state === 'idle') this.#acquire();
+    });
+  }
+
+  /** The hub's flush: appends the batch decided under the open turn, which ends the turn. */
+  async append(expectedHead: number, records: readonly LogRecord[]): Promise<AppendResult> {
+    const turn = this.#turn;
+    if (this.#state !== 'open' || turn === undefined) {
+      throw new Error(`internal: records sequenced outside a write turn (state ${this.#state})`);
+    }
+    if (expectedHead !== turn.head) throw new Error(`internal: batch expects head ${expectedHead}, the turn holds ${turn.head}`);
+    this.#state = 'committing';
+    this.#turn = undefined;
+    try {
+      const result = await turn.append(records);
+      this.#unavailable = undefined;
+      if (result.ok && result.head > this.#knownHead) this.#knownHead = result.head;
+      return result;
+    } catch (error) {
+      this.#unavailable = errorMessage(error);
+      throw error;
+    } finally {
+      this.#afterTurn();
+    }
+  }
+
+  /**
+   * Resolves once this process has folded the log up to `seq`, or after `timeoutMs` (a cursor
+   * from a client that was on a node further ahead; a bogus cursor only delays its own answer).
+   */
+  async reach(seq: number, timeoutMs: number): Promise<void> {
+    const deadline = Date.now() + timeoutMs;
+    while (this.#target.serverSeq < seq && Date.now() < deadline && this.#state !== 'closed') {
+      if (seq > this.#knownHead) this.#knownHead = seq;
+      this.#follow(true);
+      await this.#chain;
+      if (this.#target.serverSeq < seq) await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+  }
+
+  async close(): Promise<void> {
+    this.#state = 'closed';
+    clearInterval(this.#poll);
+    this.#stopListening();
+    for (const w of this.#waiters.splice(0)) w.reject(new Error('the hub is shutting down'));
+    await this.#turn?.release();
+    this.#turn = undefined;
+    await this.#chain.catch(() => undefined);
+  }
+
+  #acquire(): void {
+    this.#state = 'acquiring';
+    this.#enqueue(async () => {
+      if (this.#state !== 'acquiring') return;
+      let turn: WriteTurn;
+      try {
+        turn = await this.#log.beginWriteTurn(this.#target.serverSeq);
+      } catch (error) {
+        // The log is unreachable (PostgreSQL down or restarting): every waiting decision gets a
+        // clear error now instead of hanging; the next decision tries again.
+        this.#unavailable = errorMessage(error);
+        this.#logger.warn('cannot take the write turn; refusing writes until the log is reachable', errorFields(error));
+        const waiters = this.#waiters.splice(0);
+        if (this.#state === 'acquiring') this.#state = 'idle';
+        for (const w of waiters) w.reject(new Error(`the action log is unavailable: ${this.#unavailable}`));
+        return;
+      }
+      this.#unavailable = undefined;
+      if (this.#state !== 'acquiring') {
+        await turn.release();
+        return;
+      }
+      try {
+        if (turn.missed.length > 0) this.#target.foldRemote(turn.missed);
+      } catch (error) {
+        await turn.release();
+        this.#target.fail(error);
+        return;
+      }
+      if (turn.head > this.#knownHead) this.#knownHead = turn.head;
+      this.#turn = turn;
+      this.#state = 'open';
+      for (const w of this.#waiters.splice(0)) w.resolve();
+      // The decisions run in the microtasks just queued; the hub's flush (setImmediate) appends
+      // what they sequenced. If they sequenced nothing, give the turn back here.
+      setImmediate(() => this.#releaseIfUnused(turn));
+    });
+  }
+
+  #releaseIfUnused(turn: WriteTurn): void {
+    if (this.#turn !== turn || this.#state !== 'open' || this.#target.hasPendingRecords()) return;
+    this.#turn = undefined;
+    this.#state = 'committing';
+    void turn.release().finally(() => this.#afterTurn());
+  }
+
+  #afterTurn(): void {
+    if (this.#state === 'closed') return;
+    this.#state = 'idle';
+    if (this.#waiters.length > 0) this.#acquire();
+    else this.#follow();
+  }
+
+  /** Folds what others appended, when nothing local is pending (else the next turn does it). */
+  #follow(poll = false): void {
+    if (this.#followQueued || this.#state !== 'idle') return;
+    if (!poll && this.#knownHead <= this.#target.serverSeq) return;
+    this.#followQueued = true;
+    this.#enqueue(async () => {
+      this.#followQueued = false;
+      for (;;) {
+        if (this.#state !== 'idle' || this.#target.hasPendingRecords()) return;
+        const from = this.#target.serverSeq;
+        let records: LogRecord[];
+        try {
+          records = await this.#log.read(from, this.#pageSize);
+          this.#unavailable = undefined;
+        } catch (error) {
+          this.#unavailable = errorMessage(error);
+          if (!poll) this.#logger.warn('cannot read the shared log; retrying', errorFields(error));
+          return;
+        }
+        if (this.#state !== 'idle' || this.#target.serverSeq !== from) return;
+        if (records.length > 0 && records[0]!.serverSeq !== from + 1) {
+          this.#target.fail(new Error(`records ${from + 1}..${records[0]!.serverSeq - 1} were compacted before this node read them`));
+          return;
+        }
+        if (records.length > 0) {
+          this.#target.foldRemote(records);
+          const last = records[records.length - 1]!.serverSeq;
+          if (last > this.#knownHead) this.#knownHead = last;
+        }
+        if (records.length < this.#pageSize) return;
+      }
+    });
+  }
+
+  #enqueue(task: () => Promise<void>): void {
+    this.#chain = this.#chain.then(task).catch((error: unknown) => this.#logger.error('write gate task failed', errorFields(error)));
+  }
+}
+
+function errorMessage(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}

@@ -1,0 +1,52 @@
+/**
+ * Collaborative answers across nodes: each node keeps its own Y.Doc per open request; text
+ * travels between nodes as the `chat/inputAnswerChanged` drafts the collaboration feature mirrors
+ * into the shared log, and each node merges folded drafts into its document.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { RpcClient } from '../helpers/rpc-client.js';
+import { startScriptTurn, TWO_QUESTION_REQUEST } from '../helpers/turns.js';
+import { waitFor } from '../helpers/wait-for.js';
+import { Peer } from '../helpers/yjs-peer.js';
+import { startCluster, subscribeWhenKnown, type Cluster } from './cluster.js';
+
+describe('Yjs collaboration across nodes', () => {
+  let cluster: Cluster;
+  const clients: RpcClient[] = [];
+  const peers: Peer[] = [];
+  beforeAll(async () => {
+    cluster = await startCluster(2);
+  }, 60_000);
+  afterAll(async () => {
+    for (const p of peers.splice(0)) p.destroy();
+    await Promise.all(clients.splice(0).map((c) => c.close()));
+    await cluster?.stop();
+  });
+
+  it('text typed on node 1 reaches a Y.Doc on node 2 and back, and both end as the same AHP draft', async () => {
+    const [n1, n2] = cluster.nodes;
+    const alice = await RpcClient.open(n1!.wsUrl);
+    const bob = await RpcClient.open(n2!.wsUrl);
+    clients.push(alice, bob);
+    const { chat } = await alice.createSession('collab');
+    await alice.subscribe(chat);
+    await subscribeWhenKnown(bob, chat);
+    await startScriptTurn(alice, chat, [{ ask: TWO_QUESTION_REQUEST }]);
+    await bob.waitForEnvelope((e) => e.action.type === 'chat/inputRequested', 'input request on node 2');
+
+    const a = await Peer.join(alice, chat, 'req-1');
+    const b = await Peer.join(bob, chat, 'req-1');
+    peers.push(a, b);
+    a.text('notes').insert(0, 'hello from node 1');
+    await waitFor(() => (b.text('notes').toString() === 'hello from node 1' ? true : undefined), { what: 'node 1 text on node 2', timeoutMs: 15_000 });
+    b.text('notes').insert(b.text('notes').length, ', and node 2');
+    await waitFor(() => (a.text('notes').toString() === 'hello from node 1, and node 2' ? true : undefined), { what: 'node 2 text on node 1', timeoutMs: 15_000 });
+
+    const draftOn = async (c: RpcClient): Promise<unknown> => {
+      const snap = await c.subscribe<{ activeTurn?: { responseParts: Array<{ kind: string; request?: { answers?: Record<string, { value?: { value?: unknown } }> } }> } }>(chat);
+      return snap.state.activeTurn?.responseParts.find((p) => p.kind === 'inputRequest')?.request?.answers?.['notes']?.value?.value;
+    };
+    await waitFor(async () => ((await draftOn(alice)) === 'hello from node 1, and node 2' && (await draftOn(bob)) === 'hello from node 1, and node 2' ? true : undefined), { what: 'the same draft on both nodes' });
+    expect(a.text('notes').toString()).toBe(b.text('notes').toString());
+  });
+});

@@ -1,0 +1,81 @@
+/**
+ * Failover: a hub process is SIGKILLed while clients on every node keep dispatching; the killed
+ * node's clients reconnect to another node (same clientId, `reconnect` from their last seen
+ * serverSeq, then re-send what was not echoed with the same clientSeq) and everyone converges.
+ * Every action any client saw echoed is in the final state, and in the log exactly once.
+ */
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { RpcClient } from '../helpers/rpc-client.js';
+import { waitFor } from '../helpers/wait-for.js';
+import { startCluster, subscribeWhenKnown, type Cluster } from './cluster.js';
+import { Writer } from './writer.js';
+
+describe('SIGKILL a node under load', () => {
+  let cluster: Cluster;
+  const clients: RpcClient[] = [];
+  beforeAll(async () => {
+    cluster = await startCluster(3);
+  }, 60_000);
+  afterAll(async () => {
+    await Promise.all(clients.splice(0).map((c) => c.close()));
+    await cluster?.stop();
+  });
+
+  it("its clients reconnect to another node and converge; every echoed action is in the final state, none twice", async () => {
+    const [n1, n2, n3] = cluster.nodes as [typeof cluster.nodes[0], typeof cluster.nodes[0], typeof cluster.nodes[0]];
+    const owner = await RpcClient.open(n1!.wsUrl);
+    clients.push(owner);
+    const { chat } = await owner.createSession('failover');
+    const writers: Writer[] = [];
+    for (const [index, node] of [n1, n2, n3, n1, n2, n3].entries()) {
+      const client = await RpcClient.open(node!.wsUrl);
+      clients.push(client);
+      await subscribeWhenKnown(client, chat);
+      writers.push(new Writer(`w${index}`, client, chat));
+    }
+    const PER_WRITER = 60;
+    const runs = writers.map((w) => w.run(PER_WRITER));
+
+    // Under load: kill node 3 once a third of the work is echoed.
+    await waitFor(() => (writers.reduce((n, w) => n + w.echoed.size, 0) >= (PER_WRITER * writers.length) / 3 ? true : undefined), { what: 'load', timeoutMs: 20_000 });
+    n3!.child.kill('SIGKILL');
+    expect((await n3!.exited()).signal).toBe('SIGKILL');
+    const orphans = writers.filter((w) => w.client.ws.url.startsWith(n3!.wsUrl));
+    expect(orphans).toHaveLength(2);
+    await waitFor(() => (orphans.every((w) => w.client.closed) ? true : undefined), { what: 'orphans to notice' });
+    for (const [i, w] of orphans.entries()) {
+      await w.moveTo([n1, n2][i]!.wsUrl);
+      clients.push(w.client);
+    }
+    await Promise.all(runs);
+
+    const allEchoed = writers.flatMap((w) => [...w.echoed]);
+    expect(allEchoed).toHaveLength(PER_WRITER * writers.length);
+
+    // Both survivors converge on one head and one state holding every echoed action.
+    const heads = async (): Promise<number[]> => Promise.all([n1, n2].map(async (n) => ((await (await fetch(`${n!.url}/healthz`)).json()) as { serverSeq: number }).serverSeq));
+    await waitFor(async () => {
+      const [a, b] = await heads();
+      return a === b ? true : undefined;
+    }, { what: 'survivors at one head' });
+    const snaps = await Promise.all([writers[0]!, writers[1]!].map((w) => w.client.subscribe<{ queuedMessages?: Array<{ id: string }> }>(chat)));
+    expect(snaps[1]).toEqual(snaps[0]);
+    const inState = new Set((snaps[0]!.state.queuedMessages ?? []).map((m) => m.id));
+    for (const id of allEchoed) expect(inState.has(id), id).toBe(true);
+
+    // In the log exactly once each.
+    const db = new pg.Client({ connectionString: cluster.storeUrl });
+    await db.connect();
+    try {
+      const rows = await db.query<{ id: string; n: string }>(
+        `SELECT action::json->>'id' AS id, COUNT(*) AS n FROM ahp_records WHERE action::json->>'type' = 'chat/pendingMessageSet' GROUP BY 1`,
+      );
+      const counts = new Map(rows.rows.map((r) => [r.id, Number(r.n)]));
+      for (const id of allEchoed) expect(counts.get(id), id).toBe(1);
+      expect([...counts.values()].every((n) => n === 1)).toBe(true);
+    } finally {
+      await db.end();
+    }
+  });
+});

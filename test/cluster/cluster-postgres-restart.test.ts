@@ -1,0 +1,124 @@
+/**
+ * PostgreSQL restarts (fast shutdown) while clients on two hub processes keep dispatching. While
+ * it is down, the nodes say so (/healthz 503 naming the log) and refuse writes with a clear
+ * reason instead of hanging or accepting what they cannot make durable. A node whose batch was
+ * mid-commit exits (its memory may hold what the log does not) and is restarted, as a supervisor
+ * would. Afterwards nothing acknowledged is lost and nothing is applied twice.
+ *
+ * This file stops its server, so it runs its own PostgreSQL instead of the run's shared one.
+ */
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { HubProcess } from '../helpers/hub-process.js';
+import { startPostgres, type RunningPostgres } from '../helpers/postgres.js';
+import { RpcClient } from '../helpers/rpc-client.js';
+import { waitFor } from '../helpers/wait-for.js';
+import { startCluster, subscribeWhenKnown, type Cluster } from './cluster.js';
+import { Writer } from './writer.js';
+
+const alive = (n: HubProcess): boolean => n.child.exitCode === null && n.child.signalCode === null;
+
+async function health(node: HubProcess): Promise<{ status: number; body: { status: string; message?: string } } | undefined> {
+  try {
+    const res = await fetch(`${node.url}/healthz`);
+    return { status: res.status, body: (await res.json()) as { status: string; message?: string } };
+  } catch {
+    return undefined;
+  }
+}
+
+describe('PostgreSQL restarts under load', () => {
+  let server: RunningPostgres;
+  let cluster: Cluster;
+  const clients: RpcClient[] = [];
+  beforeAll(async () => {
+    server = await startPostgres();
+    cluster = await startCluster(2, server.url);
+  }, 60_000);
+  afterAll(async () => {
+    await Promise.all(clients.splice(0).map((c) => c.close()));
+    await cluster?.stop().catch(() => undefined);
+    server?.stop();
+  });
+
+  it('nodes report the outage, refuse writes clearly while it lasts, and lose no acknowledged action', async () => {
+    const [n1, n2] = cluster.nodes as [HubProcess, HubProcess];
+    const owner = await RpcClient.open(n1.wsUrl);
+    clients.push(owner);
+    const { chat } = await owner.createSession('outage');
+    const writers: Writer[] = [];
+    for (const [index, node] of [n1, n2, n1, n2].entries()) {
+      const client = await RpcClient.open(node.wsUrl);
+      clients.push(client);
+      await subscribeWhenKnown(client, chat);
+      writers.push(new Writer(`w${index}`, client, chat));
+    }
+    const PER_WRITER = 80;
+    const runs = writers.map((w) => w.run(PER_WRITER));
+    await waitFor(() => (writers.reduce((n, w) => n + w.echoed.size, 0) >= PER_WRITER ? true : undefined), { what: 'load', timeoutMs: 20_000 });
+    const echoedBefore = writers.reduce((n, w) => n + w.echoed.size, 0);
+
+    server.stopServer();
+    // Every node still running says the log is unavailable, by name, on its health check. (At
+    // most one node can be mid-commit, since only one holds the write turn, so one always stays.)
+    const reporting = await waitFor(async () => {
+      const live = cluster.nodes.filter(alive);
+      const checks = await Promise.all(live.map(health));
+      const down = (c: Awaited<ReturnType<typeof health>>): boolean =>
+        c !== undefined && c.status === 503 && c.body.status === 'storage_unavailable' && /action log|connect|terminat/i.test(c.body.message ?? '');
+      return checks.every((c) => c === undefined || down(c)) && checks.some(down) ? live.filter((_, i) => down(checks[i])) : undefined;
+    }, { what: 'nodes to report the outage', timeoutMs: 15_000 });
+    // A write on such a node is refused with a reason, not hung and not acknowledged.
+    const probe = await RpcClient.open(reporting[0]!.wsUrl);
+    clients.push(probe);
+    const echo = await probe.dispatchAndWait(chat, { type: 'chat/pendingMessageSet', kind: 'queued', id: 'probe', message: { text: 'probe', origin: { kind: 'user' } } });
+    expect(echo.rejectionReason).toMatch(/action log is unavailable/);
+    expect(writers.reduce((n, w) => n + w.echoed.size, 0)).toBeLessThanOrEqual(echoedBefore + writers.length * 4);
+
+    server.start();
+    // The supervisor's part: restart any node that exited, then move its clients.
+    const replacements = new Map<HubProcess, HubProcess>();
+    for (const node of [n1, n2]) {
+      if (!alive(node)) {
+        expect((await node.exited()).code).toBe(1);
+        replacements.set(node, await cluster.addNode());
+      }
+    }
+    await waitFor(async () => {
+      const checks = await Promise.all(cluster.nodes.filter(alive).map(health));
+      return checks.every((c) => c?.status === 200) ? true : undefined;
+    }, { what: 'nodes healthy again', timeoutMs: 15_000 });
+    for (const w of writers) {
+      if (!w.client.closed) continue;
+      const home = [n1, n2].find((n) => w.client.ws.url.startsWith(n.wsUrl))!;
+      await w.moveTo((replacements.get(home) ?? home).wsUrl);
+      clients.push(w.client);
+    }
+    await Promise.all(runs);
+
+    const allEchoed = writers.flatMap((w) => [...w.echoed]);
+    expect(allEchoed).toHaveLength(PER_WRITER * writers.length);
+    const db = new pg.Client({ connectionString: cluster.storeUrl });
+    await db.connect();
+    try {
+      const rows = await db.query<{ id: string; n: string }>(
+        `SELECT action::json->>'id' AS id, COUNT(*) AS n FROM ahp_records WHERE action::json->>'type' = 'chat/pendingMessageSet' GROUP BY 1`,
+      );
+      const counts = new Map(rows.rows.map((r) => [r.id, Number(r.n)]));
+      for (const id of allEchoed) expect(counts.get(id), id).toBe(1);
+      expect(counts.has('probe')).toBe(false);
+    } finally {
+      await db.end();
+    }
+    // Every live node converges on the state holding every acknowledged action.
+    const live = cluster.nodes.filter(alive);
+    const reader = await RpcClient.open(live[live.length - 1]!.wsUrl);
+    clients.push(reader);
+    const state = await waitFor(async () => {
+      const snap = await reader.subscribe<{ queuedMessages?: Array<{ id: string }> }>(chat);
+      const ids = new Set((snap.state.queuedMessages ?? []).map((m) => m.id));
+      return allEchoed.every((id) => ids.has(id)) ? ids : undefined;
+    }, { what: 'every acknowledged action in the state' });
+    expect(state.size).toBe(allEchoed.length);
+  });
+});

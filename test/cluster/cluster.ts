@@ -1,0 +1,58 @@
+/**
+ * Several real hub processes (`node dist/server/main.js --store postgres://…`, port 0) on one
+ * fresh database of the run's real PostgreSQL server: what a cluster behind a load balancer is,
+ * minus the load balancer (tests pick the node each client talks to).
+ */
+import { freshDatabase } from '../helpers/postgres.js';
+import { startHubProcess, type HubProcess } from '../helpers/hub-process.js';
+import { RpcClient } from '../helpers/rpc-client.js';
+import { waitFor } from '../helpers/wait-for.js';
+
+export interface Cluster {
+  readonly storeUrl: string;
+  readonly nodes: HubProcess[];
+  /** Starts one more node on the same database. */
+  addNode(): Promise<HubProcess>;
+  stop(): Promise<void>;
+}
+
+/** `server`: a PostgreSQL URL other than the run's shared one (tests that stop their server). */
+export async function startCluster(size: number, server?: string): Promise<Cluster> {
+  const db = await freshDatabase('cluster', server);
+  const nodes: HubProcess[] = [];
+  const addNode = async (): Promise<HubProcess> => {
+    const node = await startHubProcess(['--store', db.url, '--log-level', 'warn']);
+    nodes.push(node);
+    return node;
+  };
+  try {
+    // One after the other: the first creates the schema (the others would wait on its lock anyway).
+    for (let i = 0; i < size; i++) await addNode();
+  } catch (error) {
+    for (const n of nodes) n.child.kill('SIGKILL');
+    await db.drop();
+    throw error;
+  }
+  return {
+    storeUrl: db.url,
+    nodes,
+    addNode,
+    stop: async () => {
+      await Promise.all(nodes.map(async (n) => {
+        if (n.child.exitCode === null && n.child.signalCode === null) {
+          n.child.kill('SIGTERM');
+          await n.exited();
+        }
+      }));
+      await db.drop();
+    },
+  };
+}
+
+/**
+ * Subscribes once the node has followed the log far enough to know the channel (a node learns of
+ * a session another node created within one wake-up).
+ */
+export async function subscribeWhenKnown<S = Record<string, unknown>>(client: RpcClient, channel: string): Promise<{ state: S; fromSeq: number }> {
+  return waitFor(() => client.subscribe<S>(channel), { what: `${channel} to reach this node`, timeoutMs: 15_000 });
+}
