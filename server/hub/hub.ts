@@ -68,6 +68,14 @@ export interface HubOptions {
   readonly agents: readonly AgentInfo[];
   readonly defaultProvider: string;
   readonly limits?: Partial<HubLimits>;
+  /** Told about rejections and reconnect answers (metrics); optional. */
+  readonly observer?: HubObserver | undefined;
+}
+
+/** What the hub reports for metrics; counters only, called on the hot path. */
+export interface HubObserver {
+  dispatchRejected(reason: string): void;
+  reconnectServed(kind: 'replay' | 'snapshot'): void;
 }
 
 /** A client that dispatches actions: the connection it speaks on and who it is. */
@@ -153,6 +161,7 @@ export class Hub {
   readonly #publishedSummaries = new Map<string, SessionSummaryView>();
   readonly #ledger = new ClientLedger();
   readonly #listeners = new Set<(e: HubEvent) => void>();
+  readonly #observer: HubObserver | undefined;
 
   private constructor(options: HubOptions, catalog: Catalog) {
     this.#log = options.log;
@@ -163,6 +172,7 @@ export class Hub {
     this.#defaultProvider = options.defaultProvider;
     this.limits = { ...DEFAULT_HUB_LIMITS, ...options.limits };
     this.#catalog = catalog;
+    this.#observer = options.observer;
   }
 
   /**
@@ -281,6 +291,13 @@ export class Hub {
     this.#emit({ type: 'disconnected', conn });
   }
 
+  /** Channel subscriptions held by every connection together (metrics). */
+  get subscriptionCount(): number {
+    let n = 0;
+    for (const subs of this.#subscriptionsByConn.values()) n += subs.size;
+    return n;
+  }
+
   subscriptionsOf(conn: Connection): ReadonlySet<string> {
     return this.#subscriptionsByConn.get(conn) ?? new Set();
   }
@@ -307,9 +324,11 @@ export class Hub {
         .filter((e) => e.envelope.serverSeq > params.lastSeenServerSeq && wanted.has(e.envelope.channel))
         .map((e) => e.envelope);
       for (const ch of visible) this.#attach(conn, principal, ch, this.#deliveredSeq, 0);
+      this.#observer?.reconnectServed('replay');
       return { type: 'replay', actions, missing };
     }
     const snapshots = visible.map((ch) => this.subscribe(conn, principal, ch));
+    this.#observer?.reconnectServed('snapshot');
     return { type: 'snapshot', snapshots, missing };
   }
 
@@ -465,6 +484,7 @@ export class Hub {
       : this.#decide(client.principal, client.clientId, channel, rawAction);
     if (!decision) return;
     if (!decision.ok) {
+      this.#observer?.dispatchRejected(decision.reason);
       if (!duplicate) this.#ledger.rejected(client.clientId, clientSeq, decision.reason);
       this.#queuePrivate(client.conn, { channel, action: rawAction, serverSeq: this.#seq, origin, rejectionReason: decision.reason });
       return;
@@ -532,6 +552,7 @@ export class Hub {
   /** Echoes a rejection to the sender without looking at the action (e.g. rate limits), in order. */
   rejectFromClient(client: ClientHandle, channel: string, clientSeq: number, action: WireAction, reason: string): void {
     const origin = { clientId: client.clientId, clientSeq };
+    this.#observer?.dispatchRejected(reason);
     this.#queuePrivate(client.conn, { channel, action, serverSeq: this.#seq, origin, rejectionReason: reason });
   }
 
