@@ -153,6 +153,7 @@ export async function startHubServer(config: HubServerConfig): Promise<HubServer
     if (installed?.close) closers.push(() => installed.close!());
   }
 
+  const maxWsConnections = config.maxConnections ?? 10_000;
   const ws = new WsTransport({
     path: '/ahp',
     auth: config.auth,
@@ -160,9 +161,10 @@ export async function startHubServer(config: HubServerConfig): Promise<HubServer
     logger: logger.child({ component: 'ws' }),
     maxPayloadBytes: config.maxPayloadBytes ?? 1024 * 1024,
     heartbeatMs: config.heartbeatMs ?? 30_000,
-    maxConnections: config.maxConnections ?? 10_000,
-    maxConnectionsPerPrincipal: config.maxConnectionsPerPrincipal ?? 1_000,
-    maxConnectionsPerTenant: config.maxConnectionsPerTenant ?? 5_000,
+    maxConnections: maxWsConnections,
+    // Dev mode has one principal (the dev admin): its cap is the hub's.
+    maxConnectionsPerPrincipal: config.maxConnectionsPerPrincipal ?? (config.auth.enforced ? 1_000 : maxWsConnections),
+    maxConnectionsPerTenant: config.maxConnectionsPerTenant ?? (config.auth.enforced ? 5_000 : maxWsConnections),
     initializeTimeoutMs: config.initializeTimeoutMs ?? 10_000,
     guard: devGuard,
     onServerClose: (code) => metrics.connectionClosedByServer(code),
@@ -201,7 +203,7 @@ export async function startHubServer(config: HubServerConfig): Promise<HubServer
     onRequest,
   );
   // Hard ceiling for every socket (WebSockets included); the HTTP cap below is the finer one.
-  server.maxConnections = (config.maxConnections ?? 10_000) + maxHttpConnections;
+  server.maxConnections = maxWsConnections + maxHttpConnections;
   capHttpConnections(server, maxHttpConnections);
   server.on('upgrade', (req, socket, head) => {
     if (!ws.handleUpgrade(req, socket, head)) socket.end('HTTP/1.1 404 Not Found\r\nConnection: close\r\n\r\n');
