@@ -14,7 +14,8 @@
  *   4. Connection floods (with tokens): one token opens far more sockets than its cap while
  *      half-open HTTP requests pile up; another user still connects and `/healthz` still answers.
  *
- * Flags: --seed N (1), --cycles N (25), --fuzz-frames N (1000000), --quick (small numbers).
+ * Flags: --seed N (1), --cycles N (25), --fuzz-frames N (1000000), --quick (small numbers),
+ * --only kill|fuzz|slow|flood (one phase, with the same seeded inputs as in the full run).
  * Prints one line per phase and a summary; exits non-zero if any action was lost or the hub died.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -33,10 +34,11 @@ interface Options {
   cycles: number;
   fuzzFrames: number;
   quick: boolean;
+  only: string | undefined;
 }
 
 function parseOptions(argv: readonly string[]): Options {
-  const o: Options = { seed: 1, cycles: 25, fuzzFrames: 1_000_000, quick: false };
+  const o: Options = { seed: 1, cycles: 25, fuzzFrames: 1_000_000, quick: false, only: undefined };
   for (let i = 0; i < argv.length; i++) {
     const flag = argv[i];
     const num = (): number => {
@@ -47,11 +49,12 @@ function parseOptions(argv: readonly string[]): Options {
     if (flag === '--seed') o.seed = num();
     else if (flag === '--cycles') o.cycles = num();
     else if (flag === '--fuzz-frames') o.fuzzFrames = num();
+    else if (flag === '--only') o.only = argv[++i];
     else if (flag === '--quick') {
       o.quick = true;
       o.cycles = 3;
       o.fuzzFrames = 50_000;
-    } else throw new Error(`unknown flag ${flag}; flags: --seed N --cycles N --fuzz-frames N --quick`);
+    } else throw new Error(`unknown flag ${flag}; flags: --seed N --cycles N --fuzz-frames N --quick --only kill|fuzz|slow|flood`);
   }
   return o;
 }
@@ -305,7 +308,10 @@ interface FuzzFigures {
   seconds: number;
   closes: Record<string, number>;
   healthzWorstMs: number;
+  /** /healthz polls that failed (timeout after 5 s or error), with when and why. */
+  healthFailures: string[];
   canaryOk: boolean;
+  hubExit: number | null;
 }
 
 async function fuzz(o: Options, random: () => number): Promise<FuzzFigures> {
@@ -321,8 +327,12 @@ async function fuzz(o: Options, random: () => number): Promise<FuzzFigures> {
   let worst = 0;
   const start = performance.now();
   const frameSeeds = Array.from({ length: connections }, () => Math.floor(random() * 2 ** 32));
+  const healthFailures: string[] = [];
   const health = setInterval(() => {
-    healthzMs(hub.url).then((ms) => (worst = Math.max(worst, ms)), () => (worst = Infinity));
+    healthzMs(hub.url).then(
+      (ms) => (worst = Math.max(worst, ms)),
+      (err: unknown) => healthFailures.push(`${((performance.now() - start) / 1000).toFixed(1)} s: ${String((err as Error).cause ?? err)}`),
+    );
   }, 1_000);
   try {
     await Promise.all(
@@ -387,7 +397,7 @@ async function fuzz(o: Options, random: () => number): Promise<FuzzFigures> {
   hub.child.kill('SIGTERM');
   await hub.exited;
   rmSync(data, { recursive: true, force: true });
-  return { frames: sent, seconds, closes, healthzWorstMs: worst, canaryOk };
+  return { frames: sent, seconds, closes, healthzWorstMs: worst, healthFailures, canaryOk, hubExit: hub.child.exitCode };
 }
 
 function openRaw(url: string): Promise<WebSocket> {
@@ -529,26 +539,37 @@ function openRawWithToken(url: string, token: string): Promise<WebSocket> {
 
 async function main(): Promise<void> {
   const o = parseOptions(process.argv.slice(2));
-  const random = prng(o.seed);
+  // Each phase has its own stream, so `--only` replays a phase exactly as the full run does.
+  const phaseRandom = (phase: number): (() => number) => prng(o.seed * 16 + phase);
+  const runs = (phase: string): boolean => o.only === undefined || o.only === phase;
   const started = performance.now();
   const say = (line: string): void => void process.stdout.write(line + '\n');
-  say(`soak: seed ${o.seed}, ${o.cycles} kill cycles, ${o.fuzzFrames} fuzz frames${o.quick ? ' (quick)' : ''}`);
-
-  const kill = await killCycles(o, random);
-  say(`kill cycles: ${kill.cycles} SIGKILLs under load (~${kill.actionsPerSecond} accepted actions/s held), ${kill.echoedChecked} echoed actions checked in the log, lost ${kill.lost}, rejected ${kill.rejected}`);
-  const fz = await fuzz(o, random);
-  say(`fuzz: ${fz.frames} frames in ${fz.seconds.toFixed(1)} s from 100 connections; closes by code ${JSON.stringify(fz.closes)}; worst /healthz ${fz.healthzWorstMs.toFixed(0)} ms; canary round trip after: ${fz.canaryOk ? 'ok' : 'FAILED'}`);
-  const slow = await slowConsumers(o);
-  say(`slow consumers: ${slow.consumers} paused subscribers, ${slow.closedSlow} closed with 4008 after ${slow.producedActions} actions; hub RSS ${slow.rssBeforeMiB.toFixed(0)} → peak ${slow.rssPeakMiB.toFixed(0)} MiB (≤ ${slow.perConsumerMiB.toFixed(1)} MiB per slow consumer)`);
-  const fl = await floods(o);
-  say(`floods: ${fl.halfOpen} half-open HTTP requests + ${fl.attempts} upgrades from one viewer token: ${fl.accepted} accepted, ${fl.refused429} refused 429; another tenant's user connected: ${fl.otherUserConnected ? 'yes' : 'NO'}; worst /healthz ${fl.healthzWorstMs.toFixed(0)} ms`);
-
   const failures: string[] = [];
-  if (kill.lost > 0) failures.push(`${kill.lost} echoed actions lost`);
-  if (!fz.canaryOk || !Number.isFinite(fz.healthzWorstMs)) failures.push('the hub stopped serving under fuzz');
-  if (slow.closedSlow < slow.consumers) failures.push(`${slow.consumers - slow.closedSlow} slow consumers were never closed`);
-  if (!fl.otherUserConnected) failures.push('a flood from one token locked out another tenant');
-  say(`summary: ${((performance.now() - started) / 1000).toFixed(0)} s; actions lost: ${kill.lost}; ${failures.length === 0 ? 'PASS' : 'FAIL: ' + failures.join('; ')}`);
+  say(`soak: seed ${o.seed}, ${o.cycles} kill cycles, ${o.fuzzFrames} fuzz frames${o.quick ? ' (quick)' : ''}${o.only ? `, only ${o.only}` : ''}`);
+
+  let lost = 0;
+  if (runs('kill')) {
+    const kill = await killCycles(o, phaseRandom(1));
+    lost = kill.lost;
+    say(`kill cycles: ${kill.cycles} SIGKILLs under load (~${kill.actionsPerSecond} accepted actions/s held), ${kill.echoedChecked} echoed actions checked in the log, lost ${kill.lost}, rejected ${kill.rejected}`);
+    if (kill.lost > 0) failures.push(`${kill.lost} echoed actions lost`);
+  }
+  if (runs('fuzz')) {
+    const fz = await fuzz(o, phaseRandom(2));
+    say(`fuzz: ${fz.frames} frames in ${fz.seconds.toFixed(1)} s from 100 connections; closes by code ${JSON.stringify(fz.closes)}; worst /healthz ${fz.healthzWorstMs.toFixed(0)} ms, ${fz.healthFailures.length} failed polls${fz.healthFailures.length ? ' (' + fz.healthFailures.slice(0, 3).join('; ') + ')' : ''}; canary round trip after: ${fz.canaryOk ? 'ok' : 'FAILED'}`);
+    if (!fz.canaryOk || fz.healthFailures.length > 0) failures.push('the hub stopped serving under fuzz');
+  }
+  if (runs('slow')) {
+    const slow = await slowConsumers(o);
+    say(`slow consumers: ${slow.consumers} paused subscribers, ${slow.closedSlow} closed with 4008 after ${slow.producedActions} actions; hub RSS ${slow.rssBeforeMiB.toFixed(0)} → peak ${slow.rssPeakMiB.toFixed(0)} MiB (≤ ${slow.perConsumerMiB.toFixed(1)} MiB per slow consumer)`);
+    if (slow.closedSlow < slow.consumers) failures.push(`${slow.consumers - slow.closedSlow} slow consumers were never closed`);
+  }
+  if (runs('flood')) {
+    const fl = await floods(o);
+    say(`floods: ${fl.halfOpen} half-open HTTP requests + ${fl.attempts} upgrades from one viewer token: ${fl.accepted} accepted, ${fl.refused429} refused 429; another tenant's user connected: ${fl.otherUserConnected ? 'yes' : 'NO'}; worst /healthz ${fl.healthzWorstMs.toFixed(0)} ms`);
+    if (!fl.otherUserConnected) failures.push('a flood from one token locked out another tenant');
+  }
+  say(`summary: ${((performance.now() - started) / 1000).toFixed(0)} s; actions lost: ${lost}; ${failures.length === 0 ? 'PASS' : 'FAIL: ' + failures.join('; ')}`);
   process.exitCode = failures.length === 0 ? 0 : 1;
 }
 
