@@ -207,7 +207,8 @@ const OPS: readonly Op[] = [
   method('disposeSession', 'write', async (actor, t) => classifyRpc(await rpc(actor, 'disposeSession', { channel: t.session }))),
   method('createChat', 'write', async (actor, t) => classifyRpc(await rpc(actor, 'createChat', { channel: t.session }))),
   method('disposeChat', 'write', async (actor, t) => {
-    const { chat } = await owner.request<{ chat: string }>('createChat', { channel: t.session }).then((r) => ({ chat: (r as { chat?: string }).chat ?? (r as unknown as { resource: string }).resource }));
+    // A second chat, so disposing it is about who asks, not about the session's default chat.
+    const { chat } = await owner.request<{ chat: string }>('createChat', { channel: t.session });
     return classifyRpc(await rpc(actor, 'disposeChat', { channel: chat }));
   }),
   method('x-input/capabilities', 'read', async (actor, t) => classifyRpc(await rpc(actor, 'x-input/capabilities', { channel: t.session }))),
