@@ -16,7 +16,7 @@ export function rejectionKind(reason: string): RejectionKind {
   if (/read-only|viewers cannot/i.test(reason)) return 'read_only';
   if (/clientSeq/i.test(reason)) return 'duplicate';
   if (/^invalid /i.test(reason)) return 'invalid';
-  if (/not allowed|forbidden|only (agents|the)|may not|permission/i.test(reason)) return 'forbidden';
+  if (/not client-dispatchable|not allowed|forbidden|only (agents|the)|may not|permission/i.test(reason)) return 'forbidden';
   if (/at most|too (many|large|long)|limit/i.test(reason)) return 'limit';
   return 'state';
 }

@@ -4,6 +4,7 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { tokenAuthenticator } from '../../server/auth/auth.js';
+import { rejectionKind } from '../../server/metrics.js';
 import { RpcClient } from '../helpers/rpc-client.js';
 import { SseClient, sessionIdOfUri } from '../helpers/sse.js';
 import { AUTH_FILE, startTestServer, TOKENS, type TestServer } from '../helpers/start-server.js';
@@ -67,6 +68,16 @@ describe('Prometheus metrics', () => {
 
     await again.close();
     await waitFor(async () => (sample((await scrape(server)).text, 'ahp_hub_connections') === 1 ? true : undefined), { what: 'the closed connection to leave the gauge' });
+  });
+
+  it('groups rejection reasons into a fixed set of label values', () => {
+    expect(rejectionKind('rate limit exceeded: slow down and dispatch again')).toBe('rate_limited');
+    expect(rejectionKind('read-only access: viewers cannot dispatch actions')).toBe('read_only');
+    expect(rejectionKind('clientSeq 7 was already applied; it is not applied again')).toBe('duplicate');
+    expect(rejectionKind('invalid session/isReadChanged: isRead: expected boolean')).toBe('invalid');
+    expect(rejectionKind('chat/delta is not client-dispatchable')).toBe('forbidden');
+    expect(rejectionKind('at most 32 inputs per turn')).toBe('limit');
+    expect(rejectionKind('turn t-1 is not the active turn')).toBe('state');
   });
 
   it('is for admin tokens only when auth is on', async () => {
