@@ -195,7 +195,7 @@ describe('connection caps', () => {
   });
 
   it('closes a connection that never initializes with 4408, and keeps one that did', async () => {
-    const hub = await server({ initializeTimeoutMs: 300 });
+    const hub = await server({ initializeTimeoutMs: 1_500 });
     const initialized = await RpcClient.open(hub.wsUrl);
     closers.push(() => initialized.close());
     const idle = await tryUpgrade(hub.wsUrl);
