@@ -54,6 +54,8 @@ export interface HubServerConfig {
   readonly initializeTimeoutMs?: number;
   /** Plain HTTP connections (not upgraded); at the cap the oldest idle or half-open one is dropped. */
   readonly maxHttpConnections?: number;
+  /** At the HTTP cap, a connection idle for less than this is not dropped for a newcomer (ms). */
+  readonly httpIdleGraceMs?: number;
   /** How long a client may take to send request headers, and a whole request (ms). */
   readonly headersTimeoutMs?: number;
   readonly requestTimeoutMs?: number;
@@ -204,7 +206,7 @@ export async function startHubServer(config: HubServerConfig): Promise<HubServer
   );
   // Hard ceiling for every socket (WebSockets included); the HTTP cap below is the finer one.
   server.maxConnections = maxWsConnections + maxHttpConnections;
-  capHttpConnections(server, maxHttpConnections);
+  capHttpConnections(server, maxHttpConnections, config.httpIdleGraceMs ?? 1_000);
   server.on('upgrade', (req, socket, head) => {
     if (!ws.handleUpgrade(req, socket, head)) socket.end('HTTP/1.1 404 Not Found\r\nConnection: close\r\n\r\n');
   });
