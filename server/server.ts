@@ -164,9 +164,10 @@ export async function startHubServer(config: HubServerConfig): Promise<HubServer
     maxPayloadBytes: config.maxPayloadBytes ?? 1024 * 1024,
     heartbeatMs: config.heartbeatMs ?? 30_000,
     maxConnections: maxWsConnections,
-    // Dev mode has one principal (the dev admin): its cap is the hub's.
-    maxConnectionsPerPrincipal: config.maxConnectionsPerPrincipal ?? (config.auth.enforced ? 1_000 : maxWsConnections),
-    maxConnectionsPerTenant: config.maxConnectionsPerTenant ?? (config.auth.enforced ? 5_000 : maxWsConnections),
+    // One user may hold a tenth of the hub's connections and one tenant half, so neither can fill
+    // it (1,000 and 5,000 of the default 10,000). Dev mode has one principal: its cap is the hub's.
+    maxConnectionsPerPrincipal: config.maxConnectionsPerPrincipal ?? (config.auth.enforced ? Math.max(1, Math.floor(maxWsConnections / 10)) : maxWsConnections),
+    maxConnectionsPerTenant: config.maxConnectionsPerTenant ?? (config.auth.enforced ? Math.max(1, Math.floor(maxWsConnections / 2)) : maxWsConnections),
     initializeTimeoutMs: config.initializeTimeoutMs ?? 10_000,
     guard: devGuard,
     onServerClose: (code) => metrics.connectionClosedByServer(code),
