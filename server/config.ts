@@ -4,6 +4,7 @@
  * --log-level (info), --sync normal|full (SQLite durability level), --agents FILE (agent providers),
  * --store postgres://… (HUB_STORE; a shared PostgreSQL log instead of the SQLite file: the cluster mode).
  */
+import { readFileSync } from 'node:fs';
 import { isIP } from 'node:net';
 import { resolve } from 'node:path';
 import { parseArgs as parseCommandLine } from 'node:util';
@@ -89,3 +90,40 @@ export function parseArgs(argv: readonly string[], env: NodeJS.ProcessEnv = proc
 }
 
 export const USAGE = `usage: npm start -- [--host 127.0.0.1] [--port 8787] [--data ./data] [--auth tokens.json] [--log-level info] [--sync normal|full] [--agents agents.json] [--store postgres://…]`;
+
+/** The process's soft limit on open files (`ulimit -n`), from /proc; undefined where unknown. */
+export function openFileLimit(limitsText?: string): number | undefined {
+  let text = limitsText;
+  if (text === undefined) {
+    try {
+      text = readFileSync('/proc/self/limits', 'utf8');
+    } catch {
+      return undefined;
+    }
+  }
+  const m = /^Max open files\s+(\d+|unlimited)/m.exec(text);
+  if (!m || m[1] === 'unlimited') return undefined;
+  return Number(m[1]);
+}
+
+export interface ConnectionCaps {
+  /** WebSocket connections in all. */
+  readonly maxConnections: number;
+  /** Plain HTTP connections (the oldest idle or half-open one is dropped at the cap). */
+  readonly maxHttpConnections: number;
+}
+
+/**
+ * Caps that fit in the file descriptors the process may open. A cap above `ulimit -n` never
+ * engages: the kernel refuses the socket first, the newest connections are the ones dropped, and
+ * a flood of half-open requests starves `/healthz`. So a quarter of the descriptors (at most 1,000)
+ * go to plain HTTP, the rest but a reserve of 64 (log, files, listening socket) to WebSockets.
+ */
+export function connectionCapsFor(fileLimit: number | undefined): ConnectionCaps {
+  const defaults = { maxConnections: 10_000, maxHttpConnections: 1_000 };
+  if (fileLimit === undefined) return defaults;
+  const usable = Math.max(64, fileLimit - 64);
+  const maxHttpConnections = Math.min(defaults.maxHttpConnections, Math.max(16, Math.floor(usable / 4)));
+  const maxConnections = Math.min(defaults.maxConnections, Math.max(16, usable - maxHttpConnections));
+  return { maxConnections, maxHttpConnections };
+}

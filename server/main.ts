@@ -5,7 +5,7 @@ import { dirname, join } from 'node:path';
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { devAuthenticator, loadAuthFile } from './auth/auth.js';
-import { ConfigError, parseArgs } from './config.js';
+import { ConfigError, connectionCapsFor, openFileLimit, parseArgs } from './config.js';
 import { createLogger } from './log.js';
 import { startHubServer } from './server.js';
 import { defaultFeatures } from './features.js';
@@ -35,6 +35,11 @@ async function main(): Promise<void> {
   const logger = createLogger(config.logLevel);
   const auth = config.authFile ? loadAuthFile(config.authFile) : devAuthenticator();
   if (!auth.enforced) logger.warn('no --auth given: single-user dev mode, loopback only');
+  const fileLimit = openFileLimit();
+  const caps = connectionCapsFor(fileLimit);
+  if (caps.maxConnections < 10_000) {
+    logger.warn('the open-file limit lowers the connection caps; raise it (ulimit -n) for more', { openFileLimit: fileLimit, ...caps });
+  }
   const appDir = join(dirname(fileURLToPath(import.meta.url)), '..', 'app');
   const server = await startHubServer({
     host: config.host,
@@ -48,6 +53,7 @@ async function main(): Promise<void> {
     staticDir: existsSync(appDir) ? appDir : undefined,
     features: defaultFeatures(),
     providers: [demoAgent, remoteAgent, ...createAcpProviders(acpAgents, logger, config.dataDir)],
+    ...caps,
   });
   process.stdout.write(`listening on ${server.url}\n`);
   let stopping = false;

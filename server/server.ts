@@ -24,9 +24,14 @@ import { PostgresActionLog } from './storage/postgres-action-log.js';
 import { PostgresAgentLeases } from './storage/postgres-agent-leases.js';
 import { AgentLeaseKeeper } from './hub/agent-lease-keeper.js';
 import { SqliteActionLog } from './storage/sqlite-action-log.js';
-import { HttpRouter, sendJson } from './transport/http-router.js';
+import { HttpError, HttpRouter, sendJson } from './transport/http-router.js';
 import { serveStatic } from './transport/static-files.js';
 import { WsTransport } from './transport/ws-transport.js';
+import { capHttpConnections } from './transport/http-connection-cap.js';
+import { loopbackRefusal } from './transport/loopback-guard.js';
+import { lockDataDir, type DataDirLock } from './storage/data-dir-lock.js';
+import { HubMetrics } from './metrics.js';
+import { Role } from './auth/auth.js';
 
 export interface HubServerConfig {
   readonly host: string;
@@ -48,7 +53,19 @@ export interface HubServerConfig {
   readonly limits?: Partial<HubLimits>;
   readonly rateLimit?: RateLimit;
   readonly maxPayloadBytes?: number;
+  /** WebSocket connections in total, per principal (tenant + user) and per tenant. */
   readonly maxConnections?: number;
+  readonly maxConnectionsPerPrincipal?: number;
+  readonly maxConnectionsPerTenant?: number;
+  /** A WebSocket that has not completed `initialize` this long after connecting is closed (4408). */
+  readonly initializeTimeoutMs?: number;
+  /** Plain HTTP connections (not upgraded); at the cap the oldest idle or half-open one is dropped. */
+  readonly maxHttpConnections?: number;
+  /** At the HTTP cap, a connection idle for less than this is not dropped for a newcomer (ms). */
+  readonly httpIdleGraceMs?: number;
+  /** How long a client may take to send request headers, and a whole request (ms). */
+  readonly headersTimeoutMs?: number;
+  readonly requestTimeoutMs?: number;
   readonly heartbeatMs?: number;
   readonly features?: readonly Feature[];
   readonly now?: () => number;
@@ -70,6 +87,8 @@ export interface FeatureContext {
    * what the ones before it provided.
    */
   readonly services: Map<string, unknown>;
+  /** Gauges read at scrape time (`GET /metrics`). */
+  readonly metrics: Pick<HubMetrics, 'gauge'>;
 }
 
 export interface Feature {
@@ -92,23 +111,42 @@ export async function startHubServer(config: HubServerConfig): Promise<HubServer
   const now = config.now ?? Date.now;
   const newId = (): string => randomUUID();
   const providers = config.providers ?? [demoAgent, remoteAgent];
-  const log: ActionLog = config.storeUrl
-    ? await PostgresActionLog.open({
-        url: config.storeUrl,
-        onConnectionError: (err) => logger.warn('PostgreSQL connection lost; it is replaced on next use', errorFields(err)),
-      })
-    : config.dataDir
-      ? SqliteActionLog.open({ file: join(config.dataDir, 'hub.db'), synchronous: config.sqliteSynchronous ?? 'normal' })
-      : new MemoryActionLog();
-  const hub = await Hub.open({
-    log,
-    logger: logger.child({ component: 'hub' }),
-    now,
-    newId,
-    agents: providers.map((p) => p.info),
-    defaultProvider: config.defaultProvider ?? providers[0]!.info.provider,
-    ...(config.limits ? { limits: config.limits } : {}),
-  });
+  const metrics = new HubMetrics();
+  // The lock comes first: a second process must not even read a log another one is writing.
+  const lock: DataDirLock | undefined = config.dataDir && !config.storeUrl ? lockDataDir(config.dataDir) : undefined;
+  let log: ActionLog;
+  try {
+    log = config.storeUrl
+      ? await PostgresActionLog.open({
+          url: config.storeUrl,
+          onConnectionError: (err) => logger.warn('PostgreSQL connection lost; it is replaced on next use', errorFields(err)),
+        })
+      : config.dataDir
+        ? SqliteActionLog.open({ file: join(config.dataDir, 'hub.db'), synchronous: config.sqliteSynchronous ?? 'normal' })
+        : new MemoryActionLog();
+  } catch (err) {
+    lock?.release();
+    throw err;
+  }
+  // Dev mode makes every caller the admin: only this machine's programs and pages may call.
+  const devGuard = config.auth.enforced ? undefined : (req: IncomingMessage) => loopbackRefusal(req.headers);
+  let hub: Hub;
+  try {
+    hub = await Hub.open({
+      log: metrics.timed(log),
+      observer: metrics,
+      logger: logger.child({ component: 'hub' }),
+      now,
+      newId,
+      agents: providers.map((p) => p.info),
+      defaultProvider: config.defaultProvider ?? providers[0]!.info.provider,
+      ...(config.limits ? { limits: config.limits } : {}),
+    });
+  } catch (err) {
+    await log.close();
+    lock?.release();
+    throw err;
+  }
   // Cluster mode: one process runs each session's agent; turns of a process that died are ended.
   const leaseKeeper = config.storeUrl
     ? new AgentLeaseKeeper(
@@ -130,20 +168,34 @@ export async function startHubServer(config: HubServerConfig): Promise<HubServer
   const rpc = new RpcRouter(logger.child({ component: 'rpc' }), now, config.rateLimit, throttledDispatchHandler(hub), (conn, text) => hub.sendInOrder(conn, text));
   registerAhpMethods(rpc, hub);
   const http = new HttpRouter(config.auth, logger.child({ component: 'http' }));
+  // No hub-wide counters here: /healthz is public, and serverSeq would tell every caller how busy
+  // every tenant is. 503 while a shared (cluster) log is unreachable, so a load balancer sends
+  // clients elsewhere.
   http.add('GET', '/healthz', (_req, res) => {
-    // 503 while a shared (cluster) log is unreachable, so a load balancer sends clients elsewhere.
     const problem = hub.storageProblem;
-    if (problem !== undefined) sendJson(res, 503, { status: 'storage_unavailable', message: problem, serverSeq: hub.serverSeq });
-    else sendJson(res, 200, { status: 'ok', serverSeq: hub.serverSeq });
+    if (problem !== undefined) sendJson(res, 503, { status: 'storage_unavailable', message: problem });
+    else sendJson(res, 200, { status: 'ok' });
   }, { public: true });
+  http.add('GET', '/metrics', async (_req, res, { principal }) => {
+    if (config.auth.enforced && principal.role !== Role.Admin) throw new HttpError(403, 'forbidden', 'metrics are for admin tokens only');
+    const { contentType, text } = await metrics.render();
+    res.writeHead(200, { 'content-type': contentType, 'content-length': Buffer.byteLength(text), 'cache-control': 'no-store' });
+    res.end(text);
+  });
+  metrics.gauge('ahp_hub_subscriptions', 'Channel subscriptions held by all connections.', () => hub.subscriptionCount);
+  hub.on((e) => {
+    // Records another cluster process sequenced were counted there.
+    if (e.type === 'committed' && e.event.origin && !e.event.remote) metrics.dispatchAccepted();
+  });
 
   const closers: Array<() => Promise<void> | void> = [];
   const services = new Map<string, unknown>();
   for (const feature of config.features ?? []) {
-    const installed = feature.install({ hub, rpc, http, runner, logger: logger.child({ feature: feature.name }), now, newId, auth: config.auth, services });
+    const installed = feature.install({ hub, rpc, http, runner, logger: logger.child({ feature: feature.name }), now, newId, auth: config.auth, services, metrics });
     if (installed?.close) closers.push(() => installed.close!());
   }
 
+  const maxWsConnections = config.maxConnections ?? 10_000;
   const ws = new WsTransport({
     path: '/ahp',
     auth: config.auth,
@@ -151,13 +203,28 @@ export async function startHubServer(config: HubServerConfig): Promise<HubServer
     logger: logger.child({ component: 'ws' }),
     maxPayloadBytes: config.maxPayloadBytes ?? 1024 * 1024,
     heartbeatMs: config.heartbeatMs ?? 30_000,
-    maxConnections: config.maxConnections ?? 10_000,
+    maxConnections: maxWsConnections,
+    // One user may hold a tenth of the hub's connections and one tenant half, so neither can fill
+    // it (1,000 and 5,000 of the default 10,000). Dev mode has one principal: its cap is the hub's.
+    maxConnectionsPerPrincipal: config.maxConnectionsPerPrincipal ?? (config.auth.enforced ? Math.max(1, Math.floor(maxWsConnections / 10)) : maxWsConnections),
+    maxConnectionsPerTenant: config.maxConnectionsPerTenant ?? (config.auth.enforced ? Math.max(1, Math.floor(maxWsConnections / 2)) : maxWsConnections),
+    initializeTimeoutMs: config.initializeTimeoutMs ?? 10_000,
+    guard: devGuard,
+    onServerClose: (code) => metrics.connectionClosedByServer(code),
     onClose: (conn) => hub.disconnect(conn),
   });
+  metrics.gauge('ahp_hub_connections', 'Open WebSocket connections.', () => ws.connectionCount);
+  metrics.gauge('ahp_hub_fanout_queue_bytes', 'Bytes queued to WebSocket clients and not yet written to their sockets.', () => ws.bufferedBytes());
 
-  const server = createServer((req: IncomingMessage, res: ServerResponse) => {
+  const maxHttpConnections = config.maxHttpConnections ?? 1_000;
+  const onRequest = (req: IncomingMessage, res: ServerResponse): void => {
     void (async () => {
       try {
+        const refusal = devGuard?.(req);
+        if (refusal) return sendJson(res, refusal.status, { code: refusal.code, message: refusal.message });
+        if (!hasDecodablePath(req.url)) {
+          return sendJson(res, 400, { code: 'invalid_url', message: 'the request path is not valid percent-encoding' });
+        }
         if (await http.handle(req, res)) return;
         if (config.staticDir && req.method === 'GET' && (await serveStatic(config.staticDir, req, res))) return;
         sendJson(res, 404, { code: 'not_found', message: `no route for ${req.method} ${new URL(req.url ?? '/', 'http://x').pathname}` });
@@ -167,7 +234,20 @@ export async function startHubServer(config: HubServerConfig): Promise<HubServer
         else res.destroy();
       }
     })();
-  });
+  };
+  const headersTimeout = config.headersTimeoutMs ?? 15_000;
+  const server = createServer(
+    {
+      headersTimeout,
+      requestTimeout: config.requestTimeoutMs ?? 60_000,
+      // How often Node enforces the two timeouts (its default, 30 s, lets them overshoot a lot).
+      connectionsCheckingInterval: Math.min(5_000, headersTimeout),
+    },
+    onRequest,
+  );
+  // Hard ceiling for every socket (WebSockets included); the HTTP cap below is the finer one.
+  server.maxConnections = maxWsConnections + maxHttpConnections;
+  capHttpConnections(server, maxHttpConnections, config.httpIdleGraceMs ?? 1_000);
   server.on('upgrade', (req, socket, head) => {
     if (!ws.handleUpgrade(req, socket, head)) socket.end('HTTP/1.1 404 Not Found\r\nConnection: close\r\n\r\n');
   });
@@ -202,9 +282,20 @@ export async function startHubServer(config: HubServerConfig): Promise<HubServer
       await hub.close();
       await leaseKeeper?.close();
       await log.close();
+      lock?.release();
     })();
     return closing;
   };
 
   return { url: `http://${hostForUrl}:${port}`, wsUrl: `ws://${hostForUrl}:${port}/ahp`, port, hub, http: server, close };
+}
+
+/** False for paths like `/%` or `/%zz` that no route or file can be named by. */
+function hasDecodablePath(url: string | undefined): boolean {
+  try {
+    decodeURIComponent(new URL(url ?? '/', 'http://localhost').pathname);
+    return true;
+  } catch {
+    return false;
+  }
 }

@@ -2,6 +2,7 @@
  * Who is calling. Tokens come from `--auth FILE`; without it the hub runs in single-user dev
  * mode (every caller is the dev admin) and refuses to listen beyond loopback.
  */
+import { createHash, timingSafeEqual } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { z } from 'zod';
 
@@ -41,13 +42,31 @@ export function devAuthenticator(): Authenticator {
   return { enforced: false, authenticate: () => DEV_PRINCIPAL };
 }
 
+/**
+ * Tokens are never looked up by their own text: a map keyed by the secret compares strings with an
+ * early exit, which leaks how much of a guess matched. Each token is kept as its SHA-256 digest, the
+ * presented token is hashed the same way, and the digests are compared with `timingSafeEqual`. The
+ * map is keyed by the digest, whose bytes an attacker cannot steer towards a real token.
+ */
 export function tokenAuthenticator(file: AuthFile): Authenticator {
-  const byToken = new Map<string, Principal>();
-  for (const t of file.tokens) byToken.set(t.token, { user: t.user, tenant: t.tenant, role: t.role });
+  const byDigest = new Map<string, { digest: Buffer; principal: Principal }>();
+  for (const t of file.tokens) {
+    const digest = tokenDigest(t.token);
+    byDigest.set(digest.toString('base64'), { digest, principal: { user: t.user, tenant: t.tenant, role: t.role } });
+  }
   return {
     enforced: true,
-    authenticate: (token) => (token === undefined ? undefined : byToken.get(token)),
+    authenticate: (token) => {
+      if (token === undefined) return undefined;
+      const digest = tokenDigest(token);
+      const entry = byDigest.get(digest.toString('base64'));
+      return entry && timingSafeEqual(entry.digest, digest) ? entry.principal : undefined;
+    },
   };
+}
+
+function tokenDigest(token: string): Buffer {
+  return createHash('sha256').update(token, 'utf8').digest();
 }
 
 export function loadAuthFile(path: string): Authenticator {

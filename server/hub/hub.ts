@@ -77,6 +77,14 @@ export interface HubOptions {
   readonly agents: readonly AgentInfo[];
   readonly defaultProvider: string;
   readonly limits?: Partial<HubLimits>;
+  /** Told about rejections and reconnect answers (metrics); optional. */
+  readonly observer?: HubObserver | undefined;
+}
+
+/** What the hub reports for metrics; counters only, called on the hot path. */
+export interface HubObserver {
+  dispatchRejected(reason: string): void;
+  reconnectServed(kind: 'replay' | 'snapshot'): void;
 }
 
 /** A client that dispatches actions: the connection it speaks on and who it is. */
@@ -181,6 +189,7 @@ export class Hub {
   readonly #listeners = new Set<(e: HubEvent) => void>();
   /** Characters of answers queued in the outbox per connection (see `sendInOrder`). */
   readonly #heldReplyChars = new WeakMap<Connection, number>();
+  readonly #observer: HubObserver | undefined;
 
   private constructor(options: HubOptions, catalog: Catalog) {
     this.#log = options.log;
@@ -192,6 +201,7 @@ export class Hub {
     this.limits = { ...DEFAULT_HUB_LIMITS, ...options.limits };
     this.#catalog = catalog;
     this.#channelBudget = new ChannelSizeBudget(this.limits.maxChannelJsonChars);
+    this.#observer = options.observer;
   }
 
   /**
@@ -342,6 +352,13 @@ export class Hub {
     this.#emit({ type: 'disconnected', conn });
   }
 
+  /** Channel subscriptions held by every connection together (metrics). */
+  get subscriptionCount(): number {
+    let n = 0;
+    for (const subs of this.#subscriptionsByConn.values()) n += subs.size;
+    return n;
+  }
+
   subscriptionsOf(conn: Connection): ReadonlySet<string> {
     return this.#subscriptionsByConn.get(conn) ?? new Set();
   }
@@ -368,9 +385,11 @@ export class Hub {
         .filter((e) => e.envelope.serverSeq > params.lastSeenServerSeq && wanted.has(e.envelope.channel))
         .map((e) => e.envelope);
       for (const ch of visible) this.#attach(conn, principal, ch, this.#deliveredSeq, 0);
+      this.#observer?.reconnectServed('replay');
       return { type: 'replay', actions, missing };
     }
     const snapshots = visible.map((ch) => this.subscribe(conn, principal, ch));
+    this.#observer?.reconnectServed('snapshot');
     return { type: 'snapshot', snapshots, missing };
   }
 
@@ -551,6 +570,7 @@ export class Hub {
       : this.#decide(client.principal, client.clientId, channel, rawAction, CLIENT_SURFACE);
     if (!decision) return;
     if (!decision.ok) {
+      this.#observer?.dispatchRejected(decision.reason);
       if (!duplicate) this.#ledger.rejected(actor, client.clientId, clientSeq, decision.reason);
       this.#queuePrivate(client.conn, { channel, action: echoableRejected(rawAction), serverSeq: this.#seq, origin, rejectionReason: decision.reason });
       return;
@@ -653,6 +673,7 @@ export class Hub {
       return;
     }
     const origin = { clientId: client.clientId, clientSeq };
+    this.#observer?.dispatchRejected(reason);
     this.#queuePrivate(client.conn, { channel, action, serverSeq: this.#seq, origin, rejectionReason: reason });
   }
 

@@ -137,6 +137,13 @@ export class SessionStreams {
     return this.#streams.get(session)?.listeners.size ?? 0;
   }
 
+  /** Listeners on every session together (metrics). */
+  totalListeners(): number {
+    let n = 0;
+    for (const s of this.#streams.values()) n += s.listeners.size;
+    return n;
+  }
+
   /** Attaches a listener; false when the session already has the maximum number of listeners. */
   attach(session: string, listener: StreamListener): boolean {
     const s = this.#stream(session);

@@ -45,6 +45,7 @@ export function createInteractionsFeature(options: InteractionsOptions = {}): Fe
     name: 'interactions',
     install(ctx: FeatureContext) {
       const streams = new SessionStreams(options.streams);
+      ctx.metrics.gauge('ahp_hub_sse_listeners', 'Open SSE event and prompt streams.', () => streams.totalListeners());
       const registry = new InteractionRegistry(ctx.hub, streams, ctx.logger, ctx.newId);
       registry.start();
       const repliesEnabled = options.replies ?? true;
@@ -161,14 +162,16 @@ export function createInteractionsFeature(options: InteractionsOptions = {}): Fe
         const serverRequestId = ctx.newId();
         const respond = (status: number, id: string | number | null, outcome: { Result: { Accepted: boolean } } | { Error: Record<string, unknown> }): void =>
           sendJson(res, status, { JsonRpcResponse: { Id: id, Jsonrpc: JSONRPC, ...outcome, Timestamp: ctx.now() }, RequestId: serverRequestId });
-        const fail = (id: string | number | null, e: ParamError): void =>
-          respond(statusOf(e.errorCode), id, { Error: { Code: REPLY_ERRORS[e.errorCode], ErrorCode: e.errorCode, Message: e.message, Data: {} } });
+        const fail = (id: string | number | null, e: ParamError, status = statusOf(e.errorCode)): void =>
+          respond(status, id, { Error: { Code: REPLY_ERRORS[e.errorCode], ErrorCode: e.errorCode, Message: e.message, Data: {} } });
         let body: unknown;
         try {
           body = await readJsonBody(req);
         } catch (err) {
           if (!(err instanceof HttpError)) throw err;
-          return fail(null, { errorCode: err.code === 'invalid_json' ? 'INVALID_JSON' : 'INVALID_REQUEST', message: err.message });
+          // An oversized or non-JSON body keeps its HTTP meaning (413, 415) inside the DataWorks envelope.
+          const status = err.status === 413 || err.status === 415 ? err.status : undefined;
+          return fail(null, { errorCode: err.code === 'invalid_json' ? 'INVALID_JSON' : 'INVALID_REQUEST', message: err.message }, status);
         }
         const { id, parsed } = parseDataWorks(body);
         if (!repliesEnabled) return fail(id, { errorCode: 'DAEMON_PERMISSION_UNAVAILABLE', message: 'permission replies are not enabled on this hub' });

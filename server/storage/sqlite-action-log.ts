@@ -8,12 +8,19 @@
  * commits (never corrupt the file). `synchronous: 'full'` fsyncs the WAL on every commit and adds
  * durability against OS crash and power loss, at a large cost in appends per second.
  *
+ * Damage: SQLite drops WAL frames that fail their checksum, and everything after them, without a
+ * word: a truncated or bit-flipped WAL opens as an older, consistent log whose head has gone back.
+ * So the log keeps independent evidence of its last durable head in a small side file
+ * (`<file>.head`, see `HeadMarker`), written after every committed append, and refuses to open
+ * when the database's head is behind it. `PRAGMA quick_check` at open catches damage to the main
+ * database file's pages.
+ *
  * Concurrency: every write runs in a BEGIN IMMEDIATE transaction, which takes SQLite's single
  * write lock up front, so the read-head-then-insert in `append` is atomic even when several
  * processes share the file. better-sqlite3 is synchronous; the methods return Promises only
  * because the port is async (so network-backed engines fit) and do all their work before returning.
  */
-import { mkdirSync } from 'node:fs';
+import { closeSync, fstatSync, mkdirSync, openSync, readSync, writeSync } from 'node:fs';
 import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
 import type { ActionLog, AppendResult, LogRecord, LogSnapshot } from './action-log.js';
@@ -52,6 +59,7 @@ interface SnapshotRow {
 export class SqliteActionLog implements ActionLog {
   readonly #db: Database.Database;
   readonly #file: string;
+  readonly #marker: HeadMarker;
   #closed = false;
 
   // Prepared once and reused: preparing is most of the cost of a small statement.
@@ -88,16 +96,34 @@ export class SqliteActionLog implements ActionLog {
       // synchronous is per connection, so it is set on every open.
       db.pragma(`synchronous = ${synchronous === 'full' ? 'FULL' : 'NORMAL'}`);
       migrate(db);
-      return new SqliteActionLog(db, file);
+      const damage = db.pragma('quick_check', { simple: true });
+      if (damage !== 'ok') throw new Error(`the database file is damaged (quick_check: ${String(damage)}); restore it from a backup`);
     } catch (cause) {
       db.close();
       throw new Error(`action log: cannot open ${file}: ${errorMessage(cause)}`, { cause });
     }
+    let marker: HeadMarker;
+    try {
+      marker = HeadMarker.open(`${file}.head`);
+    } catch (cause) {
+      db.close();
+      throw new Error(`action log: cannot open ${file}: ${errorMessage(cause)}`, { cause });
+    }
+    const log = new SqliteActionLog(db, file, marker);
+    try {
+      log.#checkAgainstMarker();
+    } catch (err) {
+      db.close();
+      marker.close();
+      throw err;
+    }
+    return log;
   }
 
-  private constructor(db: Database.Database, file: string) {
+  private constructor(db: Database.Database, file: string, marker: HeadMarker) {
     this.#db = db;
     this.#file = file;
+    this.#marker = marker;
     this.#selectHead = db.prepare<[], unknown>(`SELECT value FROM meta WHERE key = 'head'`).pluck();
     this.#updateHead = db.prepare<[string]>(`UPDATE meta SET value = ? WHERE key = 'head'`);
     this.#insertRecord = db.prepare<[number, string, string, string | null]>(
@@ -161,7 +187,11 @@ export class SqliteActionLog implements ActionLog {
     this.#assertOpen();
     // Validate and serialise before taking the write lock, keeping the locked section short.
     const rows = encodeAppendBatch(expectedHead, records);
-    return this.#appendTx.immediate(expectedHead, rows);
+    const result = this.#appendTx.immediate(expectedHead, rows);
+    // After the commit, never before: the marker may lag the log (a kill between the two) but is
+    // never ahead of what was committed.
+    if (result.ok && rows.length > 0) this.#marker.write(result.head);
+    return result;
   }
 
   async read(afterSeq: number, limit: number): Promise<LogRecord[]> {
@@ -207,6 +237,22 @@ export class SqliteActionLog implements ActionLog {
     if (this.#closed) return;
     this.#closed = true;
     this.#db.close();
+    this.#marker.close();
+  }
+
+  /** Refuses a log whose head went back behind the last head it is known to have committed. */
+  #checkAgainstMarker(): void {
+    const head = this.#readHead();
+    const marked = this.#marker.read();
+    if (marked !== undefined && head < marked) {
+      throw new Error(
+        `action log: ${this.#file} lost committed records: its head is ${head} but ${this.#marker.file} shows ` +
+          `${marked} records were committed. The WAL (${this.#file}-wal) or the database was truncated or damaged, ` +
+          `or the machine lost power while running with --sync normal. Restore the data directory from a backup; ` +
+          `to accept the loss and continue from ${head}, delete ${this.#marker.file}.`,
+      );
+    }
+    if (marked !== head) this.#marker.write(head);
   }
 
   #readHead(): number {
@@ -278,4 +324,79 @@ function parseHead(value: unknown, file: string): number {
 
 function errorMessage(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
+}
+
+/**
+ * The last committed head, kept outside SQLite: two 32-byte slots, written alternately, each
+ * `AHPHEAD1` + head (u64 LE) + FNV-1a checksum. A write that tears (power loss mid-write) spoils
+ * at most one slot; reading takes the highest valid one. One pwrite per append, no fsync: with
+ * `--sync normal` the WAL is not fsynced either, and a marker that lags is harmless.
+ */
+class HeadMarker {
+  static readonly SLOT_BYTES = 32;
+  static readonly MAGIC = Buffer.from('AHPHEAD1', 'latin1');
+  readonly #fd: number;
+  readonly #buffer = Buffer.alloc(HeadMarker.SLOT_BYTES);
+  #nextSlot = 0;
+  #closed = false;
+
+  private constructor(
+    readonly file: string,
+    fd: number,
+  ) {
+    this.#fd = fd;
+  }
+
+  static open(file: string): HeadMarker {
+    closeSync(openSync(file, 'a')); // create it if missing, without truncating
+    return new HeadMarker(file, openSync(file, 'r+'));
+  }
+
+  /** The highest valid head recorded; undefined for a new (empty) marker. Throws when damaged. */
+  read(): number | undefined {
+    const size = fstatSync(this.#fd).size;
+    if (size === 0) return undefined;
+    const data = Buffer.alloc(HeadMarker.SLOT_BYTES * 2);
+    const got = readSync(this.#fd, data, 0, data.length, 0);
+    let best: number | undefined;
+    for (let slot = 0; slot * HeadMarker.SLOT_BYTES + HeadMarker.SLOT_BYTES <= got; slot++) {
+      const head = HeadMarker.#decode(data.subarray(slot * HeadMarker.SLOT_BYTES, (slot + 1) * HeadMarker.SLOT_BYTES));
+      if (head !== undefined && (best === undefined || head > best)) best = head;
+    }
+    if (best === undefined) {
+      throw new Error(`the head marker ${this.file} is damaged (no valid slot); restore the data directory from a backup, or delete it to trust the database as it is`);
+    }
+    return best;
+  }
+
+  write(head: number): void {
+    const b = this.#buffer;
+    HeadMarker.MAGIC.copy(b, 0);
+    b.writeBigUInt64LE(BigInt(head), 8);
+    b.writeUInt32LE(fnv1a(b, 16), 16);
+    writeSync(this.#fd, b, 0, b.length, this.#nextSlot * HeadMarker.SLOT_BYTES);
+    this.#nextSlot ^= 1;
+  }
+
+  close(): void {
+    if (this.#closed) return;
+    this.#closed = true;
+    closeSync(this.#fd);
+  }
+
+  static #decode(slot: Buffer): number | undefined {
+    if (!slot.subarray(0, 8).equals(HeadMarker.MAGIC)) return undefined;
+    if (slot.readUInt32LE(16) !== fnv1a(slot, 16)) return undefined;
+    const head = slot.readBigUInt64LE(8);
+    return head <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(head) : undefined;
+  }
+}
+
+function fnv1a(bytes: Buffer, length: number): number {
+  let hash = 0x811c9dc5;
+  for (let i = 0; i < length; i++) {
+    hash ^= bytes[i]!;
+    hash = Math.imul(hash, 0x01000193) >>> 0;
+  }
+  return hash;
 }

@@ -94,6 +94,17 @@ export class HttpRouter {
     this.#apiPrefixes.push(prefix.replace(/\/+$/, ''));
   }
 
+  /**
+   * In dev mode every caller is the admin, so a write must prove it is not a browser's "simple"
+   * cross-site request: those can only carry text/plain, form types or no Content-Type at all,
+   * while application/json needs a CORS preflight this hub never grants.
+   */
+  #contentTypeRefusal(req: IncomingMessage): HttpError | undefined {
+    if (this.auth.enforced || !WRITE_METHODS.has(req.method ?? '')) return undefined;
+    if (JSON_TYPE.test(req.headers['content-type'] ?? '')) return undefined;
+    return new HttpError(415, 'unsupported_media_type', `${req.method} needs Content-Type: application/json`);
+  }
+
   /** Handles the request if a route matches (or the path is a reserved API path); false otherwise. */
   async handle(req: IncomingMessage, res: ServerResponse): Promise<boolean> {
     const url = new URL(req.url ?? '/', 'http://localhost');
@@ -104,6 +115,11 @@ export class HttpRouter {
       if (!params) continue;
       pathMatched = true;
       if (route.method !== req.method) continue;
+      const refusal = this.#contentTypeRefusal(req);
+      if (refusal) {
+        sendError(res, refusal);
+        return true;
+      }
       let principal: Principal | undefined;
       if (!route.public) {
         principal = this.auth.authenticate(tokenFromRequest(req.headers, url));
@@ -137,6 +153,9 @@ export class HttpRouter {
     return false;
   }
 }
+
+const WRITE_METHODS = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
+const JSON_TYPE = /^application\/(.+\+)?json\s*(;|$)/i;
 
 function match(pattern: readonly string[], raw: readonly string[]): Record<string, string> | undefined {
   if (pattern.length !== raw.length) return undefined;

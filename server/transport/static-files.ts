@@ -14,13 +14,20 @@ const TYPES: Record<string, string> = {
   '.css': 'text/css; charset=utf-8',
   '.svg': 'image/svg+xml',
   '.png': 'image/png',
-  '.map': 'application/json',
   '.ico': 'image/x-icon',
 };
 
 export async function serveStatic(root: string, req: IncomingMessage, res: ServerResponse): Promise<boolean> {
   const base = resolve(root);
-  const pathname = decodeURIComponent(new URL(req.url ?? '/', 'http://x').pathname);
+  let pathname: string;
+  try {
+    pathname = decodeURIComponent(new URL(req.url ?? '/', 'http://x').pathname);
+  } catch {
+    return false;
+  }
+  // Source maps would publish the app's source; the build keeps them out of the served directory
+  // and this keeps them unserved should one be copied in.
+  if (extname(pathname) === '.map') return false;
   let file = resolve(join(base, pathname));
   if (file !== base && !file.startsWith(base + sep)) return false;
   let info = await stat(file).catch(() => undefined);

@@ -3,7 +3,7 @@
  * `ws` socket to the hub's `Connection`, feeds text frames to the JSON-RPC router, and keeps
  * connections honest with a ping/pong heartbeat. It knows nothing about channels or storage.
  */
-import type { IncomingMessage } from 'node:http';
+import { STATUS_CODES, type IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { randomUUID } from 'node:crypto';
 import { WebSocketServer, WebSocket, type RawData } from 'ws';
@@ -16,6 +16,13 @@ import type { Admission, RpcRouter, RpcContext } from '../hub/rpc.js';
 import { encodeError } from '../hub/rpc.js';
 import type { Logger } from '../log.js';
 import { errorFields } from '../log.js';
+import type { GuardRefusal } from './loopback-guard.js';
+
+/** Close codes the transport itself uses (the hub's are in `CloseCode`). */
+export const TransportCloseCode = {
+  /** The client did not complete `initialize` in time after the upgrade. */
+  InitializeTimeout: 4408,
+} as const;
 
 export interface WsTransportOptions {
   readonly path: string;
@@ -31,6 +38,16 @@ export interface WsTransportOptions {
    * sent more, whatever sends it (the hub applies the same rule; this catches every other sender).
    */
   readonly maxBufferedBytes?: number;
+  /** Open connections one principal (tenant + user) may hold, so one token cannot take every slot. */
+  readonly maxConnectionsPerPrincipal: number;
+  /** Open connections one tenant may hold together. */
+  readonly maxConnectionsPerTenant: number;
+  /** A connection that has not completed `initialize` this long after the upgrade is closed (4408). */
+  readonly initializeTimeoutMs: number;
+  /** Checks an upgrade before authentication (dev mode: loopback Host and Origin only). */
+  readonly guard?: ((req: IncomingMessage) => GuardRefusal | undefined) | undefined;
+  /** Told the close code of every connection the server closes (slow-consumer counts). */
+  readonly onServerClose?: ((code: number) => void) | undefined;
   /** Called when a connection closes so the hub can drop its subscriptions. */
   readonly onClose: (conn: Connection, principal: Principal) => void;
 }
@@ -68,6 +85,7 @@ class WsConnection implements Connection {
     /** The TCP socket under the WebSocket (the one the upgrade handed us). */
     private readonly raw: Duplex,
     private readonly maxBufferedBytes: number,
+    private readonly onServerClose: ((code: number) => void) | undefined,
   ) {}
   send(text: string): void {
     if (this.socket.readyState !== WebSocket.OPEN) return;
@@ -85,7 +103,10 @@ class WsConnection implements Connection {
   close(code: number, reason: string): void {
     // A socket paused by flow control must be read again, or the closing handshake never completes.
     if (this.socket.isPaused) this.socket.resume();
-    if (this.socket.readyState === WebSocket.OPEN || this.socket.readyState === WebSocket.CONNECTING) this.socket.close(code, reason);
+    if (this.socket.readyState === WebSocket.OPEN || this.socket.readyState === WebSocket.CONNECTING) {
+      this.onServerClose?.(code);
+      this.socket.close(code, reason);
+    }
   }
   get bufferedAmount(): number {
     return this.socket.bufferedAmount;
@@ -98,6 +119,9 @@ const DEFAULT_MAX_BUFFERED_BYTES = 4 * 1024 * 1024;
 export class WsTransport {
   readonly #wss: WebSocketServer;
   readonly #connections = new Set<WsConnection>();
+  /** Open connections per principal key and per tenant (entries removed at zero). */
+  readonly #perPrincipal = new Map<string, number>();
+  readonly #perTenant = new Map<string, number>();
   readonly #heartbeat: NodeJS.Timeout;
 
   constructor(private readonly options: WsTransportOptions) {
@@ -110,27 +134,64 @@ export class WsTransport {
     return this.#connections.size;
   }
 
+  /** Bytes queued in every connection's socket and not yet written (fan-out backlog). */
+  bufferedBytes(): number {
+    let total = 0;
+    for (const conn of this.#connections) total += conn.bufferedAmount;
+    return total;
+  }
+
   /** Handles an HTTP upgrade; returns false when the path is not ours. */
   handleUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): boolean {
     const url = new URL(req.url ?? '/', 'http://localhost');
     if (url.pathname !== this.options.path) return false;
+    const refusal = this.options.guard?.(req);
+    if (refusal) {
+      refuse(socket, refusal.status, refusal.code, refusal.message);
+      return true;
+    }
     const principal = this.options.auth.authenticate(tokenFromRequest(req.headers, url));
     if (!principal) {
-      refuse(socket, 401, 'Unauthorized', 'a valid token is required (Authorization: Bearer <token> or ?token=)');
+      refuse(socket, 401, 'unauthorized', 'a valid token is required (Authorization: Bearer <token> or ?token=)');
       return true;
     }
     if (this.#connections.size >= this.options.maxConnections) {
-      refuse(socket, 503, 'Service Unavailable', 'too many connections');
+      refuse(socket, 503, 'too_many_connections', `the hub holds its maximum of ${this.options.maxConnections} connections; try again later`);
       return true;
     }
-    this.#wss.handleUpgrade(req, socket, head, (ws) => this.#accept(ws, socket, principal));
+    const principalKey = keyOf(principal);
+    if ((this.#perPrincipal.get(principalKey) ?? 0) >= this.options.maxConnectionsPerPrincipal) {
+      refuse(socket, 429, 'too_many_connections', `at most ${this.options.maxConnectionsPerPrincipal} open connections per user; close one first`);
+      return true;
+    }
+    if ((this.#perTenant.get(principal.tenant) ?? 0) >= this.options.maxConnectionsPerTenant) {
+      refuse(socket, 429, 'too_many_connections', `at most ${this.options.maxConnectionsPerTenant} open connections per tenant; close one first`);
+      return true;
+    }
+    // Counted from the upgrade on, so a burst of upgrades cannot overshoot the caps.
+    increment(this.#perPrincipal, principalKey);
+    increment(this.#perTenant, principal.tenant);
+    let released = false;
+    const release = (): void => {
+      if (released) return;
+      released = true;
+      decrement(this.#perPrincipal, principalKey);
+      decrement(this.#perTenant, principal.tenant);
+    };
+    socket.once('close', release);
+    this.#wss.handleUpgrade(req, socket, head, (ws) => this.#accept(ws, socket, principal, release));
     return true;
   }
 
-  #accept(ws: WebSocket, raw: Duplex, principal: Principal): void {
-    const conn = new WsConnection(ws, raw, this.options.maxBufferedBytes ?? DEFAULT_MAX_BUFFERED_BYTES);
+  #accept(ws: WebSocket, raw: Duplex, principal: Principal, release: () => void): void {
+    const conn = new WsConnection(ws, raw, this.options.maxBufferedBytes ?? DEFAULT_MAX_BUFFERED_BYTES, this.options.onServerClose);
     this.#connections.add(conn);
     const ctx: RpcContext = { conn, principal, state: this.options.router.newConnectionState() };
+    // A socket that never initializes holds a slot and memory for nothing: close it after a while.
+    const initializeTimer = setTimeout(() => {
+      if (ctx.state.protocolVersion === undefined) conn.close(TransportCloseCode.InitializeTimeout, 'initialize was not completed in time');
+    }, this.options.initializeTimeoutMs);
+    initializeTimer.unref();
     // Frames are handled one at a time per connection so answers keep the order of requests.
     let queue: Promise<void> = Promise.resolve();
     const flow = new InboundFlowControl(ws, this.options.router, ctx);
@@ -152,6 +213,8 @@ export class WsTransport {
     ws.on('error', (err) => this.options.logger.warn('websocket error', { connection: conn.id, ...errorFields(err) }));
     ws.on('close', () => {
       flow.stop();
+      clearTimeout(initializeTimer);
+      release();
       this.#connections.delete(conn);
       this.options.onClose(conn, principal);
     });
@@ -225,9 +288,23 @@ class InboundFlowControl {
   }
 }
 
-function refuse(socket: Duplex, status: number, text: string, message: string): void {
-  const body = JSON.stringify({ code: status === 401 ? 'unauthorized' : 'unavailable', message });
+function keyOf(principal: Principal): string {
+  return `${principal.tenant}\u0000${principal.user}`;
+}
+
+function increment(counts: Map<string, number>, key: string): void {
+  counts.set(key, (counts.get(key) ?? 0) + 1);
+}
+
+function decrement(counts: Map<string, number>, key: string): void {
+  const n = (counts.get(key) ?? 0) - 1;
+  if (n > 0) counts.set(key, n);
+  else counts.delete(key);
+}
+
+function refuse(socket: Duplex, status: number, code: string, message: string): void {
+  const body = JSON.stringify({ code, message });
   socket.end(
-    `HTTP/1.1 ${status} ${text}\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
+    `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? 'Error'}\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
   );
 }

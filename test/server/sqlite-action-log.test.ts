@@ -1,5 +1,5 @@
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
@@ -135,6 +135,37 @@ describe('SqliteActionLog specifics', () => {
 
     tamper(`UPDATE meta SET value = 'three' WHERE key = 'head'`);
     await expect(log.head()).rejects.toThrow(/meta\.head is "three"/);
+  });
+
+  it('refuses to open when the head went back behind the head marker, and says how to accept the loss', async () => {
+    const log = open();
+    await log.append(0, [tick(1), tick(2), tick(3)]);
+    await log.close();
+    // What a damaged WAL looks like once SQLite drops its bad frames: an older, consistent file.
+    tamper(`DELETE FROM records WHERE seq > 1; UPDATE meta SET value = '1' WHERE key = 'head'`);
+    expect(() => open()).toThrow(/lost committed records: its head is 1 but \S+\.head shows 3 records were committed.*delete \S+\.head/s);
+    rmSync(`${file}.head`);
+    const accepted = open();
+    expect(await accepted.head()).toBe(1);
+    expect((await accepted.append(1, [tick(2)])).ok).toBe(true);
+  });
+
+  it('survives one torn marker slot, refuses a marker with no valid slot', async () => {
+    const log = open();
+    await log.append(0, [tick(1)]);
+    await log.append(1, [tick(2)]);
+    await log.close();
+    const marker = `${file}.head`;
+    const bytes = readFileSync(marker);
+    expect(bytes.length).toBe(64);
+    const torn = Buffer.from(bytes);
+    torn.fill(0xab, 8, 24); // one slot spoiled mid-write
+    writeFileSync(marker, torn);
+    const reopened = open();
+    expect(await reopened.head()).toBe(2);
+    await reopened.close();
+    writeFileSync(marker, Buffer.alloc(64, 0x55));
+    expect(() => open()).toThrow(/head marker \S+ is damaged/);
   });
 
   it('keeps only the two newest snapshots', async () => {

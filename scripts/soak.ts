@@ -1,0 +1,642 @@
+/**
+ * `npm run soak`: a reproducible, time-bounded attack-and-fault run against a real hub process on
+ * loopback (`node dist/server/main.js`, as `npm start` runs it). Not part of `npm test`.
+ *
+ *   1. Kill cycles under load: writers dispatch as fast as their budget allows, the hub is SIGKILLed
+ *      at a seeded moment, and every action the hub echoed as accepted is looked up in the SQLite
+ *      log (same seq, same action, same origin). The next cycle restarts on the same data directory
+ *      and checks `serverSeq` never went back.
+ *   2. Fuzz: seeded random frames (broken JSON, wrong JSON-RPC shapes, random methods and params,
+ *      random actions, bad UTF-8, oversized frames) from many connections; the hub must keep
+ *      answering `/healthz` and a canary's dispatch round trip afterwards.
+ *   3. Slow consumers: subscribers that never read while a producer streams; the hub must close
+ *      them (4008) and its memory must stay bounded.
+ *   4. Connection floods (with tokens): one token opens far more sockets than its cap while
+ *      half-open HTTP requests pile up; another user still connects and `/healthz` still answers.
+ *
+ * Flags: --seed N (1), --cycles N (25), --fuzz-frames N (1000000), --quick (small numbers),
+ * --only kill|fuzz|slow|flood (one phase, with the same seeded inputs as in the full run).
+ * Prints one line per phase and a summary; exits non-zero if any action was lost or the hub died.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { request as httpRequest } from 'node:http';
+import { connect, type Socket } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { randomUUID } from 'node:crypto';
+import WebSocket from 'ws';
+import { SqliteActionLog } from '../server/storage/sqlite-action-log.js';
+import { cpuSeconds, machineBusySeconds } from '../bench/proc.js';
+
+// ─── Options ──────────────────────────────────────────────────────────────────
+
+interface Options {
+  seed: number;
+  cycles: number;
+  fuzzFrames: number;
+  quick: boolean;
+  only: string | undefined;
+}
+
+function parseOptions(argv: readonly string[]): Options {
+  const o: Options = { seed: 1, cycles: 25, fuzzFrames: 1_000_000, quick: false, only: undefined };
+  for (let i = 0; i < argv.length; i++) {
+    const flag = argv[i];
+    const num = (): number => {
+      const v = Number(argv[++i]);
+      if (!Number.isSafeInteger(v) || v < 0) throw new Error(`${flag} needs a non-negative integer`);
+      return v;
+    };
+    if (flag === '--seed') o.seed = num();
+    else if (flag === '--cycles') o.cycles = num();
+    else if (flag === '--fuzz-frames') o.fuzzFrames = num();
+    else if (flag === '--only') o.only = argv[++i];
+    else if (flag === '--quick') {
+      o.quick = true;
+      o.cycles = 3;
+      o.fuzzFrames = 50_000;
+    } else throw new Error(`unknown flag ${flag}; flags: --seed N --cycles N --fuzz-frames N --quick --only kill|fuzz|slow|flood`);
+  }
+  return o;
+}
+
+/** mulberry32, as in the tests: the same seed throws the same frames and kill moments. */
+function prng(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+// ─── The hub process ──────────────────────────────────────────────────────────
+
+interface HubChild {
+  child: ChildProcess;
+  port: number;
+  url: string;
+  wsUrl: string;
+  exited: Promise<number | null>;
+  stderr(): string;
+}
+
+async function startHub(args: string[], openFileLimit?: number): Promise<HubChild> {
+  // SOAK_HUB_NODE_FLAGS (e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof") profiles the hub itself.
+  const nodeFlags = (process.env['SOAK_HUB_NODE_FLAGS'] ?? '').split(' ').filter(Boolean);
+  const argv = [...nodeFlags, 'dist/server/main.js', '--port', '0', '--log-level', 'error', ...args];
+  const child =
+    openFileLimit === undefined
+      ? spawn(process.execPath, argv, { stdio: ['ignore', 'pipe', 'pipe'] })
+      : spawn('bash', ['-c', `ulimit -n ${openFileLimit} && exec "$0" "$@"`, process.execPath, ...argv], { stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  let err = '';
+  child.stderr!.on('data', (d: Buffer) => (err = (err + d.toString()).slice(-20_000)));
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  const url = await new Promise<string>((resolve, reject) => {
+    const deadline = setTimeout(() => reject(new Error(`hub did not start in 20 s: ${err}`)), 20_000);
+    child.stdout!.on('data', (d: Buffer) => {
+      out += d.toString();
+      const m = /listening on (http:\/\/\S+)/.exec(out);
+      if (m) {
+        clearTimeout(deadline);
+        resolve(m[1]!);
+      }
+    });
+    void exited.then((code) => reject(new Error(`hub exited with ${code}: ${err}`)));
+  });
+  return { child, port: Number(new URL(url).port), url, wsUrl: url.replace('http://', 'ws://') + '/ahp', exited, stderr: () => err };
+}
+
+function rssMiB(pid: number): number {
+  const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+  return m ? Number(m[1]) / 1024 : NaN;
+}
+
+async function healthzMs(url: string, timeoutMs = 5_000): Promise<number> {
+  const start = performance.now();
+  const res = await fetch(`${url}/healthz`, { signal: AbortSignal.timeout(timeoutMs) });
+  if (res.status !== 200) throw new Error(`/healthz answered ${res.status}`);
+  await res.text();
+  return performance.now() - start;
+}
+
+// ─── A minimal AHP client ─────────────────────────────────────────────────────
+
+interface Envelope {
+  channel: string;
+  serverSeq: number;
+  action: Record<string, unknown>;
+  origin?: { clientId: string; clientSeq: number };
+  rejectionReason?: string;
+}
+
+class Client {
+  readonly clientId = randomUUID();
+  readonly echoes: Envelope[] = [];
+  closeCode: number | undefined;
+  received = 0;
+  #nextId = 1;
+  #clientSeq = 0;
+  readonly #pending = new Map<number, { resolve(v: unknown): void; reject(e: Error): void }>();
+
+  private constructor(readonly ws: WebSocket) {
+    ws.on('message', (data) => this.#onMessage(String(data)));
+    ws.on('close', (code) => {
+      this.closeCode = code;
+      for (const p of this.#pending.values()) p.reject(new Error(`closed (${code})`));
+      this.#pending.clear();
+    });
+    ws.on('error', () => {});
+  }
+
+  static async open(wsUrl: string, token?: string): Promise<Client> {
+    const ws = new WebSocket(token ? `${wsUrl}?token=${token}` : wsUrl);
+    await new Promise<void>((resolve, reject) => {
+      ws.once('open', () => resolve());
+      ws.once('error', reject);
+      ws.once('unexpected-response', (_req, res) => reject(new Error(`HTTP ${res.statusCode}`)));
+    });
+    const client = new Client(ws);
+    await client.request('initialize', { channel: 'ahp-root://', protocolVersions: ['1.0.0'], clientId: client.clientId });
+    return client;
+  }
+
+  request<T = Record<string, unknown>>(method: string, params: unknown): Promise<T> {
+    const id = this.#nextId++;
+    return new Promise<T>((resolve, reject) => {
+      this.#pending.set(id, { resolve: resolve as (v: unknown) => void, reject });
+      this.ws.send(JSON.stringify({ jsonrpc: '2.0', id, method, params }));
+    });
+  }
+
+  dispatch(channel: string, action: Record<string, unknown>): number {
+    const clientSeq = ++this.#clientSeq;
+    this.ws.send(JSON.stringify({ jsonrpc: '2.0', method: 'dispatchAction', params: { channel, clientSeq, action } }));
+    return clientSeq;
+  }
+
+  async createSession(): Promise<{ session: string; chat: string }> {
+    const session = `ahp-session:/${randomUUID()}`;
+    const r = await this.request<{ defaultChat: string }>('createSession', { channel: session });
+    return { session, chat: r.defaultChat };
+  }
+
+  #onMessage(text: string): void {
+    this.received++;
+    const msg = JSON.parse(text) as { id?: number; result?: unknown; error?: { code: number; message: string }; method?: string; params?: Envelope };
+    if (msg.method === 'action' && msg.params?.origin?.clientId === this.clientId) this.echoes.push(msg.params);
+    if (typeof msg.id !== 'number') return;
+    const p = this.#pending.get(msg.id);
+    if (!p) return;
+    this.#pending.delete(msg.id);
+    if (msg.error) p.reject(new Error(`${msg.error.code} ${msg.error.message}`));
+    else p.resolve(msg.result);
+  }
+
+  close(): void {
+    this.ws.terminate();
+  }
+}
+
+// ─── Phase 1: SIGKILL cycles under load ───────────────────────────────────────
+
+interface KillFigures {
+  cycles: number;
+  echoedChecked: number;
+  lost: number;
+  rejected: number;
+  actionsPerSecond: number;
+}
+
+async function killCycles(o: Options, random: () => number): Promise<KillFigures> {
+  const data = mkdtempSync(join(tmpdir(), 'ahp-soak-'));
+  const writers = 4;
+  let checked = 0;
+  let lost = 0;
+  let rejected = 0;
+  let accepted = 0;
+  let loadMs = 0;
+  let lastHead = 0;
+  try {
+    for (let cycle = 1; cycle <= o.cycles; cycle++) {
+      const hub = await startHub(['--data', data]);
+      const clients = await Promise.all(Array.from({ length: writers }, () => Client.open(hub.wsUrl)));
+      const sessions = await Promise.all(clients.map((c) => c.createSession()));
+      // Each writer toggles isRead on its own session, paced just under the per-connection budget
+      // (450/s) so every dispatch is meant to be accepted.
+      const killAfterMs = 400 + Math.floor(random() * 1_200);
+      const start = performance.now();
+      let stop = false;
+      const pumps = clients.map(async (c, i) => {
+        let n = 0;
+        while (!stop) {
+          const due = start + (n / 450) * 1000;
+          const wait = due - performance.now();
+          if (wait > 0) await new Promise((r) => setTimeout(r, Math.min(wait, 20)));
+          else {
+            c.dispatch(sessions[i]!.session, { type: 'session/isReadChanged', isRead: n % 2 === 0 });
+            n++;
+          }
+        }
+      });
+      await new Promise((r) => setTimeout(r, killAfterMs));
+      hub.child.kill('SIGKILL');
+      stop = true;
+      await Promise.all(pumps);
+      await hub.exited;
+      loadMs += performance.now() - start;
+      for (const c of clients) c.close();
+
+      // Every accepted echo must be in the log, byte for byte, under its seq.
+      const log = SqliteActionLog.open({ file: join(data, 'hub.db') });
+      try {
+        const echoes = clients.flatMap((c) => c.echoes);
+        const ok = echoes.filter((e) => e.rejectionReason === undefined);
+        rejected += echoes.length - ok.length;
+        accepted += ok.length;
+        const from = Math.min(...ok.map((e) => e.serverSeq), Number.MAX_SAFE_INTEGER) - 1;
+        const stored = new Map((await log.read(Math.max(0, from), Number.POSITIVE_INFINITY)).map((r) => [r.serverSeq, r]));
+        for (const e of ok) {
+          checked++;
+          const r = stored.get(e.serverSeq);
+          if (!r || JSON.stringify(r.action) !== JSON.stringify(e.action) || JSON.stringify(r.origin) !== JSON.stringify(e.origin)) lost++;
+        }
+        const head = await log.head();
+        if (head < lastHead) throw new Error(`cycle ${cycle}: serverSeq went back from ${lastHead} to ${head}`);
+        lastHead = head;
+      } finally {
+        await log.close();
+      }
+    }
+  } finally {
+    rmSync(data, { recursive: true, force: true });
+  }
+  return { cycles: o.cycles, echoedChecked: checked, lost, rejected, actionsPerSecond: Math.round(accepted / (loadMs / 1000)) };
+}
+
+// ─── Phase 2: seeded fuzz ─────────────────────────────────────────────────────
+
+const METHODS = ['initialize', 'ping', 'subscribe', 'unsubscribe', 'dispatchAction', 'reconnect', 'listSessions', 'createSession', 'disposeSession', 'createChat', 'disposeChat', 'x-input/submit', 'x-input/status', 'x-collab/join', 'x-collab/sync', 'nope'];
+const ACTION_TYPES = ['chat/turnStarted', 'chat/delta', 'chat/inputCompleted', 'chat/pendingMessageSet', 'session/isReadChanged', 'session/defaultChatChanged', 'chat/truncated', 'x/unknown'];
+
+function fuzzValue(random: () => number, depth: number, channels: readonly string[]): unknown {
+  const r = random();
+  if (depth > 6 || r < 0.3) {
+    const atoms = [null, true, false, 0, -1, 2 ** 53, 1.5, '', 'x', 'ahp-root://', channels[0], channels[1], '😀', '\u0000', 'a'.repeat(Math.floor(random() * 300))];
+    return atoms[Math.floor(random() * atoms.length)];
+  }
+  if (r < 0.5) return Array.from({ length: Math.floor(random() * 4) }, () => fuzzValue(random, depth + 1, channels));
+  const o: Record<string, unknown> = {};
+  const keys = ['type', 'channel', 'clientSeq', 'action', 'turnId', 'message', 'text', 'id', 'protocolVersions', 'clientId', 'doc', 'data', '__proto__', 'constructor', 'k'];
+  for (let i = Math.floor(random() * 5); i > 0; i--) o[keys[Math.floor(random() * keys.length)]!] = fuzzValue(random, depth + 1, channels);
+  return o;
+}
+
+function fuzzFrame(random: () => number, channels: readonly string[], seq: number): string | Buffer {
+  const r = random();
+  if (r < 0.05) return '{"jsonrpc":"2.0","method":' + 'x'.repeat(Math.floor(random() * 50)); // broken JSON
+  if (r < 0.052) return Buffer.from([0x7b, 0xff, 0xfe, 0x7d]); // bad UTF-8 (closes the connection: rare)
+  if (r < 0.1) return JSON.stringify(fuzzValue(random, 0, channels)); // not JSON-RPC
+  if (r < 0.55) {
+    const type = ACTION_TYPES[Math.floor(random() * ACTION_TYPES.length)]!;
+    const action = { ...(fuzzValue(random, 1, channels) as object), type };
+    return JSON.stringify({ jsonrpc: '2.0', method: 'dispatchAction', params: { channel: channels[Math.floor(random() * channels.length)], clientSeq: seq, action } });
+  }
+  const method = METHODS[Math.floor(random() * METHODS.length)]!;
+  const params = { channel: random() < 0.7 ? channels[Math.floor(random() * channels.length)] : 'ahp-root://', ...(fuzzValue(random, 1, channels) as object) };
+  return JSON.stringify(random() < 0.7 ? { jsonrpc: '2.0', id: seq, method, params } : { jsonrpc: '2.0', method, params });
+}
+
+interface FuzzFigures {
+  frames: number;
+  seconds: number;
+  closes: Record<string, number>;
+  healthzWorstMs: number;
+  /** /healthz polls that failed (timeout after 5 s or error), with when and why. */
+  healthFailures: string[];
+  /** Most /healthz polls (1 s apart, 5 s timeout) that failed in a row. */
+  longestFailureRun: number;
+  hubCpuPercent: number;
+  /** CPU used by every other process on the machine during the phase (100% = one core). */
+  otherCpuPercent: number;
+  canaryOk: boolean;
+  hubExit: number | null;
+}
+
+async function fuzz(o: Options, random: () => number): Promise<FuzzFigures> {
+  const data = mkdtempSync(join(tmpdir(), 'ahp-soak-fuzz-'));
+  const hub = await startHub(['--data', data]);
+  const setup = await Client.open(hub.wsUrl);
+  const { session, chat } = await setup.createSession();
+  const channels = [session, chat, 'ahp-root://', 'ahp-chat:/nope'];
+  const connections = 100;
+  const perConnectionRate = 450; // frames/s, under the per-connection budget of 500/s
+  const closes: Record<string, number> = {};
+  let sent = 0;
+  let worst = 0;
+  const start = performance.now();
+  const frameSeeds = Array.from({ length: connections }, () => Math.floor(random() * 2 ** 32));
+  const healthFailures: string[] = [];
+  const busyBefore = machineBusySeconds();
+  const hubCpuBefore = cpuSeconds(hub.child.pid!);
+  const ownCpuBefore = process.cpuUsage();
+  let consecutiveFailures = 0;
+  let worstRun = 0;
+  const health = setInterval(() => {
+    healthzMs(hub.url).then(
+      (ms) => {
+        worst = Math.max(worst, ms);
+        consecutiveFailures = 0;
+      },
+      (err: unknown) => {
+        healthFailures.push(`${((performance.now() - start) / 1000).toFixed(1)} s: ${String((err as Error).cause ?? err)}`);
+        worstRun = Math.max(worstRun, ++consecutiveFailures);
+      },
+    );
+  }, 1_000);
+  try {
+    await Promise.all(
+      frameSeeds.map(async (seed, index) => {
+        const rand = prng(seed);
+        const quota = Math.ceil(o.fuzzFrames / connections);
+        let done = 0;
+        while (done < quota) {
+          let ws: WebSocket;
+          try {
+            ws = await openRaw(hub.wsUrl);
+          } catch {
+            continue;
+          }
+          // Every other connection initializes first, so methods past initialize are reached too.
+          if (index % 2 === 0) ws.send(JSON.stringify({ jsonrpc: '2.0', id: 0, method: 'initialize', params: { channel: 'ahp-root://', protocolVersions: ['1.0.0'], clientId: randomUUID() } }));
+          ws.on('message', () => {});
+          const opened = performance.now();
+          let n = 0;
+          while (done < quota && ws.readyState === WebSocket.OPEN) {
+            const due = opened + (n / perConnectionRate) * 1000;
+            const wait = due - performance.now();
+            // Paced, and never more than 256 KiB unsent: the fuzzer must not drown itself.
+            if (wait > 0 || ws.bufferedAmount > 256 * 1024) {
+              await new Promise((r) => setTimeout(r, Math.max(1, Math.min(wait, 50))));
+              continue;
+            }
+            const frame = rand() < 0.0005 ? Buffer.alloc(1024 * 1024 + 1, 0x20) : fuzzFrame(rand, channels, done);
+            ws.send(frame, { binary: false });
+            n++;
+            done++;
+            sent++;
+          }
+          const code = await new Promise<number>((resolve) => {
+            if (ws.readyState === WebSocket.CLOSED) return resolve(-1);
+            ws.once('close', (c) => resolve(c));
+            if (done >= quota) ws.close(1000);
+          });
+          closes[code] = (closes[code] ?? 0) + 1;
+        }
+      }),
+    );
+  } finally {
+    clearInterval(health);
+  }
+  const seconds = (performance.now() - start) / 1000;
+  const hubCpu = cpuSeconds(hub.child.pid!) - hubCpuBefore;
+  const ownCpu = process.cpuUsage(ownCpuBefore);
+  // Loopback TCP work is partly accounted as softirq, which machineBusySeconds leaves out: clamp at 0.
+  const otherCpu = Math.max(0, machineBusySeconds() - busyBefore - hubCpu - (ownCpu.user + ownCpu.system) / 1e6);
+  // The hub is still alive and still does its job: a fresh client's dispatch is echoed.
+  let canaryOk = false;
+  try {
+    worst = Math.max(worst, await healthzMs(hub.url));
+    const canary = await Client.open(hub.wsUrl);
+    // Its own session: the fuzz may well have disposed the shared one.
+    const own = await canary.createSession();
+    const seq = canary.dispatch(own.session, { type: 'session/isReadChanged', isRead: true });
+    await canary.request('ping', { channel: 'ahp-root://' });
+    canaryOk = canary.echoes.some((e) => e.origin?.clientSeq === seq && e.rejectionReason === undefined);
+    canary.close();
+  } catch {
+    canaryOk = false;
+  }
+  setup.close();
+  hub.child.kill('SIGTERM');
+  await hub.exited;
+  rmSync(data, { recursive: true, force: true });
+  return { frames: sent, seconds, closes, healthzWorstMs: worst, healthFailures, longestFailureRun: worstRun, hubCpuPercent: (100 * hubCpu) / seconds, otherCpuPercent: (100 * otherCpu) / seconds, canaryOk, hubExit: hub.child.exitCode };
+}
+
+function openRaw(url: string): Promise<WebSocket> {
+  return new Promise((resolve, reject) => {
+    const ws = new WebSocket(url);
+    ws.once('open', () => resolve(ws));
+    ws.once('error', reject);
+    ws.once('unexpected-response', () => reject(new Error('refused')));
+  });
+}
+
+// ─── Phase 3: slow consumers ──────────────────────────────────────────────────
+
+interface SlowFigures {
+  consumers: number;
+  closedSlow: number;
+  rssBeforeMiB: number;
+  rssPeakMiB: number;
+  perConsumerMiB: number;
+  producedActions: number;
+}
+
+async function slowConsumers(o: Options): Promise<SlowFigures> {
+  const data = mkdtempSync(join(tmpdir(), 'ahp-soak-slow-'));
+  const hub = await startHub(['--data', data]);
+  const producer = await Client.open(hub.wsUrl);
+  const { session } = await producer.createSession();
+  const consumers = o.quick ? 10 : 40;
+  const slow: Client[] = [];
+  for (let i = 0; i < consumers; i++) {
+    const c = await Client.open(hub.wsUrl);
+    await c.request('subscribe', { channel: session });
+    // Stop reading: the socket's receive buffer fills, then the hub's send buffer for it grows.
+    (c.ws as unknown as { _socket: Socket })._socket.pause();
+    slow.push(c);
+  }
+  const rssBefore = rssMiB(hub.child.pid!);
+  let peak = rssBefore;
+  // Large title changes make the backlog grow fast: ~16 KB per envelope.
+  const filler = 'x'.repeat(16 * 1024);
+  let produced = 0;
+  const deadline = performance.now() + (o.quick ? 5_000 : 15_000);
+  const started = performance.now();
+  let messages = 0;
+  while (performance.now() < deadline && slow.some((c) => c.closeCode === undefined)) {
+    // 400 messages/s: under the producer's own budget, so nothing it sends is refused.
+    const due = started + (messages / 400) * 1000;
+    if (due > performance.now()) await new Promise((r) => setTimeout(r, due - performance.now()));
+    for (let i = 0; i < 39; i++) producer.dispatch(session, { type: 'session/isReadChanged', isRead: i % 2 === 0, _meta: { filler: filler + produced } });
+    produced += 39;
+    messages += 40;
+    await producer.request('ping', { channel: 'ahp-root://' });
+    peak = Math.max(peak, rssMiB(hub.child.pid!));
+  }
+  // The closes reach our paused sockets only when they read again.
+  for (const c of slow) (c.ws as unknown as { _socket: Socket })._socket.resume();
+  const until = performance.now() + 10_000;
+  while (performance.now() < until && slow.some((c) => c.closeCode === undefined)) await new Promise((r) => setTimeout(r, 100));
+  const closedSlow = slow.filter((c) => c.closeCode === 4008).length;
+  for (const c of slow) c.close();
+  producer.close();
+  hub.child.kill('SIGTERM');
+  await hub.exited;
+  rmSync(data, { recursive: true, force: true });
+  return { consumers, closedSlow, rssBeforeMiB: rssBefore, rssPeakMiB: peak, perConsumerMiB: (peak - rssBefore) / consumers, producedActions: produced };
+}
+
+// ─── Phase 4: connection floods ───────────────────────────────────────────────
+
+interface FloodFigures {
+  attempts: number;
+  accepted: number;
+  refused429: number;
+  refusedAtHttpCap: number;
+  otherUserConnected: boolean;
+  halfOpen: number;
+  healthzAnswered: boolean;
+  /** Time until /healthz answered on a fresh connection, the worse of two checks. */
+  healthzWorstMs: number;
+}
+
+async function floods(o: Options): Promise<FloodFigures> {
+  const dir = mkdtempSync(join(tmpdir(), 'ahp-soak-flood-'));
+  const tokens = { viewer: 'soak-viewer-token-0123456789', user: 'soak-user-token-0123456789' };
+  writeFileSync(join(dir, 'tokens.json'), JSON.stringify({ tokens: [
+    { token: tokens.viewer, user: 'flooder', tenant: 'a', role: 'viewer' },
+    { token: tokens.user, user: 'someone', tenant: 'b', role: 'user' },
+  ] }));
+  // Under `ulimit -n 1024`, where 1,100 half-open requests used to starve /healthz.
+  const hub = await startHub(['--data', join(dir, 'data'), '--auth', join(dir, 'tokens.json')], 1024);
+  const attempts = o.quick ? 300 : 1_000;
+  const open: WebSocket[] = [];
+  let refused429 = 0;
+  /** Upgrades whose TCP connection was refused by the HTTP connection cap during the burst. */
+  let refusedAtHttpCap = 0;
+  let worst = 0;
+  const sockets: Socket[] = [];
+  try {
+    // Half-open HTTP requests first: they must not starve /healthz.
+    const halfOpen = 1_100;
+    for (let i = 0; i < halfOpen; i++) {
+      const s = connect(hub.port, '127.0.0.1');
+      s.on('error', () => {});
+      s.write('GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ');
+      sockets.push(s);
+    }
+    // During the burst newcomers are refused; once it is over /healthz must answer again.
+    const first = await healthzEventually(hub.port, 10_000);
+    worst = Math.max(worst, first ?? Infinity);
+    for (let batch = 0; batch < attempts; batch += 100) {
+      const results = await Promise.allSettled(Array.from({ length: Math.min(100, attempts - batch) }, () => openRawWithToken(hub.wsUrl, tokens.viewer)));
+      for (const r of results) {
+        if (r.status === 'fulfilled') open.push(r.value);
+        else if (/429/.test(String(r.reason))) refused429++;
+        else refusedAtHttpCap++;
+      }
+    }
+    const second = await healthzEventually(hub.port, 10_000);
+    worst = Math.max(worst, second ?? Infinity);
+    let otherUserConnected = false;
+    try {
+      const other = await Client.open(hub.wsUrl, tokens.user);
+      await other.request('ping', { channel: 'ahp-root://' });
+      otherUserConnected = true;
+      other.close();
+    } catch {
+      otherUserConnected = false;
+    }
+    return { attempts, accepted: open.length, refused429, refusedAtHttpCap, otherUserConnected, halfOpen, healthzAnswered: first !== undefined && second !== undefined, healthzWorstMs: worst };
+  } finally {
+    for (const ws of open) ws.terminate();
+    for (const s of sockets) s.destroy();
+    hub.child.kill('SIGTERM');
+    await hub.exited;
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/** Ms until `/healthz` answers 200 on a fresh connection, retrying; undefined if it never did. */
+async function healthzEventually(port: number, deadlineMs: number): Promise<number | undefined> {
+  const start = performance.now();
+  while (performance.now() - start < deadlineMs) {
+    const status = await new Promise<number>((resolve) => {
+      const req = httpRequest({ host: '127.0.0.1', port, path: '/healthz', agent: false, timeout: 2_000 }, (res) => {
+        res.resume();
+        res.on('end', () => resolve(res.statusCode ?? 0));
+      });
+      req.on('timeout', () => req.destroy());
+      req.on('error', () => resolve(0));
+      req.end();
+    });
+    if (status === 200) return performance.now() - start;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  return undefined;
+}
+
+function openRawWithToken(url: string, token: string): Promise<WebSocket> {
+  return new Promise((resolve, reject) => {
+    const ws = new WebSocket(`${url}?token=${token}`);
+    ws.once('open', () => resolve(ws));
+    ws.once('error', reject);
+    ws.once('unexpected-response', (_req, res) => reject(new Error(`HTTP ${res.statusCode}`)));
+  });
+}
+
+// ─── Main ─────────────────────────────────────────────────────────────────────
+
+async function main(): Promise<void> {
+  const o = parseOptions(process.argv.slice(2));
+  // Each phase has its own stream, so `--only` replays a phase exactly as the full run does.
+  const phaseRandom = (phase: number): (() => number) => prng(o.seed * 16 + phase);
+  const runs = (phase: string): boolean => o.only === undefined || o.only === phase;
+  const started = performance.now();
+  const say = (line: string): void => void process.stdout.write(line + '\n');
+  const failures: string[] = [];
+  say(`soak: seed ${o.seed}, ${o.cycles} kill cycles, ${o.fuzzFrames} fuzz frames${o.quick ? ' (quick)' : ''}${o.only ? `, only ${o.only}` : ''}`);
+
+  let lost = 0;
+  if (runs('kill')) {
+    const kill = await killCycles(o, phaseRandom(1));
+    lost = kill.lost;
+    say(`kill cycles: ${kill.cycles} SIGKILLs under load (~${kill.actionsPerSecond} accepted actions/s held), ${kill.echoedChecked} echoed actions checked in the log, lost ${kill.lost}, rejected ${kill.rejected}`);
+    if (kill.lost > 0) failures.push(`${kill.lost} echoed actions lost`);
+  }
+  if (runs('fuzz')) {
+    const fz = await fuzz(o, phaseRandom(2));
+    say(
+      `fuzz: ${fz.frames} frames in ${fz.seconds.toFixed(1)} s from 100 connections (hub CPU ${fz.hubCpuPercent.toFixed(0)}%, other processes ${fz.otherCpuPercent.toFixed(0)}%); ` +
+        `closes by code ${JSON.stringify(fz.closes)}; worst /healthz ${fz.healthzWorstMs.toFixed(0)} ms, ${fz.healthFailures.length} polls over 5 s` +
+        `${fz.healthFailures.length ? ' (' + fz.healthFailures.slice(0, 3).join('; ') + ')' : ''}; canary round trip after: ${fz.canaryOk ? 'ok' : 'FAILED'}`,
+    );
+    // One slow poll on a shared 2-core machine is scheduling; three in a row is a hub that stopped serving.
+    if (!fz.canaryOk || fz.longestFailureRun >= 3) failures.push('the hub stopped serving under fuzz');
+  }
+  if (runs('slow')) {
+    const slow = await slowConsumers(o);
+    say(`slow consumers: ${slow.consumers} paused subscribers, ${slow.closedSlow} closed with 4008 after ${slow.producedActions} actions; hub RSS ${slow.rssBeforeMiB.toFixed(0)} → peak ${slow.rssPeakMiB.toFixed(0)} MiB (≤ ${slow.perConsumerMiB.toFixed(1)} MiB per slow consumer)`);
+    if (slow.closedSlow < slow.consumers) failures.push(`${slow.consumers - slow.closedSlow} slow consumers were never closed`);
+  }
+  if (runs('flood')) {
+    const fl = await floods(o);
+    say(`floods (hub under ulimit -n 1024): ${fl.halfOpen} half-open HTTP requests + ${fl.attempts} upgrades from one viewer token: ${fl.accepted} accepted (the per-user cap), ${fl.refused429} refused 429, ${fl.refusedAtHttpCap} cut at the HTTP connection cap; another tenant's user connected: ${fl.otherUserConnected ? 'yes' : 'NO'}; /healthz answered ${fl.healthzAnswered ? 'yes' : 'NO'}, worst ${fl.healthzWorstMs.toFixed(0)} ms`);
+    if (!fl.healthzAnswered) failures.push('/healthz starved by the flood');
+    if (!fl.otherUserConnected) failures.push('a flood from one token locked out another tenant');
+  }
+  say(`summary: ${((performance.now() - started) / 1000).toFixed(0)} s; actions lost: ${lost}; ${failures.length === 0 ? 'PASS' : 'FAIL: ' + failures.join('; ')}`);
+  process.exitCode = failures.length === 0 ? 0 : 1;
+}
+
+main().catch((err: unknown) => {
+  process.stderr.write(`soak failed: ${err instanceof Error ? err.stack ?? err.message : String(err)}\n`);
+  process.exit(1);
+});

@@ -1,0 +1,111 @@
+/**
+ * Prometheus metrics (`GET /metrics`). One registry per hub server; the parts of the hub report
+ * through narrow hooks the composition root wires (`HubObserver`, the transport's close callback,
+ * a timed log wrapper) and gauges are read only when scraped. The hot path only bumps counters:
+ * no per-connection or per-channel labels, so the series count stays fixed whatever clients do.
+ */
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import type { ActionLog } from './storage/action-log.js';
+import type { HubObserver } from './hub/hub.js';
+
+/** Rejection reasons are free text; metrics group them into a fixed set of kinds. */
+export type RejectionKind = 'rate_limited' | 'read_only' | 'duplicate' | 'invalid' | 'forbidden' | 'limit' | 'state';
+
+export function rejectionKind(reason: string): RejectionKind {
+  if (/rate limit|slow down/i.test(reason)) return 'rate_limited';
+  if (/read-only|viewers cannot/i.test(reason)) return 'read_only';
+  if (/clientSeq/i.test(reason)) return 'duplicate';
+  if (/^invalid /i.test(reason)) return 'invalid';
+  if (/not client-dispatchable|not allowed|forbidden|only (agents|the)|may not|permission/i.test(reason)) return 'forbidden';
+  if (/at most|too (many|large|long)|limit/i.test(reason)) return 'limit';
+  return 'state';
+}
+
+export class HubMetrics implements HubObserver {
+  readonly registry = new Registry();
+  readonly #dispatches: Counter<'outcome' | 'reason'>;
+  readonly #slowConsumerCloses: Counter;
+  readonly #serverCloses: Counter<'code'>;
+  readonly #logAppend: Histogram;
+  readonly #reconnects: Counter<'kind'>;
+
+  constructor() {
+    collectDefaultMetrics({ register: this.registry, prefix: 'ahp_hub_' });
+    const registers = [this.registry];
+    this.#dispatches = new Counter({
+      name: 'ahp_hub_dispatches_total',
+      help: 'Actions dispatched by clients and accepted (outcome="accepted", reason="") or rejected with an echo (outcome="rejected", reason=kind).',
+      labelNames: ['outcome', 'reason'],
+      registers,
+    });
+    this.#slowConsumerCloses = new Counter({ name: 'ahp_hub_slow_consumer_closes_total', help: 'Connections closed with 4008 because they did not read fast enough.', registers });
+    this.#serverCloses = new Counter({ name: 'ahp_hub_server_closes_total', help: 'Connections the hub closed, by WebSocket close code.', labelNames: ['code'], registers });
+    this.#logAppend = new Histogram({
+      name: 'ahp_hub_log_append_seconds',
+      help: 'Time one durable log append (a batch of records) took.',
+      buckets: [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1],
+      registers,
+    });
+    this.#reconnects = new Counter({
+      name: 'ahp_hub_reconnects_total',
+      help: 'reconnect requests answered from the in-memory replay window (kind="replay", a hit) or with snapshots (kind="snapshot").',
+      labelNames: ['kind'],
+      registers,
+    });
+  }
+
+  /** A gauge whose value is read at scrape time. */
+  gauge(name: string, help: string, read: () => number): void {
+    new Gauge({
+      name,
+      help,
+      registers: [this.registry],
+      collect() {
+        this.set(read());
+      },
+    });
+  }
+
+  dispatchAccepted(): void {
+    this.#dispatches.inc({ outcome: 'accepted', reason: '' });
+  }
+
+  dispatchRejected(reason: string): void {
+    this.#dispatches.inc({ outcome: 'rejected', reason: rejectionKind(reason) });
+  }
+
+  reconnectServed(kind: 'replay' | 'snapshot'): void {
+    this.#reconnects.inc({ kind });
+  }
+
+  connectionClosedByServer(code: number): void {
+    this.#serverCloses.inc({ code: String(code) });
+    if (code === 4008) this.#slowConsumerCloses.inc();
+  }
+
+  /** Wraps a log so every append's duration lands in the histogram; nothing else changes. */
+  timed(log: ActionLog): ActionLog {
+    const histogram = this.#logAppend;
+    return {
+      head: () => log.head(),
+      append: async (expectedHead, records) => {
+        const start = process.hrtime.bigint();
+        try {
+          return await log.append(expectedHead, records);
+        } finally {
+          histogram.observe(Number(process.hrtime.bigint() - start) / 1e9);
+        }
+      },
+      read: (afterSeq, limit) => log.read(afterSeq, limit),
+      oldestSeq: () => log.oldestSeq(),
+      saveSnapshot: (snapshot) => log.saveSnapshot(snapshot),
+      latestSnapshot: () => log.latestSnapshot(),
+      compact: (uptoSeq) => log.compact(uptoSeq),
+      close: () => log.close(),
+    };
+  }
+
+  async render(): Promise<{ contentType: string; text: string }> {
+    return { contentType: this.registry.contentType, text: await this.registry.metrics() };
+  }
+}
