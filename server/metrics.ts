@@ -5,7 +5,7 @@
  * no per-connection or per-channel labels, so the series count stays fixed whatever clients do.
  */
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
-import type { ActionLog } from './storage/action-log.js';
+import { isSharedActionLog, type ActionLog, type SharedActionLog } from './storage/action-log.js';
 import type { HubObserver } from './hub/hub.js';
 
 /** Rejection reasons are free text; metrics group them into a fixed set of kinds. */
@@ -86,16 +86,28 @@ export class HubMetrics implements HubObserver {
   /** Wraps a log so every append's duration lands in the histogram; nothing else changes. */
   timed(log: ActionLog): ActionLog {
     const histogram = this.#logAppend;
-    return {
-      head: () => log.head(),
-      append: async (expectedHead, records) => {
-        const start = process.hrtime.bigint();
-        try {
-          return await log.append(expectedHead, records);
-        } finally {
-          histogram.observe(Number(process.hrtime.bigint() - start) / 1e9);
+    const time = async <T>(append: () => Promise<T>): Promise<T> => {
+      const start = process.hrtime.bigint();
+      try {
+        return await append();
+      } finally {
+        histogram.observe(Number(process.hrtime.bigint() - start) / 1e9);
+      }
+    };
+    // A shared (cluster) log appends through write turns: time those appends, keep the rest.
+    const shared: Partial<SharedActionLog> = isSharedActionLog(log)
+      ? {
+          beginWriteTurn: async (afterSeq) => {
+            const turn = await log.beginWriteTurn(afterSeq);
+            return { head: turn.head, missed: turn.missed, append: (records) => time(() => turn.append(records)), release: () => turn.release() };
+          },
+          onAppended: (listener) => log.onAppended(listener),
         }
-      },
+      : {};
+    return {
+      ...shared,
+      head: () => log.head(),
+      append: (expectedHead, records) => time(() => log.append(expectedHead, records)),
       read: (afterSeq, limit) => log.read(afterSeq, limit),
       oldestSeq: () => log.oldestSeq(),
       saveSnapshot: (snapshot) => log.saveSnapshot(snapshot),

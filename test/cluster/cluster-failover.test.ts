@@ -8,7 +8,7 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RpcClient } from '../helpers/rpc-client.js';
 import { waitFor } from '../helpers/wait-for.js';
-import { startCluster, subscribeWhenKnown, type Cluster } from './cluster.js';
+import { headOf, startCluster, subscribeWhenKnown, type Cluster } from './cluster.js';
 import { Writer } from './writer.js';
 
 describe('SIGKILL a node under load', () => {
@@ -26,9 +26,10 @@ describe('SIGKILL a node under load', () => {
     const [n1, n2, n3] = cluster.nodes as [typeof cluster.nodes[0], typeof cluster.nodes[0], typeof cluster.nodes[0]];
     const owner = await RpcClient.open(n1!.wsUrl);
     clients.push(owner);
-    const { chat } = await owner.createSession('failover');
+    // One chat per writer: a chat holds at most 100 queued messages.
     const writers: Writer[] = [];
     for (const [index, node] of [n1, n2, n3, n1, n2, n3].entries()) {
+      const { chat } = await owner.createSession(`failover-${index}`);
       const client = await RpcClient.open(node!.wsUrl);
       clients.push(client);
       await subscribeWhenKnown(client, chat);
@@ -54,15 +55,18 @@ describe('SIGKILL a node under load', () => {
     expect(allEchoed).toHaveLength(PER_WRITER * writers.length);
 
     // Both survivors converge on one head and one state holding every echoed action.
-    const heads = async (): Promise<number[]> => Promise.all([n1, n2].map(async (n) => ((await (await fetch(`${n!.url}/healthz`)).json()) as { serverSeq: number }).serverSeq));
+    const heads = async (): Promise<number[]> => Promise.all([n1!, n2!].map(headOf));
     await waitFor(async () => {
       const [a, b] = await heads();
       return a === b ? true : undefined;
     }, { what: 'survivors at one head' });
-    const snaps = await Promise.all([writers[0]!, writers[1]!].map((w) => w.client.subscribe<{ queuedMessages?: Array<{ id: string }> }>(chat)));
-    expect(snaps[1]).toEqual(snaps[0]);
-    const inState = new Set((snaps[0]!.state.queuedMessages ?? []).map((m) => m.id));
-    for (const id of allEchoed) expect(inState.has(id), id).toBe(true);
+    for (const w of writers) {
+      // Each writer's chat as node 1 and node 2 see it (writers 0 and 1 are connected there).
+      const snaps = await Promise.all([writers[0]!, writers[1]!].map((reader) => reader.client.subscribe<{ queuedMessages?: Array<{ id: string }> }>(w.chat)));
+      expect(snaps[1]).toEqual(snaps[0]);
+      const inState = new Set((snaps[0]!.state.queuedMessages ?? []).map((m) => m.id));
+      for (const id of w.echoed) expect(inState.has(id), id).toBe(true);
+    }
 
     // In the log exactly once each.
     const db = new pg.Client({ connectionString: cluster.storeUrl });

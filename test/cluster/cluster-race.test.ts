@@ -8,7 +8,7 @@ import { RpcClient } from '../helpers/rpc-client.js';
 import { replyDataWorks, replyQwen, sessionIdOfUri, SseClient } from '../helpers/sse.js';
 import { startScriptTurn, TWO_QUESTION_REQUEST } from '../helpers/turns.js';
 import { waitFor } from '../helpers/wait-for.js';
-import { startCluster, subscribeWhenKnown, type Cluster } from './cluster.js';
+import { headOf, startCluster, subscribeWhenKnown, type Cluster } from './cluster.js';
 
 describe('100 replies racing for one request across three nodes', () => {
   let cluster: Cluster;
@@ -90,7 +90,7 @@ describe('100 replies racing for one request across three nodes', () => {
     }
 
     // Every replica converges on the same head and the same state, with the winner's answer.
-    const heads = async (): Promise<number[]> => Promise.all(nodes.map(async (n) => ((await (await fetch(`${n.url}/healthz`)).json()) as { serverSeq: number }).serverSeq));
+    const heads = async (): Promise<number[]> => Promise.all(nodes.map(headOf));
     await waitFor(async () => {
       const h = await heads();
       return h.every((x) => x === h[0]) && tabs.every((t) => t.envelopes.some((e) => e.action.type === 'chat/turnComplete')) ? true : undefined;

@@ -56,3 +56,16 @@ export async function startCluster(size: number, server?: string): Promise<Clust
 export async function subscribeWhenKnown<S = Record<string, unknown>>(client: RpcClient, channel: string): Promise<{ state: S; fromSeq: number }> {
   return waitFor(() => client.subscribe<S>(channel), { what: `${channel} to reach this node`, timeoutMs: 15_000 });
 }
+
+/**
+ * The newest `serverSeq` a node has folded, as a fresh client's `initialize` reports it (`/healthz`
+ * deliberately shows no hub-wide counter).
+ */
+export async function headOf(node: HubProcess): Promise<number> {
+  const client = await RpcClient.connect(node.wsUrl);
+  try {
+    return (await client.initialize()).serverSeq;
+  } finally {
+    await client.close();
+  }
+}
