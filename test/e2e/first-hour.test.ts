@@ -117,6 +117,9 @@ describe('browser app: the first hour', () => {
     // Scrolled up to read: new content does not move the page, a button offers the way down.
     await page.evaluate('window.scrollTo(0, 0)');
     await expect.poll(() => scrollY(page), T).toBe(0);
+    // A person's scroll is seen by the page's scroll listener within the frame; wait for two frames
+    // so the page has seen this one too before anything new arrives.
+    await page.evaluate('new Promise((resolve) => requestAnimationFrame(() => requestAnimationFrame(resolve)))');
     const jump = page.locator('[data-testid=jump-latest]');
     await expect(jump.isVisible()).resolves.toBe(false);
     const answered = await setup.dispatchAndWait(chat, { type: 'chat/inputCompleted', requestId: 'req-next', response: 'accept', answers: { why: { state: 'submitted', value: { kind: 'text', value: 'because' } } } });
