@@ -95,12 +95,14 @@ export class HttpRouter {
   }
 
   /**
-   * In dev mode every caller is the admin, so a write must prove it is not a browser's "simple"
+   * In dev mode every caller is the admin, so a POST must prove it is not a browser's "simple"
    * cross-site request: those can only carry text/plain, form types or no Content-Type at all,
-   * while application/json needs a CORS preflight this hub never grants.
+   * while application/json needs a CORS preflight this hub never grants. PUT, PATCH and DELETE are
+   * never simple requests (always preflighted), so a body-less DELETE (qwen's `closeSession`) needs
+   * no Content-Type.
    */
   #contentTypeRefusal(req: IncomingMessage): HttpError | undefined {
-    if (this.auth.enforced || !WRITE_METHODS.has(req.method ?? '')) return undefined;
+    if (this.auth.enforced || req.method !== 'POST') return undefined;
     if (JSON_TYPE.test(req.headers['content-type'] ?? '')) return undefined;
     return new HttpError(415, 'unsupported_media_type', `${req.method} needs Content-Type: application/json`);
   }
@@ -154,7 +156,6 @@ export class HttpRouter {
   }
 }
 
-const WRITE_METHODS = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
 const JSON_TYPE = /^application\/(.+\+)?json\s*(;|$)/i;
 
 function match(pattern: readonly string[], raw: readonly string[]): Record<string, string> | undefined {

@@ -78,6 +78,17 @@ describe('qwen serve compatibility: @qwen-code/sdk DaemonClient against the hub'
     }
   });
 
+  it('works unmodified against a hub in dev mode (no tokens): create, prompt, cancel and close (a DELETE without a body) are not refused by the dev-mode write guard', async () => {
+    server = await startTestServer({});
+    const client = new DaemonClient({ baseUrl: server.url });
+    const session = await DaemonSessionClient.createOrAttach(client, { workspaceCwd: '/work' });
+    expect((await session.prompt(script([{ say: 'dev mode works' }]))).stopReason).toBe('end_turn');
+    await client.cancel(session.sessionId);
+    await client.closeSession(session.sessionId);
+    const gone = await fetch(`${server.url}/session/${encodeURIComponent(session.sessionId)}/events`);
+    expect(gone.status).toBe(404);
+  });
+
   it('creates a session, prompts the demo agent and reads events until turn_complete; attaching by id returns the same session', async () => {
     const client = await start();
     const session = await DaemonSessionClient.createOrAttach(client, { workspaceCwd: '/work' });
