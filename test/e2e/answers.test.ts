@@ -6,9 +6,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Page } from 'playwright-core';
-import type { RpcClient } from '../helpers/rpc-client.js';
 import { TOKENS } from '../helpers/start-server.js';
-import { startScriptTurn } from '../helpers/turns.js';
 import { BrowserHub, sessionPath } from './support.js';
 
 /** Expect timeouts: generous for a loaded CI box, far below the test timeouts. */
@@ -25,14 +23,6 @@ describe('browser app: answers', () => {
     await hub?.stop();
   });
 
-  /** A session whose turn runs `script`; the returned client is subscribed to its chat. */
-  async function scriptedSession(title: string, script: unknown[]): Promise<{ setup: RpcClient; session: string; chat: string }> {
-    const setup = await hub.rpc(TOKENS.alice);
-    const { session, chat } = await setup.createSession(title);
-    await setup.subscribe(chat);
-    await startScriptTurn(setup, chat, script);
-    return { setup, session, chat };
-  }
 
   const chatStatus = (p: Page) => p.locator('[data-testid=chat-status]');
 
@@ -46,7 +36,7 @@ describe('browser app: answers', () => {
         message: 'Shall I **rewrite** the history?',
         questions: [{ id: 'why', kind: 'text', title: 'Reason', message: 'Why?', required: true }],
       };
-      const { setup, session } = await scriptedSession(`Please ${response}`, [{ ask: request }, { say: 'Moving on.' }]);
+      const { setup, session } = await hub.scriptedSession(TOKENS.alice, `Please ${response}`, [{ ask: request }, { say: 'Moving on.' }]);
       await setup.waitForEnvelope((e) => e.action.type === 'chat/inputRequested', 'input request');
       const [a, b] = await Promise.all([hub.open(TOKENS.alice, sessionPath(session)), hub.open(TOKENS.bob, sessionPath(session))]);
       const form = (p: Page) => p.locator(`.input-request:not(.resolved)[data-request="${request.id}"]`);
@@ -104,7 +94,7 @@ describe('browser app: answers', () => {
         },
       ],
     };
-    const { setup, session } = await scriptedSession('Other answers', [{ ask: request }]);
+    const { setup, session } = await hub.scriptedSession(TOKENS.alice, 'Other answers', [{ ask: request }]);
     await setup.waitForEnvelope((e) => e.action.type === 'chat/inputRequested', 'input request');
     const page = await hub.open(TOKENS.alice, sessionPath(session));
     const form = page.locator('.input-request:not(.resolved)[data-request="req-other"]');
@@ -150,7 +140,7 @@ describe('browser app: answers', () => {
   it('an addition to a turn that is stopped before its next barrier ends "cancelled", never "consumed"', async () => {
     // The demo agent takes additions only at barriers between steps: once "Sleeping." is shown,
     // the barrier before the sleep has passed and the next one comes after a minute.
-    const { session } = await scriptedSession('Stopped with an addition', [{ say: 'Sleeping.' }, { sleep: 60_000 }, { say: 'Woke up.' }]);
+    const { session } = await hub.scriptedSession(TOKENS.alice, 'Stopped with an addition', [{ say: 'Sleeping.' }, { sleep: 60_000 }, { say: 'Woke up.' }]);
     const [a, b] = await Promise.all([hub.open(TOKENS.alice, sessionPath(session)), hub.open(TOKENS.bob, sessionPath(session))]);
     for (const p of [a, b]) await p.locator('.part.md', { hasText: 'Sleeping.' }).waitFor(T);
     await expect(a.locator('[data-testid=send]').textContent()).resolves.toBe('Add to turn');
@@ -184,7 +174,7 @@ describe('browser app: answers', () => {
         { id: 'ratio', kind: 'number', title: 'Ratio', message: 'Canary share', min: 0, max: 1 },
       ],
     };
-    const { setup, session } = await scriptedSession('Form checks', [{ ask: request }]);
+    const { setup, session } = await hub.scriptedSession(TOKENS.alice, 'Form checks', [{ ask: request }]);
     await setup.waitForEnvelope((e) => e.action.type === 'chat/inputRequested', 'input request');
     const page = await hub.open(TOKENS.alice, sessionPath(session));
     const form = page.locator('.input-request:not(.resolved)[data-request="req-checks"]');

@@ -10,10 +10,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { copyFileSync, existsSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Page } from 'playwright-core';
-import type { RpcClient } from '../helpers/rpc-client.js';
 import { replyQwen, SseClient } from '../helpers/sse.js';
 import { startTestServer, TOKENS } from '../helpers/start-server.js';
-import { startScriptTurn } from '../helpers/turns.js';
 import { ARTIFACTS, BrowserHub, sessionPath } from './support.js';
 
 const T = { timeout: 10_000 };
@@ -34,13 +32,6 @@ describe('browser app: the first hour', () => {
     await hub?.stop();
   });
 
-  async function scriptedSession(title: string, script: unknown[]): Promise<{ setup: RpcClient; session: string; chat: string }> {
-    const setup = await hub.rpc(TOKENS.alice);
-    const { session, chat } = await setup.createSession(title);
-    await setup.subscribe(chat);
-    await startScriptTurn(setup, chat, script);
-    return { setup, session, chat };
-  }
 
   async function openAt(token: string, path: string, viewport: { width: number; height: number }, colorScheme: 'light' | 'dark' = 'light'): Promise<Page> {
     const page = hub.watch(await (await hub.newContext({ viewport, colorScheme })).newPage());
@@ -63,7 +54,7 @@ describe('browser app: the first hour', () => {
 
   it('answers a required yes/no question with No, on a phone, and the agent gets false', async () => {
     const request = { id: 'req-yn', message: 'Before I delete the branch', questions: [{ id: 'keep', kind: 'boolean', title: 'Keep a backup', message: 'Keep a backup copy?', required: true }] };
-    const { setup, session } = await scriptedSession('Yes or no', [{ ask: request }, { say: 'Understood.' }]);
+    const { setup, session } = await hub.scriptedSession(TOKENS.alice, 'Yes or no', [{ ask: request }, { say: 'Understood.' }]);
     await setup.waitForEnvelope((e) => e.action.type === 'chat/inputRequested', 'input request');
     const page = await openAt(TOKENS.alice, sessionPath(session), PHONE);
     const form = page.locator('.input-request:not(.resolved)[data-request=req-yn]');
@@ -93,7 +84,7 @@ describe('browser app: the first hour', () => {
   it('follows the end of the chat, brings the next question into view, and offers "Jump to latest" when scrolled up', async () => {
     const gate = { id: 'req-gate', message: 'First step', questions: [{ id: 'go', kind: 'boolean', title: 'Continue', message: 'Continue?', required: true }] };
     const next = { id: 'req-next', message: 'Second step', questions: [{ id: 'why', kind: 'text', title: 'Reason', message: 'Why?', required: true }] };
-    const { setup, session, chat } = await scriptedSession('Long chat', [{ say: LONG }, { ask: gate }, { say: LONG }, { ask: next }, { say: `${LONG}\n\nAll done here.` }]);
+    const { setup, session, chat } = await hub.scriptedSession(TOKENS.alice, 'Long chat', [{ say: LONG }, { ask: gate }, { say: LONG }, { ask: next }, { say: `${LONG}\n\nAll done here.` }]);
     await setup.waitForEnvelope((e) => e.action.type === 'chat/inputRequested', 'first request');
     const page = await openAt(TOKENS.alice, sessionPath(session), DESKTOP);
     const composerTop = async () => (await box(page, '[data-testid=composer-form]')).y;
@@ -142,7 +133,7 @@ describe('browser app: the first hour', () => {
   }, 40_000);
 
   it('keeps the composer compact until it is used, and the phone layout never breaks words', async () => {
-    const { setup, session } = await scriptedSession('Compact composer', [{ say: 'Working on it.' }, { sleep: 60_000 }]);
+    const { setup, session } = await hub.scriptedSession(TOKENS.alice, 'Compact composer', [{ say: 'Working on it.' }, { sleep: 60_000 }]);
     await setup.waitForEnvelope((e) => e.action.type === 'chat/responsePart', 'first part');
     const desktop = await openAt(TOKENS.alice, sessionPath(session), DESKTOP);
     await desktop.locator('.part.md', { hasText: 'Working on it.' }).waitFor(T);
@@ -178,7 +169,7 @@ describe('browser app: the first hour', () => {
         { id: 'targets', kind: 'multi-select', title: 'Targets', message: 'Where?', max: 3, options: ['linux', 'mac', 'windows', 'browser'].map((id) => ({ id, label: id })) },
       ],
     };
-    const { setup, session, chat } = await scriptedSession('Rules', [{ ask: request }]);
+    const { setup, session, chat } = await hub.scriptedSession(TOKENS.alice, 'Rules', [{ ask: request }]);
     await setup.waitForEnvelope((e) => e.action.type === 'chat/inputRequested', 'input request');
     // The hub itself refuses a submitted answer that is not an email.
     const refused = await setup.dispatchAndWait(chat, { type: 'chat/inputCompleted', requestId: 'req-rules', response: 'accept', answers: { contact: { state: 'submitted', value: { kind: 'text', value: 'not-an-email' } } } });
@@ -207,7 +198,7 @@ describe('browser app: the first hour', () => {
   }, 30_000);
 
   it('says what failed in words, offers Retry, and folds the receipts of earlier turns', async () => {
-    const { setup, session } = await scriptedSession('Failing build', [{ say: 'Copying artefacts…' }, { sleep: 60_000 }]);
+    const { setup, session } = await hub.scriptedSession(TOKENS.alice, 'Failing build', [{ say: 'Copying artefacts…' }, { sleep: 60_000 }]);
     await setup.waitForEnvelope((e) => e.action.type === 'chat/responsePart', 'first part');
     const page = await openAt(TOKENS.alice, sessionPath(session), DESKTOP);
     await page.locator('.part.md', { hasText: 'Copying artefacts…' }).waitFor(T);
@@ -268,7 +259,7 @@ describe('browser app: the first hour', () => {
   }, 30_000);
 
   it('jumps to the next chat that needs input from the dashboard', async () => {
-    const { setup, session } = await scriptedSession('Waiting for a decision', [{ ask: { id: 'req-wait', message: 'Pick a date', questions: [{ id: 'd', kind: 'text', title: 'Date', message: 'When?', format: 'date' }] } }]);
+    const { setup, session } = await hub.scriptedSession(TOKENS.alice, 'Waiting for a decision', [{ ask: { id: 'req-wait', message: 'Pick a date', questions: [{ id: 'd', kind: 'text', title: 'Date', message: 'When?', format: 'date' }] } }]);
     await setup.waitForEnvelope((e) => e.action.type === 'chat/inputRequested', 'input request');
     const page = await openAt(TOKENS.alice, '/', DESKTOP);
     await page.locator(`[data-session="${session}"][data-status="Needs input"]`).waitFor(T);
@@ -293,7 +284,7 @@ describe('browser app: the first hour', () => {
 
   it('shows who answered and approved, from which surface, and lets a user (not a viewer) forget an "always" choice', async () => {
     const request = { id: 'req-who', message: 'Name it', questions: [{ id: 'name', kind: 'text', title: 'Name', message: 'Name?', required: true }] };
-    const { setup, session } = await scriptedSession('Who answered', [{ ask: request }, { tool: { id: 'write-1', name: 'write_file', confirm: true } }, { say: 'Written.' }]);
+    const { setup, session } = await hub.scriptedSession(TOKENS.alice, 'Who answered', [{ ask: request }, { tool: { id: 'write-1', name: 'write_file', confirm: true } }, { say: 'Written.' }]);
     await setup.waitForEnvelope((e) => e.action.type === 'chat/inputRequested', 'input request');
     const page = await openAt(TOKENS.alice, sessionPath(session), DESKTOP);
     const form = page.locator('.input-request:not(.resolved)[data-request=req-who]');
@@ -332,7 +323,7 @@ describe('browser app: the first hour', () => {
 
   it('shows where others are in a shared text answer: their caret and selection follow the text as it changes', async () => {
     const request = { id: 'req-text', message: 'Release notes', questions: [{ id: 'notes', kind: 'text', title: 'Notes', message: 'What changed?', defaultValue: 'faster sync and fewer bugs' }] };
-    const { setup, session } = await scriptedSession('Shared text', [{ ask: request }]);
+    const { setup, session } = await hub.scriptedSession(TOKENS.alice, 'Shared text', [{ ask: request }]);
     await setup.waitForEnvelope((e) => e.action.type === 'chat/inputRequested', 'input request');
     const [a, b] = await Promise.all([openAt(TOKENS.alice, sessionPath(session), DESKTOP), openAt(TOKENS.bob, sessionPath(session), DESKTOP)]);
     const notes = (p: Page) => p.locator('[data-request=req-text] [data-question=notes] textarea');

@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { chromium, type Browser, type BrowserContext, type BrowserContextOptions, type Page } from 'playwright-core';
 import { RpcClient } from '../helpers/rpc-client.js';
 import { startTestServer, type TestServer } from '../helpers/start-server.js';
+import { startScriptTurn } from '../helpers/turns.js';
 import { waitFor } from '../helpers/wait-for.js';
 
 export const CHROMIUM = process.env['CHROMIUM_PATH'] ?? '/usr/bin/chromium';
@@ -90,6 +91,15 @@ export class BrowserHub {
     const c = await RpcClient.open(this.server.wsUrl, { token });
     this.#clients.push(c);
     return c;
+  }
+
+  /** A session whose turn runs the demo agent's `script`, as `token`'s user; the returned client is subscribed to its chat. */
+  async scriptedSession(token: string, title: string, script: unknown[]): Promise<{ setup: RpcClient; session: string; chat: string }> {
+    const setup = await this.rpc(token);
+    const { session, chat } = await setup.createSession(title);
+    await setup.subscribe(chat);
+    await startScriptTurn(setup, chat, script);
+    return { setup, session, chat };
   }
 
   /** A fresh browser context (its own storage, so its own sign-in), closed by `stop()`. */
