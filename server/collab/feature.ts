@@ -52,6 +52,13 @@ export class CollabEngine {
   readonly #dirty = new Map<CollabRoom, Map<string, Principal>>();
   readonly #timers = new Map<CollabRoom, NodeJS.Timeout>();
   #mirroring = false;
+  /**
+   * Drafts this engine is writing (room, question → values), so their own commits are not merged
+   * back into the text. In cluster mode `submitAs` first waits for the write turn, so the commit
+   * comes after `#mirroring` was reset, when members may have typed more: merging that older
+   * draft back would delete what they typed since.
+   */
+  readonly #inFlight = new Map<string, string[]>();
   /** Cluster mode: the ephemeral bus presence travels on, and when each other process was last heard. */
   readonly #bus: ClusterBus | undefined;
   readonly #lastHeard = new Map<string, number>();
@@ -255,6 +262,7 @@ export class CollabEngine {
       const answer = action['answer'] as { state?: string; value?: { kind?: string; value?: unknown } } | undefined;
       const next = answer === undefined ? '' : answer.value?.kind === 'text' && typeof answer.value.value === 'string' ? answer.value.value : undefined;
       if (next === undefined || !this.#isTextQuestion(room, questionId)) return;
+      if (this.#takeInFlight(room, questionId, next)) return;
       const text = room.text(questionId);
       if (text.toString() !== next) room.doc.transact(() => applyDiff(text, next), SERVER_ORIGIN);
     }
@@ -268,6 +276,16 @@ export class CollabEngine {
       // Others remove this process's members' presence now instead of after the expiry.
       this.#bus.publish({ kind: 'bye' });
     }
+  }
+
+  #takeInFlight(room: CollabRoom, questionId: string, value: string): boolean {
+    const key = `${roomKey(room.channel, room.requestId)}\u0000${questionId}`;
+    const values = this.#inFlight.get(key);
+    const at = values?.indexOf(value) ?? -1;
+    if (!values || at < 0) return false;
+    values.splice(at, 1);
+    if (values.length === 0) this.#inFlight.delete(key);
+    return true;
   }
 
   #isTextQuestion(room: CollabRoom, questionId: string): boolean {
@@ -312,6 +330,10 @@ export class CollabEngine {
       const action: WireAction = { type: 'chat/inputAnswerChanged', requestId: room.requestId, questionId };
       if (value !== '') action['answer'] = { state: 'draft', value: { kind: 'text', value } };
       this.#mirroring = true;
+      const key = `${roomKey(room.channel, room.requestId)}\u0000${questionId}`;
+      const inFlight = this.#inFlight.get(key) ?? [];
+      inFlight.push(value);
+      this.#inFlight.set(key, inFlight);
       let pending: Promise<unknown>;
       try {
         pending = this.hub.submitAs(principal, room.channel, action);
@@ -323,6 +345,9 @@ export class CollabEngine {
         if (!result.ok) this.logger.debug('collab mirror not applied', { channel: room.channel, doc: room.requestId, questionId, reason: result.reason });
       } catch (err) {
         this.logger.warn('collab mirror failed', { channel: room.channel, ...errorFields(err) });
+      } finally {
+        // Committed (and taken by onCommitted) or refused: either way no longer in flight.
+        this.#takeInFlight(room, questionId, value);
       }
     }
   }

@@ -88,7 +88,7 @@ describe('Yjs collaboration across nodes', () => {
     const c = await Peer.join(carol, chat, 'req-1');
     peers.push(c);
     c.awareness.setLocalState({ name: 'carol' });
-    await waitFor(() => (names(b).join() === 'bob,carol' ? true : undefined), { what: 'bob to see carol (node 3)', timeoutMs: 15_000 })
+    await waitFor(() => (names(b).join() === 'bob,carol' ? true : undefined), { what: 'bob to see carol (node 3)', timeoutMs: 15_000 });
     n3.child.kill('SIGKILL');
     await n3.exited();
     await waitFor(() => (names(b).join() === 'bob' ? true : undefined), { what: 'carol to expire on node 2 after node 3 died', timeoutMs: 15_000 });
