@@ -363,7 +363,9 @@ export class SteeringEngine implements SteeringPort {
     if (!chat) return;
     const book = this.#books.get(chat.session);
     const isDefault = this.hub.defaultChatOf(chat.session) === channel;
-    if (action.type === 'chat/steeringMessageSet' && this.#shared && e.event.remote) {
+    // Only the hub's own steering messages (no client origin) are inputs: a client could dispatch
+    // a steering message carrying `hub/userInput` itself.
+    if (action.type === 'chat/steeringMessageSet' && this.#shared && e.event.remote && origin === undefined) {
       this.#foldAccepted(channel, action['steeringMessage'] as { id?: unknown; message?: { text?: unknown; _meta?: Record<string, unknown> } } | undefined);
       return;
     }
@@ -436,14 +438,16 @@ export class SteeringEngine implements SteeringPort {
     const turn = book.current;
     const { inputId, ordinal, historyEpoch, turnId, source, acceptedAt } = meta;
     if (!turn || turn.chat !== chat || turn.turnId !== turnId || turn.historyEpoch !== historyEpoch) return;
-    if (typeof inputId !== 'string' || typeof ordinal !== 'number' || turn.entries.has(inputId)) return;
+    if (typeof inputId !== 'string' || inputId.length > MAX_INPUT_ID_LENGTH || message.id !== `hub-input:${inputId}` || turn.entries.has(inputId)) return;
+    // Every process enforces the same quota, so an entry beyond it cannot be one of the hub's.
+    if (!Number.isSafeInteger(ordinal) || (ordinal as number) < 1 || (ordinal as number) > this.quotaPerTurn || turn.entries.size >= this.quotaPerTurn) return;
     const at = typeof acceptedAt === 'string' ? acceptedAt : new Date(this.now()).toISOString();
     const receipt: InputReceipt = {
       inputId,
       sessionId: sessionIdOf(session),
       historyEpoch: turn.historyEpoch,
       turnId: turn.turnId,
-      ordinal,
+      ordinal: ordinal as number,
       revision: 1,
       source: (source === 'ws' ? 'ws' : 'http') as InputSource,
       state: 'accepted',
@@ -452,7 +456,7 @@ export class SteeringEngine implements SteeringPort {
       updatedAt: at,
     };
     turn.entries.set(inputId, { receipt, text: message.message.text, steeringId: message.id });
-    turn.accepted = Math.max(turn.accepted, ordinal);
+    turn.accepted = Math.max(turn.accepted, ordinal as number);
   }
 
   #startTurn(book: SessionBook, chat: string, turnId: string): void {
