@@ -22,6 +22,8 @@ import type { ActionLog } from './storage/action-log.js';
 import { MemoryActionLog } from './storage/memory-action-log.js';
 import { PostgresActionLog } from './storage/postgres-action-log.js';
 import { PostgresAgentLeases } from './storage/postgres-agent-leases.js';
+import { CLUSTER_BUS_SERVICE } from './cluster-bus/cluster-bus.js';
+import { PostgresClusterBus } from './cluster-bus/postgres-bus.js';
 import { AgentLeaseKeeper } from './hub/agent-lease-keeper.js';
 import { SqliteActionLog } from './storage/sqlite-action-log.js';
 import { HttpError, HttpRouter, sendJson } from './transport/http-router.js';
@@ -190,6 +192,11 @@ export async function startHubServer(config: HubServerConfig): Promise<HubServer
 
   const closers: Array<() => Promise<void> | void> = [];
   const services = new Map<string, unknown>();
+  // Cluster mode: the ephemeral channel between processes (presence), never the durable log.
+  const bus = config.storeUrl
+    ? new PostgresClusterBus({ url: config.storeUrl, onConnectionError: (err) => logger.warn('cluster bus connection lost; reconnecting', errorFields(err)) })
+    : undefined;
+  if (bus) services.set(CLUSTER_BUS_SERVICE, bus);
   for (const feature of config.features ?? []) {
     const installed = feature.install({ hub, rpc, http, runner, logger: logger.child({ feature: feature.name }), now, newId, auth: config.auth, services, metrics });
     if (installed?.close) closers.push(() => installed.close!());
@@ -279,6 +286,7 @@ export async function startHubServer(config: HubServerConfig): Promise<HubServer
         server.closeAllConnections?.();
       });
       for (const c of closers) await c();
+      await bus?.close();
       await hub.close();
       await leaseKeeper?.close();
       await log.close();

@@ -28,6 +28,8 @@ interface Member {
 
 /** Origin used for edits the server makes (drafts from AHP clients merged into the text). */
 export const SERVER_ORIGIN = Symbol('collab-server');
+/** Origin of presence another hub process relayed (never relayed again). */
+export const REMOTE_ORIGIN = Symbol('collab-remote');
 
 export class CollabRoom {
   readonly doc = new Y.Doc();
@@ -35,6 +37,10 @@ export class CollabRoom {
   readonly members = new Map<Connection, Member>();
   #bytes = 0;
   #closed = false;
+  /** Cluster mode: awareness client ids whose presence another process relayed → that process. */
+  readonly remoteOwners = new Map<number, string>();
+  /** Cluster mode: called with the client ids whose presence changed here (members, leaves). */
+  relayAwareness: ((ids: readonly number[]) => void) | undefined;
 
   constructor(
     readonly channel: string,
@@ -68,6 +74,10 @@ export class CollabRoom {
       if (changed.length === 0) return;
       const data = awarenessProtocol.encodeAwarenessUpdate(this.awareness, changed);
       this.#broadcast(CollabMethod.Awareness, data, isMemberOrigin(origin) ? origin.conn : undefined);
+      if (origin === REMOTE_ORIGIN) return;
+      this.relayAwareness?.(changed.filter((id) => !this.remoteOwners.has(id)));
+      // A relayed client that timed out here (no renewal for 30 s) is forgotten.
+      for (const id of removed) this.remoteOwners.delete(id);
     });
   }
 
@@ -137,6 +147,7 @@ export class CollabRoom {
         for (const other of this.members.values()) if (other !== member && other.awarenessIds.has(id)) return 'awareness client id belongs to another connection';
       }
     }
+    if (ids.some((id) => this.remoteOwners.has(id))) return 'awareness client id belongs to another connection';
     if (new Set([...member.awarenessIds, ...ids]).size > this.limits.maxAwarenessClientsPerConnection) return 'too many awareness client ids';
     const stamped = awarenessProtocol.modifyAwarenessUpdate(data, (state: unknown) => {
       if (state === null) return null;
@@ -149,6 +160,47 @@ export class CollabRoom {
     for (const id of ids) member.awarenessIds.add(id);
     awarenessProtocol.applyAwarenessUpdate(this.awareness, stamped, { conn, principal: member.principal } satisfies MemberOrigin);
     return undefined;
+  }
+
+  /** Awareness client ids of this process's members that have a state (what it relays). */
+  localAwarenessIds(): number[] {
+    const states = this.awareness.getStates();
+    const ids: number[] = [];
+    for (const member of this.members.values()) for (const id of member.awarenessIds) if (states.has(id)) ids.push(id);
+    return ids;
+  }
+
+  /** One client's presence encoded alone (a bus message carries one, to stay small). */
+  encodeAwareness(id: number): Uint8Array {
+    return awarenessProtocol.encodeAwarenessUpdate(this.awareness, [id]);
+  }
+
+  /**
+   * Cluster mode: presence another process relayed (its members' states, already stamped and
+   * bounded there). Refused when it names a client id a member here owns, or when the room
+   * already holds `maxRemote` remote clients.
+   */
+  applyRemoteAwareness(from: string, data: Uint8Array, maxRemote: number): void {
+    if (this.#closed) return;
+    const ids = readAwarenessClientIds(data);
+    for (const id of ids) {
+      for (const member of this.members.values()) if (member.awarenessIds.has(id)) return;
+      const owner = this.remoteOwners.get(id);
+      if (owner !== undefined && owner !== from) return;
+      if (owner === undefined && this.remoteOwners.size >= maxRemote) return;
+    }
+    for (const id of ids) this.remoteOwners.set(id, from);
+    awarenessProtocol.applyAwarenessUpdate(this.awareness, data, REMOTE_ORIGIN);
+    const states = this.awareness.getStates();
+    for (const id of ids) if (!states.has(id)) this.remoteOwners.delete(id);
+  }
+
+  /** Cluster mode: another process stopped (or went silent): its members' presence goes. */
+  expireRemote(from: string): void {
+    const ids = [...this.remoteOwners].filter(([, owner]) => owner === from).map(([id]) => id);
+    for (const id of ids) this.remoteOwners.delete(id);
+    const present = ids.filter((id) => this.awareness.getStates().has(id));
+    if (present.length > 0 && !this.#closed) awarenessProtocol.removeAwarenessStates(this.awareness, present, REMOTE_ORIGIN);
   }
 
   /** Tells every member the document is gone and releases it. */

@@ -10,7 +10,8 @@
  * cancel, error, truncation) or its chat/session is disposed; presence goes with the connection.
  */
 import * as Y from 'yjs';
-import { fromBase64 } from 'lib0/buffer';
+import { fromBase64, toBase64 } from 'lib0/buffer';
+import { CLUSTER_BUS_SERVICE, type BusMessage, type ClusterBus } from '../cluster-bus/cluster-bus.js';
 import { ErrorCode, ProtocolError } from '../../shared/protocol/errors.js';
 import type { ChatInputRequest, InputRequestPart, ResponsePart } from '../../shared/protocol/state.js';
 import type { WireAction } from '../../shared/protocol/messages.js';
@@ -25,6 +26,12 @@ import type { Feature, FeatureContext } from '../server.js';
 import { CollabRoom, SERVER_ORIGIN } from './collab-room.js';
 import { CHAT_PRESENCE_DOC, CollabMethod, dataParamsSchema, joinParamsSchema, leaveParamsSchema, textDiff } from '../../shared/protocol/collab.js';
 import { DEFAULT_COLLAB_LIMITS, type CollabLimits } from './protocol.js';
+
+/** Cluster mode: how often a process tells the others it is alive, and when silence means gone. */
+export const PRESENCE_HEARTBEAT_MS = 1_000;
+export const PRESENCE_EXPIRY_MS = 4_000;
+/** Presence clients other processes may hold in one document here. */
+export const MAX_REMOTE_AWARENESS_CLIENTS = 1_024;
 
 const TURN_END_ACTIONS = new Set(['chat/turnComplete', 'chat/turnCancelled', 'chat/error', 'chat/truncated']);
 
@@ -45,12 +52,87 @@ export class CollabEngine {
   readonly #dirty = new Map<CollabRoom, Map<string, Principal>>();
   readonly #timers = new Map<CollabRoom, NodeJS.Timeout>();
   #mirroring = false;
+  /**
+   * Drafts this engine is writing (room, question → values), so their own commits are not merged
+   * back into the text. In cluster mode `submitAs` first waits for the write turn, so the commit
+   * comes after `#mirroring` was reset, when members may have typed more: merging that older
+   * draft back would delete what they typed since.
+   */
+  readonly #inFlight = new Map<string, string[]>();
+  /** Cluster mode: the ephemeral bus presence travels on, and when each other process was last heard. */
+  readonly #bus: ClusterBus | undefined;
+  readonly #lastHeard = new Map<string, number>();
+  #heartbeat: NodeJS.Timeout | undefined;
+  #offBus: (() => void) | undefined;
 
   constructor(
     private readonly hub: Hub,
     private readonly logger: Logger,
     readonly limits: CollabLimits = DEFAULT_COLLAB_LIMITS,
-  ) {}
+    bus?: ClusterBus,
+  ) {
+    this.#bus = bus;
+    if (bus) {
+      const offMessages = bus.onMessage((m) => this.#onBusMessage(m));
+      // Connected (late at start, or again after an outage): announce and ask again, since
+      // everything sent while the bus was down is lost.
+      const offConnected = bus.onConnected(() => {
+        for (const room of this.rooms.values()) {
+          bus.publish({ kind: 'awarenessQuery', channel: room.channel, doc: room.requestId });
+          this.#relay(room, room.localAwarenessIds());
+        }
+      });
+      this.#offBus = () => {
+        offMessages();
+        offConnected();
+      };
+      this.#heartbeat = setInterval(() => this.#beat(), PRESENCE_HEARTBEAT_MS);
+      this.#heartbeat.unref();
+    }
+  }
+
+  // ─── Cluster presence ───────────────────────────────────────────────────────
+  // Presence is ephemeral, so it never enters the durable log: each process relays its members'
+  // awareness changes on the cluster bus (one client per message, to stay under the bus's size
+  // limit) and applies what others relay to its own room of the same document. A process that
+  // joins a room asks the others for their members' current presence. Every process announces
+  // itself every PRESENCE_HEARTBEAT_MS; one not heard from for PRESENCE_EXPIRY_MS (killed, cut
+  // off) has its members' presence removed everywhere.
+
+  #relay(room: CollabRoom, ids: readonly number[]): void {
+    for (const id of ids) {
+      const sent = this.#bus!.publish({ kind: 'awareness', channel: room.channel, doc: room.requestId, data: toBase64(room.encodeAwareness(id)) });
+      if (!sent) this.logger.debug('presence not relayed (bus down or state too large for one message)', { channel: room.channel, doc: room.requestId });
+    }
+  }
+
+  #onBusMessage(m: BusMessage): void {
+    this.#lastHeard.set(m.from, Date.now());
+    if (m.kind === 'bye') return this.#expire(m.from);
+    if (typeof m['channel'] !== 'string' || typeof m['doc'] !== 'string') return;
+    const room = this.rooms.get(roomKey(m['channel'], m['doc']));
+    if (!room) return;
+    if (m.kind === 'awarenessQuery') {
+      this.#relay(room, room.localAwarenessIds());
+    } else if (m.kind === 'awareness' && typeof m['data'] === 'string' && m['data'].length <= this.limits.maxMessageChars) {
+      try {
+        room.applyRemoteAwareness(m.from, fromBase64(m['data']), MAX_REMOTE_AWARENESS_CLIENTS);
+      } catch (err) {
+        this.logger.debug('malformed relayed presence ignored', errorFields(err));
+      }
+    }
+  }
+
+  #beat(): void {
+    this.#bus!.publish({ kind: 'alive' });
+    const now = Date.now();
+    for (const [node, at] of this.#lastHeard) if (now - at > PRESENCE_EXPIRY_MS) this.#expire(node);
+  }
+
+  #expire(node: string): void {
+    this.#lastHeard.delete(node);
+    for (const room of this.rooms.values()) room.expireRemote(node);
+  }
 
   join(conn: Connection, principal: Principal, channel: string, doc: string): ReturnType<CollabRoom['join']> {
     const chat = this.hub.chat(principal, channel);
@@ -73,6 +155,12 @@ export class CollabEngine {
         (r) => this.drop(r, 'document too large'),
       );
       this.rooms.set(key, room);
+      if (this.#bus) {
+        const created = room;
+        created.relayAwareness = (ids) => this.#relay(created, ids);
+        // Others' members already in this document: ask them to say so.
+        this.#bus.publish({ kind: 'awarenessQuery', channel, doc });
+      }
       // Seed each text question with its current draft (or its default), once, by the server:
       // every member then receives the same insert through sync and nobody seeds twice.
       room.doc.transact(() => {
@@ -174,6 +262,7 @@ export class CollabEngine {
       const answer = action['answer'] as { state?: string; value?: { kind?: string; value?: unknown } } | undefined;
       const next = answer === undefined ? '' : answer.value?.kind === 'text' && typeof answer.value.value === 'string' ? answer.value.value : undefined;
       if (next === undefined || !this.#isTextQuestion(room, questionId)) return;
+      if (this.#takeInFlight(room, questionId, next)) return;
       const text = room.text(questionId);
       if (text.toString() !== next) room.doc.transact(() => applyDiff(text, next), SERVER_ORIGIN);
     }
@@ -181,6 +270,22 @@ export class CollabEngine {
 
   close(): void {
     this.dropWhere(() => true, 'the hub is shutting down');
+    if (this.#bus) {
+      clearInterval(this.#heartbeat);
+      this.#offBus?.();
+      // Others remove this process's members' presence now instead of after the expiry.
+      this.#bus.publish({ kind: 'bye' });
+    }
+  }
+
+  #takeInFlight(room: CollabRoom, questionId: string, value: string): boolean {
+    const key = `${roomKey(room.channel, room.requestId)}\u0000${questionId}`;
+    const values = this.#inFlight.get(key);
+    const at = values?.indexOf(value) ?? -1;
+    if (!values || at < 0) return false;
+    values.splice(at, 1);
+    if (values.length === 0) this.#inFlight.delete(key);
+    return true;
   }
 
   #isTextQuestion(room: CollabRoom, questionId: string): boolean {
@@ -225,6 +330,10 @@ export class CollabEngine {
       const action: WireAction = { type: 'chat/inputAnswerChanged', requestId: room.requestId, questionId };
       if (value !== '') action['answer'] = { state: 'draft', value: { kind: 'text', value } };
       this.#mirroring = true;
+      const key = `${roomKey(room.channel, room.requestId)}\u0000${questionId}`;
+      const inFlight = this.#inFlight.get(key) ?? [];
+      inFlight.push(value);
+      this.#inFlight.set(key, inFlight);
       let pending: Promise<unknown>;
       try {
         pending = this.hub.submitAs(principal, room.channel, action);
@@ -236,6 +345,9 @@ export class CollabEngine {
         if (!result.ok) this.logger.debug('collab mirror not applied', { channel: room.channel, doc: room.requestId, questionId, reason: result.reason });
       } catch (err) {
         this.logger.warn('collab mirror failed', { channel: room.channel, ...errorFields(err) });
+      } finally {
+        // Committed (and taken by onCommitted) or refused: either way no longer in flight.
+        this.#takeInFlight(room, questionId, value);
       }
     }
   }
@@ -254,9 +366,9 @@ function decode(data: string, limits: CollabLimits): Uint8Array {
 }
 
 /** Registers the `x-collab/*` methods and hub listeners; `dispose` undoes it and drops every document. */
-export function installCollab(ctx: Pick<FeatureContext, 'hub' | 'rpc' | 'logger'>, limits: CollabLimits = DEFAULT_COLLAB_LIMITS): { engine: CollabEngine; dispose(): void } {
+export function installCollab(ctx: Pick<FeatureContext, 'hub' | 'rpc' | 'logger'> & Partial<Pick<FeatureContext, 'services'>>, limits: CollabLimits = DEFAULT_COLLAB_LIMITS): { engine: CollabEngine; dispose(): void } {
   const { hub, rpc, logger } = ctx;
-  const engine = new CollabEngine(hub, logger, limits);
+  const engine = new CollabEngine(hub, logger, limits, ctx.services?.get(CLUSTER_BUS_SERVICE) as ClusterBus | undefined);
 
   rpc.request(CollabMethod.Join, {
     params: joinParamsSchema,

@@ -976,6 +976,20 @@ export class Hub {
     }
   }
 
+  /** True when this hub shares its log with other processes (cluster mode). */
+  get sharesLog(): boolean {
+    return this.#gate !== undefined;
+  }
+
+  /**
+   * Cluster mode: resolves once this process holds the write turn and has folded everything
+   * other processes appended; a feature that decides from folded state (steering ordinals) runs
+   * its synchronous decision right after. undefined with a local log (every decision is in turn).
+   */
+  decisionTurn(): Promise<void> | undefined {
+    return this.#gate && !this.#gate.isOpen ? this.#writeTurn() : undefined;
+  }
+
   /** Cluster mode: waits for the write turn; a log that cannot be reached is a clear error. */
   async #writeTurn(): Promise<void> {
     try {

@@ -16,7 +16,7 @@
  * and the last ended turn only. A remote agent (no in-process barrier) consumes an input by
  * dispatching the same `userMessage` part with `_meta['hub/userInput'].inputId`.
  */
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import type { WireAction } from '../../shared/protocol/messages.js';
 import { sessionIdOf } from '../../shared/protocol/uris.js';
 import type { SteeringInput } from '../agents/agent.js';
@@ -41,6 +41,12 @@ import {
 export interface SteeringOptions {
   /** Most inputs accepted per turn (retries of an accepted id do not count). Default 32. */
   readonly quotaPerTurn?: number;
+  /**
+   * Cluster mode (a shared log): every process folds every steering action into its book, so
+   * receipts, ordinals and the quota are the cluster's, and `historyEpoch` is derived from the
+   * session (the same on every node, across restarts) instead of being random per process.
+   */
+  readonly shared?: boolean;
 }
 
 /** `_meta` key on the steering message and the transcript part that link them to the receipt. */
@@ -103,6 +109,7 @@ export type SubmitResult = { readonly outcome: 'accepted'; readonly receipt: Inp
 
 export class SteeringEngine implements SteeringPort {
   readonly quotaPerTurn: number;
+  readonly #shared: boolean;
   readonly #books = new Map<string, SessionBook>();
   #unavailable: (session: string) => SteeringUnavailable | undefined = () => undefined;
 
@@ -113,6 +120,12 @@ export class SteeringEngine implements SteeringPort {
     options: SteeringOptions = {},
   ) {
     this.quotaPerTurn = options.quotaPerTurn ?? DEFAULT_TURN_QUOTA;
+    this.#shared = options.shared ?? hub.sharesLog;
+  }
+
+  /** Single node: fresh per process and per history replacement. Cluster: one per session, the same on every node. */
+  #newEpoch(session: string): string {
+    return this.#shared ? `epoch-${createHash('sha256').update(session).digest('hex').slice(0, 32)}` : newEpoch();
   }
 
   /** Installed by the feature: asks the agent runner whether a session's agent can take input mid-turn. */
@@ -133,7 +146,7 @@ export class SteeringEngine implements SteeringPort {
   #book(session: string): SessionBook {
     let book = this.#books.get(session);
     if (!book) {
-      book = { session, historyEpoch: newEpoch(), current: undefined, lastEnded: undefined };
+      book = { session, historyEpoch: this.#newEpoch(session), current: undefined, lastEnded: undefined };
       this.#books.set(session, book);
     }
     // Catch up with a turn that started before this book existed.
@@ -251,7 +264,7 @@ export class SteeringEngine implements SteeringPort {
     return {
       text: entry.text,
       origin: { kind: 'user' },
-      _meta: { [USER_INPUT_META]: { inputId: r.inputId, ordinal: r.ordinal, historyEpoch: r.historyEpoch, turnId: r.turnId, source: r.source } },
+      _meta: { [USER_INPUT_META]: { inputId: r.inputId, ordinal: r.ordinal, historyEpoch: r.historyEpoch, turnId: r.turnId, source: r.source, acceptedAt: r.acceptedAt } },
     };
   }
 
@@ -293,8 +306,9 @@ export class SteeringEngine implements SteeringPort {
    * Cluster mode: inputs another hub process accepted for this turn are in the chat state as
    * steering messages carrying `hub/userInput` metadata, but not in this process's book. The
    * barrier consumes them the way a remote agent does — the `userMessage` part naming the input —
-   * and the accepting process, seeing that part in the log, marks its receipt consumed and
-   * removes the steering message.
+   * and takes the steering message down itself (the accepting process may be gone); every
+   * process, seeing that part in the log, marks its receipt consumed. (With every process folding
+   * every acceptance into its book, this path only serves messages no book holds.)
    */
   #consumeForeign(target: { chat: string; turnId: string }): { inputs: SteeringInput[]; pending: Array<Promise<unknown>> } {
     const mine = new Set<string>();
@@ -318,7 +332,7 @@ export class SteeringEngine implements SteeringPort {
         type: 'chat/responsePart',
         turnId: target.turnId,
         part: { kind: USER_MESSAGE_PART, id: `user-input-${String(meta!.ordinal)}-${randomUUID()}`, message: m.message },
-      }));
+      }), this.#dispatchAwait(target.chat, { type: 'chat/steeringMessageRemoved', id: m.id }));
     }
     return { inputs, pending };
   }
@@ -342,10 +356,19 @@ export class SteeringEngine implements SteeringPort {
     }
     if (e.type !== 'committed') return;
     const { channel, action, origin } = e.event;
+    // Cluster mode: what another process sequenced is folded here too, but its follow-up actions
+    // (removing steering messages) are that process's to dispatch, so they are not sent twice.
+    const sequencedHere = !e.event.remote;
     const chat = this.hub.chatEntry(channel);
     if (!chat) return;
     const book = this.#books.get(chat.session);
     const isDefault = this.hub.defaultChatOf(chat.session) === channel;
+    // Only the hub's own steering messages (no client origin) are inputs: a client could dispatch
+    // a steering message carrying `hub/userInput` itself.
+    if (action.type === 'chat/steeringMessageSet' && this.#shared && e.event.remote && origin === undefined) {
+      this.#foldAccepted(channel, action['steeringMessage'] as { id?: unknown; message?: { text?: unknown; _meta?: Record<string, unknown> } } | undefined);
+      return;
+    }
     if (action.type === 'chat/steeringMessageRemoved' && book) {
       // A client took the pending input back (AHP: removing a steering message cancels it).
       const id = String(action['id']);
@@ -367,15 +390,15 @@ export class SteeringEngine implements SteeringPort {
       const entry = typeof ref?.inputId === 'string' && turn?.open && turn.chat === channel && turn.turnId === action['turnId'] ? turn.entries.get(ref.inputId) : undefined;
       if (entry && turn && entry.receipt.state === 'accepted') {
         this.#transition(entry, 'consumed', undefined);
-        this.#dispatch(turn.chat, { type: 'chat/steeringMessageRemoved', id: entry.steeringId });
+        if (sequencedHere) this.#dispatch(turn.chat, { type: 'chat/steeringMessageRemoved', id: entry.steeringId });
       }
       return;
     }
     if (!isDefault) return;
     if (action.type === 'chat/truncated') {
       if (!book) return; // a book created later gets a fresh epoch anyway
-      if (book.current?.open) this.#endTurn(book, book.current, 'closed', 'history_replaced', true);
-      book.historyEpoch = newEpoch();
+      if (book.current?.open) this.#endTurn(book, book.current, 'closed', 'history_replaced', sequencedHere);
+      if (!this.#shared) book.historyEpoch = this.#newEpoch(book.session);
       return;
     }
     if (!book) return;
@@ -383,7 +406,7 @@ export class SteeringEngine implements SteeringPort {
     if (action.type === 'chat/turnStarted' || action.type === 'chat/turnResume') {
       const turnId = String(action['turnId']);
       if (chat.state.activeTurn?.id === turnId && !(current?.open && current.turnId === turnId && current.chat === channel)) {
-        if (current?.open) this.#endTurn(book, current, 'closed', 'turn_replaced', true);
+        if (current?.open) this.#endTurn(book, current, 'closed', 'turn_replaced', sequencedHere);
         this.#startTurn(book, channel, turnId);
       }
       return;
@@ -398,7 +421,42 @@ export class SteeringEngine implements SteeringPort {
           : action.type === 'chat/turnCancelled'
             ? (['cancelled', 'turn_cancelled'] as const)
             : (['closed', 'turn_ended'] as const);
-    this.#endTurn(book, current, reason[0], reason[1], true);
+    this.#endTurn(book, current, reason[0], reason[1], sequencedHere);
+  }
+
+  /**
+   * Cluster mode: an input another process accepted (its pending steering message, carrying the
+   * receipt's facts in `hub/userInput`) joins this process's book, so ordinals, the quota,
+   * retries and status answers are the cluster's. The accepting process decided it under the
+   * write turn, after folding every earlier acceptance, so ordinals never repeat.
+   */
+  #foldAccepted(chat: string, message: { id?: unknown; message?: { text?: unknown; _meta?: Record<string, unknown> } } | undefined): void {
+    const meta = message?.message?._meta?.[USER_INPUT_META] as Record<string, unknown> | undefined;
+    const session = this.hub.chatEntry(chat)?.session;
+    if (!meta || !session || typeof message?.id !== 'string' || typeof message.message?.text !== 'string') return;
+    const book = this.#book(session);
+    const turn = book.current;
+    const { inputId, ordinal, historyEpoch, turnId, source, acceptedAt } = meta;
+    if (!turn || turn.chat !== chat || turn.turnId !== turnId || turn.historyEpoch !== historyEpoch) return;
+    if (typeof inputId !== 'string' || inputId.length > MAX_INPUT_ID_LENGTH || message.id !== `hub-input:${inputId}` || turn.entries.has(inputId)) return;
+    // Every process enforces the same quota, so an entry beyond it cannot be one of the hub's.
+    if (!Number.isSafeInteger(ordinal) || (ordinal as number) < 1 || (ordinal as number) > this.quotaPerTurn || turn.entries.size >= this.quotaPerTurn) return;
+    const at = typeof acceptedAt === 'string' ? acceptedAt : new Date(this.now()).toISOString();
+    const receipt: InputReceipt = {
+      inputId,
+      sessionId: sessionIdOf(session),
+      historyEpoch: turn.historyEpoch,
+      turnId: turn.turnId,
+      ordinal: ordinal as number,
+      revision: 1,
+      source: (source === 'ws' ? 'ws' : 'http') as InputSource,
+      state: 'accepted',
+      durability: 'memory',
+      acceptedAt: at,
+      updatedAt: at,
+    };
+    turn.entries.set(inputId, { receipt, text: message.message.text, steeringId: message.id });
+    turn.accepted = Math.max(turn.accepted, ordinal as number);
   }
 
   #startTurn(book: SessionBook, chat: string, turnId: string): void {
@@ -417,6 +475,30 @@ export class SteeringEngine implements SteeringPort {
       book.lastEnded = previous;
     }
     book.current = { historyEpoch: book.historyEpoch, turnId, chat, entries: new Map(), accepted: 0, open: true };
+    if (this.#shared) this.#seedFromState(book.current);
+  }
+
+  /**
+   * Cluster mode: a process that starts (or first looks at a session) while the turn runs learns
+   * its inputs from the chat state every process folds: pending steering messages are accepted
+   * inputs, `userMessage` parts in the turn are consumed ones. (Inputs that were closed or
+   * cancelled before this process started are not in the state; they answer 404.)
+   */
+  #seedFromState(turn: TurnBook): void {
+    const state = this.hub.chatEntry(turn.chat)?.state;
+    if (state?.activeTurn?.id !== turn.turnId) return;
+    for (const m of state.steeringMessages ?? []) {
+      this.#foldAccepted(turn.chat, m as never);
+    }
+    for (const part of state.activeTurn.responseParts) {
+      const p = part as { kind?: unknown; id?: unknown; message?: { text?: unknown; _meta?: Record<string, unknown> } };
+      if (p.kind !== USER_MESSAGE_PART) continue;
+      const inputId = (p.message?._meta?.[USER_INPUT_META] as { inputId?: unknown } | undefined)?.inputId;
+      if (typeof inputId !== 'string' || turn.entries.has(inputId)) continue;
+      this.#foldAccepted(turn.chat, { id: `hub-input:${inputId}`, message: p.message });
+      const entry = turn.entries.get(inputId);
+      if (entry) this.#transition(entry, 'consumed', undefined);
+    }
   }
 
   /** Ends a turn's window: remaining accepted inputs become closed/cancelled and leave the steering list. */

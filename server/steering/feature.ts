@@ -69,15 +69,26 @@ export function createSteeringFeature(options: SteeringOptions = {}): Feature {
       const submit = async (principal: Principal, uri: string, body: unknown, source: InputSource) => {
         const session = visibleSession(hub, principal, uri);
         assertWriter(principal);
-        const result = engine.submit(session, parseSubmit(body), source);
+        const request = parseSubmit(body);
+        // Cluster mode: ordinal, quota and retries are decided against the cluster's inputs, so
+        // the decision waits for the write turn (which folds every other node's acceptances first).
+        const turn = hub.decisionTurn();
+        if (turn) await turn;
+        const result = engine.submit(session, request, source);
         // The pending steering message is committed before the answer goes out, so a 202 means
         // every subscriber can already see the input as pending.
         if (!result.duplicate) await hub.drain();
         return result;
       };
-      const status = (principal: Principal, uri: string, inputId: unknown, target: unknown) => {
+      const status = async (principal: Principal, uri: string, inputId: unknown, target: unknown) => {
         const session = visibleSession(hub, principal, uri);
         const q = parseStatusQuery(inputId, target);
+        const found = engine.status(session, q.inputId, q.target);
+        if (found || !hub.sharesLog) return found;
+        // Cluster mode: the input may have been accepted on another node a moment ago; taking the
+        // write turn folds everything appended so far, so "not found" is then the cluster's answer.
+        const turn = hub.decisionTurn();
+        if (turn) await turn;
         return engine.status(session, q.inputId, q.target);
       };
       const notFoundBody = { outcome: 'rejected', code: 'input_not_found', message: 'no receipt for this input and target in the retention window (current and last ended turn); this does not prove it was never applied' };
@@ -124,10 +135,10 @@ export function createSteeringFeature(options: SteeringOptions = {}): Feature {
       http.add(
         'GET',
         '/v2/sessions/{sessionId}/inputs/{inputId}',
-        wrap((_req, res, c) => {
+        wrap(async (_req, res, c) => {
           const historyEpoch = c.url.searchParams.get('historyEpoch');
           const turnId = c.url.searchParams.get('turnId');
-          const receipt = status(c.principal, sessionUri(c.params['sessionId']!), c.params['inputId'], historyEpoch === null && turnId === null ? undefined : { historyEpoch, turnId });
+          const receipt = await status(c.principal, sessionUri(c.params['sessionId']!), c.params['inputId'], historyEpoch === null && turnId === null ? undefined : { historyEpoch, turnId });
           if (receipt) sendJson(res, 200, { receipt });
           else sendJson(res, 404, notFoundBody);
         }),
@@ -154,8 +165,8 @@ export function createSteeringFeature(options: SteeringOptions = {}): Feature {
       rpc.request(InputMethod.Status, {
         params,
         handle: (c, p) =>
-          rpcWrap(() => {
-            const receipt = status(c.principal, p.channel, p['inputId'], p['target']);
+          rpcWrap(async () => {
+            const receipt = await status(c.principal, p.channel, p['inputId'], p['target']);
             return receipt ? { receipt } : { receipt: null, ...notFoundBody };
           }),
       });

@@ -1,0 +1,35 @@
+/**
+ * The cluster's ephemeral channel: messages between hub processes that must NOT be durable
+ * (presence). Nothing sent here is ever replayed, ordered with the log, or guaranteed to arrive:
+ * a receiver that misses a message simply sees presence a moment late or until it expires.
+ * Durable facts go through the shared action log, never through this bus.
+ */
+
+/** One message between processes; `from` is the sending process, so nobody handles its own. */
+export interface BusMessage {
+  readonly from: string;
+  readonly kind: string;
+  readonly [field: string]: unknown;
+}
+
+export interface ClusterBus {
+  /** This process's id on the bus (fresh per start). */
+  readonly nodeId: string;
+  /**
+   * Sends to every other process. Returns false when the message was not sent: larger than the
+   * bus carries (`maxMessageBytes`) or the bus is down. Never throws; never waits.
+   */
+  publish(message: Omit<BusMessage, 'from'>): boolean;
+  /** Messages from other processes (never this one's own). */
+  onMessage(handler: (message: BusMessage) => void): () => void;
+  /**
+   * Called each time the bus (re)connects: whatever was published while it was down was lost, so
+   * users re-announce their current state then.
+   */
+  onConnected(handler: () => void): () => void;
+  readonly maxMessageBytes: number;
+  close(): Promise<void>;
+}
+
+/** The `FeatureContext.services` key the composition root puts the bus under (cluster mode only). */
+export const CLUSTER_BUS_SERVICE = 'clusterBus';
