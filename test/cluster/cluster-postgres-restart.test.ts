@@ -68,7 +68,7 @@ describe('PostgreSQL restarts under load', () => {
       const down = (c: Awaited<ReturnType<typeof health>>): boolean =>
         c !== undefined && c.status === 503 && c.body.status === 'storage_unavailable' && /action log|connect|terminat/i.test(c.body.message ?? '');
       return checks.every((c) => c === undefined || down(c)) && checks.some(down) ? live.filter((_, i) => down(checks[i])) : undefined;
-    }, { what: 'nodes to report the outage', timeoutMs: 15_000 });
+    }, { what: 'nodes to report the outage', timeoutMs: 30_000 });
     // A write on such a node is refused with a reason, not hung and not acknowledged.
     const probe = await RpcClient.open(reporting[0]!.wsUrl);
     clients.push(probe);
@@ -123,5 +123,5 @@ describe('PostgreSQL restarts under load', () => {
       }, { what: `every action ${w.name} saw acknowledged in its chat` });
       expect(state.size).toBe(w.echoed.size);
     }
-  });
+  }, 120_000);
 });
