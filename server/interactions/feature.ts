@@ -13,6 +13,7 @@
  * `{sessionId}` is the path part of `ahp-session:/<id>` (the full URI is accepted too).
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { ErrorCode } from '../../shared/protocol/errors.js';
 import { SESSION_SCHEME, sessionUri } from '../../shared/protocol/uris.js';
 import { StateLimits } from '../../shared/protocol/state.js';
 import { canWrite, type Principal } from '../auth/auth.js';
@@ -54,7 +55,7 @@ export function createInteractionsFeature(options: InteractionsOptions = {}): Fe
       /** The session URI for a `{sessionId}` the principal may see, else undefined. */
       const visibleSession = (principal: Principal, raw: string): string | undefined => {
         const uri = sessionUriOf(raw);
-        return ctx.hub.session(principal, uri) ? uri : undefined;
+        return ctx.hub.visibleSession(principal, uri) ? uri : undefined;
       };
 
       // ─── SSE: session events ────────────────────────────────────────────────
@@ -140,11 +141,11 @@ export function createInteractionsFeature(options: InteractionsOptions = {}): Fe
         }
         if (!started.ok) {
           streams.detach(session, listener);
-          if (started.notFound) throw new HttpError(404, 'session_not_found', `no session ${hc.params['sessionId']}`);
-          if (/already in progress/.test(started.reason)) {
-            throw new HttpError(409, 'turn_in_progress', `a turn is already running in this session; wait for it to end or cancel it (${started.reason}). The prompt was not queued.`);
+          if (started.code === ErrorCode.NotFound) throw new HttpError(404, 'session_not_found', `no session ${hc.params['sessionId']}`);
+          if (started.code === ErrorCode.TurnInProgress) {
+            throw new HttpError(409, 'turn_in_progress', `a turn is already running in this session; wait for it to end or cancel it (${started.message}). The prompt was not queued.`);
           }
-          throw new HttpError(400, 'prompt_rejected', started.reason);
+          throw new HttpError(400, 'prompt_rejected', started.message);
         }
         sse = openSse(req, res, streams.limits, () => {
           done = true;
