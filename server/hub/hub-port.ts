@@ -9,7 +9,8 @@
  * turn this process starts), then the agent runner (it aborts a run before anyone reacts to the
  * turn's end), then the server's own metrics, then the features in the order `npm start` installs
  * them. Owners named `extension` (tests, third-party features) come last, in registration order.
- * Within one owner, hooks for one commit run in this order: `afterCommit`, then `turnEnded`.
+ * For one commit, every owner's `afterCommit` runs first, then (when the commit ended the chat's
+ * active turn) every owner's `turnEnded`, so a turn-end reaction sees every owner up to date.
  *
  * A hook that throws is logged and does not stop the others (nor the commit, which is already
  * sequenced).
