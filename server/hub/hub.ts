@@ -22,7 +22,7 @@ import type {
   WireAction,
 } from '../../shared/protocol/messages.js';
 import { ServerNotification } from '../../shared/protocol/messages.js';
-import { CLIENT_DISPATCHABLE_ACTIONS, parseAction } from '../../shared/protocol/actions.js';
+import { CLIENT_DISPATCHABLE_ACTIONS, STREAMING_ONLY_ACTIONS, parseAction } from '../../shared/protocol/actions.js';
 import { initialRootState } from '../../shared/protocol/state.js';
 import { validateClientAction } from '../../shared/state/validate-action.js';
 import { CHAT_SCHEME, ROOT_URI, channelKind } from '../../shared/protocol/uris.js';
@@ -120,15 +120,6 @@ interface ReplayEntry {
   readonly chars: number;
 }
 
-/** Server-only chat actions whose effect can never change status, summary or input-needed. */
-const STREAMING_ONLY_ACTIONS = new Set([
-  'chat/delta',
-  'chat/reasoning',
-  'chat/usage',
-  'chat/toolCallDelta',
-  'chat/draftChanged',
-  'chat/toolCallContentChanged',
-]);
 
 export class Hub implements HubPort {
   readonly limits: HubLimits;
@@ -204,7 +195,7 @@ export class Hub implements HubPort {
         hub.#catalog.applyRecord(r);
         const actor = (r.origin as { actor?: Actor } | undefined)?.actor;
         if (r.origin && actor) hub.#ledger.accepted(actor, r.origin.clientId, r.origin.clientSeq, r.serverSeq);
-        if (r.channel !== CATALOG_CHANNEL) hub.#remember(hub.#envelopeOf(r));
+        if (r.channel !== CATALOG_CHANNEL) hub.#keepForReplay(hub.#envelopeOf(r));
         seq = r.serverSeq;
       }
       if (records.length < PAGE) break;
@@ -876,7 +867,7 @@ export class Hub implements HubPort {
           const sourceSubscribed = source !== undefined && fanout?.has(source) === true;
           if (batch.length === 1) {
             const text = encodeEnvelope(last);
-            this.#remember(last, text);
+            this.#keepForReplay(last, text);
             // The dispatcher gets the same string as everyone, but as its own item: coalescing
             // subscribers may then merge this envelope with its neighbours for everyone else.
             if (sourceSubscribed) {
@@ -894,7 +885,7 @@ export class Hub implements HubPort {
           fanout!.publish(combined, encodeEnvelope(combined), sourceSubscribed ? source : undefined);
           for (const env of batch) {
             const text = encodeEnvelope(env);
-            this.#remember(env, text);
+            this.#keepForReplay(env, text);
             if (!source) continue;
             if (sourceSubscribed) fanout!.sendTo(source, env, text);
             else sendOrCloseSlow(source, text, this.limits.fanout);
@@ -930,7 +921,7 @@ export class Hub implements HubPort {
     }
   }
 
-  #remember(envelope: ActionEnvelope, text?: string): void {
+  #keepForReplay(envelope: ActionEnvelope, text?: string): void {
     const chars = (text ?? encodeEnvelope(envelope)).length;
     this.#replay.push({ envelope, chars });
     this.#replayChars += chars;

@@ -28,6 +28,7 @@ import {
 } from '../../shared/protocol/state.js';
 import { sessionIdOf } from '../../shared/protocol/uris.js';
 import { canWrite, type Principal } from '../auth/auth.js';
+import { STREAMING_ONLY_ACTIONS } from '../../shared/protocol/actions.js';
 import type { CommitEvent, HubPort } from '../hub/hub-port.js';
 import type { Logger } from '../log.js';
 import { errorFields } from '../log.js';
@@ -85,7 +86,6 @@ export type ReplyResult = { kind: 'accepted' } | { kind: 'notAccepted' } | { kin
 /** Resolved ids remembered for `permission_already_resolved` (Qwen keeps 512). */
 const RESOLVED_FIFO = 4_096;
 
-const TURN_STATE_ACTIONS = new Set(['chat/delta', 'chat/reasoning', 'chat/usage', 'chat/toolCallDelta', 'chat/draftChanged', 'chat/toolCallContentChanged']);
 
 export class InteractionRegistry {
   /** session URI → requestId → pending interaction. */
@@ -194,8 +194,8 @@ export class InteractionRegistry {
       return { kind: 'notAccepted' };
     }
     const chosen = reply.outcome.outcome === 'selected' ? offeredOption(it.options, reply.outcome.optionId) : undefined;
-    if (it.kind === 'permission' && chosen?.kind === 'allow_always') await this.#remember(session, it.toolName, 'approval');
-    if (it.kind === 'permission' && chosen?.kind === 'reject_always') await this.#remember(session, it.toolName, 'denial');
+    if (it.kind === 'permission' && chosen?.kind === 'allow_always') await this.#rememberToolChoice(session, it.toolName, 'approval');
+    if (it.kind === 'permission' && chosen?.kind === 'reject_always') await this.#rememberToolChoice(session, it.toolName, 'denial');
     return { kind: 'accepted' };
   }
 
@@ -265,7 +265,7 @@ export class InteractionRegistry {
    * denied lists exclusive (the latest choice wins), so this is a no-op only when the tool is
    * already in the right list and not in the other.
    */
-  async #remember(session: string, toolName: string, choice: 'approval' | 'denial'): Promise<void> {
+  async #rememberToolChoice(session: string, toolName: string, choice: 'approval' | 'denial'): Promise<void> {
     const remembered = this.#remembered(session, toolName);
     if (remembered === choice) return;
     const type = choice === 'approval' ? 'x-session/toolApprovalRemembered' : 'x-session/toolDenialRemembered';
@@ -352,7 +352,7 @@ export class InteractionRegistry {
     if (this.streams.isStreamed(chat.session)) for (const update of acpUpdatesFor(action)) {
       this.streams.publish(chat.session, { chat: channel, turnId, payload: sessionUpdate(sessionIdOf(chat.session), update, channel, turnId) });
     }
-    if (TURN_STATE_ACTIONS.has(action.type)) return;
+    if (STREAMING_ONLY_ACTIONS.has(action.type)) return;
     this.#reconcile(chat.session, channel, chat.state);
     this.#trackTurn(chat.session, channel, chat.state, action);
   }
