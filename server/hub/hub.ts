@@ -33,13 +33,14 @@ import type { Logger } from '../log.js';
 import { errorFields } from '../log.js';
 import { Catalog, CATALOG_CHANNEL, CatalogAction, type CatalogImage, type ChatEntry, type SessionEntry } from './catalog.js';
 import { CloseCode, type Connection } from './connection.js';
-import { ChannelFanout, DEFAULT_FANOUT_LIMITS, encodeEnvelope, encodeNotification, mergeStreamingActions, sendOrCloseSlow, type FanoutLimits } from './fanout.js';
+import { ChannelFanout, DEFAULT_FANOUT_LIMITS, deliverEnvelopeRun, deliverPrivate, encodeNotification, sendOrCloseSlow, type FanoutLimits } from './fanout.js';
 import { chatRollUpActions, sessionSummary, summaryChanges, type SessionSummaryView } from './rollup.js';
 import { ClientLedger, actorOf, type Actor, type LedgerImage } from './client-ledger.js';
 import { checkJsonBounds } from '../../shared/protocol/json-bounds.js';
 import { validateAgentAction } from './agent-actions.js';
 import { ChannelSizeBudget, DEFAULT_MAX_CHANNEL_JSON_CHARS } from './channel-budget.js';
 import { WriteGate } from './write-gate.js';
+import { ReplayWindow } from './replay-window.js';
 import { HOOK_ORDER, turnEndReasonOf, type CommitEvent, type HookOwner, type HubHooks, type HubPort, type RejectionCode, type SubmitOutcome } from './hub-port.js';
 import { isKnownAction } from '../../shared/protocol/actions.js';
 
@@ -114,11 +115,6 @@ type OutboxItem =
   | { kind: 'call'; fn: () => void }
   | { kind: 'durable'; resolve: () => void };
 
-interface ReplayEntry {
-  readonly envelope: ActionEnvelope;
-  /** Length of the encoded envelope, for the replay window's size bound. */
-  readonly chars: number;
-}
 
 
 export class Hub implements HubPort {
@@ -148,8 +144,7 @@ export class Hub implements HubPort {
   /** Cluster mode only (a shared log): decisions wait for the write turn. See write-gate.ts. */
   #gate: WriteGate | undefined;
 
-  readonly #replay: ReplayEntry[] = [];
-  #replayChars = 0;
+  readonly #replay: ReplayWindow;
   readonly #channelBudget: ChannelSizeBudget;
   readonly #fanouts = new Map<string, ChannelFanout>();
   readonly #rootSubscribers = new Map<string, Set<Connection>>();
@@ -172,6 +167,7 @@ export class Hub implements HubPort {
     this.limits = { ...DEFAULT_HUB_LIMITS, ...options.limits };
     this.#catalog = catalog;
     this.#channelBudget = new ChannelSizeBudget(this.limits.maxChannelJsonChars);
+    this.#replay = new ReplayWindow(this.limits.replayBufferSize, this.limits.replayBufferChars);
     this.#observer = options.observer;
   }
 
@@ -195,7 +191,7 @@ export class Hub implements HubPort {
         hub.#catalog.applyRecord(r);
         const actor = (r.origin as { actor?: Actor } | undefined)?.actor;
         if (r.origin && actor) hub.#ledger.accepted(actor, r.origin.clientId, r.origin.clientSeq, r.serverSeq);
-        if (r.channel !== CATALOG_CHANNEL) hub.#keepForReplay(hub.#envelopeOf(r));
+        if (r.channel !== CATALOG_CHANNEL) hub.#replay.keep(hub.#envelopeOf(r));
         seq = r.serverSeq;
       }
       if (records.length < PAGE) break;
@@ -353,13 +349,11 @@ export class Hub implements HubPort {
       const ok = kind === 'root' || (kind === 'session' && this.visibleSession(principal, ch)) || (kind === 'chat' && this.visibleChat(principal, ch));
       (ok ? visible : missing).push(ch);
     }
-    const oldest = this.#replay[0]?.envelope.serverSeq ?? this.#deliveredSeq + 1;
+    const oldest = this.#replay.oldestSeq ?? this.#deliveredSeq + 1;
     const canReplay = params.lastSeenServerSeq <= this.#seq && params.lastSeenServerSeq >= oldest - 1;
     if (canReplay) {
       const wanted = new Set(visible);
-      const actions = this.#replay
-        .filter((e) => e.envelope.serverSeq > params.lastSeenServerSeq && wanted.has(e.envelope.channel))
-        .map((e) => e.envelope);
+      const actions = this.#replay.since(params.lastSeenServerSeq, wanted);
       for (const ch of visible) this.#attach(conn, principal, ch, this.#deliveredSeq, 0);
       this.#observer?.reconnectServed('replay');
       return { type: 'replay', actions, missing };
@@ -538,7 +532,7 @@ export class Hub implements HubPort {
     const duplicate = this.#sessionOfVisibleChannel(client.principal, channel) ? this.#ledger.duplicate(actor, client.clientId, clientSeq) : undefined;
     if (duplicate?.kind === 'accepted') {
       // A re-sent action that was applied: answer with its original echo, never apply it again.
-      const original = this.#replay.find((e) => e.envelope.serverSeq === duplicate.serverSeq)?.envelope;
+      const original = this.#replay.find(duplicate.serverSeq);
       if (original) return this.#queuePrivate(client.conn, original);
     }
     const decision = duplicate
@@ -845,60 +839,25 @@ export class Hub implements HubPort {
       const item = outbox[i]!;
       switch (item.kind) {
         case 'envelope': {
-          const fanout = this.#fanouts.get(item.envelope.channel);
-          const source = item.source;
-          // Under load many deltas for one part arrive in the same batch: send them as one
-          // envelope (the reduced state is identical), the way Hocuspocus coalesces updates that
-          // arrive together. Only adjacent envelopes from the same source merge, so no other
-          // envelope's seq falls between them, and never while a subscriber joins mid-batch.
-          const batch = [item.envelope];
-          let merged: WireAction = item.envelope.action;
-          if (fanout && !fanout.hasJoiners) {
-            for (let next = outbox[i + 1]; next?.kind === 'envelope' && next.source === source && next.envelope.channel === item.envelope.channel; next = outbox[i + 1]) {
-              const combined = mergeStreamingActions(merged, next.envelope.action);
-              if (!combined) break;
-              merged = combined;
-              batch.push(next.envelope);
-              i++;
-            }
-          }
-          const last = batch[batch.length - 1]!;
-          this.#deliveredSeq = last.serverSeq;
-          const sourceSubscribed = source !== undefined && fanout?.has(source) === true;
-          if (batch.length === 1) {
-            const text = encodeEnvelope(last);
-            this.#keepForReplay(last, text);
-            // The dispatcher gets the same string as everyone, but as its own item: coalescing
-            // subscribers may then merge this envelope with its neighbours for everyone else.
-            if (sourceSubscribed) {
-              fanout!.publish(last, text, source);
-              fanout!.sendTo(source!, last, text);
-            } else {
-              fanout?.publish(last, text);
-              if (source) sendOrCloseSlow(source, text, this.limits.fanout);
-            }
-            break;
-          }
-          // Everyone else gets one envelope; the dispatching client still gets each of its
-          // echoes, so its pending actions resolve one by one.
-          const combined: ActionEnvelope = { channel: last.channel, action: merged, serverSeq: last.serverSeq };
-          fanout!.publish(combined, encodeEnvelope(combined), sourceSubscribed ? source : undefined);
-          for (const env of batch) {
-            const text = encodeEnvelope(env);
-            this.#keepForReplay(env, text);
-            if (!source) continue;
-            if (sourceSubscribed) fanout!.sendTo(source, env, text);
-            else sendOrCloseSlow(source, text, this.limits.fanout);
-          }
+          // Coalescing of adjacent envelopes (and of subscribers' latency windows) is fanout.ts's.
+          const start = i;
+          const run = deliverEnvelopeRun(
+            this.#fanouts.get(item.envelope.channel),
+            item,
+            (k) => {
+              const next = outbox[start + k];
+              return next?.kind === 'envelope' ? next : undefined;
+            },
+            this.limits.fanout,
+            (env, text) => this.#replay.keep(env, text),
+          );
+          i += run.consumed;
+          this.#deliveredSeq = run.lastSeq;
           break;
         }
-        case 'private': {
-          const text = encodeEnvelope(item.envelope);
-          const fanout = this.#fanouts.get(item.envelope.channel);
-          if (fanout?.has(item.conn)) fanout.sendTo(item.conn, item.envelope, text);
-          else sendOrCloseSlow(item.conn, text, this.limits.fanout);
+        case 'private':
+          deliverPrivate(this.#fanouts.get(item.envelope.channel), item.conn, item.envelope, this.limits.fanout);
           break;
-        }
         case 'root': {
           const subs = this.#rootSubscribers.get(item.tenant);
           if (subs) for (const conn of subs) sendOrCloseSlow(conn, item.text, this.limits.fanout);
@@ -918,25 +877,6 @@ export class Hub implements HubPort {
           item.resolve();
           break;
       }
-    }
-  }
-
-  #keepForReplay(envelope: ActionEnvelope, text?: string): void {
-    const chars = (text ?? encodeEnvelope(envelope)).length;
-    this.#replay.push({ envelope, chars });
-    this.#replayChars += chars;
-    let excess = this.#replay.length - this.limits.replayBufferSize;
-    // Trim in chunks so the array is not shifted on every envelope; the size bound is exact.
-    if (excess > Math.max(64, this.limits.replayBufferSize / 8) || this.#replayChars > this.limits.replayBufferChars) {
-      let chars = this.#replayChars;
-      excess = Math.max(0, excess);
-      for (let i = 0; i < excess; i++) chars -= this.#replay[i]!.chars;
-      // Past the size bound, trim to 7/8 of it so a full window is not spliced on every envelope.
-      if (chars > this.limits.replayBufferChars) {
-        while (excess < this.#replay.length && chars > this.limits.replayBufferChars * 0.875) chars -= this.#replay[excess++]!.chars;
-      }
-      this.#replay.splice(0, excess);
-      this.#replayChars = chars;
     }
   }
 
