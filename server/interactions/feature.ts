@@ -14,6 +14,7 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { ErrorCode } from '../../shared/protocol/errors.js';
+import type { SubmitOutcome } from '../hub/hub-port.js';
 import { SESSION_SCHEME, sessionUri } from '../../shared/protocol/uris.js';
 import { StateLimits } from '../../shared/protocol/state.js';
 import { canWrite, type Principal } from '../auth/auth.js';
@@ -127,7 +128,7 @@ export function createInteractionsFeature(options: InteractionsOptions = {}): Fe
         };
         // Listen before starting: the start commits synchronously and its events must not be missed.
         if (!streams.attach(session, listener)) throw new HttpError(429, 'too_many_listeners', 'too many event streams on this session');
-        let started;
+        let started: SubmitOutcome;
         try {
           started = await ctx.hub.submitAs(hc.principal, chat, {
             type: 'chat/turnStarted',

@@ -19,7 +19,7 @@
  * Extensions (x-input/*, x-collab/*, …) build on the public `request`, `notify` and
  * `onNotification`; nothing here needs to change for a new method.
  */
-import { z } from 'zod';
+import type { z } from 'zod';
 import {
   JSONRPC,
   Limits,
