@@ -31,7 +31,7 @@ import type { AgentInfo } from '../agents/agent.js';
 import { canActAsAgent, canWrite, type Principal } from '../auth/auth.js';
 import type { Logger } from '../log.js';
 import { errorFields } from '../log.js';
-import { Catalog, CATALOG_CHANNEL, CatalogAction, type CatalogImage, type ChatEntry, type SessionEntry } from './catalog.js';
+import { HubState, CATALOG_CHANNEL, CatalogAction, type CatalogImage, type ChatEntry, type SessionEntry } from './catalog.js';
 import { CloseCode, type Connection } from './connection.js';
 import { ChannelFanout, DEFAULT_FANOUT_LIMITS, deliverEnvelopeRun, deliverPrivate, encodeNotification, sendOrCloseSlow, type FanoutLimits } from './fanout.js';
 import { chatRollUpActions, sessionSummary, summaryChanges, type SessionSummaryView } from './rollup.js';
@@ -125,7 +125,7 @@ export class Hub implements HubPort {
   readonly #newId: () => string;
   readonly #agents: readonly AgentInfo[];
   readonly #defaultProvider: string;
-  #catalog: Catalog;
+  #catalog: HubState;
 
   /** Last serverSeq assigned (applied in memory). */
   #seq = 0;
@@ -157,7 +157,7 @@ export class Hub implements HubPort {
   readonly #heldReplyChars = new WeakMap<Connection, number>();
   readonly #observer: HubObserver | undefined;
 
-  private constructor(options: HubOptions, catalog: Catalog) {
+  private constructor(options: HubOptions, catalog: HubState) {
     this.#log = options.log;
     this.#logger = options.logger;
     this.#now = options.now;
@@ -178,7 +178,7 @@ export class Hub implements HubPort {
   static async open(options: HubOptions): Promise<Hub> {
     const snapshot = await options.log.latestSnapshot();
     const image = snapshot?.data as { catalog: CatalogImage; ledger?: LedgerImage } | undefined;
-    const catalog = image ? Catalog.fromImage(image.catalog) : new Catalog(initialRootState(options.agents.map((a) => ({ ...a }))));
+    const catalog = image ? HubState.fromImage(image.catalog) : new HubState(initialRootState(options.agents.map((a) => ({ ...a }))));
     // The agent list is configuration, not history: a restart with another agents file lists what runs now.
     catalog.root = { ...catalog.root, agents: options.agents.map((a) => ({ ...a })) };
     const hub = new Hub(options, catalog);
@@ -908,7 +908,7 @@ export class Hub implements HubPort {
 
   /**
    * Cluster mode: records another process appended, folded through the path recovery uses
-   * (`Catalog.applyRecord`; roll-up records are in the log, so nothing is recomputed), then
+   * (`HubState.applyRecord`; roll-up records are in the log, so nothing is recomputed), then
    * delivered to this process's subscribers and features exactly like local ones.
    */
   #foldRemote(records: readonly LogRecord[]): void {
