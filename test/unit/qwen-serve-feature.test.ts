@@ -39,7 +39,11 @@ class FakeHttp implements HttpRegistrar {
     for (const route of this.routes) {
       if (route.method !== method || route.segments.length !== parts.length) continue;
       const params: Record<string, string> = {};
-      const fits = route.segments.every((s, i) => (s.startsWith('{') ? ((params[s.slice(1, -1)] = parts[i]!), true) : s === parts[i]));
+      const fits = route.segments.every((s, i) => {
+        if (!s.startsWith('{')) return s === parts[i];
+        params[s.slice(1, -1)] = parts[i]!;
+        return true;
+      });
       if (!fits) continue;
       const req = Object.assign(Readable.from(body === undefined ? [] : [Buffer.from(JSON.stringify(body))]), { headers: { 'content-type': 'application/json' }, method });
       const answer: Answer = { status: 0, body: undefined };
