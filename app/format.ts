@@ -29,9 +29,7 @@ export function relativeTime(iso: string | undefined, now = Date.now()): string 
   return new Date(t).toLocaleDateString();
 }
 
-export function sessionIdOf(uri: string): string {
-  return uri.replace(/^ahp-session:\//, '');
-}
+export { sessionIdOf } from '../shared/protocol/uris.js';
 
 export function newId(): string {
   return crypto.randomUUID();

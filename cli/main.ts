@@ -7,7 +7,7 @@ import { parseArgs, UsageError, USAGE } from './args.js';
 import { EXIT, runHeadless } from './headless.js';
 
 async function main(): Promise<number> {
-  let options;
+  let options: ReturnType<typeof parseArgs>;
   try {
     options = parseArgs(process.argv.slice(2), process.env);
   } catch (err) {

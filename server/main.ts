@@ -14,7 +14,7 @@ import { AgentsConfigError, loadAgentsConfig, type NamedAcpAgent } from './agent
 import { createAcpProviders } from './agents/acp/acp-provider.js';
 
 async function main(): Promise<void> {
-  let config;
+  let config: ReturnType<typeof parseArgs>;
   try {
     config = parseArgs(process.argv.slice(2));
   } catch (err) {

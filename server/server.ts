@@ -2,8 +2,10 @@
  * The composition root: wires hub, agent runner, JSON-RPC, HTTP routes, WebSocket and feature
  * modules together, and picks the log (SQLite with `dataDir`, memory without) and the agents.
  * Its caller chooses the rest from configuration: `server/main.ts` (the CLI) passes the
- * authenticator, the feature list and the app directory; tests pass their own. Everything else
- * depends on interfaces.
+ * authenticator, the feature list and the app directory; tests pass their own. It is the only
+ * module that sees the concrete hub, routers and runner next to each other: features get
+ * `FeatureContext` (the `HubPort` and the registration side of the routers), the hub gets its
+ * log through the `ActionLog` port and its connections through `Connection`.
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { randomUUID } from 'node:crypto';
@@ -11,11 +13,12 @@ import { join } from 'node:path';
 import type { AddressInfo } from 'node:net';
 import type { Authenticator } from './auth/auth.js';
 import type { AgentProvider } from './agents/agent.js';
-import { AgentRunner } from './agents/agent-runner.js';
+import { AgentRunner, type SteeringHost } from './agents/agent-runner.js';
 import { demoAgent, remoteAgent } from './agents/demo-agent.js';
 import { Hub, type HubLimits } from './hub/hub.js';
 import { registerAhpMethods, throttledDispatchHandler } from './hub/ahp-methods.js';
-import { RpcRouter, type RateLimit } from './hub/rpc.js';
+import { RpcRouter, type RateLimit, type RpcRegistrar } from './hub/rpc.js';
+import type { HubPort } from './hub/hub-port.js';
 import type { Logger } from './log.js';
 import { errorFields } from './log.js';
 import type { ActionLog } from './storage/action-log.js';
@@ -26,7 +29,7 @@ import { CLUSTER_BUS_SERVICE } from './cluster-bus/cluster-bus.js';
 import { PostgresClusterBus } from './cluster-bus/postgres-bus.js';
 import { AgentLeaseKeeper } from './hub/agent-lease-keeper.js';
 import { SqliteActionLog } from './storage/sqlite-action-log.js';
-import { HttpError, HttpRouter, sendJson } from './transport/http-router.js';
+import { HttpError, HttpRouter, sendJson, type HttpRegistrar } from './transport/http-router.js';
 import { serveStatic } from './transport/static-files.js';
 import { WsTransport } from './transport/ws-transport.js';
 import { capHttpConnections } from './transport/http-connection-cap.js';
@@ -73,12 +76,16 @@ export interface HubServerConfig {
   readonly now?: () => number;
 }
 
-/** What a feature module (steering, permission replies, collaboration) gets to plug into. */
+/**
+ * What a feature module (steering, permission replies, collaboration, qwen-serve) gets to plug
+ * into: the hub through its port, and only the registration side of the JSON-RPC and HTTP routers.
+ */
 export interface FeatureContext {
-  readonly hub: Hub;
-  readonly rpc: RpcRouter;
-  readonly http: HttpRouter;
-  readonly runner: AgentRunner;
+  readonly hub: HubPort;
+  readonly rpc: RpcRegistrar;
+  readonly http: HttpRegistrar;
+  /** The agent runner, as far as steering needs it. */
+  readonly runner: SteeringHost;
   readonly logger: Logger;
   readonly now: () => number;
   readonly newId: () => string;
@@ -185,9 +192,11 @@ export async function startHubServer(config: HubServerConfig): Promise<HubServer
     res.end(text);
   });
   metrics.gauge('ahp_hub_subscriptions', 'Channel subscriptions held by all connections.', () => hub.subscriptionCount);
-  hub.on((e) => {
+  hub.hook('metrics', {
     // Records another cluster process sequenced were counted there.
-    if (e.type === 'committed' && e.event.origin && !e.event.remote) metrics.dispatchAccepted();
+    afterCommit: (e) => {
+      if (e.origin && !e.remote) metrics.dispatchAccepted();
+    },
   });
 
   const closers: Array<() => Promise<void> | void> = [];

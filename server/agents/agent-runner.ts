@@ -6,7 +6,7 @@
  */
 import type { WireAction } from '../../shared/protocol/messages.js';
 import { isPartOfKind, type ChatInputRequest, type ChatState, type Message, type ToolCallState } from '../../shared/protocol/state.js';
-import type { Hub, HubEvent } from '../hub/hub.js';
+import type { CommitEvent, HubPort } from '../hub/hub-port.js';
 import type { Logger } from '../log.js';
 import { errorFields } from '../log.js';
 import {
@@ -23,6 +23,12 @@ import {
 export interface SteeringPort {
   /** Marks inputs accepted for this turn as consumed (visible in the transcript) and returns them. */
   consumeAtBarrier(target: { session: string; chat: string; turnId: string }, only?: readonly string[]): Promise<readonly SteeringInput[]>;
+}
+
+/** What the steering feature needs of the agent runner. */
+export interface SteeringHost {
+  setSteering(port: SteeringPort): void;
+  steeringUnavailable(session: string): { code: string; message: string } | undefined;
 }
 
 export const noSteering: SteeringPort = { consumeAtBarrier: async () => [] };
@@ -63,12 +69,12 @@ export function chunkText(text: string, size = DELTA_CHUNK): string[] {
   return chunks;
 }
 
-export class AgentRunner {
+export class AgentRunner implements SteeringHost {
   readonly #runs = new Map<string, Run>();
   #unsubscribe: (() => void) | undefined;
 
   constructor(
-    private readonly hub: Hub,
+    private readonly hub: HubPort,
     private readonly providers: ReadonlyMap<string, AgentProvider>,
     private readonly logger: Logger,
     private readonly now: () => number,
@@ -89,7 +95,22 @@ export class AgentRunner {
   }
 
   start(): void {
-    this.#unsubscribe = this.hub.on((e) => this.#onHubEvent(e));
+    this.#unsubscribe = this.hub.hook('agents', {
+      sessionDisposed: (e) => {
+        for (const run of this.#runs.values()) if (!this.hub.chatEntry(run.chat)) this.#abort(run);
+        for (const provider of new Set(this.providers.values())) provider.disposeSession?.(e.session);
+      },
+      chatDisposed: (e) => {
+        const run = this.#runs.get(e.chat);
+        if (run) this.#abort(run);
+      },
+      afterCommit: (e) => this.#onCommit(e),
+      turnEnded: (e) => {
+        // Cancelled, completed by someone else, truncated, or errored: this run may not write any more.
+        const run = this.#runs.get(e.chat);
+        if (run && run.turnId === e.turnId) this.#abort(run);
+      },
+    });
   }
 
   /** Aborts every run (shutdown) and lets providers release what they hold (agent processes). */
@@ -105,33 +126,18 @@ export class AgentRunner {
     return this.#runs.size;
   }
 
-  #onHubEvent(e: HubEvent): void {
-    if (e.type === 'sessionDisposed') {
-      for (const run of this.#runs.values()) if (!this.hub.chatEntry(run.chat)) this.#abort(run);
-      for (const provider of new Set(this.providers.values())) provider.disposeSession?.(e.session);
-      return;
-    }
-    if (e.type === 'chatDisposed') {
-      const run = this.#runs.get(e.chat);
-      if (run) this.#abort(run);
-      return;
-    }
-    if (e.type !== 'committed') return;
-    const { channel, action } = e.event;
+  #onCommit(e: CommitEvent): void {
+    const { channel, action } = e;
     const chat = this.hub.chatEntry(channel);
     if (!chat) return;
     const run = this.#runs.get(channel);
     if (action.type === 'chat/turnStarted') {
       // In a cluster the process that sequenced the turn start runs the agent: at most once.
-      if (!e.event.remote) this.#maybeStart(channel, chat.session, action);
+      if (!e.remote) this.#maybeStart(channel, chat.session, action);
       return;
     }
-    if (run) {
-      if (!chat.state.activeTurn || chat.state.activeTurn.id !== run.turnId) {
-        // Cancelled, completed by someone else, truncated, or errored: this run may not write any more.
-        this.#abort(run);
-        return;
-      }
+    // A run whose turn is no longer active is aborted by the `turnEnded` hook.
+    if (run && chat.state.activeTurn?.id === run.turnId) {
       for (const w of [...run.waiters]) if (w.check(chat.state)) run.waiters.delete(w);
     }
   }

@@ -1,7 +1,8 @@
 /**
  * Collaborative answers: a Yjs document per open input request so that several people typing in
  * the same text answer merge character by character, plus presence (who views the request and
- * which question each person edits). Wire protocol: see protocol.ts.
+ * which question each person edits). Wire protocol: shared/protocol/collab.ts; server-side
+ * limits: protocol.ts.
  *
  * The AHP chat state stays the source of truth for everyone else: merged text is mirrored into
  * `chat/inputAnswerChanged` drafts through `hub.submitAs` (full client validation, so a viewer's
@@ -17,7 +18,7 @@ import type { ChatInputRequest, InputRequestPart, ResponsePart } from '../../sha
 import type { WireAction } from '../../shared/protocol/messages.js';
 import { canWrite, type Principal } from '../auth/auth.js';
 import type { Connection } from '../hub/connection.js';
-import type { Hub } from '../hub/hub.js';
+import type { HubPort, SubmitOutcome } from '../hub/hub-port.js';
 import type { RpcContext } from '../hub/rpc.js';
 import { encodeError } from '../hub/rpc.js';
 import type { Logger } from '../log.js';
@@ -33,7 +34,6 @@ export const PRESENCE_EXPIRY_MS = 4_000;
 /** Presence clients other processes may hold in one document here. */
 export const MAX_REMOTE_AWARENESS_CLIENTS = 1_024;
 
-const TURN_END_ACTIONS = new Set(['chat/turnComplete', 'chat/turnCancelled', 'chat/error', 'chat/truncated']);
 
 function roomKey(channel: string, doc: string): string {
   return `${channel}\u0000${doc}`;
@@ -66,7 +66,7 @@ export class CollabEngine {
   #offBus: (() => void) | undefined;
 
   constructor(
-    private readonly hub: Hub,
+    private readonly hub: HubPort,
     private readonly logger: Logger,
     readonly limits: CollabLimits = DEFAULT_COLLAB_LIMITS,
     bus?: ClusterBus,
@@ -135,7 +135,7 @@ export class CollabEngine {
   }
 
   join(conn: Connection, principal: Principal, channel: string, doc: string): ReturnType<CollabRoom['join']> {
-    const chat = this.hub.chat(principal, channel);
+    const chat = this.hub.visibleChat(principal, channel);
     const presenceOnly = doc === CHAT_PRESENCE_DOC;
     const request = chat && !presenceOnly ? openRequest(chat.state.activeTurn?.responseParts, doc) : undefined;
     if (!chat || (!request && !presenceOnly)) throw new ProtocolError(ErrorCode.NotFound, `no open input request ${doc} on ${channel}`);
@@ -251,10 +251,6 @@ export class CollabEngine {
       if (room) this.drop(room, `input request ${room.requestId} was answered (${String(action['response'])})`);
       return;
     }
-    if (TURN_END_ACTIONS.has(action.type)) {
-      this.dropWhere((r) => r.channel === channel && r.requestId !== CHAT_PRESENCE_DOC, 'the turn ended');
-      return;
-    }
     if (action.type === 'chat/inputAnswerChanged') {
       const room = this.rooms.get(roomKey(channel, String(action['requestId'])));
       if (!room) return;
@@ -266,6 +262,12 @@ export class CollabEngine {
       const text = room.text(questionId);
       if (text.toString() !== next) room.doc.transact(() => applyDiff(text, next), SERVER_ORIGIN);
     }
+  }
+
+  /** The chat's turn ended: its input requests are gone, and so are their documents. */
+  onTurnEnded(channel: string): void {
+    if (this.#mirroring) return;
+    this.dropWhere((r) => r.channel === channel && r.requestId !== CHAT_PRESENCE_DOC, 'the turn ended');
   }
 
   close(): void {
@@ -334,15 +336,15 @@ export class CollabEngine {
       const inFlight = this.#inFlight.get(key) ?? [];
       inFlight.push(value);
       this.#inFlight.set(key, inFlight);
-      let pending: Promise<unknown>;
+      let pending: Promise<SubmitOutcome>;
       try {
         pending = this.hub.submitAs(principal, room.channel, action);
       } finally {
         this.#mirroring = false;
       }
       try {
-        const result = (await pending) as { ok: boolean; reason?: string };
-        if (!result.ok) this.logger.debug('collab mirror not applied', { channel: room.channel, doc: room.requestId, questionId, reason: result.reason });
+        const result = await pending;
+        if (!result.ok) this.logger.debug('collab mirror not applied', { channel: room.channel, doc: room.requestId, questionId, reason: result.message });
       } catch (err) {
         this.logger.warn('collab mirror failed', { channel: room.channel, ...errorFields(err) });
       } finally {
@@ -388,11 +390,12 @@ export function installCollab(ctx: Pick<FeatureContext, 'hub' | 'rpc' | 'logger'
   rpc.notification(CollabMethod.Awareness, { params: dataParamsSchema, handle: guarded((c, ch, d, b) => engine.awareness(c, ch, d, b)) });
   rpc.notification(CollabMethod.Leave, { params: leaveParamsSchema, handle: (c, p) => engine.leave(c.conn, p.channel, p.doc) });
 
-  const off = hub.on((e) => {
-    if (e.type === 'committed') engine.onCommitted(e.event.channel, e.event.action);
-    else if (e.type === 'chatDisposed') engine.dropWhere((r) => r.channel === e.chat, 'the chat was disposed');
-    else if (e.type === 'sessionDisposed') engine.dropWhere((r) => r.session === e.session, 'the session was disposed');
-    else if (e.type === 'disconnected') engine.disconnect(e.conn);
+  const off = hub.hook('collab', {
+    afterCommit: (e) => engine.onCommitted(e.channel, e.action),
+    turnEnded: (e) => engine.onTurnEnded(e.chat),
+    chatDisposed: (e) => engine.dropWhere((r) => r.channel === e.chat, 'the chat was disposed'),
+    sessionDisposed: (e) => engine.dropWhere((r) => r.session === e.session, 'the session was disposed'),
+    disconnected: (conn) => engine.disconnect(conn),
   });
 
   return {

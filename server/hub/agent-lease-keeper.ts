@@ -33,11 +33,13 @@ export class AgentLeaseKeeper {
     this.#leases = leases;
     this.#logger = logger;
     this.#now = now;
-    this.#off = hub.on((e) => {
-      if (e.type !== 'committed' || e.event.remote || e.event.action.type !== 'chat/turnStarted') return;
-      const session = hub.chatEntry(e.event.channel)?.session;
-      if (session === undefined) return;
-      leases.hold(session).catch((err: unknown) => logger.warn('could not take the agent lease', { session, ...errorFields(err) }));
+    this.#off = hub.hook('leases', {
+      afterCommit: (e) => {
+        if (e.remote || e.action.type !== 'chat/turnStarted') return;
+        const session = hub.chatEntry(e.channel)?.session;
+        if (session === undefined) return;
+        leases.hold(session).catch((err: unknown) => logger.warn('could not take the agent lease', { session, ...errorFields(err) }));
+      },
     });
     this.#timer = setInterval(() => void this.#tick(), options.tickMs);
     this.#timer.unref();

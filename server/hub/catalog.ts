@@ -1,10 +1,12 @@
 /**
- * The hub's in-memory image of everything it owns: root state, sessions (with owner and tenant)
- * and chats, each with its current AHP state. `applyRecord` is the one fold used both live and
+ * `HubState`: the hub's in-memory image of everything it owns: root state, sessions (with owner
+ * and tenant) and chats, each with its current AHP state. `applyRecord` is the one fold used both live and
  * when recovering from the log, so a restarted hub reaches exactly the state it had.
  *
  * Session and chat lifecycle (create/dispose, ownership) is recorded on an internal channel
  * that is never sent to clients; AHP channel actions go through the shared pure reducers.
+ * Not to be confused with the README's "root catalogue": the session list root subscribers see,
+ * which is derived from this state (`rollup.ts`).
  */
 import { chatReducer } from '../../shared/state/chat-reducer.js';
 import { sessionReducer } from '../../shared/state/session-reducer.js';
@@ -72,7 +74,7 @@ export interface CatalogImage {
   chats: ChatEntry[];
 }
 
-export class Catalog {
+export class HubState {
   root: RootState;
   readonly sessions = new Map<string, SessionEntry>();
   readonly chats = new Map<string, ChatEntry>();
@@ -81,8 +83,8 @@ export class Catalog {
     this.root = root;
   }
 
-  static fromImage(image: CatalogImage): Catalog {
-    const catalog = new Catalog(image.root);
+  static fromImage(image: CatalogImage): HubState {
+    const catalog = new HubState(image.root);
     for (const s of image.sessions) catalog.sessions.set(s.uri, { ...s, chats: new Set(s.chats) });
     for (const c of image.chats) catalog.chats.set(c.uri, { ...c });
     return catalog;

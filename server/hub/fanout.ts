@@ -11,6 +11,9 @@
  * New subscribers join with a `fromSeq`: envelopes at or below it are already in their
  * snapshot (or replay) and are skipped, without a per-subscriber check on the hot path once
  * they have caught up.
+ *
+ * All coalescing lives here: per-subscriber windows (`ChannelFanout`), and the merging of
+ * adjacent envelopes of one group commit (`deliverEnvelopeRun`, called by the hub's delivery).
  */
 import type { ActionEnvelope, WireAction } from '../../shared/protocol/messages.js';
 import { CloseCode, type Connection } from './connection.js';
@@ -257,4 +260,75 @@ export class ChannelFanout {
     g.flush();
     g.members.add(conn);
   }
+}
+
+/** A sequenced envelope waiting for delivery, with the connection that dispatched it (if any). */
+export interface QueuedEnvelope {
+  readonly envelope: ActionEnvelope;
+  readonly source?: Connection | undefined;
+}
+
+/**
+ * Delivers `first` and the envelopes right after it that may merge with it; returns how many of
+ * those following envelopes it delivered too, and the serverSeq of the last one delivered.
+ *
+ * Under load many deltas for one part arrive in the same batch: they go out as one envelope
+ * (the reduced state is identical), the way Hocuspocus coalesces updates that arrive together.
+ * Only adjacent envelopes from the same source merge, so no other envelope's seq falls between
+ * them, and never while a subscriber joins mid-batch. The dispatching client still gets each of
+ * its echoes, so its pending actions resolve one by one. `keep` receives every envelope as sent
+ * (for the replay window).
+ */
+export function deliverEnvelopeRun(
+  fanout: ChannelFanout | undefined,
+  first: QueuedEnvelope,
+  following: (k: number) => QueuedEnvelope | undefined,
+  limits: FanoutLimits,
+  keep: (envelope: ActionEnvelope, text: string) => void,
+): { consumed: number; lastSeq: number } {
+  const source = first.source;
+  const batch = [first.envelope];
+  let merged: WireAction = first.envelope.action;
+  if (fanout && !fanout.hasJoiners) {
+    for (let next = following(1); next && next.source === source && next.envelope.channel === first.envelope.channel; next = following(batch.length)) {
+      const combined = mergeStreamingActions(merged, next.envelope.action);
+      if (!combined) break;
+      merged = combined;
+      batch.push(next.envelope);
+    }
+  }
+  const last = batch[batch.length - 1]!;
+  const result = { consumed: batch.length - 1, lastSeq: last.serverSeq };
+  const sourceSubscribed = source !== undefined && fanout?.has(source) === true;
+  if (batch.length === 1) {
+    const text = encodeEnvelope(last);
+    keep(last, text);
+    // The dispatcher gets the same string as everyone, but as its own item: coalescing
+    // subscribers may then merge this envelope with its neighbours for everyone else.
+    if (sourceSubscribed) {
+      fanout!.publish(last, text, source);
+      fanout!.sendTo(source!, last, text);
+    } else {
+      fanout?.publish(last, text);
+      if (source) sendOrCloseSlow(source, text, limits);
+    }
+    return result;
+  }
+  const combined: ActionEnvelope = { channel: last.channel, action: merged, serverSeq: last.serverSeq };
+  fanout!.publish(combined, encodeEnvelope(combined), sourceSubscribed ? source : undefined);
+  for (const env of batch) {
+    const text = encodeEnvelope(env);
+    keep(env, text);
+    if (!source) continue;
+    if (sourceSubscribed) fanout!.sendTo(source, env, text);
+    else sendOrCloseSlow(source, text, limits);
+  }
+  return result;
+}
+
+/** Sends a private envelope (a rejection) to one connection, in order with its fan-out queue. */
+export function deliverPrivate(fanout: ChannelFanout | undefined, conn: Connection, envelope: ActionEnvelope, limits: FanoutLimits): void {
+  const text = encodeEnvelope(envelope);
+  if (fanout?.has(conn)) fanout.sendTo(conn, envelope, text);
+  else sendOrCloseSlow(conn, text, limits);
 }

@@ -22,7 +22,7 @@ import type {
   WireAction,
 } from '../../shared/protocol/messages.js';
 import { ServerNotification } from '../../shared/protocol/messages.js';
-import { CLIENT_DISPATCHABLE_ACTIONS, parseAction } from '../../shared/protocol/actions.js';
+import { CLIENT_DISPATCHABLE_ACTIONS, STREAMING_ONLY_ACTIONS, parseAction } from '../../shared/protocol/actions.js';
 import { initialRootState } from '../../shared/protocol/state.js';
 import { validateClientAction } from '../../shared/state/validate-action.js';
 import { CHAT_SCHEME, ROOT_URI, channelKind } from '../../shared/protocol/uris.js';
@@ -31,15 +31,18 @@ import type { AgentInfo } from '../agents/agent.js';
 import { canActAsAgent, canWrite, type Principal } from '../auth/auth.js';
 import type { Logger } from '../log.js';
 import { errorFields } from '../log.js';
-import { Catalog, CATALOG_CHANNEL, CatalogAction, type CatalogImage, type ChatEntry, type SessionEntry } from './catalog.js';
+import { HubState, CATALOG_CHANNEL, CatalogAction, type CatalogImage, type ChatEntry, type SessionEntry } from './catalog.js';
 import { CloseCode, type Connection } from './connection.js';
-import { ChannelFanout, DEFAULT_FANOUT_LIMITS, encodeEnvelope, encodeNotification, mergeStreamingActions, sendOrCloseSlow, type FanoutLimits } from './fanout.js';
+import { ChannelFanout, DEFAULT_FANOUT_LIMITS, deliverEnvelopeRun, deliverPrivate, encodeNotification, sendOrCloseSlow, type FanoutLimits } from './fanout.js';
 import { chatRollUpActions, sessionSummary, summaryChanges, type SessionSummaryView } from './rollup.js';
 import { ClientLedger, actorOf, type Actor, type LedgerImage } from './client-ledger.js';
 import { checkJsonBounds } from '../../shared/protocol/json-bounds.js';
 import { validateAgentAction } from './agent-actions.js';
 import { ChannelSizeBudget, DEFAULT_MAX_CHANNEL_JSON_CHARS } from './channel-budget.js';
 import { WriteGate } from './write-gate.js';
+import { ReplayWindow } from './replay-window.js';
+import { HOOK_ORDER, turnEndReasonOf, type CommitEvent, type HookOwner, type HubHooks, type HubPort, type RejectionCode, type SubmitOutcome } from './hub-port.js';
+import { isKnownAction } from '../../shared/protocol/actions.js';
 
 export interface HubLimits {
   readonly maxSessionsPerTenant: number;
@@ -100,29 +103,6 @@ export interface ClientHandle {
   readonly clientId: string;
 }
 
-/** What extensions (agents, steering, permission replies) observe after each live commit. */
-export interface CommitEvent {
-  readonly channel: string;
-  readonly action: WireAction;
-  readonly serverSeq: number;
-  readonly origin?: ActionOrigin | undefined;
-  /**
-   * Cluster mode: another hub process sequenced it (this one folded it from the shared log).
-   * Side effects (running an agent) belong to the process that sequenced the action.
-   */
-  readonly remote?: boolean;
-}
-
-export type SubmitResult =
-  | { readonly ok: true; readonly serverSeq: number }
-  | { readonly ok: false; readonly notFound: boolean; readonly reason: string };
-
-export type HubEvent =
-  | { type: 'committed'; event: CommitEvent }
-  | { type: 'sessionDisposed'; session: string }
-  | { type: 'chatDisposed'; chat: string; session: string }
-  /** A client connection closed; features drop what they hold for it (presence, listeners). */
-  | { type: 'disconnected'; conn: Connection };
 
 type OutboxItem =
   /** `source`: the connection that dispatched it, when a client did. */
@@ -135,23 +115,9 @@ type OutboxItem =
   | { kind: 'call'; fn: () => void }
   | { kind: 'durable'; resolve: () => void };
 
-interface ReplayEntry {
-  readonly envelope: ActionEnvelope;
-  /** Length of the encoded envelope, for the replay window's size bound. */
-  readonly chars: number;
-}
 
-/** Server-only chat actions whose effect can never change status, summary or input-needed. */
-const STREAMING_ONLY_ACTIONS = new Set([
-  'chat/delta',
-  'chat/reasoning',
-  'chat/usage',
-  'chat/toolCallDelta',
-  'chat/draftChanged',
-  'chat/toolCallContentChanged',
-]);
 
-export class Hub {
+export class Hub implements HubPort {
   readonly limits: HubLimits;
   readonly #log: ActionLog;
   readonly #logger: Logger;
@@ -159,7 +125,7 @@ export class Hub {
   readonly #newId: () => string;
   readonly #agents: readonly AgentInfo[];
   readonly #defaultProvider: string;
-  #catalog: Catalog;
+  #catalog: HubState;
 
   /** Last serverSeq assigned (applied in memory). */
   #seq = 0;
@@ -178,20 +144,20 @@ export class Hub {
   /** Cluster mode only (a shared log): decisions wait for the write turn. See write-gate.ts. */
   #gate: WriteGate | undefined;
 
-  readonly #replay: ReplayEntry[] = [];
-  #replayChars = 0;
+  readonly #replay: ReplayWindow;
   readonly #channelBudget: ChannelSizeBudget;
   readonly #fanouts = new Map<string, ChannelFanout>();
   readonly #rootSubscribers = new Map<string, Set<Connection>>();
   readonly #subscriptionsByConn = new Map<Connection, Set<string>>();
   readonly #publishedSummaries = new Map<string, SessionSummaryView>();
   #ledger = new ClientLedger();
-  readonly #listeners = new Set<(e: HubEvent) => void>();
+  /** Registered hooks, kept sorted by `HOOK_ORDER` (then registration order). */
+  #hooks: Array<{ readonly owner: HookOwner; readonly hooks: HubHooks }> = [];
   /** Characters of answers queued in the outbox per connection (see `sendInOrder`). */
   readonly #heldReplyChars = new WeakMap<Connection, number>();
   readonly #observer: HubObserver | undefined;
 
-  private constructor(options: HubOptions, catalog: Catalog) {
+  private constructor(options: HubOptions, catalog: HubState) {
     this.#log = options.log;
     this.#logger = options.logger;
     this.#now = options.now;
@@ -201,6 +167,7 @@ export class Hub {
     this.limits = { ...DEFAULT_HUB_LIMITS, ...options.limits };
     this.#catalog = catalog;
     this.#channelBudget = new ChannelSizeBudget(this.limits.maxChannelJsonChars);
+    this.#replay = new ReplayWindow(this.limits.replayBufferSize, this.limits.replayBufferChars);
     this.#observer = options.observer;
   }
 
@@ -211,7 +178,7 @@ export class Hub {
   static async open(options: HubOptions): Promise<Hub> {
     const snapshot = await options.log.latestSnapshot();
     const image = snapshot?.data as { catalog: CatalogImage; ledger?: LedgerImage } | undefined;
-    const catalog = image ? Catalog.fromImage(image.catalog) : new Catalog(initialRootState(options.agents.map((a) => ({ ...a }))));
+    const catalog = image ? HubState.fromImage(image.catalog) : new HubState(initialRootState(options.agents.map((a) => ({ ...a }))));
     // The agent list is configuration, not history: a restart with another agents file lists what runs now.
     catalog.root = { ...catalog.root, agents: options.agents.map((a) => ({ ...a })) };
     const hub = new Hub(options, catalog);
@@ -224,7 +191,7 @@ export class Hub {
         hub.#catalog.applyRecord(r);
         const actor = (r.origin as { actor?: Actor } | undefined)?.actor;
         if (r.origin && actor) hub.#ledger.accepted(actor, r.origin.clientId, r.origin.clientSeq, r.serverSeq);
-        if (r.channel !== CATALOG_CHANNEL) hub.#remember(hub.#envelopeOf(r));
+        if (r.channel !== CATALOG_CHANNEL) hub.#replay.keep(hub.#envelopeOf(r));
         seq = r.serverSeq;
       }
       if (records.length < PAGE) break;
@@ -265,23 +232,28 @@ export class Hub {
     return this.#agents;
   }
 
-  on(listener: (e: HubEvent) => void): () => void {
-    this.#listeners.add(listener);
-    return () => this.#listeners.delete(listener);
+  hook(owner: HookOwner, hooks: HubHooks): () => void {
+    const entry = { owner, hooks };
+    const rank = HOOK_ORDER.indexOf(owner);
+    const at = this.#hooks.findIndex((h) => HOOK_ORDER.indexOf(h.owner) > rank);
+    this.#hooks.splice(at === -1 ? this.#hooks.length : at, 0, entry);
+    return () => {
+      this.#hooks = this.#hooks.filter((h) => h !== entry);
+    };
   }
 
   /** A session the principal may see, or undefined (other tenants' sessions do not exist for them). */
-  session(principal: Principal, uri: string): SessionEntry | undefined {
+  visibleSession(principal: Principal, uri: string): SessionEntry | undefined {
     const s = this.#catalog.sessions.get(uri);
     return s && s.tenant === principal.tenant ? s : undefined;
   }
 
-  chat(principal: Principal, uri: string): ChatEntry | undefined {
+  visibleChat(principal: Principal, uri: string): ChatEntry | undefined {
     const c = this.#catalog.chats.get(uri);
-    return c && this.session(principal, c.session) ? c : undefined;
+    return c && this.visibleSession(principal, c.session) ? c : undefined;
   }
 
-  /** Internal lookups for the agent runner and extensions (no tenant check: they act for the hub). */
+  /** Lookups for the agent runner and features, with no tenant check: they act for the hub. */
   sessionEntry(uri: string): SessionEntry | undefined {
     return this.#catalog.sessions.get(uri);
   }
@@ -313,12 +285,12 @@ export class Hub {
     const kind = channelKind(channel);
     if (kind === 'root') return { resource: ROOT_URI, state: this.#catalog.root, fromSeq: this.#seq };
     if (kind === 'session') {
-      const s = this.session(principal, channel);
+      const s = this.visibleSession(principal, channel);
       if (!s) throw new ProtocolError(ErrorCode.SessionNotFound, `session ${channel} not found`);
       return { resource: channel, state: s.state, fromSeq: this.#seq };
     }
     if (kind === 'chat') {
-      const c = this.chat(principal, channel);
+      const c = this.visibleChat(principal, channel);
       if (!c) throw new ProtocolError(ErrorCode.NotFound, `chat ${channel} not found`);
       return { resource: channel, state: c.state, fromSeq: this.#seq };
     }
@@ -349,7 +321,7 @@ export class Hub {
     const subs = this.#subscriptionsByConn.get(conn);
     if (subs) for (const channel of [...subs]) this.unsubscribe(conn, channel);
     this.#subscriptionsByConn.delete(conn);
-    this.#emit({ type: 'disconnected', conn });
+    this.#callHooks((h) => h.disconnected?.(conn));
   }
 
   /** Channel subscriptions held by every connection together (metrics). */
@@ -374,16 +346,14 @@ export class Hub {
     const missing: string[] = [];
     for (const ch of new Set(params.subscriptions)) {
       const kind = channelKind(ch);
-      const ok = kind === 'root' || (kind === 'session' && this.session(principal, ch)) || (kind === 'chat' && this.chat(principal, ch));
+      const ok = kind === 'root' || (kind === 'session' && this.visibleSession(principal, ch)) || (kind === 'chat' && this.visibleChat(principal, ch));
       (ok ? visible : missing).push(ch);
     }
-    const oldest = this.#replay[0]?.envelope.serverSeq ?? this.#deliveredSeq + 1;
+    const oldest = this.#replay.oldestSeq ?? this.#deliveredSeq + 1;
     const canReplay = params.lastSeenServerSeq <= this.#seq && params.lastSeenServerSeq >= oldest - 1;
     if (canReplay) {
       const wanted = new Set(visible);
-      const actions = this.#replay
-        .filter((e) => e.envelope.serverSeq > params.lastSeenServerSeq && wanted.has(e.envelope.channel))
-        .map((e) => e.envelope);
+      const actions = this.#replay.since(params.lastSeenServerSeq, wanted);
       for (const ch of visible) this.#attach(conn, principal, ch, this.#deliveredSeq, 0);
       this.#observer?.reconnectServed('replay');
       return { type: 'replay', actions, missing };
@@ -476,7 +446,7 @@ export class Hub {
   async disposeSession(principal: Principal, uri: string): Promise<void> {
     this.#assertOpen();
     if (this.#gate) await this.#writeTurn();
-    const session = this.session(principal, uri);
+    const session = this.visibleSession(principal, uri);
     if (!session) throw new ProtocolError(ErrorCode.SessionNotFound, `session ${uri} not found`);
     if (!canWrite(principal)) throw new ProtocolError(ErrorCode.PermissionDenied, 'viewers cannot dispose sessions');
     const chats = [...session.chats];
@@ -485,14 +455,14 @@ export class Hub {
     this.#queueRoot(session.tenant, ServerNotification.SessionRemoved, { channel: ROOT_URI, session: uri });
     for (const chat of chats) this.#dropChannel(chat);
     this.#dropChannel(uri);
-    this.#emit({ type: 'sessionDisposed', session: uri });
+    this.#callHooks((h) => h.sessionDisposed?.({ session: uri }));
     await this.#durable();
   }
 
   async createChat(principal: Principal, sessionUri: string, params: { chat?: string | undefined; title?: string | undefined }): Promise<{ chat: string }> {
     this.#assertOpen();
     if (this.#gate) await this.#writeTurn();
-    const session = this.session(principal, sessionUri);
+    const session = this.visibleSession(principal, sessionUri);
     if (!session) throw new ProtocolError(ErrorCode.SessionNotFound, `session ${sessionUri} not found`);
     if (!canWrite(principal)) throw new ProtocolError(ErrorCode.PermissionDenied, 'viewers cannot create chats');
     if (session.chats.size >= this.limits.maxChatsPerSession) {
@@ -510,7 +480,7 @@ export class Hub {
   async disposeChat(principal: Principal, chatUri: string): Promise<void> {
     this.#assertOpen();
     if (this.#gate) await this.#writeTurn();
-    const chat = this.chat(principal, chatUri);
+    const chat = this.visibleChat(principal, chatUri);
     if (!chat) throw new ProtocolError(ErrorCode.NotFound, `chat ${chatUri} not found`);
     if (!canWrite(principal)) throw new ProtocolError(ErrorCode.PermissionDenied, 'viewers cannot dispose chats');
     const session = this.#catalog.sessions.get(chat.session)!;
@@ -523,7 +493,7 @@ export class Hub {
     this.#sequence(CATALOG_CHANNEL, { type: CatalogAction.ChatDisposed, chat: chatUri });
     this.#sequence(session.uri, { type: 'session/chatRemoved', chat: chatUri });
     this.#dropChannel(chatUri);
-    this.#emit({ type: 'chatDisposed', chat: chatUri, session: session.uri });
+    this.#callHooks((h) => h.chatDisposed?.({ chat: chatUri, session: session.uri }));
     this.#rollUpSession(session.uri);
     await this.#durable();
   }
@@ -559,10 +529,10 @@ export class Hub {
     }
     const origin = { clientId: client.clientId, clientSeq };
     const actor = actorOf(client.principal);
-    const duplicate = this.#visibleSession(client.principal, channel) ? this.#ledger.duplicate(actor, client.clientId, clientSeq) : undefined;
+    const duplicate = this.#sessionOfVisibleChannel(client.principal, channel) ? this.#ledger.duplicate(actor, client.clientId, clientSeq) : undefined;
     if (duplicate?.kind === 'accepted') {
       // A re-sent action that was applied: answer with its original echo, never apply it again.
-      const original = this.#replay.find((e) => e.envelope.serverSeq === duplicate.serverSeq)?.envelope;
+      const original = this.#replay.find(duplicate.serverSeq);
       if (original) return this.#queuePrivate(client.conn, original);
     }
     const decision = duplicate
@@ -589,35 +559,35 @@ export class Hub {
    * broadcast without an origin, and resolves once durable. Unknown or invisible channels give
    * `{ok: false, notFound: true}`.
    */
-  async submitAs(principal: Principal, channel: string, rawAction: WireAction, surface = 'hub'): Promise<SubmitResult> {
+  async submitAs(principal: Principal, channel: string, rawAction: WireAction, surface = 'hub'): Promise<SubmitOutcome> {
     this.#assertOpen();
     if (this.#gate) await this.#writeTurn();
     const decision = this.#decide(principal, `hub:${principal.user}`, channel, rawAction, surface);
-    if (!decision) return { ok: false, notFound: true, reason: `no channel ${channel}` };
-    if (!decision.ok) return { ok: false, notFound: false, reason: decision.reason };
+    if (!decision) return { ok: false, code: ErrorCode.NotFound, message: `no channel ${channel}` };
+    if (!decision.ok) return { ok: false, code: decision.code, message: decision.reason };
     const serverSeq = this.#commit(channel, decision.action, undefined);
     await this.#durable();
     return { ok: true, serverSeq };
   }
 
-  #visibleSession(principal: Principal, channel: string): SessionEntry | undefined {
+  #sessionOfVisibleChannel(principal: Principal, channel: string): SessionEntry | undefined {
     const kind = channelKind(channel);
-    if (kind === 'session') return this.session(principal, channel);
-    const chat = kind === 'chat' ? this.chat(principal, channel) : undefined;
+    if (kind === 'session') return this.visibleSession(principal, channel);
+    const chat = kind === 'chat' ? this.visibleChat(principal, channel) : undefined;
     return chat ? this.#catalog.sessions.get(chat.session) : undefined;
   }
 
   /** Validation shared by every client path. undefined = channel unknown or invisible (ignore). */
   #decide(principal: Principal, clientId: string, channel: string, rawAction: WireAction, surface: string):
     | { ok: true; action: WireAction }
-    | { ok: false; reason: string }
+    | { ok: false; code: RejectionCode; reason: string }
     | undefined {
-    const session = this.#visibleSession(principal, channel);
+    const session = this.#sessionOfVisibleChannel(principal, channel);
     if (!session) return undefined;
     const chat = channelKind(channel) === 'chat' ? this.#catalog.chats.get(channel) : undefined;
-    if (!canWrite(principal)) return { ok: false, reason: 'read-only access: viewers cannot dispatch actions' };
+    if (!canWrite(principal)) return { ok: false, code: ErrorCode.PermissionDenied, reason: 'read-only access: viewers cannot dispatch actions' };
     const parsed = parseAction(rawAction);
-    if (!parsed.ok) return { ok: false, reason: `invalid ${rawAction.type}: ${parsed.message}` };
+    if (!parsed.ok) return { ok: false, code: ErrorCode.InvalidParams, reason: `invalid ${rawAction.type}: ${parsed.message}` };
     const action = parsed.action as WireAction;
     // Server-side actions (streaming, input requests, turn end) are open to agents only, and are
     // checked for shape and turn; everything a client may dispatch gets the full AHP validation.
@@ -634,10 +604,14 @@ export class Hub {
           },
           action,
         );
-    if (reason !== undefined) return { ok: false, reason };
+    if (reason !== undefined) {
+      // Starting a turn while one runs is the one refusal callers answer differently (HTTP 409).
+      const code = action.type === 'chat/turnStarted' && chat?.state.activeTurn ? ErrorCode.TurnInProgress : ErrorCode.InvalidParams;
+      return { ok: false, code, reason };
+    }
     const decided = ANSWER_ACTIONS.has(action.type) ? this.#stampAnswer(action, principal, surface) : action;
     const full = this.#channelBudget.charge(channel, () => (chat ? chat.state : session.state), decided);
-    return full === undefined ? { ok: true, action: decided } : { ok: false, reason: full };
+    return full === undefined ? { ok: true, action: decided } : { ok: false, code: ErrorCode.LimitExceeded, reason: full };
   }
 
   /**
@@ -699,11 +673,12 @@ export class Hub {
 
   /** Sequences a validated action, then rolls chat status up to the session and root. */
   #commit(channel: string, action: WireAction, origin: ActionOrigin | undefined, source?: Connection, actor?: Actor): number {
+    const turnBefore = this.#catalog.chats.get(channel)?.state.activeTurn?.id;
     const seq = this.#sequence(channel, action, origin, source, actor);
     const chat = this.#catalog.chats.get(channel);
     if (chat && !STREAMING_ONLY_ACTIONS.has(action.type)) this.#rollUpChat(chat);
     else if (this.#catalog.sessions.has(channel)) this.#rollUpSession(channel);
-    this.#emit({ type: 'committed', event: { channel, action, serverSeq: seq, origin } });
+    this.#announceCommit({ channel, action, known: isKnownAction(action) ? action : undefined, serverSeq: seq, origin }, turnBefore);
     return seq;
   }
 
@@ -864,60 +839,25 @@ export class Hub {
       const item = outbox[i]!;
       switch (item.kind) {
         case 'envelope': {
-          const fanout = this.#fanouts.get(item.envelope.channel);
-          const source = item.source;
-          // Under load many deltas for one part arrive in the same batch: send them as one
-          // envelope (the reduced state is identical), the way Hocuspocus coalesces updates that
-          // arrive together. Only adjacent envelopes from the same source merge, so no other
-          // envelope's seq falls between them, and never while a subscriber joins mid-batch.
-          const batch = [item.envelope];
-          let merged: WireAction = item.envelope.action;
-          if (fanout && !fanout.hasJoiners) {
-            for (let next = outbox[i + 1]; next?.kind === 'envelope' && next.source === source && next.envelope.channel === item.envelope.channel; next = outbox[i + 1]) {
-              const combined = mergeStreamingActions(merged, next.envelope.action);
-              if (!combined) break;
-              merged = combined;
-              batch.push(next.envelope);
-              i++;
-            }
-          }
-          const last = batch[batch.length - 1]!;
-          this.#deliveredSeq = last.serverSeq;
-          const sourceSubscribed = source !== undefined && fanout?.has(source) === true;
-          if (batch.length === 1) {
-            const text = encodeEnvelope(last);
-            this.#remember(last, text);
-            // The dispatcher gets the same string as everyone, but as its own item: coalescing
-            // subscribers may then merge this envelope with its neighbours for everyone else.
-            if (sourceSubscribed) {
-              fanout!.publish(last, text, source);
-              fanout!.sendTo(source!, last, text);
-            } else {
-              fanout?.publish(last, text);
-              if (source) sendOrCloseSlow(source, text, this.limits.fanout);
-            }
-            break;
-          }
-          // Everyone else gets one envelope; the dispatching client still gets each of its
-          // echoes, so its pending actions resolve one by one.
-          const combined: ActionEnvelope = { channel: last.channel, action: merged, serverSeq: last.serverSeq };
-          fanout!.publish(combined, encodeEnvelope(combined), sourceSubscribed ? source : undefined);
-          for (const env of batch) {
-            const text = encodeEnvelope(env);
-            this.#remember(env, text);
-            if (!source) continue;
-            if (sourceSubscribed) fanout!.sendTo(source, env, text);
-            else sendOrCloseSlow(source, text, this.limits.fanout);
-          }
+          // Coalescing of adjacent envelopes (and of subscribers' latency windows) is fanout.ts's.
+          const start = i;
+          const run = deliverEnvelopeRun(
+            this.#fanouts.get(item.envelope.channel),
+            item,
+            (k) => {
+              const next = outbox[start + k];
+              return next?.kind === 'envelope' ? next : undefined;
+            },
+            this.limits.fanout,
+            (env, text) => this.#replay.keep(env, text),
+          );
+          i += run.consumed;
+          this.#deliveredSeq = run.lastSeq;
           break;
         }
-        case 'private': {
-          const text = encodeEnvelope(item.envelope);
-          const fanout = this.#fanouts.get(item.envelope.channel);
-          if (fanout?.has(item.conn)) fanout.sendTo(item.conn, item.envelope, text);
-          else sendOrCloseSlow(item.conn, text, this.limits.fanout);
+        case 'private':
+          deliverPrivate(this.#fanouts.get(item.envelope.channel), item.conn, item.envelope, this.limits.fanout);
           break;
-        }
         case 'root': {
           const subs = this.#rootSubscribers.get(item.tenant);
           if (subs) for (const conn of subs) sendOrCloseSlow(conn, item.text, this.limits.fanout);
@@ -937,25 +877,6 @@ export class Hub {
           item.resolve();
           break;
       }
-    }
-  }
-
-  #remember(envelope: ActionEnvelope, text?: string): void {
-    const chars = (text ?? encodeEnvelope(envelope)).length;
-    this.#replay.push({ envelope, chars });
-    this.#replayChars += chars;
-    let excess = this.#replay.length - this.limits.replayBufferSize;
-    // Trim in chunks so the array is not shifted on every envelope; the size bound is exact.
-    if (excess > Math.max(64, this.limits.replayBufferSize / 8) || this.#replayChars > this.limits.replayBufferChars) {
-      let chars = this.#replayChars;
-      excess = Math.max(0, excess);
-      for (let i = 0; i < excess; i++) chars -= this.#replay[i]!.chars;
-      // Past the size bound, trim to 7/8 of it so a full window is not spliced on every envelope.
-      if (chars > this.limits.replayBufferChars) {
-        while (excess < this.#replay.length && chars > this.limits.replayBufferChars * 0.875) chars -= this.#replay[excess++]!.chars;
-      }
-      this.#replay.splice(0, excess);
-      this.#replayChars = chars;
     }
   }
 
@@ -1001,7 +922,7 @@ export class Hub {
 
   /**
    * Cluster mode: records another process appended, folded through the path recovery uses
-   * (`Catalog.applyRecord`; roll-up records are in the log, so nothing is recomputed), then
+   * (`HubState.applyRecord`; roll-up records are in the log, so nothing is recomputed), then
    * delivered to this process's subscribers and features exactly like local ones.
    */
   #foldRemote(records: readonly LogRecord[]): void {
@@ -1013,6 +934,7 @@ export class Hub {
       const action = r.action as { type: string } & Record<string, unknown>;
       const disposedSession = action.type === CatalogAction.SessionDisposed ? this.#catalog.sessions.get(String(action['session'])) : undefined;
       const disposedChat = action.type === CatalogAction.ChatDisposed ? this.#catalog.chats.get(String(action['chat'])) : undefined;
+      const turnBefore = this.#catalog.chats.get(r.channel)?.state.activeTurn?.id;
       this.#catalog.applyRecord(r);
       this.#channelBudget.applied(r.channel, action);
       this.#seq = this.#durableSeq = r.serverSeq;
@@ -1031,10 +953,10 @@ export class Hub {
           this.#queueRoot(disposedSession.tenant, ServerNotification.SessionRemoved, { channel: ROOT_URI, session: disposedSession.uri });
           for (const chat of disposedSession.chats) this.#dropChannel(chat);
           this.#dropChannel(disposedSession.uri);
-          this.#emit({ type: 'sessionDisposed', session: disposedSession.uri });
+          this.#callHooks((h) => h.sessionDisposed?.({ session: disposedSession.uri }));
         } else if (disposedChat) {
           this.#dropChannel(disposedChat.uri);
-          this.#emit({ type: 'chatDisposed', chat: disposedChat.uri, session: disposedChat.session });
+          this.#callHooks((h) => h.chatDisposed?.({ chat: disposedChat.uri, session: disposedChat.session }));
         }
         continue;
       }
@@ -1050,7 +972,8 @@ export class Hub {
           this.#queueRoot(session.tenant, ServerNotification.SessionSummaryChanged, { channel: ROOT_URI, session: session.uri, changes });
         }
       }
-      this.#emit({ type: 'committed', event: { channel: r.channel, action: r.action as WireAction, serverSeq: r.serverSeq, origin: r.origin, remote: true } });
+      const committed = r.action as WireAction;
+      this.#announceCommit({ channel: r.channel, action: committed, known: isKnownAction(committed) ? committed : undefined, serverSeq: r.serverSeq, origin: r.origin, remote: true }, turnBefore);
     }
     this.#scheduleFlush();
   }
@@ -1080,10 +1003,24 @@ export class Hub {
     for (const subs of this.#subscriptionsByConn.values()) subs.delete(channel);
   }
 
-  #emit(e: HubEvent): void {
-    for (const l of this.#listeners) {
+  /**
+   * Tells every owner about a commit (`afterCommit`), then, when it ended the chat's active turn
+   * (`turnBefore`), that the turn ended: the one place "a turn ended" is derived.
+   */
+  #announceCommit(event: CommitEvent, turnBefore: string | undefined): void {
+    this.#callHooks((h) => h.afterCommit?.(event));
+    if (turnBefore === undefined) return;
+    const chat = this.#catalog.chats.get(event.channel);
+    if (!chat || chat.state.activeTurn?.id === turnBefore) return;
+    const ended = { chat: chat.uri, session: chat.session, turnId: turnBefore, reason: turnEndReasonOf(event.action.type), commit: event };
+    this.#callHooks((h) => h.turnEnded?.(ended));
+  }
+
+  /** Calls one hook of every owner, in `HOOK_ORDER`; a hook that throws does not stop the rest. */
+  #callHooks(call: (hooks: HubHooks) => void): void {
+    for (const { hooks } of this.#hooks) {
       try {
-        l(e);
+        call(hooks);
       } catch (err) {
         this.#logger.error('hub listener failed', errorFields(err));
       }

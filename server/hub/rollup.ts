@@ -13,7 +13,7 @@
 import type { WireAction } from '../../shared/protocol/messages.js';
 import type { SessionInputRequest, SessionSummary } from '../../shared/protocol/state.js';
 import { aggregateSessionStatus, awaitsUser, sessionInputNeededEntries } from '../../shared/state/status.js';
-import type { Catalog, ChatEntry, SessionEntry } from './catalog.js';
+import type { HubState, ChatEntry, SessionEntry } from './catalog.js';
 
 function sameJson(a: unknown, b: unknown): boolean {
   return JSON.stringify(a) === JSON.stringify(b);
@@ -85,7 +85,7 @@ function brief(entry: SessionInputRequest): InputNeededBrief {
   return out;
 }
 
-export function sessionSummary(session: SessionEntry, catalog: Catalog): SessionSummaryView {
+export function sessionSummary(session: SessionEntry, catalog: HubState): SessionSummaryView {
   let modifiedAt = Date.parse(session.createdAt);
   for (const uri of session.chats) {
     const m = Date.parse(catalog.chats.get(uri)?.state.modifiedAt ?? '');

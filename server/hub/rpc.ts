@@ -84,6 +84,9 @@ export function encodeError(id: RequestId | null, code: number, message: string,
   return JSON.stringify({ jsonrpc: '2.0', id, error });
 }
 
+/** The side of the router a feature sees: it adds methods, it does not route. */
+export type RpcRegistrar = Pick<RpcRouter, 'request' | 'notification'>;
+
 export class RpcRouter {
   readonly #requests = new Map<string, RequestHandler<z.ZodType>>();
   readonly #notifications = new Map<string, NotificationHandler<z.ZodType>>();

@@ -5,7 +5,7 @@
  * state is the log's; with several it is only the log's if nobody appended since this process
  * last folded. So, in cluster mode, every decision waits for the WRITE TURN (a lock on the log's
  * head, see `SharedActionLog.beginWriteTurn`): taking it hands over what other processes appended
- * since, which is folded through the same path recovery uses (`Catalog.applyRecord`, via
+ * since, which is folded through the same path recovery uses (`HubState.applyRecord`, via
  * `FoldTarget.foldRemote`); then every waiting decision runs against that up-to-date state, the
  * batch they sequenced is appended and committed, which ends the turn. A decision made this way
  * can never lose an append race, so first-reply-wins, stale request ids and duplicate clientSeqs

@@ -16,7 +16,9 @@
 import type { WireAction } from '../../shared/protocol/messages.js';
 import type { ChatInputQuestion } from '../../shared/protocol/state.js';
 
-export const JSONRPC = '2.0' as const;
+import { JSONRPC } from '../../shared/protocol/messages.js';
+
+export { JSONRPC };
 
 export type OptionKind = 'allow_once' | 'allow_always' | 'reject_once' | 'reject_always';
 export interface PermissionOption {

@@ -13,6 +13,8 @@
  * `{sessionId}` is the path part of `ahp-session:/<id>` (the full URI is accepted too).
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { ErrorCode } from '../../shared/protocol/errors.js';
+import type { SubmitOutcome } from '../hub/hub-port.js';
 import { SESSION_SCHEME, sessionUri } from '../../shared/protocol/uris.js';
 import { StateLimits } from '../../shared/protocol/state.js';
 import { canWrite, type Principal } from '../auth/auth.js';
@@ -54,7 +56,7 @@ export function createInteractionsFeature(options: InteractionsOptions = {}): Fe
       /** The session URI for a `{sessionId}` the principal may see, else undefined. */
       const visibleSession = (principal: Principal, raw: string): string | undefined => {
         const uri = sessionUriOf(raw);
-        return ctx.hub.session(principal, uri) ? uri : undefined;
+        return ctx.hub.visibleSession(principal, uri) ? uri : undefined;
       };
 
       // ─── SSE: session events ────────────────────────────────────────────────
@@ -126,7 +128,7 @@ export function createInteractionsFeature(options: InteractionsOptions = {}): Fe
         };
         // Listen before starting: the start commits synchronously and its events must not be missed.
         if (!streams.attach(session, listener)) throw new HttpError(429, 'too_many_listeners', 'too many event streams on this session');
-        let started;
+        let started: SubmitOutcome;
         try {
           started = await ctx.hub.submitAs(hc.principal, chat, {
             type: 'chat/turnStarted',
@@ -140,11 +142,11 @@ export function createInteractionsFeature(options: InteractionsOptions = {}): Fe
         }
         if (!started.ok) {
           streams.detach(session, listener);
-          if (started.notFound) throw new HttpError(404, 'session_not_found', `no session ${hc.params['sessionId']}`);
-          if (/already in progress/.test(started.reason)) {
-            throw new HttpError(409, 'turn_in_progress', `a turn is already running in this session; wait for it to end or cancel it (${started.reason}). The prompt was not queued.`);
+          if (started.code === ErrorCode.NotFound) throw new HttpError(404, 'session_not_found', `no session ${hc.params['sessionId']}`);
+          if (started.code === ErrorCode.TurnInProgress) {
+            throw new HttpError(409, 'turn_in_progress', `a turn is already running in this session; wait for it to end or cancel it (${started.message}). The prompt was not queued.`);
           }
-          throw new HttpError(400, 'prompt_rejected', started.reason);
+          throw new HttpError(400, 'prompt_rejected', started.message);
         }
         sse = openSse(req, res, streams.limits, () => {
           done = true;

@@ -28,7 +28,8 @@ import {
 } from '../../shared/protocol/state.js';
 import { sessionIdOf } from '../../shared/protocol/uris.js';
 import { canWrite, type Principal } from '../auth/auth.js';
-import type { Hub, HubEvent } from '../hub/hub.js';
+import { STREAMING_ONLY_ACTIONS } from '../../shared/protocol/actions.js';
+import type { CommitEvent, HubPort } from '../hub/hub-port.js';
 import type { Logger } from '../log.js';
 import { errorFields } from '../log.js';
 import { acpToolKind, acpUpdatesFor, hubNotify, qwenNotify, qwenQuestion, rawInputOf, sessionUpdate, type PermissionOption, type PermissionOutcome } from './acp.js';
@@ -85,7 +86,6 @@ export type ReplyResult = { kind: 'accepted' } | { kind: 'notAccepted' } | { kin
 /** Resolved ids remembered for `permission_already_resolved` (Qwen keeps 512). */
 const RESOLVED_FIFO = 4_096;
 
-const TURN_STATE_ACTIONS = new Set(['chat/delta', 'chat/reasoning', 'chat/usage', 'chat/toolCallDelta', 'chat/draftChanged', 'chat/toolCallContentChanged']);
 
 export class InteractionRegistry {
   /** session URI → requestId → pending interaction. */
@@ -100,14 +100,18 @@ export class InteractionRegistry {
   #closed = false;
 
   constructor(
-    private readonly hub: Hub,
+    private readonly hub: HubPort,
     private readonly streams: SessionStreams,
     private readonly logger: Logger,
     private readonly newId: () => string,
   ) {}
 
   start(): void {
-    this.#unsubscribe = this.hub.on((e) => this.#onHubEvent(e));
+    this.#unsubscribe = this.hub.hook('interactions', {
+      sessionDisposed: (e) => this.#onSessionDisposed(e.session),
+      chatDisposed: (e) => this.#onChatDisposed(e.chat, e.session),
+      afterCommit: (e) => this.#onCommit(e),
+    });
   }
 
   stop(): void {
@@ -153,7 +157,7 @@ export class InteractionRegistry {
   /** `surface` names where the reply came from; the hub records it with the user (`hub/answeredBy`). */
   async reply(principal: Principal, session: string, requestId: string, reply: Reply, surface = 'HTTP reply'): Promise<ReplyResult> {
     if (!canWrite(principal)) return { kind: 'error', code: 'PERMISSION_DENIED', message: 'read-only access: viewers cannot answer permission requests' };
-    if (!this.hub.session(principal, session)) return { kind: 'notAccepted' };
+    if (!this.hub.visibleSession(principal, session)) return { kind: 'notAccepted' };
     const found = this.lookup(session, requestId);
     if (found.state !== 'pending') {
       if (found.state === 'resolved') this.#alreadyResolved(session, requestId);
@@ -166,7 +170,7 @@ export class InteractionRegistry {
     // An alias is recorded as the option it stands for, so every stream reports the offered id.
     const canonical = reply.outcome.outcome === 'selected' ? offeredOption(it.options, reply.outcome.optionId) : undefined;
     it.claimed = canonical ? { outcome: 'selected', optionId: canonical.optionId } : reply.outcome;
-    let submitted: ReturnType<Hub['submitAs']>;
+    let submitted: ReturnType<HubPort['submitAs']>;
     try {
       // Decided and committed synchronously: the registry has reconciled when this returns.
       submitted = this.hub.submitAs(principal, it.chat, built.action, surface);
@@ -177,7 +181,7 @@ export class InteractionRegistry {
     } finally {
       if (this.#bySession.get(session)?.get(requestId) === it) it.claimed = undefined;
     }
-    let result: Awaited<ReturnType<Hub['submitAs']>>;
+    let result: Awaited<ReturnType<HubPort['submitAs']>>;
     try {
       result = await submitted;
     } catch (err) {
@@ -185,13 +189,13 @@ export class InteractionRegistry {
       return { kind: 'error', code: 'INTERNAL_ERROR', message: 'the hub cannot apply replies right now' };
     }
     if (!result.ok) {
-      this.logger.debug('permission reply not accepted', { requestId, reason: result.reason });
+      this.logger.debug('permission reply not accepted', { requestId, reason: result.message });
       this.#alreadyResolved(session, requestId);
       return { kind: 'notAccepted' };
     }
     const chosen = reply.outcome.outcome === 'selected' ? offeredOption(it.options, reply.outcome.optionId) : undefined;
-    if (it.kind === 'permission' && chosen?.kind === 'allow_always') await this.#remember(session, it.toolName, 'approval');
-    if (it.kind === 'permission' && chosen?.kind === 'reject_always') await this.#remember(session, it.toolName, 'denial');
+    if (it.kind === 'permission' && chosen?.kind === 'allow_always') await this.#rememberToolChoice(session, it.toolName, 'approval');
+    if (it.kind === 'permission' && chosen?.kind === 'reject_always') await this.#rememberToolChoice(session, it.toolName, 'denial');
     return { kind: 'accepted' };
   }
 
@@ -261,7 +265,7 @@ export class InteractionRegistry {
    * denied lists exclusive (the latest choice wins), so this is a no-op only when the tool is
    * already in the right list and not in the other.
    */
-  async #remember(session: string, toolName: string, choice: 'approval' | 'denial'): Promise<void> {
+  async #rememberToolChoice(session: string, toolName: string, choice: 'approval' | 'denial'): Promise<void> {
     const remembered = this.#remembered(session, toolName);
     if (remembered === choice) return;
     const type = choice === 'approval' ? 'x-session/toolApprovalRemembered' : 'x-session/toolDenialRemembered';
@@ -315,32 +319,31 @@ export class InteractionRegistry {
 
   // ─── Reconciliation with chat state ─────────────────────────────────────────
 
-  #onHubEvent(e: HubEvent): void {
-    if (e.type === 'sessionDisposed') {
-      for (const it of this.pending(e.session)) this.#resolve(it, { outcome: 'cancelled' });
-      // The session's chats are gone already; any tracked turn whose chat vanished was in it.
-      for (const [chat, turnId] of [...this.#activeTurns]) {
-        if (this.hub.chatEntry(chat)) continue;
-        this.#activeTurns.delete(chat);
-        this.#publishTurnEnd(e.session, chat, turnId, { stopReason: 'cancelled' });
-      }
-      this.streams.closeSession(e.session);
-      return;
+  #onSessionDisposed(session: string): void {
+    for (const it of this.pending(session)) this.#resolve(it, { outcome: 'cancelled' });
+    // The session's chats are gone already; any tracked turn whose chat vanished was in it.
+    for (const [chat, turnId] of [...this.#activeTurns]) {
+      if (this.hub.chatEntry(chat)) continue;
+      this.#activeTurns.delete(chat);
+      this.#publishTurnEnd(session, chat, turnId, { stopReason: 'cancelled' });
     }
-    if (e.type === 'chatDisposed') {
-      for (const it of [...(this.#byChat.get(e.chat)?.values() ?? [])]) this.#resolve(it, { outcome: 'cancelled' });
-      const turnId = this.#activeTurns.get(e.chat);
-      if (turnId !== undefined) {
-        this.#activeTurns.delete(e.chat);
-        this.#publishTurnEnd(e.session, e.chat, turnId, { stopReason: 'cancelled' });
-      }
-      return;
+    this.streams.closeSession(session);
+  }
+
+  #onChatDisposed(chat: string, session: string): void {
+    for (const it of [...(this.#byChat.get(chat)?.values() ?? [])]) this.#resolve(it, { outcome: 'cancelled' });
+    const turnId = this.#activeTurns.get(chat);
+    if (turnId !== undefined) {
+      this.#activeTurns.delete(chat);
+      this.#publishTurnEnd(session, chat, turnId, { stopReason: 'cancelled' });
     }
-    if (e.type !== 'committed') return;
-    const { channel, action } = e.event;
-    if (action.type === 'x-session/toolChoiceForgotten') {
+  }
+
+  #onCommit(e: CommitEvent): void {
+    const { channel, action } = e;
+    if (e.known?.type === 'x-session/toolChoiceForgotten') {
       // Clearing a standing permission is worth a line in the operator's log, not only the action log.
-      this.logger.info('remembered tool choice forgotten', { session: channel, toolName: action['toolName'], clientId: e.event.origin?.clientId });
+      this.logger.info('remembered tool choice forgotten', { session: channel, toolName: e.known.toolName, clientId: e.origin?.clientId });
       return;
     }
     const chat = this.hub.chatEntry(channel);
@@ -349,7 +352,7 @@ export class InteractionRegistry {
     if (this.streams.isStreamed(chat.session)) for (const update of acpUpdatesFor(action)) {
       this.streams.publish(chat.session, { chat: channel, turnId, payload: sessionUpdate(sessionIdOf(chat.session), update, channel, turnId) });
     }
-    if (TURN_STATE_ACTIONS.has(action.type)) return;
+    if (STREAMING_ONLY_ACTIONS.has(action.type)) return;
     this.#reconcile(chat.session, channel, chat.state);
     this.#trackTurn(chat.session, channel, chat.state, action);
   }

@@ -80,7 +80,7 @@ export function createQwenServeFeature(options: QwenServeOptions = {}): Feature 
 
       const visible = (principal: Principal, rawId: string): string | undefined => {
         const uri = rawId.startsWith(SESSION_SCHEME) ? rawId : sessionUri(rawId);
-        return ctx.hub.session(principal, uri) ? uri : undefined;
+        return ctx.hub.visibleSession(principal, uri) ? uri : undefined;
       };
       const requireSession = (principal: Principal, rawId: string): string => {
         const uri = visible(principal, rawId);
@@ -142,7 +142,7 @@ export function createQwenServeFeature(options: QwenServeOptions = {}): Feature 
               startedAt: new Date(ctx.now()).toISOString(),
               message: { text, origin: { kind: 'user' } },
             });
-            if (!started.ok) failure = started.reason;
+            if (!started.ok) failure = started.message;
           } catch {
             failure = 'the hub cannot start turns right now';
           }
@@ -334,7 +334,7 @@ export function createQwenServeFeature(options: QwenServeOptions = {}): Feature 
         const reply = parseQwen(body);
         if (isParamError(reply)) throw qwenError(400, reply.errorCode === 'INVALID_OPTION_ID' ? 'invalid_option_id' : reply.errorCode.toLowerCase(), reply.message);
         const requestId = hc.params['requestId']!;
-        const session = registry.sessionsWithPending(requestId).find((uri) => ctx.hub.session(hc.principal, uri));
+        const session = registry.sessionsWithPending(requestId).find((uri) => ctx.hub.visibleSession(hc.principal, uri));
         if (session) {
           const result = await registry.reply(hc.principal, session, requestId, reply);
           if (result.kind === 'accepted') return sendJson(res, 200, { accepted: true });

@@ -21,7 +21,7 @@ import type { WireAction } from '../../shared/protocol/messages.js';
 import { sessionIdOf } from '../../shared/protocol/uris.js';
 import type { SteeringInput } from '../agents/agent.js';
 import type { SteeringPort } from '../agents/agent-runner.js';
-import type { Hub, HubEvent } from '../hub/hub.js';
+import type { CommitEvent, HubHooks, HubPort } from '../hub/hub-port.js';
 import type { Logger } from '../log.js';
 import { errorFields } from '../log.js';
 import {
@@ -114,7 +114,7 @@ export class SteeringEngine implements SteeringPort {
   #unavailable: (session: string) => SteeringUnavailable | undefined = () => undefined;
 
   constructor(
-    private readonly hub: Hub,
+    private readonly hub: HubPort,
     private readonly logger: Logger,
     private readonly now: () => number,
     options: SteeringOptions = {},
@@ -344,28 +344,30 @@ export class SteeringEngine implements SteeringPort {
 
   // ─── Hub events ─────────────────────────────────────────────────────────────
 
-  onHubEvent(e: HubEvent): void {
-    if (e.type === 'sessionDisposed') {
+  /** What the feature registers on the hub for the engine (`hub.hook('steering', engine.hooks)`). */
+  readonly hooks: HubHooks = {
+    sessionDisposed: (e) => {
       this.#books.delete(e.session);
-      return;
-    }
-    if (e.type === 'chatDisposed') {
+    },
+    chatDisposed: (e) => {
       const book = this.#books.get(e.session);
       if (book?.current?.chat === e.chat) this.#endTurn(book, book.current, 'closed', 'chat_disposed', false);
-      return;
-    }
-    if (e.type !== 'committed') return;
-    const { channel, action, origin } = e.event;
+    },
+    afterCommit: (e) => this.#onCommit(e),
+  };
+
+  #onCommit(e: CommitEvent): void {
+    const { channel, action, origin } = e;
     // Cluster mode: what another process sequenced is folded here too, but its follow-up actions
     // (removing steering messages) are that process's to dispatch, so they are not sent twice.
-    const sequencedHere = !e.event.remote;
+    const sequencedHere = !e.remote;
     const chat = this.hub.chatEntry(channel);
     if (!chat) return;
     const book = this.#books.get(chat.session);
     const isDefault = this.hub.defaultChatOf(chat.session) === channel;
     // Only the hub's own steering messages (no client origin) are inputs: a client could dispatch
     // a steering message carrying `hub/userInput` itself.
-    if (action.type === 'chat/steeringMessageSet' && this.#shared && e.event.remote && origin === undefined) {
+    if (action.type === 'chat/steeringMessageSet' && this.#shared && e.remote && origin === undefined) {
       this.#foldAccepted(channel, action['steeringMessage'] as { id?: unknown; message?: { text?: unknown; _meta?: Record<string, unknown> } } | undefined);
       return;
     }

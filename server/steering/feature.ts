@@ -19,14 +19,14 @@ import { z } from 'zod';
 import { ErrorCode, ProtocolError } from '../../shared/protocol/errors.js';
 import { channelKind, sessionUri } from '../../shared/protocol/uris.js';
 import { canWrite, type Principal } from '../auth/auth.js';
-import type { Hub } from '../hub/hub.js';
+import type { HubPort } from '../hub/hub-port.js';
 import type { Feature, FeatureContext } from '../server.js';
 import { HttpError, readJsonBody, sendJson, type HttpContext } from '../transport/http-router.js';
 import { SteeringEngine, type SteeringOptions } from './engine.js';
 import { InputError, parseStatusQuery, parseSubmit, type InputSource } from './inputs.js';
 
 /** JSON-RPC code for an input refused as closed/rejected (409/422 over HTTP); data.code says which. */
-export const INPUT_REJECTED_RPC_CODE = -32030;
+export const INPUT_REJECTED_RPC_CODE = ErrorCode.InputRejected;
 
 /** Maps an HTTP-style status to the JSON-RPC error code used on the WebSocket. */
 function rpcCodeFor(status: number): number {
@@ -47,8 +47,8 @@ function rpcCodeFor(status: number): number {
 const sessionNotFound = (): InputError => new InputError(404, undefined, 'session_not_found', 'session not found');
 
 /** Resolves a session the caller may see, or throws 404 session_not_found (other tenants' sessions do not exist for them). */
-function visibleSession(hub: Hub, principal: Principal, uri: string): string {
-  if (channelKind(uri) !== 'session' || !hub.session(principal, uri)) throw sessionNotFound();
+function visibleSession(hub: HubPort, principal: Principal, uri: string): string {
+  if (channelKind(uri) !== 'session' || !hub.visibleSession(principal, uri)) throw sessionNotFound();
   return uri;
 }
 
@@ -64,7 +64,7 @@ export function createSteeringFeature(options: SteeringOptions = {}): Feature {
       const engine = new SteeringEngine(hub, logger, now, options);
       runner.setSteering(engine);
       engine.setAvailability((session) => runner.steeringUnavailable(session));
-      const unsubscribe = hub.on((e) => engine.onHubEvent(e));
+      const unsubscribe = hub.hook('steering', engine.hooks);
 
       const submit = async (principal: Principal, uri: string, body: unknown, source: InputSource) => {
         const session = visibleSession(hub, principal, uri);

@@ -71,6 +71,9 @@ interface Route {
   readonly public: boolean;
 }
 
+/** The side of the router a feature sees: it adds routes, it does not route. */
+export type HttpRegistrar = Pick<HttpRouter, 'add' | 'reserveApiPrefix'>;
+
 export class HttpRouter {
   readonly #routes: Route[] = [];
   /** Path prefixes that belong to the API: unmatched paths under them answer a JSON 404. */

@@ -19,7 +19,7 @@
  * Extensions (x-input/*, x-collab/*, …) build on the public `request`, `notify` and
  * `onNotification`; nothing here needs to change for a new method.
  */
-import { z } from 'zod';
+import type { z } from 'zod';
 import {
   JSONRPC,
   Limits,
@@ -432,16 +432,21 @@ export class AhpClient {
     return result.nextCursor === undefined ? { items: result.items } : { items: result.items, nextCursor: result.nextCursor };
   }
 
-  /** Creates a session under a client-chosen URI (generated when absent) with its default chat. */
   /**
-   * The session object: the session's URI plus the steering-input methods (`inputCapabilities`,
-   * `getInputTarget`, `submitInput`, `getInputStatus`) with their retry discipline. Subscribe to
-   * the session or its chats with `subscribe` for state.
+   * The steering-input methods of one session (`inputCapabilities`, `getInputTarget`,
+   * `submitInput`, `getInputStatus`) with their retry discipline. For the session's state,
+   * `subscribe` to the session or its chats.
    */
-  session(uri: string): SessionInputs {
+  sessionInputs(uri: string): SessionInputs {
     return new SessionInputs(this, uri);
   }
 
+  /** @deprecated The name promised a session; use `sessionInputs(uri)`, which returns the same object. */
+  session(uri: string): SessionInputs {
+    return this.sessionInputs(uri);
+  }
+
+  /** Creates a session under a client-chosen URI (generated when absent) with its default chat. */
   async createSession(options: CreateSessionOptions = {}): Promise<CreateSessionResult> {
     const session = options.session ?? sessionUri(randomUuid());
     const params: RequestParams = {

@@ -1,7 +1,7 @@
 /**
  * Steering a running turn from the SDK: the four session methods of the input contract over the
  * hub's `x-input/*` JSON-RPC methods (see server/steering/feature.ts and the README's steering section).
- * `client.session(uri)` returns one.
+ * `client.sessionInputs(uri)` returns one.
  *
  *   const inputs = new SessionInputs(client, session);   // or withInputs(client, session)
  *   const target = await inputs.getInputTarget();          // null when idle → start a turn instead

@@ -553,6 +553,19 @@ export function isKnownAction(action: { type: string }): action is KnownAction {
   return isKnownActionType(action.type);
 }
 
+/**
+ * Server-only chat actions that only stream into the active turn: they never change status,
+ * summary or input-needed (the hub skips roll-up) nor which interactions are pending.
+ */
+export const STREAMING_ONLY_ACTIONS: ReadonlySet<string> = new Set<KnownActionType>([
+  'chat/delta',
+  'chat/reasoning',
+  'chat/usage',
+  'chat/toolCallDelta',
+  'chat/draftChanged',
+  'chat/toolCallContentChanged',
+]);
+
 /** Actions a client may dispatch (the "C" entries of §3, plus [L]/[S] additions). */
 export const CLIENT_DISPATCHABLE_ACTIONS: ReadonlySet<string> = new Set<KnownActionType>([
   'chat/turnStarted',

@@ -35,6 +35,8 @@ export const ErrorCode = {
   LimitExceeded: -32020,
   /** `initialize` must come first. */
   NotInitialized: -32021,
+  /** A steering input refused as closed or rejected (HTTP 409/422); `data.code` says which. */
+  InputRejected: -32030,
 } as const;
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
 

@@ -10,6 +10,7 @@
  */
 import { z } from 'zod';
 import { sessionSummarySchema } from './state.js';
+import { anyActionSchema, type AnyAction } from './actions.js';
 
 export const JSONRPC = '2.0';
 
@@ -59,9 +60,12 @@ export const actionOriginSchema = z.object({
 });
 export type ActionOrigin = z.infer<typeof actionOriginSchema>;
 
-/** Actions are validated per type elsewhere; on the envelope any `{type}` object is carried through. */
-export const wireActionSchema = z.looseObject({ type: z.string().min(1).max(128) });
-export type WireAction = z.infer<typeof wireActionSchema>;
+/**
+ * Actions are validated per type elsewhere (`parseAction`); on the envelope any `{type}` object
+ * is carried through. The same schema as `anyActionSchema`, under the envelope's name.
+ */
+export const wireActionSchema = anyActionSchema;
+export type WireAction = AnyAction;
 
 /** `action` notification params. `origin` absent = server-originated. */
 export const actionEnvelopeSchema = z.object({

@@ -20,15 +20,15 @@ import {
   type TurnResumeAction,
   type TurnStartedAction,
 } from '../protocol/actions.js';
-import {
-  type ChatInputAnswer,
-  type ChatInputAnswers,
-  type ChatInputQuestion,
-  type ChatInputRequest,
-  type ChatState,
-  type Message,
-  type SessionState,
-  type ToolCallState,
+import type {
+  ChatInputAnswer,
+  ChatInputAnswers,
+  ChatInputQuestion,
+  ChatInputRequest,
+  ChatState,
+  Message,
+  SessionState,
+  ToolCallState,
 } from '../protocol/state.js';
 import { answerProblem } from './answer-rules.js';
 import { findActiveToolCall, findOpenInputRequest, isResumableTurn } from './chat-reducer.js';

@@ -101,7 +101,7 @@ describe('CollabDoc (browser collaboration client)', () => {
     // Cut Bob's socket; he keeps typing offline while Alice types online.
     const states: string[] = [];
     bobClient.onConnectionState((s) => states.push(s));
-    sockets.filter((s) => s.url.includes(encodeURIComponent(TOKENS.bob))).forEach((s) => s.terminate());
+    for (const s of sockets.filter((s) => s.url.includes(encodeURIComponent(TOKENS.bob)))) s.terminate();
     await waitFor(() => (bobClient.connectionState !== 'open' ? true : undefined), { what: 'bob offline' });
     b.text('notes').insert(b.text('notes').length, 'offline-bob');
     a.text('notes').insert(0, 'online-alice ');

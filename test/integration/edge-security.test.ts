@@ -8,7 +8,7 @@ import { request } from 'node:http';
 import { connect, type Socket } from 'node:net';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import WebSocket from 'ws';
+import type WebSocket from 'ws';
 import { tokenAuthenticator } from '../../server/auth/auth.js';
 import type { Logger } from '../../server/log.js';
 import { rawRequest, tryUpgrade } from '../helpers/raw-http.js';
@@ -166,7 +166,9 @@ describe('connection caps', () => {
     const hub = await server({ withAuth: true, maxConnectionsPerPrincipal: 3, maxConnectionsPerTenant: 5, maxConnections: 100 });
     const url = (token: string): string => `${hub.wsUrl}?token=${token}`;
     const open: WebSocket[] = [];
-    closers.push(() => open.forEach((ws) => ws.terminate()));
+    closers.push(() => {
+      for (const ws of open) ws.terminate();
+    });
     for (let i = 0; i < 3; i++) {
       const r = await tryUpgrade(url(TOKENS.viewer));
       expect(r.status).toBe(101);
@@ -214,7 +216,9 @@ describe('connection caps', () => {
   it('half-open HTTP requests beyond the cap: newcomers refused during the burst, then the stalest dropped so /healthz answers', async () => {
     const hub = await server({ maxHttpConnections: 20, httpIdleGraceMs: 300 });
     const sockets: Socket[] = [];
-    closers.push(() => sockets.forEach((s) => s.destroy()));
+    closers.push(() => {
+      for (const s of sockets) s.destroy();
+    });
     const closed = new Set<number>();
     for (let i = 0; i < 60; i++) {
       const s = connect(hub.port, '127.0.0.1');
@@ -258,7 +262,9 @@ describe('connection caps fit the open-file limit', () => {
     const url = await waitFor(() => /listening on (\S+)/.exec(out)?.[1], { what: 'the hub to listen', timeoutMs: 20_000 });
     const port = Number(new URL(url).port);
     const sockets: Socket[] = [];
-    closers.push(() => sockets.forEach((s) => s.destroy()));
+    closers.push(() => {
+      for (const s of sockets) s.destroy();
+    });
     for (let i = 0; i < 1_100; i++) {
       const s = connect(port, '127.0.0.1');
       s.on('error', () => {});

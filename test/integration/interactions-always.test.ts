@@ -6,7 +6,7 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { RpcClient } from '../helpers/rpc-client.js';
-import { openWatchedSession, replyDataWorks, replyQwen, restartWatchedSession, SseClient } from '../helpers/sse.js';
+import { openWatchedSession, replyDataWorks, replyQwen, restartWatchedSession, type SseClient } from '../helpers/sse.js';
 import { startTestServer, type TestServer } from '../helpers/start-server.js';
 import { startScriptTurn } from '../helpers/turns.js';
 import { waitFor } from '../helpers/wait-for.js';

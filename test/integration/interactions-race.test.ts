@@ -3,8 +3,8 @@
  * and the Qwen reply shape, over real WebSocket, HTTP and SSE.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { RpcClient } from '../helpers/rpc-client.js';
-import { openWatchedSession, replyDataWorks, replyQwen, restartWatchedSession, SseClient } from '../helpers/sse.js';
+import type { RpcClient } from '../helpers/rpc-client.js';
+import { openWatchedSession, replyDataWorks, replyQwen, restartWatchedSession, type SseClient } from '../helpers/sse.js';
 import { startTestServer, type TestServer } from '../helpers/start-server.js';
 import { startScriptTurn, TWO_QUESTION_REQUEST } from '../helpers/turns.js';
 import { waitFor } from '../helpers/wait-for.js';

@@ -57,7 +57,7 @@ describe('limits on what a client can make the server hold', () => {
   });
 
   it('closes a connection with 4029 when it stays over budget after being slowed down', async () => {
-    let now = 0;
+    const now = 0;
     server = await startTestServer({ rateLimit: { perSecond: 1, burst: 5, overdraft: 3 }, now: () => now });
     const c = await RpcClient.open(server.wsUrl);
     const observer = await RpcClient.open(server.wsUrl);

@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { RpcClient, RpcError } from '../helpers/rpc-client.js';
+import { RpcClient, type RpcError } from '../helpers/rpc-client.js';
 import { startTestServer, type TestServer } from '../helpers/start-server.js';
 import { waitFor } from '../helpers/wait-for.js';
 

@@ -84,7 +84,7 @@ describe('the client SDK against a real hub', () => {
   it('the session object carries the steering methods: no target while idle, then the running turn', async () => {
     const a = await connect();
     const { session, defaultChat } = await a.createSession();
-    const handle = a.session(session);
+    const handle = a.sessionInputs(session);
     expect(await handle.getInputTarget()).toBeNull();
     const view = await a.subscribe(defaultChat);
     await view.dispatch({ type: 'chat/turnStarted', turnId: 'steer-me', startedAt: new Date().toISOString(), message: userMessage('{"script":[{"sleep":60000}]}') });

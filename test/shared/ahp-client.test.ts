@@ -563,7 +563,7 @@ describe('AhpClient write-ahead reconciliation', () => {
   it('routes an envelope that overtakes its subscribe response through the new view', async () => {
     const { hub, client } = setup();
     await client.connect();
-    hub.handlers.set('subscribe', (params, conn) => {
+    hub.handlers.set('subscribe', (_params, conn) => {
       conn.subscriptions.add(CHAT);
       const snapshot = { resource: CHAT, state: hub.channels.get(CHAT), fromSeq: hub.serverSeq };
       hub.serverAction(CHAT, add('early')); // broadcast before the response goes out
@@ -670,7 +670,7 @@ describe('AhpClient reconnect', () => {
     fx.hub.serverAction(CHAT, add('x'));
     await waitFor(() => fx.chat.confirmed.items.length === 1, 'applied');
     // A sloppy server that replays everything from the beginning.
-    fx.hub.handlers.set('reconnect', (params, conn) => {
+    fx.hub.handlers.set('reconnect', (_params, conn) => {
       conn.subscriptions.add(CHAT);
       return { type: 'replay', actions: fx.hub.history, missing: [] };
     });

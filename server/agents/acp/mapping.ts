@@ -198,7 +198,7 @@ export function elicitationContent(questions: readonly ChatInputQuestion[], answ
   const content: Record<string, acp.ElicitationContentValue> = {};
   for (const q of questions) {
     const answer = answers[q.id];
-    if (!answer || answer.state !== 'submitted' || !answer.value) continue;
+    if (answer?.state !== 'submitted' || !answer.value) continue;
     const v = answer.value as { kind: string; value?: unknown; freeformValues?: string[] };
     if (v.kind === 'text' && typeof v.value === 'string') content[q.id] = v.value;
     else if (v.kind === 'number' && typeof v.value === 'number') content[q.id] = v.value;

@@ -1,0 +1,136 @@
+/**
+ * The seam between the hub and the features built on it (agent runner, steering, permission
+ * replies, collaboration, the qwen-serve surface). Features see only `HubPort`: they submit
+ * actions as a principal and get a typed outcome, read session and chat state through named
+ * accessors, and observe the hub through typed hooks called in one documented order.
+ *
+ * Hook order. Every hook event is delivered to the registered owners in `HOOK_ORDER`, whatever
+ * order they registered in: the cluster's agent-lease keeper first (it takes the lease of a
+ * turn this process starts), then the agent runner (it aborts a run before anyone reacts to the
+ * turn's end), then the server's own metrics, then the features in the order `npm start` installs
+ * them. Owners named `extension` (tests, third-party features) come last, in registration order.
+ * For one commit, every owner's `afterCommit` runs first, then (when the commit ended the chat's
+ * active turn) every owner's `turnEnded`, so a turn-end reaction sees every owner up to date.
+ *
+ * A hook that throws is logged and does not stop the others (nor the commit, which is already
+ * sequenced).
+ */
+import type { ErrorCode } from '../../shared/protocol/errors.js';
+import type { KnownAction } from '../../shared/protocol/actions.js';
+import type { ActionOrigin, WireAction } from '../../shared/protocol/messages.js';
+import type { Principal } from '../auth/auth.js';
+import type { ChatEntry, SessionEntry } from './catalog.js';
+import type { Connection } from './connection.js';
+
+/** Who observes the hub, in the order they are called (see the file header). */
+export const HOOK_ORDER = ['leases', 'agents', 'metrics', 'steering', 'interactions', 'collab', 'qwen-serve', 'extension'] as const;
+export type HookOwner = (typeof HOOK_ORDER)[number];
+
+/** One committed action, as features see it. */
+export interface CommitEvent {
+  readonly channel: string;
+  /** The action exactly as committed (unknown keys kept). */
+  readonly action: WireAction;
+  /**
+   * The same action as the typed union, parsed once by the hub before it was committed;
+   * undefined for action types this hub does not know (carried through, reducer no-ops).
+   */
+  readonly known: KnownAction | undefined;
+  readonly serverSeq: number;
+  readonly origin?: ActionOrigin | undefined;
+  /**
+   * Cluster mode: another hub process sequenced it (this one folded it from the shared log).
+   * Side effects (running an agent) belong to the process that sequenced the action.
+   */
+  readonly remote?: boolean;
+}
+
+/** Why a chat's active turn stopped being active. */
+export type TurnEndReason = 'completed' | 'cancelled' | 'failed' | 'truncated' | 'other';
+
+/**
+ * Derived by the hub, once, from the chat's state before and after a commit: the chat had an
+ * active turn `turnId` and no longer has it (or has another one).
+ */
+export interface TurnEndedEvent {
+  readonly chat: string;
+  readonly session: string;
+  readonly turnId: string;
+  readonly reason: TurnEndReason;
+  /** The commit that ended it. */
+  readonly commit: CommitEvent;
+}
+
+export interface HubHooks {
+  afterCommit?(e: CommitEvent): void;
+  turnEnded?(e: TurnEndedEvent): void;
+  /** The session and its chats are gone from the catalogue already. */
+  sessionDisposed?(e: { readonly session: string }): void;
+  chatDisposed?(e: { readonly chat: string; readonly session: string }): void;
+  /** A client connection closed; features drop what they hold for it (presence, listeners). */
+  disconnected?(conn: Connection): void;
+}
+
+/** How a submitted action fared: committed (durable), or refused with a stable code. */
+export type SubmitOutcome =
+  | { readonly ok: true; readonly serverSeq: number }
+  | { readonly ok: false; readonly code: RejectionCode; readonly message: string };
+
+/**
+ * The codes a submission can be refused with, from the one error-code table
+ * (`shared/protocol/errors.ts`) that JSON-RPC answers use too.
+ */
+export type RejectionCode =
+  | typeof ErrorCode.NotFound
+  | typeof ErrorCode.PermissionDenied
+  | typeof ErrorCode.TurnInProgress
+  | typeof ErrorCode.LimitExceeded
+  | typeof ErrorCode.InvalidParams;
+
+export interface HubPort {
+  /**
+   * Dispatches a client-dispatchable action on behalf of a caller that is not an AHP connection
+   * (HTTP, SSE, the collaboration bridge), with exactly the validation a client dispatch gets.
+   * Decided synchronously (the first of racing callers wins), resolved once durable.
+   * An unknown or invisible channel is `{ok: false, code: ErrorCode.NotFound}`.
+   */
+  submitAs(principal: Principal, channel: string, action: WireAction, surface?: string): Promise<SubmitOutcome>;
+  /** An action of the hub itself or an in-process agent; rejections throw a ProtocolError. */
+  dispatchServer(channel: string, action: WireAction): Promise<number>;
+  /** The session if it exists and the principal's tenant may see it. */
+  visibleSession(principal: Principal, uri: string): SessionEntry | undefined;
+  /** The chat if it exists and its session is visible to the principal. */
+  visibleChat(principal: Principal, uri: string): ChatEntry | undefined;
+  /** The session by URI, without any tenant check: for state the caller already scoped. */
+  sessionEntry(uri: string): SessionEntry | undefined;
+  /** The chat by URI, without any tenant check. */
+  chatEntry(uri: string): ChatEntry | undefined;
+  /** The chat a session's non-AHP surfaces (prompt route, steering, qwen-serve) act on. */
+  defaultChatOf(sessionUri: string): string | undefined;
+  createSession(principal: Principal, params: { uri: string; provider?: string | undefined; title?: string | undefined }): Promise<{ defaultChat: string }>;
+  disposeSession(principal: Principal, uri: string): Promise<void>;
+  /** Resolves once everything sequenced so far is durable and delivered. */
+  drain(): Promise<void>;
+  /** True when this hub shares its log with other processes (cluster mode). */
+  readonly sharesLog: boolean;
+  /** Cluster mode: resolves once this process holds the write turn (see Hub.decisionTurn); undefined otherwise. */
+  decisionTurn(): Promise<void> | undefined;
+  /** Registers hooks for an owner (called in `HOOK_ORDER`); returns the unregister function. */
+  hook(owner: HookOwner, hooks: HubHooks): () => void;
+}
+
+/** Which turn-ending reason a committed action stands for. */
+export function turnEndReasonOf(actionType: string): TurnEndReason {
+  switch (actionType) {
+    case 'chat/turnComplete':
+      return 'completed';
+    case 'chat/turnCancelled':
+      return 'cancelled';
+    case 'chat/error':
+      return 'failed';
+    case 'chat/truncated':
+      return 'truncated';
+    default:
+      return 'other';
+  }
+}

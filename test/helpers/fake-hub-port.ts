@@ -1,0 +1,162 @@
+/**
+ * An in-memory `HubPort` for unit tests of features (steering, interactions, collab, qwen-serve):
+ * no log, no sockets, no validation beyond tenant visibility. Actions go through the real shared
+ * reducers, so a feature reads the state it would read from the hub; hooks are called in
+ * `HOOK_ORDER`, and `turnEnded` is derived from the state before and after, as the hub does.
+ * A test can make the next submission fail with `refuseNext`.
+ */
+import { isKnownAction } from '../../shared/protocol/actions.js';
+import { ErrorCode } from '../../shared/protocol/errors.js';
+import type { WireAction } from '../../shared/protocol/messages.js';
+import { initialChatState, initialSessionState } from '../../shared/protocol/state.js';
+import { chatReducer } from '../../shared/state/chat-reducer.js';
+import { sessionReducer } from '../../shared/state/session-reducer.js';
+import type { Principal } from '../../server/auth/auth.js';
+import type { ChatEntry, SessionEntry } from '../../server/hub/catalog.js';
+import type { Connection } from '../../server/hub/connection.js';
+import {
+  HOOK_ORDER,
+  turnEndReasonOf,
+  type CommitEvent,
+  type HookOwner,
+  type HubHooks,
+  type HubPort,
+  type RejectionCode,
+  type SubmitOutcome,
+} from '../../server/hub/hub-port.js';
+
+const AT = '2026-01-01T00:00:00.000Z';
+
+export class FakeHubPort implements HubPort {
+  readonly sessions = new Map<string, SessionEntry>();
+  readonly chats = new Map<string, ChatEntry>();
+  /** Every committed action, in order (what `submitAs` and `dispatchServer` let through). */
+  readonly committed: Array<{ channel: string; action: WireAction; via: 'submitAs' | 'dispatchServer'; surface?: string | undefined }> = [];
+  #hooks: Array<{ owner: HookOwner; hooks: HubHooks }> = [];
+  #seq = 0;
+  #refusal: { code: RejectionCode; message: string } | undefined;
+
+  /** A session of `tenant` with one chat, its default (`<uri>/chat`). Returns the chat's URI. */
+  addSession(uri: string, tenant = 'default', provider = 'demo'): string {
+    const chat = `ahp-chat:${uri.slice(uri.indexOf(':') + 1)}/main`;
+    const state = { ...initialSessionState(uri, provider, 'test session'), defaultChat: chat };
+    this.sessions.set(uri, { uri, tenant, owner: 'alice', provider, createdAt: AT, state, chats: new Set([chat]) });
+    this.chats.set(chat, { uri: chat, session: uri, state: initialChatState(chat, 'main', AT) });
+    return chat;
+  }
+
+  /** The next `submitAs` (only) is refused with this code, as the hub's validation would. */
+  refuseNext(code: RejectionCode, message: string): void {
+    this.#refusal = { code, message };
+  }
+
+  async submitAs(principal: Principal, channel: string, action: WireAction, surface?: string): Promise<SubmitOutcome> {
+    const chat = this.chats.get(channel);
+    const session = this.sessions.get(chat ? chat.session : channel);
+    if (!session || session.tenant !== principal.tenant) return { ok: false, code: ErrorCode.NotFound, message: `no channel ${channel}` };
+    const refusal = this.#refusal;
+    this.#refusal = undefined;
+    if (refusal) return { ok: false, ...refusal };
+    const serverSeq = this.commit(channel, action, 'submitAs', surface);
+    return { ok: true, serverSeq };
+  }
+
+  async dispatchServer(channel: string, action: WireAction): Promise<number> {
+    if (!this.chats.has(channel) && !this.sessions.has(channel)) throw new Error(`no channel ${channel}`);
+    return this.commit(channel, action, 'dispatchServer');
+  }
+
+  /** Applies an action through the shared reducers and calls the hooks, like a hub commit. */
+  commit(channel: string, action: WireAction, via: 'submitAs' | 'dispatchServer' = 'dispatchServer', surface?: string, remote = false): number {
+    const chat = this.chats.get(channel);
+    const turnBefore = chat?.state.activeTurn?.id;
+    if (chat) chat.state = chatReducer(chat.state, action);
+    else {
+      const session = this.sessions.get(channel);
+      if (session) session.state = sessionReducer(session.state, action);
+    }
+    const serverSeq = ++this.#seq;
+    this.committed.push({ channel, action, via, surface });
+    const event: CommitEvent = { channel, action, known: isKnownAction(action) ? action : undefined, serverSeq, remote };
+    this.#call((h) => h.afterCommit?.(event));
+    if (chat && turnBefore !== undefined && chat.state.activeTurn?.id !== turnBefore) {
+      const ended = { chat: channel, session: chat.session, turnId: turnBefore, reason: turnEndReasonOf(action.type), commit: event };
+      this.#call((h) => h.turnEnded?.(ended));
+    }
+    return serverSeq;
+  }
+
+  visibleSession(principal: Principal, uri: string): SessionEntry | undefined {
+    const s = this.sessions.get(uri);
+    return s && s.tenant === principal.tenant ? s : undefined;
+  }
+
+  visibleChat(principal: Principal, uri: string): ChatEntry | undefined {
+    const c = this.chats.get(uri);
+    return c && this.visibleSession(principal, c.session) ? c : undefined;
+  }
+
+  sessionEntry(uri: string): SessionEntry | undefined {
+    return this.sessions.get(uri);
+  }
+
+  chatEntry(uri: string): ChatEntry | undefined {
+    return this.chats.get(uri);
+  }
+
+  defaultChatOf(sessionUri: string): string | undefined {
+    const chat = this.sessions.get(sessionUri)?.state.defaultChat;
+    return chat !== undefined && this.chats.get(chat)?.session === sessionUri ? chat : undefined;
+  }
+
+  async createSession(principal: Principal, params: { uri: string; provider?: string | undefined }): Promise<{ defaultChat: string }> {
+    return { defaultChat: this.addSession(params.uri, principal.tenant, params.provider) };
+  }
+
+  async disposeSession(principal: Principal, uri: string): Promise<void> {
+    const session = this.visibleSession(principal, uri);
+    if (!session) throw new Error(`no session ${uri}`);
+    for (const chat of session.chats) this.chats.delete(chat);
+    this.sessions.delete(uri);
+    this.#call((h) => h.sessionDisposed?.({ session: uri }));
+  }
+
+  disposeChat(chat: string): void {
+    const entry = this.chats.get(chat);
+    if (!entry) return;
+    this.chats.delete(chat);
+    this.sessions.get(entry.session)?.chats.delete(chat);
+    this.#call((h) => h.chatDisposed?.({ chat, session: entry.session }));
+  }
+
+  disconnect(conn: Connection): void {
+    this.#call((h) => h.disconnected?.(conn));
+  }
+
+  async drain(): Promise<void> {}
+
+  /** The fake is one process with its own log: every decision is already in turn. */
+  readonly sharesLog = false;
+  decisionTurn(): undefined {
+    return undefined;
+  }
+
+  hook(owner: HookOwner, hooks: HubHooks): () => void {
+    const entry = { owner, hooks };
+    const rank = HOOK_ORDER.indexOf(owner);
+    const at = this.#hooks.findIndex((h) => HOOK_ORDER.indexOf(h.owner) > rank);
+    this.#hooks.splice(at === -1 ? this.#hooks.length : at, 0, entry);
+    return () => {
+      this.#hooks = this.#hooks.filter((h) => h !== entry);
+    };
+  }
+
+  /** How many owners have hooks registered (a feature that stops unregisters its own). */
+  get hookCount(): number {
+    return this.#hooks.length;
+  }
+
+  #call(fn: (hooks: HubHooks) => void): void {
+    for (const { hooks } of this.#hooks) fn(hooks);
+  }
+}

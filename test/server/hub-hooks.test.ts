@@ -1,0 +1,75 @@
+/**
+ * The hub's side of the seam (server/hub/hub-port.ts): hooks are called in HOOK_ORDER whatever
+ * order they were registered in, "a turn ended" is derived once per turn with its reason, and
+ * `submitAs` refusals carry stable codes from the error-code table.
+ */
+import { describe, expect, it } from 'vitest';
+import { ErrorCode } from '../../shared/protocol/errors.js';
+import { DEV_PRINCIPAL, Role } from '../../server/auth/auth.js';
+import { Hub } from '../../server/hub/hub.js';
+import type { TurnEndedEvent } from '../../server/hub/hub-port.js';
+import { silentLogger } from '../../server/log.js';
+import { MemoryActionLog } from '../../server/storage/memory-action-log.js';
+
+async function openHub(): Promise<{ hub: Hub; chat: string }> {
+  let n = 0;
+  const hub = await Hub.open({
+    log: new MemoryActionLog(), logger: silentLogger, now: () => 1_000, newId: () => `id-${++n}`,
+    agents: [{ provider: 'remote', displayName: 'Remote' }], defaultProvider: 'remote',
+  });
+  const { defaultChat: chat } = await hub.createSession(DEV_PRINCIPAL, { uri: 'ahp-session:/hooks' });
+  return { hub, chat };
+}
+
+const start = (turnId: string) => ({ type: 'chat/turnStarted', turnId, startedAt: '1970-01-01T00:00:00.000Z', message: { text: 'go', origin: { kind: 'user' } } });
+
+describe('hub hooks and submit outcomes', () => {
+  it('calls hooks in HOOK_ORDER (agents before steering before collab), not in registration order', async () => {
+    const { hub, chat } = await openHub();
+    const calls: string[] = [];
+    hub.hook('collab', { afterCommit: () => void calls.push('collab') });
+    hub.hook('extension', { afterCommit: () => void calls.push('extension') });
+    hub.hook('steering', { afterCommit: () => void calls.push('steering') });
+    hub.hook('agents', { afterCommit: () => void calls.push('agents') });
+    await hub.submitAs(DEV_PRINCIPAL, chat, start('t1'));
+    expect(calls).toEqual(['agents', 'steering', 'collab', 'extension']);
+    await hub.close();
+  });
+
+  it('announces each turn end once, after every afterCommit hook, with the reason of the action that ended it', async () => {
+    const { hub, chat } = await openHub();
+    const seen: string[] = [];
+    const ended: TurnEndedEvent[] = [];
+    hub.hook('steering', { afterCommit: (e) => void seen.push(`commit ${e.action.type}`), turnEnded: (e) => void seen.push(`ended ${e.turnId}`) });
+    hub.hook('collab', { afterCommit: (e) => void seen.push(`collab ${e.action.type}`), turnEnded: (e) => void ended.push(e) });
+    await hub.submitAs(DEV_PRINCIPAL, chat, start('t1'));
+    await hub.submitAs(DEV_PRINCIPAL, chat, { type: 'chat/turnCancelled', turnId: 't1', duration: 1 });
+    await hub.submitAs(DEV_PRINCIPAL, chat, start('t2'));
+    await hub.dispatchServer(chat, { type: 'chat/turnComplete', turnId: 't2', duration: 1 });
+    expect(ended.map((e) => [e.turnId, e.reason, e.chat])).toEqual([['t1', 'cancelled', chat], ['t2', 'completed', chat]]);
+    expect(seen.slice(2, 5)).toEqual(['commit chat/turnCancelled', 'collab chat/turnCancelled', 'ended t1']);
+    await hub.close();
+  });
+
+  it('gives the committed action to hooks also as the typed union (known) for known action types', async () => {
+    const { hub, chat } = await openHub();
+    let turnId: string | undefined;
+    hub.hook('extension', { afterCommit: (e) => { if (e.known?.type === 'chat/turnStarted') turnId = e.known.turnId; } });
+    await hub.submitAs(DEV_PRINCIPAL, chat, start('typed'));
+    expect(turnId).toBe('typed');
+    await hub.close();
+  });
+
+  it('refuses with stable codes: NotFound, PermissionDenied, TurnInProgress, InvalidParams', async () => {
+    const { hub, chat } = await openHub();
+    expect(await hub.submitAs(DEV_PRINCIPAL, 'ahp-chat:/nowhere', start('x'))).toMatchObject({ ok: false, code: ErrorCode.NotFound });
+    const viewer = { ...DEV_PRINCIPAL, role: Role.Viewer };
+    expect(await hub.submitAs(viewer, chat, start('x'))).toMatchObject({ ok: false, code: ErrorCode.PermissionDenied });
+    expect(await hub.submitAs(DEV_PRINCIPAL, chat, start('t1'))).toMatchObject({ ok: true });
+    const busy = await hub.submitAs(DEV_PRINCIPAL, chat, start('t2'));
+    expect(busy).toMatchObject({ ok: false, code: ErrorCode.TurnInProgress });
+    expect(busy.ok ? '' : busy.message).toMatch(/already in progress \(t1\)/);
+    expect(await hub.submitAs(DEV_PRINCIPAL, chat, { type: 'chat/turnCancelled', turnId: 'not-running', duration: 1 })).toMatchObject({ ok: false, code: ErrorCode.InvalidParams });
+    await hub.close();
+  });
+});
