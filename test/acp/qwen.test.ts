@@ -102,7 +102,7 @@ describe('Qwen Code behind the hub (real ACP agent, loopback mock model)', () =>
     expect(activity(chatState(server, chat).status)).toBe(IDLE);
     expect(existsSync(join(home.workDir, 'hub-acp-test.txt'))).toBe(true);
     const tool = turnParts(chatState(server, chat), turnId).find((p) => isPartOfKind(p, 'toolCall')) as { toolCall: { status: string; success?: boolean } };
-    expect(tool.toolCall).toMatchObject({ status: 'completed', success: true });
+    expect(tool.toolCall, `the tool call as the agent reported it: ${JSON.stringify(tool.toolCall)}`).toMatchObject({ status: 'completed', success: true });
     expect(markdownOf(chatState(server, chat), turnId)).toContain('All done.');
     expect(turn.usage).toMatchObject({ inputTokens: 120, outputTokens: 24 });
     await dashboard.waitForNotification(
