@@ -24,7 +24,7 @@ import type {
 import { ServerNotification } from '../../shared/protocol/messages.js';
 import { CLIENT_DISPATCHABLE_ACTIONS, STREAMING_ONLY_ACTIONS, parseAction } from '../../shared/protocol/actions.js';
 import { initialRootState } from '../../shared/protocol/state.js';
-import { validateClientAction } from '../../shared/state/validate-action.js';
+import { validateParsedClientAction } from '../../shared/state/validate-action.js';
 import { CHAT_SCHEME, ROOT_URI, channelKind } from '../../shared/protocol/uris.js';
 import { isSharedActionLog, type ActionLog, type LogRecord } from '../storage/action-log.js';
 import type { AgentInfo } from '../agents/agent.js';
@@ -593,7 +593,7 @@ export class Hub implements HubPort {
     // checked for shape and turn; everything a client may dispatch gets the full AHP validation.
     const reason = !CLIENT_DISPATCHABLE_ACTIONS.has(action.type) && canActAsAgent(principal)
       ? validateAgentAction(action, chat?.state, { session: session.uri, chats: session.chats })
-      : validateClientAction(
+      : validateParsedClientAction(
           {
             channelKind: chat ? 'chat' : 'session',
             chat: chat?.state,

@@ -10,6 +10,7 @@
 import type { z } from 'zod';
 import { ErrorCode, ProtocolError } from '../../shared/protocol/errors.js';
 import { checkJsonBounds } from '../../shared/protocol/json-bounds.js';
+import { describeIssues } from '../../shared/protocol/describe-issues.js';
 import { jsonRpcInboundSchema, requestIdSchema, type RequestId } from '../../shared/protocol/messages.js';
 import type { Principal } from '../auth/auth.js';
 import type { Logger } from '../log.js';
@@ -65,14 +66,6 @@ export const DEFAULT_RATE_LIMIT: RateLimit = { perSecond: 500, burst: 2_000 };
 
 /** What one inbound message may do, decided when it is read off the socket. */
 export type Admission = 'admitted' | 'refused';
-
-/** Formats the first zod issue as `path: message` so clients learn which field is wrong. */
-export function describeZodError(error: z.ZodError): string {
-  const issue = error.issues[0];
-  if (!issue) return 'invalid value';
-  const path = issue.path.length > 0 ? issue.path.join('.') : '(root)';
-  return `${path}: ${issue.message}`;
-}
 
 export function encodeResult(id: RequestId | null, result: unknown): string {
   return JSON.stringify({ jsonrpc: '2.0', id, result: result ?? null });
@@ -170,7 +163,7 @@ export class RpcRouter {
       const id = typeof json === 'object' && json !== null && 'id' in json ? (json as { id: unknown }).id : null;
       // Echo the id only when it is a valid one; an unusable id (object, too long) answers with null.
       const safeId = requestIdSchema.safeParse(id).success ? (id as RequestId) : null;
-      const hint = Array.isArray(json) ? 'batches are not supported; send one message per frame' : describeZodError(parsed.error);
+      const hint = Array.isArray(json) ? 'batches are not supported; send one message per frame' : describeIssues(parsed.error.issues, 'rpc');
       this.sendResponse(ctx.conn, encodeError(safeId, ErrorCode.InvalidRequest, `invalid request: ${hint}`));
       return;
     }
@@ -194,7 +187,7 @@ export class RpcRouter {
       return encodeError(id, ErrorCode.NotInitialized, `${method} before initialize: send initialize first`);
     }
     const params = handler.params.safeParse(rawParams);
-    if (!params.success) return encodeError(id, ErrorCode.InvalidParams, `invalid params for ${method}: ${describeZodError(params.error)}`);
+    if (!params.success) return encodeError(id, ErrorCode.InvalidParams, `invalid params for ${method}: ${describeIssues(params.error.issues, 'rpc')}`);
     try {
       return encodeResult(id, await handler.handle(ctx, params.data));
     } catch (err) {
@@ -218,7 +211,7 @@ export class RpcRouter {
     }
     const params = handler.params.safeParse(rawParams);
     if (!params.success) {
-      this.sendResponse(ctx.conn, encodeError(null, ErrorCode.InvalidParams, `invalid params for ${method}: ${describeZodError(params.error)}`));
+      this.sendResponse(ctx.conn, encodeError(null, ErrorCode.InvalidParams, `invalid params for ${method}: ${describeIssues(params.error.issues, 'rpc')}`));
       return;
     }
     if (throttled) {

@@ -9,6 +9,7 @@
  */
 import { z } from 'zod';
 import { checkJsonBounds, type JsonBoundsViolation } from './json-bounds.js';
+import { describeIssues } from './describe-issues.js';
 import {
   StateLimits,
   agentInfoSchema,
@@ -628,50 +629,4 @@ function withoutNullFields(action: AnyAction): AnyAction {
   const entries = Object.entries(action);
   if (!entries.some(([, value]) => value === null)) return action;
   return Object.fromEntries(entries.filter(([, value]) => value !== null)) as AnyAction;
-}
-
-/** The parts of a zod issue this formatter reads (kept structural to stay version-agnostic). */
-interface IssueLike {
-  readonly path: ReadonlyArray<PropertyKey>;
-  readonly message: string;
-  readonly code?: string;
-  readonly errors?: ReadonlyArray<ReadonlyArray<IssueLike>>;
-}
-
-const MAX_REPORTED_ISSUES = 3;
-
-/** One readable line: `path.to[2].field: message; …`. */
-export function describeIssues(issues: ReadonlyArray<IssueLike>): string {
-  const lines = issues.slice(0, MAX_REPORTED_ISSUES).map((issue) => describeIssue(issue, []));
-  const more = issues.length > MAX_REPORTED_ISSUES ? ` (+${issues.length - MAX_REPORTED_ISSUES} more)` : '';
-  return lines.join('; ') + more;
-}
-
-function describeIssue(issue: IssueLike, prefix: ReadonlyArray<PropertyKey>): string {
-  const path = [...prefix, ...issue.path];
-  // A failed union says only "Invalid input"; report the branch that got furthest instead.
-  // Ties go to the first branch, which for open unions is the known-kinds branch.
-  const branch = issue.code === 'invalid_union' ? deepestBranch(issue.errors ?? []) : undefined;
-  if (branch && branch.length > 0) return describeIssue(branch[0]!, path);
-  return `${formatPath(path)}: ${issue.message}`;
-}
-
-function deepestBranch(branches: ReadonlyArray<ReadonlyArray<IssueLike>>): ReadonlyArray<IssueLike> | undefined {
-  let best: ReadonlyArray<IssueLike> | undefined;
-  let bestDepth = -1;
-  for (const branch of branches) {
-    const depth = Math.max(-1, ...branch.map((issue) => issue.path.length));
-    if (depth > bestDepth) {
-      best = branch;
-      bestDepth = depth;
-    }
-  }
-  return best;
-}
-
-function formatPath(path: ReadonlyArray<PropertyKey>): string {
-  if (path.length === 0) return '(root)';
-  return path
-    .map((key, index) => (typeof key === 'number' ? `[${key}]` : `${index === 0 ? '' : '.'}${String(key)}`))
-    .join('');
 }

@@ -123,7 +123,7 @@ function boundedRecord<T extends z.ZodType>(value: T, maxKeys: number) {
 /**
  * Fallback member of an open union: any object whose `kind` is not one of `knownKinds`.
  * The kind check aborts so that, for a malformed *known* kind, the error reported is the one
- * from the known shape (see `describeIssues` in actions.ts).
+ * from the known shape (see `describeIssues` in describe-issues.ts).
  */
 function unknownKindSchema(knownKinds: readonly string[]) {
   return z.looseObject({

@@ -56,8 +56,16 @@ export function validateClientAction(ctx: ClientActionContext, action: { type: s
   // Re-parse: callers may hand us anything, and every check below relies on the typed shape.
   const parsed = parseAction(action);
   if (!parsed.ok) return parsed.message;
-  if (!isKnownAction(parsed.action)) return `${action.type} is not client-dispatchable`;
-  return validateKnownAction(ctx, parsed.action);
+  return validateParsedClientAction(ctx, parsed.action);
+}
+
+/**
+ * The same checks for an action the caller has already run through `parseAction` (the hub's
+ * dispatch path parses once and hands the result on), so it is not parsed a second time.
+ */
+export function validateParsedClientAction(ctx: ClientActionContext, action: { type: string }): Rejection {
+  if (!CLIENT_DISPATCHABLE_ACTIONS.has(action.type) || !isKnownAction(action)) return `${action.type} is not client-dispatchable`;
+  return validateKnownAction(ctx, action);
 }
 
 function validateKnownAction(ctx: ClientActionContext, action: KnownAction): Rejection {
