@@ -21,7 +21,7 @@ import type { WireAction } from '../../shared/protocol/messages.js';
 import { sessionIdOf } from '../../shared/protocol/uris.js';
 import type { SteeringInput } from '../agents/agent.js';
 import type { SteeringPort } from '../agents/agent-runner.js';
-import type { CommitEvent, HubHooks, HubPort } from '../hub/hub-port.js';
+import type { CommitEvent, HubHooks, HubPort, TurnEndReason, TurnEndedEvent } from '../hub/hub-port.js';
 import type { Logger } from '../log.js';
 import { errorFields } from '../log.js';
 import {
@@ -53,6 +53,15 @@ export interface SteeringOptions {
 export const USER_INPUT_META = 'hub/userInput';
 /** Response part kind for a consumed input: an AHP user `Message` inside the turn. */
 export const USER_MESSAGE_PART = 'userMessage';
+
+/** The receipt state and reason the still-accepted inputs of a turn get when the turn ends. */
+const TURN_END_RECEIPTS: Readonly<Record<TurnEndReason, readonly ['closed' | 'cancelled', string]>> = {
+  completed: ['closed', 'turn_completed'],
+  failed: ['closed', 'turn_failed'],
+  cancelled: ['cancelled', 'turn_cancelled'],
+  truncated: ['closed', 'history_replaced'],
+  other: ['closed', 'turn_ended'],
+};
 
 interface Entry {
   receipt: InputReceipt;
@@ -354,6 +363,7 @@ export class SteeringEngine implements SteeringPort {
       if (book?.current?.chat === e.chat) this.#endTurn(book, book.current, 'closed', 'chat_disposed', false);
     },
     afterCommit: (e) => this.#onCommit(e),
+    turnEnded: (e) => this.#onTurnEnded(e),
   };
 
   #onCommit(e: CommitEvent): void {
@@ -413,17 +423,21 @@ export class SteeringEngine implements SteeringPort {
       }
       return;
     }
-    if (!current?.open || current.chat !== channel) return;
-    if (chat.state.activeTurn?.id === current.turnId) return;
-    const reason =
-      action.type === 'chat/turnComplete'
-        ? (['closed', 'turn_completed'] as const)
-        : action.type === 'chat/error'
-          ? (['closed', 'turn_failed'] as const)
-          : action.type === 'chat/turnCancelled'
-            ? (['cancelled', 'turn_cancelled'] as const)
-            : (['closed', 'turn_ended'] as const);
-    this.#endTurn(book, current, reason[0], reason[1], sequencedHere);
+  }
+
+  /**
+   * The hub derived that a chat's active turn ended (after every owner's `afterCommit`): the
+   * default chat's open turn closes with its inputs. A truncation or a replacing turn already
+   * closed it in `#onCommit`, with its own reason.
+   */
+  #onTurnEnded(e: TurnEndedEvent): void {
+    const book = this.#books.get(e.session);
+    const current = book?.current;
+    if (!book || !current?.open || current.chat !== e.chat || current.turnId !== e.turnId) return;
+    if (this.hub.defaultChatOf(e.session) !== e.chat) return;
+    const [state, reason] = TURN_END_RECEIPTS[e.reason];
+    // Cluster mode: the follow-up removals belong to the process that sequenced the ending commit.
+    this.#endTurn(book, current, state, reason, !e.commit.remote);
   }
 
   /**
