@@ -367,7 +367,8 @@ export class SteeringEngine implements SteeringPort {
   };
 
   #onCommit(e: CommitEvent): void {
-    const { channel, action, origin } = e;
+    const { channel, known: action, origin } = e;
+    if (!action) return;
     // Cluster mode: what another process sequenced is folded here too, but its follow-up actions
     // (removing steering messages) are that process's to dispatch, so they are not sent twice.
     const sequencedHere = !e.remote;
@@ -378,12 +379,12 @@ export class SteeringEngine implements SteeringPort {
     // Only the hub's own steering messages (no client origin) are inputs: a client could dispatch
     // a steering message carrying `hub/userInput` itself.
     if (action.type === 'chat/steeringMessageSet' && this.#shared && e.remote && origin === undefined) {
-      this.#foldAccepted(channel, action['steeringMessage'] as { id?: unknown; message?: { text?: unknown; _meta?: Record<string, unknown> } } | undefined);
+      this.#foldAccepted(channel, action.steeringMessage);
       return;
     }
     if (action.type === 'chat/steeringMessageRemoved' && book) {
       // A client took the pending input back (AHP: removing a steering message cancels it).
-      const id = String(action['id']);
+      const id = action.id;
       for (const t of [book.current, book.lastEnded]) {
         for (const entry of t?.entries.values() ?? []) {
           if (entry.steeringId === id && entry.receipt.state === 'accepted' && t?.chat === channel) {
@@ -396,10 +397,10 @@ export class SteeringEngine implements SteeringPort {
     if (action.type === 'chat/responsePart' && book) {
       // A remote agent (which has no barrier in this process) consumes an input by appending the
       // same `userMessage` part the in-process barrier appends, naming the input in `_meta`.
-      const part = action['part'] as { kind?: unknown; message?: { _meta?: Record<string, unknown> } } | undefined;
-      const ref = part?.kind === USER_MESSAGE_PART ? (part.message?._meta?.[USER_INPUT_META] as { inputId?: unknown } | undefined) : undefined;
+      const part: { kind?: unknown; message?: { _meta?: Record<string, unknown> } } = action.part;
+      const ref = part.kind === USER_MESSAGE_PART ? (part.message?._meta?.[USER_INPUT_META] as { inputId?: unknown } | undefined) : undefined;
       const turn = book.current;
-      const entry = typeof ref?.inputId === 'string' && turn?.open && turn.chat === channel && turn.turnId === action['turnId'] ? turn.entries.get(ref.inputId) : undefined;
+      const entry = typeof ref?.inputId === 'string' && turn?.open && turn.chat === channel && turn.turnId === action.turnId ? turn.entries.get(ref.inputId) : undefined;
       if (entry && turn && entry.receipt.state === 'accepted') {
         this.#transition(entry, 'consumed', undefined);
         if (sequencedHere) this.#dispatch(turn.chat, { type: 'chat/steeringMessageRemoved', id: entry.steeringId });
@@ -416,7 +417,7 @@ export class SteeringEngine implements SteeringPort {
     if (!book) return;
     const current = book.current;
     if (action.type === 'chat/turnStarted' || action.type === 'chat/turnResume') {
-      const turnId = String(action['turnId']);
+      const turnId = action.turnId;
       if (chat.state.activeTurn?.id === turnId && !(current?.open && current.turnId === turnId && current.chat === channel)) {
         if (current?.open) this.#endTurn(book, current, 'closed', 'turn_replaced', sequencedHere);
         this.#startTurn(book, channel, turnId);
