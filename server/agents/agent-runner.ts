@@ -4,6 +4,7 @@
  * turn by someone else, a truncation or a disposal aborts it. Each run talks to the hub only
  * through `TurnContext`, whose calls become validated, sequenced AHP actions.
  */
+import type { KnownAction } from '../../shared/protocol/actions.js';
 import type { WireAction } from '../../shared/protocol/messages.js';
 import { isPartOfKind, type ChatInputRequest, type ChatState, type Message, type ToolCallState } from '../../shared/protocol/state.js';
 import type { CommitEvent, HubPort } from '../hub/hub-port.js';
@@ -127,11 +128,11 @@ export class AgentRunner implements SteeringHost {
   }
 
   #onCommit(e: CommitEvent): void {
-    const { channel, action } = e;
+    const { channel, known: action } = e;
     const chat = this.hub.chatEntry(channel);
     if (!chat) return;
     const run = this.#runs.get(channel);
-    if (action.type === 'chat/turnStarted') {
+    if (action?.type === 'chat/turnStarted') {
       // In a cluster the process that sequenced the turn start runs the agent: at most once.
       if (!e.remote) this.#maybeStart(channel, chat.session, action);
       return;
@@ -142,17 +143,17 @@ export class AgentRunner implements SteeringHost {
     }
   }
 
-  #maybeStart(chat: string, sessionUri: string, action: WireAction): void {
+  #maybeStart(chat: string, sessionUri: string, action: Extract<KnownAction, { type: 'chat/turnStarted' }>): void {
     const session = this.hub.sessionEntry(sessionUri);
     const provider = session ? this.providers.get(session.provider) : undefined;
     if (!provider) return;
-    const turnId = String(action['turnId']);
+    const turnId = action.turnId;
     const existing = this.#runs.get(chat);
     if (existing) this.#abort(existing);
     const run: Run = { chat, turnId, controller: new AbortController(), waiters: new Set() };
     this.#runs.set(chat, run);
-    const message = action['message'] as Message;
-    const startedAt = Date.parse(String(action['startedAt']));
+    const message: Message = action.message;
+    const startedAt = Date.parse(action.startedAt);
     void this.#execute(run, provider, sessionUri, message, Number.isFinite(startedAt) ? startedAt : this.now());
   }
 

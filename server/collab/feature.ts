@@ -10,6 +10,7 @@
  * back into the text. A document is dropped when its request resolves, its turn ends (complete,
  * cancel, error, truncation) or its chat/session is disposed; presence goes with the connection.
  */
+import type { KnownAction } from '../../shared/protocol/actions.js';
 import * as Y from 'yjs';
 import { fromBase64, toBase64 } from 'lib0/buffer';
 import { CLUSTER_BUS_SERVICE, type BusMessage, type ClusterBus } from '../cluster-bus/cluster-bus.js';
@@ -244,18 +245,18 @@ export class CollabEngine {
   }
 
   /** Hub commits: drafts from non-Yjs clients flow into the text; resolution drops documents. */
-  onCommitted(channel: string, action: WireAction): void {
-    if (this.#mirroring) return;
-    if (action.type === 'chat/inputCompleted' && action['requestId'] !== CHAT_PRESENCE_DOC) {
-      const room = this.rooms.get(roomKey(channel, String(action['requestId'])));
-      if (room) this.drop(room, `input request ${room.requestId} was answered (${String(action['response'])})`);
+  onCommitted(channel: string, action: KnownAction | undefined): void {
+    if (this.#mirroring || !action) return;
+    if (action.type === 'chat/inputCompleted' && action.requestId !== CHAT_PRESENCE_DOC) {
+      const room = this.rooms.get(roomKey(channel, action.requestId));
+      if (room) this.drop(room, `input request ${room.requestId} was answered (${String(action.response)})`);
       return;
     }
     if (action.type === 'chat/inputAnswerChanged') {
-      const room = this.rooms.get(roomKey(channel, String(action['requestId'])));
+      const room = this.rooms.get(roomKey(channel, action.requestId));
       if (!room) return;
-      const questionId = String(action['questionId']);
-      const answer = action['answer'] as { state?: string; value?: { kind?: string; value?: unknown } } | undefined;
+      const questionId = action.questionId;
+      const answer: { state?: string; value?: { kind?: string; value?: unknown } } | undefined = action.answer;
       const next = answer === undefined ? '' : answer.value?.kind === 'text' && typeof answer.value.value === 'string' ? answer.value.value : undefined;
       if (next === undefined || !this.#isTextQuestion(room, questionId)) return;
       if (this.#takeInFlight(room, questionId, next)) return;
@@ -391,7 +392,7 @@ export function installCollab(ctx: Pick<FeatureContext, 'hub' | 'rpc' | 'logger'
   rpc.notification(CollabMethod.Leave, { params: leaveParamsSchema, handle: (c, p) => engine.leave(c.conn, p.channel, p.doc) });
 
   const off = hub.hook('collab', {
-    afterCommit: (e) => engine.onCommitted(e.channel, e.action),
+    afterCommit: (e) => engine.onCommitted(e.channel, e.known),
     turnEnded: (e) => engine.onTurnEnded(e.chat),
     chatDisposed: (e) => engine.dropWhere((r) => r.channel === e.chat, 'the chat was disposed'),
     sessionDisposed: (e) => engine.dropWhere((r) => r.session === e.session, 'the session was disposed'),

@@ -28,8 +28,8 @@ import {
 } from '../../shared/protocol/state.js';
 import { sessionIdOf } from '../../shared/protocol/uris.js';
 import { canWrite, type Principal } from '../auth/auth.js';
-import { STREAMING_ONLY_ACTIONS } from '../../shared/protocol/actions.js';
-import type { CommitEvent, HubPort } from '../hub/hub-port.js';
+import { STREAMING_ONLY_ACTIONS, type KnownAction } from '../../shared/protocol/actions.js';
+import type { CommitEvent, HubPort, TurnEndedEvent } from '../hub/hub-port.js';
 import type { Logger } from '../log.js';
 import { errorFields } from '../log.js';
 import { acpToolKind, acpUpdatesFor, hubNotify, qwenNotify, qwenQuestion, rawInputOf, sessionUpdate, type PermissionOption, type PermissionOutcome } from './acp.js';
@@ -111,6 +111,7 @@ export class InteractionRegistry {
       sessionDisposed: (e) => this.#onSessionDisposed(e.session),
       chatDisposed: (e) => this.#onChatDisposed(e.chat, e.session),
       afterCommit: (e) => this.#onCommit(e),
+      turnEnded: (e) => this.#onTurnEnded(e),
     });
   }
 
@@ -340,29 +341,31 @@ export class InteractionRegistry {
   }
 
   #onCommit(e: CommitEvent): void {
-    const { channel, action } = e;
-    if (e.known?.type === 'x-session/toolChoiceForgotten') {
+    const { channel, action, known } = e;
+    if (known?.type === 'x-session/toolChoiceForgotten') {
       // Clearing a standing permission is worth a line in the operator's log, not only the action log.
-      this.logger.info('remembered tool choice forgotten', { session: channel, toolName: e.known.toolName, clientId: e.origin?.clientId });
+      this.logger.info('remembered tool choice forgotten', { session: channel, toolName: known.toolName, clientId: e.origin?.clientId });
       return;
     }
     const chat = this.hub.chatEntry(channel);
     if (!chat) return;
-    const turnId = chat.state.activeTurn?.id ?? (typeof action['turnId'] === 'string' ? action['turnId'] : undefined);
+    const turnId = chat.state.activeTurn?.id ?? (known && 'turnId' in known && typeof known.turnId === 'string' ? known.turnId : undefined);
     if (this.streams.isStreamed(chat.session)) for (const update of acpUpdatesFor(action)) {
       this.streams.publish(chat.session, { chat: channel, turnId, payload: sessionUpdate(sessionIdOf(chat.session), update, channel, turnId) });
     }
     if (STREAMING_ONLY_ACTIONS.has(action.type)) return;
     this.#reconcile(chat.session, channel, chat.state);
-    this.#trackTurn(chat.session, channel, chat.state, action);
+    // Remembered for disposal, which ends a chat's turn without a commit.
+    const current = chat.state.activeTurn?.id;
+    if (current !== undefined) this.#activeTurns.set(channel, current);
   }
 
-  #trackTurn(session: string, chat: string, state: ChatState, action: WireAction): void {
-    const previous = this.#activeTurns.get(chat);
-    const current = state.activeTurn?.id;
-    if (previous !== undefined && previous !== current) this.#publishTurnEnd(session, chat, previous, turnEndOf(action, previous, state));
-    if (current === undefined) this.#activeTurns.delete(chat);
-    else this.#activeTurns.set(chat, current);
+  /** The hub derived that a chat's active turn ended: prompt streams learn how it stopped. */
+  #onTurnEnded(e: TurnEndedEvent): void {
+    if (this.#activeTurns.get(e.chat) === e.turnId) this.#activeTurns.delete(e.chat);
+    const chat = this.hub.chatEntry(e.chat);
+    if (!chat) return;
+    this.#publishTurnEnd(e.session, e.chat, e.turnId, turnEndOf(e.commit.known, e.turnId, chat.state));
   }
 
   #publishTurnEnd(session: string, chat: string, turnId: string, end: TurnEnd): void {
@@ -584,13 +587,13 @@ function findTurn(state: ChatState, turnId: string): { responseParts: ChatState[
  * `chat/error` with `errorType: "refusal"` → `refusal`; any other `chat/error` → `error` (prompt
  * streams end with a JSON-RPC error for it).
  */
-function turnEndOf(action: WireAction, turnId: string, state: ChatState): TurnEnd {
-  switch (action.type) {
+function turnEndOf(action: KnownAction | undefined, turnId: string, state: ChatState): TurnEnd {
+  switch (action?.type) {
     case 'chat/turnComplete':
       return { stopReason: 'end_turn' };
     case 'chat/error': {
       const turn = findTurn(state, turnId) as { error?: { errorType?: string; message?: string } } | undefined;
-      const info = (action['error'] as { errorType?: string; message?: string } | undefined) ?? turn?.error;
+      const info = action.error ?? turn?.error;
       const errorType = info?.errorType ?? 'error';
       if (errorType === 'refusal') return { stopReason: 'refusal' };
       return { stopReason: 'error', error: { errorType, message: info?.message ?? 'The turn failed.' } };

@@ -21,7 +21,7 @@ import type { WireAction } from '../../shared/protocol/messages.js';
 import { sessionIdOf } from '../../shared/protocol/uris.js';
 import type { SteeringInput } from '../agents/agent.js';
 import type { SteeringPort } from '../agents/agent-runner.js';
-import type { CommitEvent, HubHooks, HubPort } from '../hub/hub-port.js';
+import type { CommitEvent, HubHooks, HubPort, TurnEndReason, TurnEndedEvent } from '../hub/hub-port.js';
 import type { Logger } from '../log.js';
 import { errorFields } from '../log.js';
 import {
@@ -53,6 +53,15 @@ export interface SteeringOptions {
 export const USER_INPUT_META = 'hub/userInput';
 /** Response part kind for a consumed input: an AHP user `Message` inside the turn. */
 export const USER_MESSAGE_PART = 'userMessage';
+
+/** The receipt state and reason the still-accepted inputs of a turn get when the turn ends. */
+const TURN_END_RECEIPTS: Readonly<Record<TurnEndReason, readonly ['closed' | 'cancelled', string]>> = {
+  completed: ['closed', 'turn_completed'],
+  failed: ['closed', 'turn_failed'],
+  cancelled: ['cancelled', 'turn_cancelled'],
+  truncated: ['closed', 'history_replaced'],
+  other: ['closed', 'turn_ended'],
+};
 
 interface Entry {
   receipt: InputReceipt;
@@ -354,10 +363,12 @@ export class SteeringEngine implements SteeringPort {
       if (book?.current?.chat === e.chat) this.#endTurn(book, book.current, 'closed', 'chat_disposed', false);
     },
     afterCommit: (e) => this.#onCommit(e),
+    turnEnded: (e) => this.#onTurnEnded(e),
   };
 
   #onCommit(e: CommitEvent): void {
-    const { channel, action, origin } = e;
+    const { channel, known: action, origin } = e;
+    if (!action) return;
     // Cluster mode: what another process sequenced is folded here too, but its follow-up actions
     // (removing steering messages) are that process's to dispatch, so they are not sent twice.
     const sequencedHere = !e.remote;
@@ -368,12 +379,12 @@ export class SteeringEngine implements SteeringPort {
     // Only the hub's own steering messages (no client origin) are inputs: a client could dispatch
     // a steering message carrying `hub/userInput` itself.
     if (action.type === 'chat/steeringMessageSet' && this.#shared && e.remote && origin === undefined) {
-      this.#foldAccepted(channel, action['steeringMessage'] as { id?: unknown; message?: { text?: unknown; _meta?: Record<string, unknown> } } | undefined);
+      this.#foldAccepted(channel, action.steeringMessage);
       return;
     }
     if (action.type === 'chat/steeringMessageRemoved' && book) {
       // A client took the pending input back (AHP: removing a steering message cancels it).
-      const id = String(action['id']);
+      const id = action.id;
       for (const t of [book.current, book.lastEnded]) {
         for (const entry of t?.entries.values() ?? []) {
           if (entry.steeringId === id && entry.receipt.state === 'accepted' && t?.chat === channel) {
@@ -386,10 +397,10 @@ export class SteeringEngine implements SteeringPort {
     if (action.type === 'chat/responsePart' && book) {
       // A remote agent (which has no barrier in this process) consumes an input by appending the
       // same `userMessage` part the in-process barrier appends, naming the input in `_meta`.
-      const part = action['part'] as { kind?: unknown; message?: { _meta?: Record<string, unknown> } } | undefined;
-      const ref = part?.kind === USER_MESSAGE_PART ? (part.message?._meta?.[USER_INPUT_META] as { inputId?: unknown } | undefined) : undefined;
+      const part: { kind?: unknown; message?: { _meta?: Record<string, unknown> } } = action.part;
+      const ref = part.kind === USER_MESSAGE_PART ? (part.message?._meta?.[USER_INPUT_META] as { inputId?: unknown } | undefined) : undefined;
       const turn = book.current;
-      const entry = typeof ref?.inputId === 'string' && turn?.open && turn.chat === channel && turn.turnId === action['turnId'] ? turn.entries.get(ref.inputId) : undefined;
+      const entry = typeof ref?.inputId === 'string' && turn?.open && turn.chat === channel && turn.turnId === action.turnId ? turn.entries.get(ref.inputId) : undefined;
       if (entry && turn && entry.receipt.state === 'accepted') {
         this.#transition(entry, 'consumed', undefined);
         if (sequencedHere) this.#dispatch(turn.chat, { type: 'chat/steeringMessageRemoved', id: entry.steeringId });
@@ -406,24 +417,28 @@ export class SteeringEngine implements SteeringPort {
     if (!book) return;
     const current = book.current;
     if (action.type === 'chat/turnStarted' || action.type === 'chat/turnResume') {
-      const turnId = String(action['turnId']);
+      const turnId = action.turnId;
       if (chat.state.activeTurn?.id === turnId && !(current?.open && current.turnId === turnId && current.chat === channel)) {
         if (current?.open) this.#endTurn(book, current, 'closed', 'turn_replaced', sequencedHere);
         this.#startTurn(book, channel, turnId);
       }
       return;
     }
-    if (!current?.open || current.chat !== channel) return;
-    if (chat.state.activeTurn?.id === current.turnId) return;
-    const reason =
-      action.type === 'chat/turnComplete'
-        ? (['closed', 'turn_completed'] as const)
-        : action.type === 'chat/error'
-          ? (['closed', 'turn_failed'] as const)
-          : action.type === 'chat/turnCancelled'
-            ? (['cancelled', 'turn_cancelled'] as const)
-            : (['closed', 'turn_ended'] as const);
-    this.#endTurn(book, current, reason[0], reason[1], sequencedHere);
+  }
+
+  /**
+   * The hub derived that a chat's active turn ended (after every owner's `afterCommit`): the
+   * default chat's open turn closes with its inputs. A truncation or a replacing turn already
+   * closed it in `#onCommit`, with its own reason.
+   */
+  #onTurnEnded(e: TurnEndedEvent): void {
+    const book = this.#books.get(e.session);
+    const current = book?.current;
+    if (!book || !current?.open || current.chat !== e.chat || current.turnId !== e.turnId) return;
+    if (this.hub.defaultChatOf(e.session) !== e.chat) return;
+    const [state, reason] = TURN_END_RECEIPTS[e.reason];
+    // Cluster mode: the follow-up removals belong to the process that sequenced the ending commit.
+    this.#endTurn(book, current, state, reason, !e.commit.remote);
   }
 
   /**
