@@ -18,6 +18,7 @@ import pg from 'pg';
 import type { AppendResult, LogRecord, LogSnapshot, SharedActionLog, WriteTurn } from './action-log.js';
 import {
   SNAPSHOTS_KEPT,
+  decodeConsecutiveRecords,
   decodeRecord,
   decodeSnapshot,
   encodeAppendBatch,
@@ -139,13 +140,7 @@ export class PostgresActionLog implements SharedActionLog {
       [afterSeq, limit === Number.POSITIVE_INFINITY ? null : limit],
     );
     const rows: RawRecordRow[] = result.rows.map((row) => ({ ...row, seq: Number(row.seq) }));
-    return rows.map((row, index) => {
-      const previous = rows[index - 1];
-      if (previous !== undefined && row.seq !== previous.seq + 1) {
-        throw new Error(`action log: ${this.#where} is corrupt: records ${previous.seq + 1}..${row.seq - 1} are missing`);
-      }
-      return decodeRecord(row);
-    });
+    return decodeConsecutiveRecords(rows, this.#where);
   }
 
   async oldestSeq(): Promise<number> {

@@ -169,3 +169,17 @@ export function requireCompactionCovered(uptoSeq: number, latestSnapshotSeq: num
     );
   }
 }
+
+/**
+ * Decodes the rows of one `read`, in seq order, refusing a gap between them: a log whose records
+ * are not consecutive lost some (`where` names the log in the message).
+ */
+export function decodeConsecutiveRecords(rows: readonly RawRecordRow[], where: string): LogRecord[] {
+  return rows.map((row, index) => {
+    const previous = rows[index - 1];
+    if (previous !== undefined && row.seq !== previous.seq + 1) {
+      throw new Error(`action log: ${where} is corrupt: records ${previous.seq + 1}..${row.seq - 1} are missing`);
+    }
+    return decodeRecord(row);
+  });
+}

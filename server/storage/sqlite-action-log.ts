@@ -26,7 +26,7 @@ import Database from 'better-sqlite3';
 import type { ActionLog, AppendResult, LogRecord, LogSnapshot } from './action-log.js';
 import {
   SNAPSHOTS_KEPT,
-  decodeRecord,
+  decodeConsecutiveRecords,
   decodeSnapshot,
   encodeAppendBatch,
   encodeSnapshotData,
@@ -199,13 +199,7 @@ export class SqliteActionLog implements ActionLog {
     requireSeqArgument('afterSeq', afterSeq);
     requireLimitArgument(limit);
     const rows = this.#selectRecords.all(afterSeq, limit === Number.POSITIVE_INFINITY ? -1 : limit);
-    return rows.map((row, index) => {
-      const previous = rows[index - 1];
-      if (previous !== undefined && row.seq !== previous.seq + 1) {
-        throw new Error(`action log: ${this.#file} is corrupt: records ${previous.seq + 1}..${row.seq - 1} are missing`);
-      }
-      return decodeRecord(row);
-    });
+    return decodeConsecutiveRecords(rows, this.#file);
   }
 
   async oldestSeq(): Promise<number> {
