@@ -41,7 +41,8 @@ import { validateAgentAction } from './agent-actions.js';
 import { ChannelSizeBudget, DEFAULT_MAX_CHANNEL_JSON_CHARS } from './channel-budget.js';
 import { WriteGate } from './write-gate.js';
 import { ReplayWindow } from './replay-window.js';
-import { HOOK_ORDER, turnEndReasonOf, type CommitEvent, type HookOwner, type HubHooks, type HubPort, type RejectionCode, type SubmitOutcome } from './hub-port.js';
+import type { CommitEvent, HookOwner, HubHooks, HubPort, RejectionCode, SubmitOutcome } from './hub-port.js';
+import { HookList } from './hook-list.js';
 import { isKnownAction } from '../../shared/protocol/actions.js';
 
 export interface HubLimits {
@@ -152,7 +153,7 @@ export class Hub implements HubPort {
   readonly #publishedSummaries = new Map<string, SessionSummaryView>();
   #ledger = new ClientLedger();
   /** Registered hooks, kept sorted by `HOOK_ORDER` (then registration order). */
-  #hooks: Array<{ readonly owner: HookOwner; readonly hooks: HubHooks }> = [];
+  readonly #hooks = new HookList((err) => this.#logger.error('hub listener failed', errorFields(err)));
   /** Characters of answers queued in the outbox per connection (see `sendInOrder`). */
   readonly #heldReplyChars = new WeakMap<Connection, number>();
   readonly #observer: HubObserver | undefined;
@@ -233,13 +234,7 @@ export class Hub implements HubPort {
   }
 
   hook(owner: HookOwner, hooks: HubHooks): () => void {
-    const entry = { owner, hooks };
-    const rank = HOOK_ORDER.indexOf(owner);
-    const at = this.#hooks.findIndex((h) => HOOK_ORDER.indexOf(h.owner) > rank);
-    this.#hooks.splice(at === -1 ? this.#hooks.length : at, 0, entry);
-    return () => {
-      this.#hooks = this.#hooks.filter((h) => h !== entry);
-    };
+    return this.#hooks.add(owner, hooks);
   }
 
   /** A session the principal may see, or undefined (other tenants' sessions do not exist for them). */
@@ -321,7 +316,7 @@ export class Hub implements HubPort {
     const subs = this.#subscriptionsByConn.get(conn);
     if (subs) for (const channel of [...subs]) this.unsubscribe(conn, channel);
     this.#subscriptionsByConn.delete(conn);
-    this.#callHooks((h) => h.disconnected?.(conn));
+    this.#hooks.call((h) => h.disconnected?.(conn));
   }
 
   /** Channel subscriptions held by every connection together (metrics). */
@@ -455,7 +450,7 @@ export class Hub implements HubPort {
     this.#queueRoot(session.tenant, ServerNotification.SessionRemoved, { channel: ROOT_URI, session: uri });
     for (const chat of chats) this.#dropChannel(chat);
     this.#dropChannel(uri);
-    this.#callHooks((h) => h.sessionDisposed?.({ session: uri }));
+    this.#hooks.call((h) => h.sessionDisposed?.({ session: uri }));
     await this.#durable();
   }
 
@@ -493,7 +488,7 @@ export class Hub implements HubPort {
     this.#sequence(CATALOG_CHANNEL, { type: CatalogAction.ChatDisposed, chat: chatUri });
     this.#sequence(session.uri, { type: 'session/chatRemoved', chat: chatUri });
     this.#dropChannel(chatUri);
-    this.#callHooks((h) => h.chatDisposed?.({ chat: chatUri, session: session.uri }));
+    this.#hooks.call((h) => h.chatDisposed?.({ chat: chatUri, session: session.uri }));
     this.#rollUpSession(session.uri);
     await this.#durable();
   }
@@ -953,10 +948,10 @@ export class Hub implements HubPort {
           this.#queueRoot(disposedSession.tenant, ServerNotification.SessionRemoved, { channel: ROOT_URI, session: disposedSession.uri });
           for (const chat of disposedSession.chats) this.#dropChannel(chat);
           this.#dropChannel(disposedSession.uri);
-          this.#callHooks((h) => h.sessionDisposed?.({ session: disposedSession.uri }));
+          this.#hooks.call((h) => h.sessionDisposed?.({ session: disposedSession.uri }));
         } else if (disposedChat) {
           this.#dropChannel(disposedChat.uri);
-          this.#callHooks((h) => h.chatDisposed?.({ chat: disposedChat.uri, session: disposedChat.session }));
+          this.#hooks.call((h) => h.chatDisposed?.({ chat: disposedChat.uri, session: disposedChat.session }));
         }
         continue;
       }
@@ -1003,28 +998,10 @@ export class Hub implements HubPort {
     for (const subs of this.#subscriptionsByConn.values()) subs.delete(channel);
   }
 
-  /**
-   * Tells every owner about a commit (`afterCommit`), then, when it ended the chat's active turn
-   * (`turnBefore`), that the turn ended: the one place "a turn ended" is derived.
-   */
+  /** Announces a commit to the owners' hooks (the turn-end rule lives in `HookList`). */
   #announceCommit(event: CommitEvent, turnBefore: string | undefined): void {
-    this.#callHooks((h) => h.afterCommit?.(event));
-    if (turnBefore === undefined) return;
     const chat = this.#catalog.chats.get(event.channel);
-    if (!chat || chat.state.activeTurn?.id === turnBefore) return;
-    const ended = { chat: chat.uri, session: chat.session, turnId: turnBefore, reason: turnEndReasonOf(event.action.type), commit: event };
-    this.#callHooks((h) => h.turnEnded?.(ended));
-  }
-
-  /** Calls one hook of every owner, in `HOOK_ORDER`; a hook that throws does not stop the rest. */
-  #callHooks(call: (hooks: HubHooks) => void): void {
-    for (const { hooks } of this.#hooks) {
-      try {
-        call(hooks);
-      } catch (err) {
-        this.#logger.error('hub listener failed', errorFields(err));
-      }
-    }
+    this.#hooks.announceCommit(event, chat && { uri: chat.uri, session: chat.session, activeTurnId: chat.state.activeTurn?.id }, turnBefore);
   }
 
   /** Stops accepting work, flushes, writes a final snapshot. Idempotent. */

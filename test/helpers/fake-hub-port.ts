@@ -2,7 +2,7 @@
  * An in-memory `HubPort` for unit tests of features (steering, interactions, collab, qwen-serve):
  * no log, no sockets, no validation beyond tenant visibility. Actions go through the real shared
  * reducers, so a feature reads the state it would read from the hub; hooks are called in
- * `HOOK_ORDER`, and `turnEnded` is derived from the state before and after, as the hub does.
+ * `HOOK_ORDER`, and `turnEnded` is derived from the state before and after by the hub's own `HookList`.
  * A test can make the next submission fail with `refuseNext`.
  */
 import { isKnownAction } from '../../shared/protocol/actions.js';
@@ -14,16 +14,8 @@ import { sessionReducer } from '../../shared/state/session-reducer.js';
 import type { Principal } from '../../server/auth/auth.js';
 import type { ChatEntry, SessionEntry } from '../../server/hub/catalog.js';
 import type { Connection } from '../../server/hub/connection.js';
-import {
-  HOOK_ORDER,
-  turnEndReasonOf,
-  type CommitEvent,
-  type HookOwner,
-  type HubHooks,
-  type HubPort,
-  type RejectionCode,
-  type SubmitOutcome,
-} from '../../server/hub/hub-port.js';
+import { HookList } from '../../server/hub/hook-list.js';
+import type { CommitEvent, HookOwner, HubHooks, HubPort, RejectionCode, SubmitOutcome } from '../../server/hub/hub-port.js';
 
 const AT = '2026-01-01T00:00:00.000Z';
 
@@ -32,7 +24,10 @@ export class FakeHubPort implements HubPort {
   readonly chats = new Map<string, ChatEntry>();
   /** Every committed action, in order (what `submitAs` and `dispatchServer` let through). */
   readonly committed: Array<{ channel: string; action: WireAction; via: 'submitAs' | 'dispatchServer'; surface?: string | undefined }> = [];
-  #hooks: Array<{ owner: HookOwner; hooks: HubHooks }> = [];
+  /** The hub's own hook list; a hook that throws fails the test at once instead of being logged. */
+  readonly #hooks = new HookList((err) => {
+    throw err;
+  });
   #seq = 0;
   #refusal: { code: RejectionCode; message: string } | undefined;
 
@@ -78,11 +73,7 @@ export class FakeHubPort implements HubPort {
     const serverSeq = ++this.#seq;
     this.committed.push({ channel, action, via, surface });
     const event: CommitEvent = { channel, action, known: isKnownAction(action) ? action : undefined, serverSeq, remote };
-    this.#call((h) => h.afterCommit?.(event));
-    if (chat && turnBefore !== undefined && chat.state.activeTurn?.id !== turnBefore) {
-      const ended = { chat: channel, session: chat.session, turnId: turnBefore, reason: turnEndReasonOf(action.type), commit: event };
-      this.#call((h) => h.turnEnded?.(ended));
-    }
+    this.#hooks.announceCommit(event, chat && { uri: channel, session: chat.session, activeTurnId: chat.state.activeTurn?.id }, turnBefore);
     return serverSeq;
   }
 
@@ -118,7 +109,7 @@ export class FakeHubPort implements HubPort {
     if (!session) throw new Error(`no session ${uri}`);
     for (const chat of session.chats) this.chats.delete(chat);
     this.sessions.delete(uri);
-    this.#call((h) => h.sessionDisposed?.({ session: uri }));
+    this.#hooks.call((h) => h.sessionDisposed?.({ session: uri }));
   }
 
   disposeChat(chat: string): void {
@@ -126,11 +117,11 @@ export class FakeHubPort implements HubPort {
     if (!entry) return;
     this.chats.delete(chat);
     this.sessions.get(entry.session)?.chats.delete(chat);
-    this.#call((h) => h.chatDisposed?.({ chat, session: entry.session }));
+    this.#hooks.call((h) => h.chatDisposed?.({ chat, session: entry.session }));
   }
 
   disconnect(conn: Connection): void {
-    this.#call((h) => h.disconnected?.(conn));
+    this.#hooks.call((h) => h.disconnected?.(conn));
   }
 
   async drain(): Promise<void> {}
@@ -142,21 +133,11 @@ export class FakeHubPort implements HubPort {
   }
 
   hook(owner: HookOwner, hooks: HubHooks): () => void {
-    const entry = { owner, hooks };
-    const rank = HOOK_ORDER.indexOf(owner);
-    const at = this.#hooks.findIndex((h) => HOOK_ORDER.indexOf(h.owner) > rank);
-    this.#hooks.splice(at === -1 ? this.#hooks.length : at, 0, entry);
-    return () => {
-      this.#hooks = this.#hooks.filter((h) => h !== entry);
-    };
+    return this.#hooks.add(owner, hooks);
   }
 
   /** How many owners have hooks registered (a feature that stops unregisters its own). */
   get hookCount(): number {
-    return this.#hooks.length;
-  }
-
-  #call(fn: (hooks: HubHooks) => void): void {
-    for (const { hooks } of this.#hooks) fn(hooks);
+    return this.#hooks.size;
   }
 }
