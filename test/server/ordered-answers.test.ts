@@ -24,18 +24,27 @@ class GatedLog extends MemoryActionLog {
 }
 
 
+/**
+ * A hub on a gated log with a JSON-RPC router and two initialized connections: `writer` and
+ * `other` (named `otherId`), plus the default chat of a new session `sessionUri`.
+ */
+async function gatedHub(otherId: string, sessionUri: string) {
+  const log = new GatedLog();
+  let n = 0;
+  const hub = await Hub.open({ log, logger: silentLogger, now: () => 5, newId: () => `id-${++n}`, agents: [{ provider: 'remote', displayName: 'R' }], defaultProvider: 'remote' });
+  const router = new RpcRouter(silentLogger, () => 0, undefined, undefined, (conn, text) => hub.sendInOrder(conn, text));
+  registerAhpMethods(router, hub);
+  const ctx = (id: string): RpcContext => ({ conn: new FakeConnection(id), principal: DEV_PRINCIPAL, state: router.newConnectionState() });
+  const writer = ctx('writer');
+  const other = ctx(otherId);
+  for (const c of [writer, other]) await router.handleFrame(c, JSON.stringify({ jsonrpc: '2.0', id: 0, method: 'initialize', params: { channel: 'ahp-root://', protocolVersions: ['1.0.0'], clientId: c.conn.id } }));
+  const { defaultChat: chat } = await hub.createSession(DEV_PRINCIPAL, { uri: sessionUri });
+  return { log, hub, router, writer, other, chat };
+}
+
 describe('answers are ordered with durability', () => {
   it('holds a subscribe answer until the state it shows is durable, and never sends an action twice', async () => {
-    const log = new GatedLog();
-    let n = 0;
-    const hub = await Hub.open({ log, logger: silentLogger, now: () => 5, newId: () => `id-${++n}`, agents: [{ provider: 'remote', displayName: 'R' }], defaultProvider: 'remote' });
-    const router = new RpcRouter(silentLogger, () => 0, undefined, undefined, (conn, text) => hub.sendInOrder(conn, text));
-    registerAhpMethods(router, hub);
-    const ctx = (id: string): RpcContext => ({ conn: new FakeConnection(id), principal: DEV_PRINCIPAL, state: router.newConnectionState() });
-    const writer = ctx('writer');
-    const reader = ctx('reader');
-    for (const c of [writer, reader]) await router.handleFrame(c, JSON.stringify({ jsonrpc: '2.0', id: 0, method: 'initialize', params: { channel: 'ahp-root://', protocolVersions: ['1.0.0'], clientId: c.conn.id } }));
-    const { defaultChat: chat } = await hub.createSession(DEV_PRINCIPAL, { uri: 'ahp-session:/gated' });
+    const { log, hub, router, writer, other: reader, chat } = await gatedHub('reader', 'ahp-session:/gated');
 
     log.gated = true;
     await router.handleFrame(writer, JSON.stringify({ jsonrpc: '2.0', method: 'dispatchAction', params: { channel: chat, clientSeq: 1, action: { type: 'chat/draftChanged', draft: { text: 'not yet durable', origin: { kind: 'user' } } } } }));
@@ -62,16 +71,7 @@ describe('answers are ordered with durability', () => {
   });
 
   it('answers held back for durability count against the unsent limit: a client asking for big snapshots faster than the log commits is closed (4008)', async () => {
-    const log = new GatedLog();
-    let n = 0;
-    const hub = await Hub.open({ log, logger: silentLogger, now: () => 5, newId: () => `id-${++n}`, agents: [{ provider: 'remote', displayName: 'R' }], defaultProvider: 'remote' });
-    const router = new RpcRouter(silentLogger, () => 0, undefined, undefined, (conn, text) => hub.sendInOrder(conn, text));
-    registerAhpMethods(router, hub);
-    const ctx = (id: string): RpcContext => ({ conn: new FakeConnection(id), principal: DEV_PRINCIPAL, state: router.newConnectionState() });
-    const writer = ctx('writer');
-    const greedy = ctx('greedy');
-    for (const c of [writer, greedy]) await router.handleFrame(c, JSON.stringify({ jsonrpc: '2.0', id: 0, method: 'initialize', params: { channel: 'ahp-root://', protocolVersions: ['1.0.0'], clientId: c.conn.id } }));
-    const { defaultChat: chat } = await hub.createSession(DEV_PRINCIPAL, { uri: 'ahp-session:/big' });
+    const { log, hub, router, writer, other: greedy, chat } = await gatedHub('greedy', 'ahp-session:/big');
     for (let i = 0; i < 10; i++) {
       await router.handleFrame(writer, JSON.stringify({ jsonrpc: '2.0', method: 'dispatchAction', params: { channel: chat, clientSeq: i + 1, action: { type: 'chat/pendingMessageSet', kind: 'queued', id: `q${i}`, message: { text: 'x'.repeat(99_000), origin: { kind: 'user' } } } } }));
     }
