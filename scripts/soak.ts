@@ -28,6 +28,11 @@ import { randomUUID } from 'node:crypto';
 import WebSocket from 'ws';
 import { SqliteActionLog } from '../server/storage/sqlite-action-log.js';
 import { cpuSeconds, machineBusySeconds } from '../bench/proc.js';
+import { tenantLogFile } from '../server/storage/tenant-logs.js';
+import { DEV_PRINCIPAL } from '../server/auth/auth.js';
+
+/** The dev tenant's log file in a data directory (dev mode has one tenant). */
+const devLogFile = (dataDir: string): string => tenantLogFile(dataDir, DEV_PRINCIPAL.tenant);
 
 // ─── Options ──────────────────────────────────────────────────────────────────
 
@@ -252,7 +257,7 @@ async function killCycles(o: Options, random: () => number): Promise<KillFigures
       for (const c of clients) c.close();
 
       // Every accepted echo must be in the log, byte for byte, under its seq.
-      const log = SqliteActionLog.open({ file: join(data, 'hub.db') });
+      const log = SqliteActionLog.open({ file: devLogFile(data) });
       try {
         const echoes = clients.flatMap((c) => c.echoes);
         const ok = echoes.filter((e) => e.rejectionReason === undefined);

@@ -52,7 +52,7 @@ async function main(): Promise<void> {
     logger,
     staticDir: existsSync(appDir) ? appDir : undefined,
     features: defaultFeatures(),
-    providers: [demoAgent, remoteAgent, ...createAcpProviders(acpAgents, logger, config.dataDir)],
+    providers: (_tenant, stateDir) => [demoAgent, remoteAgent, ...createAcpProviders(acpAgents, logger, stateDir)],
     ...caps,
   });
   process.stdout.write(`listening on ${server.url}\n`);

@@ -28,6 +28,8 @@ export class HubMetrics implements HubObserver {
   readonly #serverCloses: Counter<'code'>;
   readonly #logAppend: Histogram;
   readonly #reconnects: Counter<'kind'>;
+  /** Readers per gauge name (see `gauge`). */
+  readonly #gaugeReaders = new Map<string, Array<() => number>>();
 
   constructor() {
     collectDefaultMetrics({ register: this.registry, prefix: 'ahp_hub_' });
@@ -54,14 +56,26 @@ export class HubMetrics implements HubObserver {
     });
   }
 
-  /** A gauge whose value is read at scrape time. */
+  /**
+   * A gauge whose value is read at scrape time. Registering a name again adds another reader and
+   * the gauge reports their sum: every tenant's features register the same gauges.
+   */
   gauge(name: string, help: string, read: () => number): void {
+    const readers = this.#gaugeReaders.get(name);
+    if (readers) {
+      readers.push(read);
+      return;
+    }
+    const all = [read];
+    this.#gaugeReaders.set(name, all);
     new Gauge({
       name,
       help,
       registers: [this.registry],
       collect() {
-        this.set(read());
+        let sum = 0;
+        for (const r of all) sum += r();
+        this.set(sum);
       },
     });
   }

@@ -9,26 +9,22 @@
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { randomUUID } from 'node:crypto';
-import { join } from 'node:path';
 import type { AddressInfo } from 'node:net';
-import type { Authenticator } from './auth/auth.js';
+import { Role, tokenFromRequest, type Authenticator, type Principal } from './auth/auth.js';
 import type { AgentProvider } from './agents/agent.js';
-import { AgentRunner, type SteeringHost } from './agents/agent-runner.js';
+import type { SteeringHost } from './agents/agent-runner.js';
 import { demoAgent, remoteAgent } from './agents/demo-agent.js';
-import { Hub, type HubLimits } from './hub/hub.js';
-import { registerAhpMethods, throttledDispatchHandler } from './hub/ahp-methods.js';
-import { RpcRouter, type RateLimit, type RpcRegistrar } from './hub/rpc.js';
+import type { Hub, HubLimits } from './hub/hub.js';
+import type { RateLimit, RpcRegistrar } from './hub/rpc.js';
 import type { HubPort } from './hub/hub-port.js';
 import type { Logger } from './log.js';
 import { errorFields } from './log.js';
-import type { ActionLog } from './storage/action-log.js';
-import { MemoryActionLog } from './storage/memory-action-log.js';
 import { PostgresActionLog } from './storage/postgres-action-log.js';
-import { PostgresAgentLeases } from './storage/postgres-agent-leases.js';
-import { CLUSTER_BUS_SERVICE } from './cluster-bus/cluster-bus.js';
+import { PostgresAgentLeases, type AgentLeaseStore } from './storage/postgres-agent-leases.js';
 import { PostgresClusterBus } from './cluster-bus/postgres-bus.js';
-import { AgentLeaseKeeper } from './hub/agent-lease-keeper.js';
-import { SqliteActionLog } from './storage/sqlite-action-log.js';
+import { memoryTenantLogs, sqliteTenantLogs, tenantDir, tenantLogsOf, type TenantLogs } from './storage/tenant-logs.js';
+import { migrateSingleLogDataDir } from './migrate-data-dir.js';
+import { TenantStack } from './tenant-stack.js';
 import { HttpError, HttpRouter, sendJson, type HttpRegistrar } from './transport/http-router.js';
 import { serveStatic } from './transport/static-files.js';
 import { WsTransport } from './transport/ws-transport.js';
@@ -36,7 +32,6 @@ import { capHttpConnections } from './transport/http-connection-cap.js';
 import { loopbackRefusal } from './transport/loopback-guard.js';
 import { lockDataDir, type DataDirLock } from './storage/data-dir-lock.js';
 import { HubMetrics } from './metrics.js';
-import { Role } from './auth/auth.js';
 
 export interface HubServerConfig {
   readonly host: string;
@@ -53,7 +48,12 @@ export interface HubServerConfig {
   readonly logger: Logger;
   /** Built browser app to serve at `/`; absent → `/` answers 404. */
   readonly staticDir?: string | undefined;
-  readonly providers?: readonly AgentProvider[];
+  /**
+   * The agent providers of one tenant (called once per tenant: providers keep per-session state,
+   * and two tenants may use the same session id). `stateDir` is the tenant's directory under the
+   * data directory (undefined in memory). Default: the demo and remote agents.
+   */
+  readonly providers?: (tenant: string, stateDir: string | undefined) => readonly AgentProvider[];
   readonly defaultProvider?: string;
   readonly limits?: Partial<HubLimits>;
   readonly rateLimit?: RateLimit;
@@ -109,7 +109,10 @@ export interface HubServer {
   readonly url: string;
   readonly wsUrl: string;
   readonly port: number;
+  /** The first tenant's hub (dev mode: the only one). */
   readonly hub: Hub;
+  /** A tenant's hub; undefined for a tenant the authenticator does not name. */
+  hubOf(tenant: string): Hub | undefined;
   readonly http: Server;
   /** Drains and stops: closes sockets, flushes the log, writes a snapshot. Idempotent. */
   close(): Promise<void>;
@@ -119,103 +122,81 @@ export async function startHubServer(config: HubServerConfig): Promise<HubServer
   const logger = config.logger;
   const now = config.now ?? Date.now;
   const newId = (): string => randomUUID();
-  const providers = config.providers ?? [demoAgent, remoteAgent];
+  const providersFor = config.providers ?? (() => [demoAgent, remoteAgent]);
   const metrics = new HubMetrics();
   // The lock comes first: a second process must not even read a log another one is writing.
   const lock: DataDirLock | undefined = config.dataDir && !config.storeUrl ? lockDataDir(config.dataDir) : undefined;
-  let log: ActionLog;
+  let storage: Storage;
   try {
-    log = config.storeUrl
-      ? await PostgresActionLog.open({
-          url: config.storeUrl,
-          onConnectionError: (err) => logger.warn('PostgreSQL connection lost; it is replaced on next use', errorFields(err)),
-        })
-      : config.dataDir
-        ? SqliteActionLog.open({ file: join(config.dataDir, 'hub.db'), synchronous: config.sqliteSynchronous ?? 'normal' })
-        : new MemoryActionLog();
+    storage = await openStorage(config, logger);
   } catch (err) {
     lock?.release();
     throw err;
   }
   // Dev mode makes every caller the admin: only this machine's programs and pages may call.
   const devGuard = config.auth.enforced ? undefined : (req: IncomingMessage) => loopbackRefusal(req.headers);
-  let hub: Hub;
+  // Cluster mode: the ephemeral channel between processes (presence), never the durable log.
+  const bus = config.storeUrl
+    ? new PostgresClusterBus({ url: config.storeUrl, onConnectionError: (err) => logger.warn('cluster bus connection lost; reconnecting', errorFields(err)) })
+    : undefined;
+
+  // One stack per tenant, opened now: every tenant's interrupted turns are ended at start, and no
+  // request ever waits for a stack to open.
+  const stacks = new Map<string, TenantStack>();
   try {
-    hub = await Hub.open({
-      log: metrics.timed(log),
-      observer: metrics,
-      logger: logger.child({ component: 'hub' }),
-      now,
-      newId,
-      agents: providers.map((p) => p.info),
-      defaultProvider: config.defaultProvider ?? providers[0]!.info.provider,
-      ...(config.limits ? { limits: config.limits } : {}),
-    });
+    for (const tenant of config.auth.tenants) {
+      stacks.set(
+        tenant,
+        await TenantStack.open({
+          tenant,
+          log: await storage.logs.open(tenant),
+          leases: storage.leasesFor?.(tenant, newId()),
+          agentLeaseTtlMs: config.agentLeaseTtlMs ?? 5_000,
+          providers: providersFor(tenant, config.dataDir === undefined ? undefined : tenantDir(config.dataDir, tenant)),
+          defaultProvider: config.defaultProvider,
+          limits: config.limits,
+          rateLimit: config.rateLimit,
+          auth: config.auth,
+          features: config.features ?? [],
+          metrics,
+          bus,
+          logger,
+          now,
+          newId,
+        }),
+      );
+    }
   } catch (err) {
-    await log.close();
+    for (const stack of stacks.values()) await stack.close().catch(() => undefined);
+    await bus?.close();
+    await storage.close();
     lock?.release();
     throw err;
   }
-  // Cluster mode: one process runs each session's agent; turns of a process that died are ended.
-  const leaseKeeper = config.storeUrl
-    ? new AgentLeaseKeeper(
-        hub,
-        PostgresAgentLeases.open({
-          url: config.storeUrl,
-          node: newId(),
-          ttlMs: config.agentLeaseTtlMs ?? 5_000,
-          onConnectionError: (err) => logger.warn('PostgreSQL connection lost; it is replaced on next use', errorFields(err)),
-        }),
-        logger.child({ component: 'leases' }),
-        now,
-        { tickMs: Math.max(50, Math.floor((config.agentLeaseTtlMs ?? 5_000) / 4)) },
-      )
-    : undefined;
-  const runner = new AgentRunner(hub, new Map(providers.map((p) => [p.info.provider, p])), logger.child({ component: 'agents' }), now, newId);
-  runner.start();
+  const defaultStack = stacks.get(config.auth.tenants[0]!)!;
+  const stackOf = (principal: Principal | undefined): TenantStack => (principal && stacks.get(principal.tenant)) || defaultStack;
 
-  const rpc = new RpcRouter(logger.child({ component: 'rpc' }), now, config.rateLimit, throttledDispatchHandler(hub), (conn, text) => hub.sendInOrder(conn, text));
-  registerAhpMethods(rpc, hub);
-  const http = new HttpRouter(config.auth, logger.child({ component: 'http' }));
-  // No hub-wide counters here: /healthz is public, and serverSeq would tell every caller how busy
-  // every tenant is. 503 while a shared (cluster) log is unreachable, so a load balancer sends
-  // clients elsewhere.
-  http.add('GET', '/healthz', (_req, res) => {
-    const problem = hub.storageProblem;
+  // Routes of the server itself, not of a tenant. No hub-wide counters here: /healthz is public,
+  // and a sequence number would tell every caller how busy some tenant is. 503 while a shared
+  // (cluster) log is unreachable, so a load balancer sends clients elsewhere.
+  const serverRoutes = new HttpRouter(config.auth, logger.child({ component: 'http' }));
+  serverRoutes.add('GET', '/healthz', (_req, res) => {
+    const problem = [...stacks.values()].map((s) => s.hub.storageProblem).find((p) => p !== undefined);
     if (problem !== undefined) sendJson(res, 503, { status: 'storage_unavailable', message: problem });
     else sendJson(res, 200, { status: 'ok' });
   }, { public: true });
-  http.add('GET', '/metrics', async (_req, res, { principal }) => {
+  serverRoutes.add('GET', '/metrics', async (_req, res, { principal }) => {
     if (config.auth.enforced && principal.role !== Role.Admin) throw new HttpError(403, 'forbidden', 'metrics are for admin tokens only');
     const { contentType, text } = await metrics.render();
     res.writeHead(200, { 'content-type': contentType, 'content-length': Buffer.byteLength(text), 'cache-control': 'no-store' });
     res.end(text);
   });
-  metrics.gauge('ahp_hub_subscriptions', 'Channel subscriptions held by all connections.', () => hub.subscriptionCount);
-  hub.hook('metrics', {
-    // Records another cluster process sequenced were counted there.
-    afterCommit: (e) => {
-      if (e.origin && !e.remote) metrics.dispatchAccepted();
-    },
-  });
-
-  const closers: Array<() => Promise<void> | void> = [];
-  const services = new Map<string, unknown>();
-  // Cluster mode: the ephemeral channel between processes (presence), never the durable log.
-  const bus = config.storeUrl
-    ? new PostgresClusterBus({ url: config.storeUrl, onConnectionError: (err) => logger.warn('cluster bus connection lost; reconnecting', errorFields(err)) })
-    : undefined;
-  if (bus) services.set(CLUSTER_BUS_SERVICE, bus);
-  for (const feature of config.features ?? []) {
-    const installed = feature.install({ hub, rpc, http, runner, logger: logger.child({ feature: feature.name }), now, newId, auth: config.auth, services, metrics });
-    if (installed?.close) closers.push(() => installed.close!());
-  }
 
   const maxWsConnections = config.maxConnections ?? 10_000;
   const ws = new WsTransport({
     path: '/ahp',
     auth: config.auth,
-    router: rpc,
+    routerFor: (principal) => stackOf(principal).rpc,
     logger: logger.child({ component: 'ws' }),
     maxPayloadBytes: config.maxPayloadBytes ?? 1024 * 1024,
     heartbeatMs: config.heartbeatMs ?? 30_000,
@@ -227,7 +208,7 @@ export async function startHubServer(config: HubServerConfig): Promise<HubServer
     initializeTimeoutMs: config.initializeTimeoutMs ?? 10_000,
     guard: devGuard,
     onServerClose: (code) => metrics.connectionClosedByServer(code),
-    onClose: (conn) => hub.disconnect(conn),
+    onClose: (conn, principal) => stackOf(principal).hub.disconnect(conn),
   });
   metrics.gauge('ahp_hub_connections', 'Open WebSocket connections.', () => ws.connectionCount);
   metrics.gauge('ahp_hub_fanout_queue_bytes', 'Bytes queued to WebSocket clients and not yet written to their sockets.', () => ws.bufferedBytes());
@@ -241,7 +222,11 @@ export async function startHubServer(config: HubServerConfig): Promise<HubServer
         if (!hasDecodablePath(req.url)) {
           return sendJson(res, 400, { code: 'invalid_url', message: 'the request path is not valid percent-encoding' });
         }
-        if (await http.handle(req, res)) return;
+        if (await serverRoutes.handle(req, res)) return;
+        // A request without a valid token goes to the first tenant's routes, which answer 401
+        // wherever a token is needed: the same answer every tenant's routes would give.
+        const principal = config.auth.authenticate(tokenFromRequest(req.headers, new URL(req.url ?? '/', 'http://localhost')));
+        if (await stackOf(principal).http.handle(req, res)) return;
         if (config.staticDir && req.method === 'GET' && (await serveStatic(config.staticDir, req, res))) return;
         sendJson(res, 404, { code: 'not_found', message: `no route for ${req.method} ${new URL(req.url ?? '/', 'http://x').pathname}` });
       } catch (err) {
@@ -267,13 +252,15 @@ export async function startHubServer(config: HubServerConfig): Promise<HubServer
   server.on('upgrade', (req, socket, head) => {
     if (!ws.handleUpgrade(req, socket, head)) socket.end('HTTP/1.1 404 Not Found\r\nConnection: close\r\n\r\n');
   });
-  hub.onFatal(() => {
-    // The log refused an append: state in memory can no longer be made durable. Stop serving so a
-    // supervisor restarts the process, which recovers from what the log holds.
-    logger.error('fatal storage failure; exiting');
-    process.exitCode = 1;
-    void close();
-  });
+  for (const stack of stacks.values()) {
+    stack.hub.onFatal(() => {
+      // The log refused an append: state in memory can no longer be made durable. Stop serving so a
+      // supervisor restarts the process, which recovers from what the log holds.
+      logger.error('fatal storage failure; exiting', { tenant: stack.tenant });
+      process.exitCode = 1;
+      void close();
+    });
+  }
 
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
@@ -288,23 +275,29 @@ export async function startHubServer(config: HubServerConfig): Promise<HubServer
   let closing: Promise<void> | undefined;
   const close = (): Promise<void> => {
     closing ??= (async () => {
-      await runner.stop();
+      for (const stack of stacks.values()) await stack.stopAgents();
       ws.close();
       await new Promise<void>((resolve) => {
         server.close(() => resolve());
         server.closeAllConnections?.();
       });
-      for (const c of closers) await c();
+      for (const stack of stacks.values()) await stack.close();
       await bus?.close();
-      await hub.close();
-      await leaseKeeper?.close();
-      await log.close();
+      await storage.close();
       lock?.release();
     })();
     return closing;
   };
 
-  return { url: `http://${hostForUrl}:${port}`, wsUrl: `ws://${hostForUrl}:${port}/ahp`, port, hub, http: server, close };
+  return {
+    url: `http://${hostForUrl}:${port}`,
+    wsUrl: `ws://${hostForUrl}:${port}/ahp`,
+    port,
+    hub: defaultStack.hub,
+    hubOf: (tenant) => stacks.get(tenant)?.hub,
+    http: server,
+    close,
+  };
 }
 
 /** False for paths like `/%` or `/%zz` that no route or file can be named by. */
@@ -315,4 +308,36 @@ function hasDecodablePath(url: string | undefined): boolean {
   } catch {
     return false;
   }
+}
+
+/** Where every tenant's log lives, and (cluster mode) its agent leases. */
+interface Storage {
+  readonly logs: TenantLogs;
+  leasesFor?(tenant: string, node: string): AgentLeaseStore;
+  close(): Promise<void>;
+}
+
+async function openStorage(config: HubServerConfig, logger: Logger): Promise<Storage> {
+  const onConnectionError = (err: Error): void => logger.warn('PostgreSQL connection lost; it is replaced on next use', errorFields(err));
+  if (config.storeUrl) {
+    const url = config.storeUrl;
+    const logs = tenantLogsOf((tenant) => PostgresActionLog.open({ url, onConnectionError }));
+    return {
+      logs,
+      leasesFor: (_tenant, node) => PostgresAgentLeases.open({ url, node, ttlMs: config.agentLeaseTtlMs ?? 5_000, onConnectionError }),
+      close: () => logs.close(),
+    };
+  }
+  if (config.dataDir) {
+    const logs = sqliteTenantLogs(config.dataDir, config.sqliteSynchronous ?? 'normal');
+    try {
+      await migrateSingleLogDataDir(config.dataDir, logs, logger);
+    } catch (err) {
+      await logs.close();
+      throw err;
+    }
+    return { logs, close: () => logs.close() };
+  }
+  const logs = memoryTenantLogs();
+  return { logs, close: () => logs.close() };
 }

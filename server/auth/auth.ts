@@ -25,8 +25,15 @@ const authFileSchema = z.object({
         role: z.enum(['user', 'viewer', 'agent', 'admin']),
       }),
     )
+    .min(1, 'name at least one token')
     .max(100_000),
 });
+
+/**
+ * Each tenant gets its own log partition and hub state, opened at start (a SQLite file each, or a
+ * partition of the PostgreSQL store), so the number of tenants is bounded like everything else.
+ */
+export const MAX_TENANTS = 1_000;
 export type AuthFile = z.infer<typeof authFileSchema>;
 
 export interface Authenticator {
@@ -34,12 +41,17 @@ export interface Authenticator {
   readonly enforced: boolean;
   /** The principal for a presented token, or undefined when it is missing or unknown. */
   authenticate(token: string | undefined): Principal | undefined;
+  /**
+   * Every tenant a token can belong to, first one first (the hub opens one partition per tenant at
+   * start; the first is the one `HubServer.hub` names). Never empty.
+   */
+  readonly tenants: readonly string[];
 }
 
 export const DEV_PRINCIPAL: Principal = { user: 'dev', tenant: 'dev', role: Role.Admin };
 
 export function devAuthenticator(): Authenticator {
-  return { enforced: false, authenticate: () => DEV_PRINCIPAL };
+  return { enforced: false, authenticate: () => DEV_PRINCIPAL, tenants: [DEV_PRINCIPAL.tenant] };
 }
 
 /**
@@ -50,12 +62,17 @@ export function devAuthenticator(): Authenticator {
  */
 export function tokenAuthenticator(file: AuthFile): Authenticator {
   const byDigest = new Map<string, { digest: Buffer; principal: Principal }>();
+  const tenants = new Set<string>();
   for (const t of file.tokens) {
+    tenants.add(t.tenant);
     const digest = tokenDigest(t.token);
     byDigest.set(digest.toString('base64'), { digest, principal: { user: t.user, tenant: t.tenant, role: t.role } });
   }
+  if (tenants.size === 0) throw new Error('the auth file names no tokens, so no tenant could ever connect');
+  if (tenants.size > MAX_TENANTS) throw new Error(`the auth file names ${tenants.size} tenants; at most ${MAX_TENANTS} are supported`);
   return {
     enforced: true,
+    tenants: [...tenants],
     authenticate: (token) => {
       if (token === undefined) return undefined;
       const digest = tokenDigest(token);

@@ -33,3 +33,27 @@ export interface ClusterBus {
 
 /** The `FeatureContext.services` key the composition root puts the bus under (cluster mode only). */
 export const CLUSTER_BUS_SERVICE = 'clusterBus';
+
+/**
+ * One tenant's view of the bus. Each tenant has its own hub state and features, and two tenants
+ * may use the same session or chat id, so a message is marked with its tenant when published and
+ * heard only by the same tenant's features on other processes. Closing the view does nothing; the
+ * composition root closes the bus itself.
+ */
+export function tenantBus(bus: ClusterBus, tenant: string): ClusterBus {
+  // The mark costs `,"tenant":"…"` in every message; the view's limit leaves room for it.
+  const markBytes = Buffer.byteLength(JSON.stringify({ tenant })) + 1;
+  return {
+    get nodeId() {
+      return bus.nodeId;
+    },
+    maxMessageBytes: bus.maxMessageBytes - markBytes,
+    publish: (message) => bus.publish({ ...message, tenant }),
+    onMessage: (handler) =>
+      bus.onMessage((message) => {
+        if (message['tenant'] === tenant) handler(message);
+      }),
+    onConnected: (handler) => bus.onConnected(handler),
+    close: async () => undefined,
+  };
+}

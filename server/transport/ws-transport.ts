@@ -27,7 +27,8 @@ export const TransportCloseCode = {
 export interface WsTransportOptions {
   readonly path: string;
   readonly auth: Authenticator;
-  readonly router: RpcRouter;
+  /** The JSON-RPC router of the principal's tenant (each tenant has its own hub and methods). */
+  readonly routerFor: (principal: Principal) => RpcRouter;
   readonly logger: Logger;
   /** Largest accepted frame; bigger frames close the socket with 1009 (ws does this). */
   readonly maxPayloadBytes: number;
@@ -186,7 +187,8 @@ export class WsTransport {
   #accept(ws: WebSocket, raw: Duplex, principal: Principal, release: () => void): void {
     const conn = new WsConnection(ws, raw, this.options.maxBufferedBytes ?? DEFAULT_MAX_BUFFERED_BYTES, this.options.onServerClose);
     this.#connections.add(conn);
-    const ctx: RpcContext = { conn, principal, state: this.options.router.newConnectionState() };
+    const router = this.options.routerFor(principal);
+    const ctx: RpcContext = { conn, principal, state: router.newConnectionState() };
     // A socket that never initializes holds a slot and memory for nothing: close it after a while.
     const initializeTimer = setTimeout(() => {
       if (ctx.state.protocolVersion === undefined) conn.close(TransportCloseCode.InitializeTimeout, 'initialize was not completed in time');
@@ -194,7 +196,7 @@ export class WsTransport {
     initializeTimer.unref();
     // Frames are handled one at a time per connection so answers keep the order of requests.
     let queue: Promise<void> = Promise.resolve();
-    const flow = new InboundFlowControl(ws, this.options.router, ctx);
+    const flow = new InboundFlowControl(ws, router, ctx);
     ws.on('message', (data: RawData, isBinary: boolean) => {
       if (isBinary) {
         conn.send(encodeError(null, ErrorCode.InvalidRequest, 'binary frames are not supported: send JSON-RPC as text frames'));
@@ -203,7 +205,7 @@ export class WsTransport {
       const text = Array.isArray(data) ? Buffer.concat(data).toString('utf8') : Buffer.from(data as ArrayBuffer).toString('utf8');
       const admission = flow.received();
       queue = queue
-        .then(() => this.options.router.handleFrame(ctx, text, admission))
+        .then(() => router.handleFrame(ctx, text, admission))
         .catch((err: unknown) => this.options.logger.error('frame handling failed', errorFields(err)))
         .finally(() => flow.handled());
     });

@@ -36,9 +36,20 @@ export async function startAcpHub(
   logger: Logger,
   options: { dataDir?: string; withAuth?: boolean } = {},
 ): Promise<{ server: TestServer; providers: Map<string, AcpAgentProvider> }> {
-  const stateFile = (provider: string): string | undefined => (options.dataDir ? join(options.dataDir, `acp-sessions.${provider}.json`) : undefined);
-  const providers = new Map(agents.map((a) => [a.provider, new AcpAgentProvider({ provider: a.provider, config: a.config, logger, newId: randomUUID, stateFile: stateFile(a.provider) })]));
-  const server = await startTestServer({ providers: [demoAgent, remoteAgent, ...providers.values()], ...options });
+  // Every tenant gets its own provider instances (they keep per-session state); the map returned
+  // holds the first tenant's, which is the one the tests drive.
+  const perTenant = new Map<string, Map<string, AcpAgentProvider>>();
+  const providersOf = (tenant: string, stateDir: string | undefined): Map<string, AcpAgentProvider> => {
+    let own = perTenant.get(tenant);
+    if (!own) {
+      const stateFile = (provider: string): string | undefined => (stateDir ? join(stateDir, `acp-sessions.${provider}.json`) : undefined);
+      own = new Map(agents.map((a) => [a.provider, new AcpAgentProvider({ provider: a.provider, config: a.config, logger, newId: randomUUID, stateFile: stateFile(a.provider) })]));
+      perTenant.set(tenant, own);
+    }
+    return own;
+  };
+  const server = await startTestServer({ providers: (tenant, stateDir) => [demoAgent, remoteAgent, ...providersOf(tenant, stateDir).values()], ...options });
+  const providers = perTenant.values().next().value!;
   return { server, providers };
 }
 

@@ -94,8 +94,8 @@ describe('attacks on the hub core (issue 8)', () => {
     const secretSeq = alice.dispatch(chat, turnStarted('t-secret', 'the secret plan'));
     expect((await echoOf(alice, secretSeq)).rejectionReason).toBeUndefined();
 
-    // Another tenant, the same tenant's other user, and a viewer: none may use alice's clientId.
-    for (const token of [TOKENS.mallory, TOKENS.bob, TOKENS.viewer]) {
+    // The same tenant's other user and a viewer may not use alice's clientId.
+    for (const token of [TOKENS.bob, TOKENS.viewer]) {
       const thief = await RpcClient.connect(server.wsUrl, { token, clientId: alice.clientId });
       clients.push(thief);
       const err = await thief.initialize().catch((e: RpcError) => e);
@@ -103,6 +103,15 @@ describe('attacks on the hub core (issue 8)', () => {
       expect(err).toMatchObject({ code: -32010, data: { code: 'client_id_in_use' } });
       expect(thief.envelopes).toEqual([]);
     }
+    // Another tenant has a duplicate ledger of its own: the same clientId there is another client,
+    // which sees nothing of alice's (no echo of her text, not even her chat) and changes nothing of hers.
+    const other = await RpcClient.connect(server.wsUrl, { token: TOKENS.mallory, clientId: alice.clientId });
+    clients.push(other);
+    await other.initialize();
+    const probe = other.dispatch(chat, turnStarted('t-secret', 'the secret plan'));
+    await other.request('ping', { channel: 'ahp-root://' });
+    expect(other.envelopes.filter((e) => e.origin?.clientSeq === probe || e.channel === chat)).toEqual([]);
+    await expect(other.subscribe(chat)).rejects.toMatchObject({ code: -32008 });
     // alice's own clientSeqs are untouched: her next dispatch is applied and attributed to her.
     const next = alice.dispatch(chat, { type: 'chat/turnCancelled', turnId: 't-secret', duration: 1 });
     expect((await echoOf(alice, next)).rejectionReason).toBeUndefined();

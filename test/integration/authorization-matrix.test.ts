@@ -200,9 +200,20 @@ const OPS: readonly Op[] = [
     if (!r.ok) return classifyRpc(r);
     return (r.result.items as Array<{ resource: string }>).some((s) => s.resource === t.session) ? 'allowed' : 'denied';
   }),
-  // Own tenant: a new session. Other tenant: the victim's id (squatting / existence probing).
-  method('createSession', 'write', async (actor, t) =>
-    classifyRpc(await rpc(actor, 'createSession', { channel: actor.tenant === 'own' ? `ahp-session:/${randomUUID()}` : t.session })),
+  // Own tenant: a new session. Other tenant: the victim's id (squatting / existence probing). Ids
+  // are per tenant, so that names no resource of the victim's (tenant-free): a writer of the other
+  // tenant gets a session of its own under that id, and the victim's must come out untouched.
+  method(
+    'createSession',
+    'write',
+    async (actor, t) => {
+      const before = (await owner.subscribe(t.session)).state;
+      const outcome = classifyRpc(await rpc(actor, 'createSession', { channel: actor.tenant === 'own' ? `ahp-session:/${randomUUID()}` : t.session }));
+      const after = (await owner.subscribe(t.session)).state;
+      if (JSON.stringify(after) !== JSON.stringify(before)) throw new Error(`createSession by ${actor.role} of the ${actor.tenant} tenant changed the victim's session`);
+      return outcome;
+    },
+    true,
   ),
   method('disposeSession', 'write', async (actor, t) => classifyRpc(await rpc(actor, 'disposeSession', { channel: t.session }))),
   method('createChat', 'write', async (actor, t) => classifyRpc(await rpc(actor, 'createChat', { channel: t.session }))),

@@ -1,4 +1,3 @@
-import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { SqliteActionLog } from '../../server/storage/sqlite-action-log.js';
 import type { ChatState } from '../../shared/protocol/state.js';
@@ -9,6 +8,11 @@ import { RpcClient } from '../helpers/rpc-client.js';
 import { tempDir } from '../helpers/start-server.js';
 import { startScriptTurn, TWO_QUESTION_REQUEST } from '../helpers/turns.js';
 import { waitFor } from '../helpers/wait-for.js';
+import { tenantLogFile } from '../../server/storage/tenant-logs.js';
+import { DEV_PRINCIPAL } from '../../server/auth/auth.js';
+
+/** The dev tenant's log file in a data directory (dev mode has one tenant). */
+const devLogFile = (dataDir: string): string => tenantLogFile(dataDir, DEV_PRINCIPAL.tenant);
 
 describe('durable log: SIGKILL and restart', () => {
   const dirs: Array<{ remove(): void }> = [];
@@ -46,7 +50,7 @@ describe('durable log: SIGKILL and restart', () => {
     const known = echoed.filter((e) => e.serverSeq > initial.fromSeq).reduce((s, e) => chatReducer(s, e.action), initial.state);
 
     // Every echoed envelope is in the log, byte for byte the same action under the same seq.
-    const log = SqliteActionLog.open({ file: join(data.dir, 'hub.db') });
+    const log = SqliteActionLog.open({ file: devLogFile(data.dir) });
     const stored = new Map((await log.read(0, 1_000_000)).map((r) => [r.serverSeq, r]));
     await log.close();
     for (const e of echoed) {

@@ -4,13 +4,17 @@
  */
 import { spawn } from 'node:child_process';
 import { cpSync, existsSync, readFileSync, statSync, truncateSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ensureBuilt, startHubProcess, type HubProcess } from '../helpers/hub-process.js';
 import { RpcClient } from '../helpers/rpc-client.js';
 import { tempDir } from '../helpers/start-server.js';
 import { startScriptTurn, TWO_QUESTION_REQUEST } from '../helpers/turns.js';
 import { waitFor } from '../helpers/wait-for.js';
+import { tenantLogFile } from '../../server/storage/tenant-logs.js';
+import { DEV_PRINCIPAL } from '../../server/auth/auth.js';
+
+/** The dev tenant's log file in a data directory (dev mode has one tenant). */
+const devLogFile = (dataDir: string): string => tenantLogFile(dataDir, DEV_PRINCIPAL.tenant);
 
 /** Runs the hub expecting it to refuse to start; returns its exit code and stderr. */
 function startExpectingRefusal(args: string[]): Promise<{ code: number | null; stderr: string; stdout: string }> {
@@ -76,7 +80,7 @@ describe('data directory safety', () => {
     hub.child.kill('SIGKILL');
     await hub.exited();
     await client.close();
-    const wal = join(data.dir, 'hub.db-wal');
+    const wal = devLogFile(data.dir) + '-wal';
     expect(statSync(wal).size).toBeGreaterThan(0);
 
     const copy = (name: string): string => {
@@ -86,12 +90,12 @@ describe('data directory safety', () => {
       return dir.dir;
     };
     const truncated = copy('truncated');
-    truncateSync(join(truncated, 'hub.db-wal'), Math.floor(statSync(wal).size * 0.8));
+    truncateSync(devLogFile(truncated) + '-wal', Math.floor(statSync(wal).size * 0.8));
     const flipped = copy('flipped');
-    const bytes = readFileSync(join(flipped, 'hub.db-wal'));
+    const bytes = readFileSync(devLogFile(flipped) + '-wal');
     const at = Math.floor(bytes.length * 0.6);
     for (let i = at; i < at + 16; i++) bytes[i] = bytes[i]! ^ 0xff;
-    writeFileSync(join(flipped, 'hub.db-wal'), bytes);
+    writeFileSync(devLogFile(flipped) + '-wal', bytes);
 
     for (const dir of [truncated, flipped]) {
       const refused = await startExpectingRefusal(['--data', dir]);
@@ -112,6 +116,6 @@ describe('data directory safety', () => {
     const init = await reader.initialize();
     expect(init.serverSeq).toBeGreaterThanOrEqual(lastEchoed);
     await reader.close();
-    expect(existsSync(join(data.dir, 'hub.db.head'))).toBe(true);
+    expect(existsSync(devLogFile(data.dir) + '.head')).toBe(true);
   });
 });

@@ -1,9 +1,13 @@
-import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { SqliteActionLog } from '../../server/storage/sqlite-action-log.js';
 import { RpcClient } from '../helpers/rpc-client.js';
 import { startTestServer, tempDir } from '../helpers/start-server.js';
 import { startScriptTurn } from '../helpers/turns.js';
+import { tenantLogFile } from '../../server/storage/tenant-logs.js';
+import { DEV_PRINCIPAL } from '../../server/auth/auth.js';
+
+/** The dev tenant's log file in a data directory (dev mode has one tenant). */
+const devLogFile = (dataDir: string): string => tenantLogFile(dataDir, DEV_PRINCIPAL.tenant);
 
 describe('snapshots and compaction', () => {
   const dirs: Array<{ remove(): void }> = [];
@@ -30,7 +34,7 @@ describe('snapshots and compaction', () => {
     await client.close();
     await first.close();
 
-    const log = SqliteActionLog.open({ file: join(data.dir, 'hub.db') });
+    const log = SqliteActionLog.open({ file: devLogFile(data.dir) });
     const snapshot = await log.latestSnapshot();
     const oldest = await log.oldestSeq();
     await log.close();

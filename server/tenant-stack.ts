@@ -1,0 +1,125 @@
+/**
+ * Everything one tenant owns, wired together: its hub on its own log partition, the agent runner
+ * for its sessions, its JSON-RPC methods and HTTP routes, and its instances of the feature
+ * modules. Tenants share nothing stateful: each stack's ids, `serverSeq`, replay window,
+ * duplicate ledger and feature state are its own, so one tenant can neither see, guess nor
+ * squat on another's sessions, nor watch its sequence numbers move.
+ *
+ * Built only by the composition root (`server.ts`), which routes each connection and request to
+ * the stack of the caller's tenant.
+ */
+import type { Authenticator } from './auth/auth.js';
+import type { AgentProvider } from './agents/agent.js';
+import { AgentRunner } from './agents/agent-runner.js';
+import { Hub, type HubLimits } from './hub/hub.js';
+import { registerAhpMethods, throttledDispatchHandler } from './hub/ahp-methods.js';
+import { RpcRouter, type RateLimit } from './hub/rpc.js';
+import { AgentLeaseKeeper } from './hub/agent-lease-keeper.js';
+import type { Logger } from './log.js';
+import type { ActionLog } from './storage/action-log.js';
+import type { AgentLeaseStore } from './storage/postgres-agent-leases.js';
+import { CLUSTER_BUS_SERVICE, tenantBus, type ClusterBus } from './cluster-bus/cluster-bus.js';
+import { HttpRouter } from './transport/http-router.js';
+import type { HubMetrics } from './metrics.js';
+import type { Feature } from './server.js';
+
+export interface TenantStackOptions {
+  readonly tenant: string;
+  readonly log: ActionLog;
+  /** Cluster mode: this tenant's agent leases. */
+  readonly leases?: AgentLeaseStore | undefined;
+  readonly agentLeaseTtlMs: number;
+  readonly providers: readonly AgentProvider[];
+  readonly defaultProvider: string | undefined;
+  readonly limits?: Partial<HubLimits> | undefined;
+  readonly rateLimit?: RateLimit | undefined;
+  readonly auth: Authenticator;
+  readonly features: readonly Feature[];
+  readonly metrics: HubMetrics;
+  readonly bus?: ClusterBus | undefined;
+  readonly logger: Logger;
+  readonly now: () => number;
+  readonly newId: () => string;
+}
+
+export class TenantStack {
+  readonly tenant: string;
+  readonly hub: Hub;
+  readonly rpc: RpcRouter;
+  readonly http: HttpRouter;
+  readonly #runner: AgentRunner;
+  readonly #leaseKeeper: AgentLeaseKeeper | undefined;
+  readonly #closers: Array<() => Promise<void> | void> = [];
+
+  static async open(options: TenantStackOptions): Promise<TenantStack> {
+    const { metrics, providers } = options;
+    const logger = options.logger.child({ tenant: options.tenant });
+    const hub = await Hub.open({
+      log: metrics.timed(options.log),
+      observer: metrics,
+      logger: logger.child({ component: 'hub' }),
+      now: options.now,
+      newId: options.newId,
+      agents: providers.map((p) => p.info),
+      defaultProvider: options.defaultProvider ?? providers[0]!.info.provider,
+      ...(options.limits ? { limits: options.limits } : {}),
+    });
+    return new TenantStack(options, hub, logger);
+  }
+
+  private constructor(options: TenantStackOptions, hub: Hub, logger: Logger) {
+    const { metrics, now, newId } = options;
+    this.tenant = options.tenant;
+    this.hub = hub;
+    // Cluster mode: one process runs each session's agent; turns of a process that died are ended.
+    this.#leaseKeeper = options.leases
+      ? new AgentLeaseKeeper(hub, options.leases, logger.child({ component: 'leases' }), now, {
+          tickMs: Math.max(50, Math.floor(options.agentLeaseTtlMs / 4)),
+        })
+      : undefined;
+    this.#runner = new AgentRunner(hub, new Map(options.providers.map((p) => [p.info.provider, p])), logger.child({ component: 'agents' }), now, newId);
+    this.#runner.start();
+
+    this.rpc = new RpcRouter(logger.child({ component: 'rpc' }), now, options.rateLimit, throttledDispatchHandler(hub), (conn, text) => hub.sendInOrder(conn, text));
+    registerAhpMethods(this.rpc, hub);
+    this.http = new HttpRouter(options.auth, logger.child({ component: 'http' }));
+    metrics.gauge('ahp_hub_subscriptions', 'Channel subscriptions held by all connections.', () => hub.subscriptionCount);
+    hub.hook('metrics', {
+      // Records another cluster process sequenced were counted there.
+      afterCommit: (e) => {
+        if (e.origin && !e.remote) metrics.dispatchAccepted();
+      },
+    });
+
+    const services = new Map<string, unknown>();
+    // Cluster mode: the ephemeral channel between processes (presence), never the durable log.
+    if (options.bus) services.set(CLUSTER_BUS_SERVICE, tenantBus(options.bus, options.tenant));
+    for (const feature of options.features) {
+      const installed = feature.install({
+        hub,
+        rpc: this.rpc,
+        http: this.http,
+        runner: this.#runner,
+        logger: logger.child({ feature: feature.name }),
+        now,
+        newId,
+        auth: options.auth,
+        services,
+        metrics,
+      });
+      if (installed?.close) this.#closers.push(() => installed.close!());
+    }
+  }
+
+  /** First step of shutting down: no new agent work while connections drain. */
+  stopAgents(): Promise<void> {
+    return this.#runner.stop();
+  }
+
+  /** Last step: features, then the hub (flush, final snapshot), then the lease keeper. */
+  async close(): Promise<void> {
+    for (const c of this.#closers) await c();
+    await this.hub.close();
+    await this.#leaseKeeper?.close();
+  }
+}
