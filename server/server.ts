@@ -1,9 +1,12 @@
 /**
- * The composition root: wires hub, agent runner, JSON-RPC, HTTP routes, WebSocket and feature
- * modules together, and picks the log (SQLite with `dataDir`, memory without) and the agents.
+ * The composition root: picks the storage (SQLite files with `dataDir`, a PostgreSQL store with
+ * `storeUrl`, memory without either), opens one `TenantStack` per tenant the authenticator names
+ * (hub, agent runner, JSON-RPC methods, HTTP routes and features on that tenant's own log), and
+ * routes every WebSocket connection and HTTP request to its caller's stack. The WebSocket
+ * transport, the HTTP server, connection caps, `/healthz` and `/metrics` are the server's own.
  * Its caller chooses the rest from configuration: `server/main.ts` (the CLI) passes the
- * authenticator, the feature list and the app directory; tests pass their own. It is the only
- * module that sees the concrete hub, routers and runner next to each other: features get
+ * authenticator, the feature list and the app directory; tests pass their own. Only this module
+ * and `tenant-stack.ts` see the concrete hub, routers and runner next to each other: features get
  * `FeatureContext` (the `HubPort` and the registration side of the routers), the hub gets its
  * log through the `ActionLog` port and its connections through `Connection`.
  */
