@@ -41,8 +41,9 @@ export const CLUSTER_BUS_SERVICE = 'clusterBus';
  * composition root closes the bus itself.
  */
 export function tenantBus(bus: ClusterBus, tenant: string): ClusterBus {
-  // The mark costs `,"tenant":"…"` in every message; the view's limit leaves room for it.
-  const markBytes = Buffer.byteLength(JSON.stringify({ tenant })) + 1;
+  // The mark costs `,"tenant":"…"` in every message (its object form less the braces, plus a
+  // comma); the view's limit leaves exactly that much room.
+  const markBytes = Buffer.byteLength(JSON.stringify({ tenant })) - 1;
   return {
     get nodeId() {
       return bus.nodeId;
