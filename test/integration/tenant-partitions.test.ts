@@ -15,7 +15,7 @@ import { tenantDir, tenantLogFile } from '../../server/storage/tenant-logs.js';
 import { FakeConnection } from '../helpers/fake-connection.js';
 import { RpcClient } from '../helpers/rpc-client.js';
 import { startTestServer, tempDir, TOKENS, type TestServer } from '../helpers/start-server.js';
-import { userMessage } from '../helpers/turns.js';
+import { startScriptTurn, userMessage } from '../helpers/turns.js';
 import { waitFor } from '../helpers/wait-for.js';
 
 interface ChatView {
@@ -99,6 +99,25 @@ describe('tenant partitions', () => {
     const again = await RpcClient.connect(server.wsUrl, { token: TOKENS.bob });
     clients.push(again);
     expect((await again.initialize()).serverSeq).toBe(before + 1);
+  });
+
+  it("routes HTTP requests to the caller's tenant: the same session id answers with each tenant's own session", async () => {
+    server = await startTestServer({ withAuth: true });
+    const alice = await open(TOKENS.alice);
+    const mallory = await open(TOKENS.mallory);
+    const id = 'ahp-session:/steered';
+    const { defaultChat } = await alice.request<{ defaultChat: string }>('createSession', { channel: id });
+    await mallory.request('createSession', { channel: id });
+    await alice.subscribe(defaultChat);
+    const turnId = await startScriptTurn(alice, defaultChat, [{ sleep: 600_000 }]);
+    const capabilities = async (token: string): Promise<{ target: { turnId: string } | null }> => {
+      const res = await fetch(`${server!.url}/v2/sessions/steered/input-capabilities`, { headers: { authorization: `Bearer ${token}` } });
+      expect(res.status).toBe(200);
+      return (await res.json()) as { target: { turnId: string } | null };
+    };
+    // Only acme's session has a running turn to steer.
+    expect((await waitFor(async () => ((await capabilities(TOKENS.alice)).target ? capabilities(TOKENS.alice) : undefined))).target?.turnId).toBe(turnId);
+    expect((await capabilities(TOKENS.mallory)).target).toBeNull();
   });
 
   it('keeps both tenants apart across a restart (one log file per tenant)', async () => {
