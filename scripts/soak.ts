@@ -30,6 +30,7 @@ import { SqliteActionLog } from '../server/storage/sqlite-action-log.js';
 import { cpuSeconds, machineBusySeconds } from '../bench/proc.js';
 import { tenantLogFile } from '../server/storage/tenant-logs.js';
 import { DEV_PRINCIPAL } from '../server/auth/auth.js';
+import { prng } from './prng.js';
 
 /** The dev tenant's log file in a data directory (dev mode has one tenant). */
 const devLogFile = (dataDir: string): string => tenantLogFile(dataDir, DEV_PRINCIPAL.tenant);
@@ -64,18 +65,6 @@ function parseOptions(argv: readonly string[]): Options {
     } else throw new Error(`unknown flag ${flag}; flags: --seed N --cycles N --fuzz-frames N --quick --only kill|fuzz|slow|flood`);
   }
   return o;
-}
-
-/** mulberry32, as in the tests: the same seed throws the same frames and kill moments. */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }
 
 // ─── The hub process ──────────────────────────────────────────────────────────

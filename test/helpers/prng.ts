@@ -1,11 +1,2 @@
-/** mulberry32: a tiny seeded PRNG, so randomized tests throw the same inputs on every run. */
-export function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+/** The seeded PRNG lives with the scripts (the soak uses it too; scripts are built without test/). */
+export { prng } from '../../scripts/prng.js';
