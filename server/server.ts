@@ -23,8 +23,7 @@ import type { Logger } from './log.js';
 import { errorFields } from './log.js';
 import type { ActionLog } from './storage/action-log.js';
 import { MemoryActionLog } from './storage/memory-action-log.js';
-import { PostgresActionLog } from './storage/postgres-action-log.js';
-import { PostgresAgentLeases } from './storage/postgres-agent-leases.js';
+import { PostgresStore } from './storage/postgres-store.js';
 import { CLUSTER_BUS_SERVICE } from './cluster-bus/cluster-bus.js';
 import { PostgresClusterBus } from './cluster-bus/postgres-bus.js';
 import { AgentLeaseKeeper } from './hub/agent-lease-keeper.js';
@@ -123,17 +122,23 @@ export async function startHubServer(config: HubServerConfig): Promise<HubServer
   const metrics = new HubMetrics();
   // The lock comes first: a second process must not even read a log another one is writing.
   const lock: DataDirLock | undefined = config.dataDir && !config.storeUrl ? lockDataDir(config.dataDir) : undefined;
+  let store: PostgresStore | undefined;
   let log: ActionLog;
   try {
-    log = config.storeUrl
-      ? await PostgresActionLog.open({
+    // Cluster mode: one partition of the store, 'dev', until each tenant gets its own hub.
+    store = config.storeUrl
+      ? await PostgresStore.open({
           url: config.storeUrl,
           onConnectionError: (err) => logger.warn('PostgreSQL connection lost; it is replaced on next use', errorFields(err)),
         })
+      : undefined;
+    log = store
+      ? await store.actionLog('dev')
       : config.dataDir
         ? SqliteActionLog.open({ file: join(config.dataDir, 'hub.db'), synchronous: config.sqliteSynchronous ?? 'normal' })
         : new MemoryActionLog();
   } catch (err) {
+    await store?.close();
     lock?.release();
     throw err;
   }
@@ -153,19 +158,15 @@ export async function startHubServer(config: HubServerConfig): Promise<HubServer
     });
   } catch (err) {
     await log.close();
+    await store?.close();
     lock?.release();
     throw err;
   }
   // Cluster mode: one process runs each session's agent; turns of a process that died are ended.
-  const leaseKeeper = config.storeUrl
+  const leaseKeeper = store
     ? new AgentLeaseKeeper(
         hub,
-        PostgresAgentLeases.open({
-          url: config.storeUrl,
-          node: newId(),
-          ttlMs: config.agentLeaseTtlMs ?? 5_000,
-          onConnectionError: (err) => logger.warn('PostgreSQL connection lost; it is replaced on next use', errorFields(err)),
-        }),
+        store.agentLeases('dev', { node: newId(), ttlMs: config.agentLeaseTtlMs ?? 5_000 }),
         logger.child({ component: 'leases' }),
         now,
         { tickMs: Math.max(50, Math.floor((config.agentLeaseTtlMs ?? 5_000) / 4)) },
@@ -299,6 +300,7 @@ export async function startHubServer(config: HubServerConfig): Promise<HubServer
       await hub.close();
       await leaseKeeper?.close();
       await log.close();
+      await store?.close();
       lock?.release();
     })();
     return closing;
