@@ -61,6 +61,8 @@ export class PostgresStore {
   /** Wake-up listeners by partition name; the one LISTEN connection serves them all. */
   readonly #listeners = new Map<string, Set<AppendListener>>();
   #listener: pg.Client | undefined;
+  /** True while the LISTEN connection is being set up: later subscribers must not open another. */
+  #listenConnecting = false;
   #listenRetry: NodeJS.Timeout | undefined;
 
   /** Connects, creates or checks the schema, and returns the store. Throws a descriptive Error. */
@@ -143,7 +145,7 @@ export class PostgresStore {
     let set = this.#listeners.get(partition);
     if (set === undefined) this.#listeners.set(partition, (set = new Set()));
     set.add(listener);
-    if (this.#listener === undefined && this.#listenRetry === undefined) void this.#listen();
+    if (this.#listener === undefined && !this.#listenConnecting && this.#listenRetry === undefined) void this.#listen();
     return () => {
       const current = this.#listeners.get(partition);
       current?.delete(listener);
@@ -180,6 +182,7 @@ export class PostgresStore {
       if (listeners === undefined) return;
       for (const l of [...listeners]) l(wakeUp.head);
     });
+    this.#listenConnecting = true;
     try {
       await client.connect();
       await client.query(`LISTEN ${LOG_NOTIFY_CHANNEL}`);
@@ -190,6 +193,8 @@ export class PostgresStore {
       this.#listener = client;
     } catch (error) {
       retry(error instanceof Error ? error : new Error(String(error)));
+    } finally {
+      this.#listenConnecting = false;
     }
   }
 
