@@ -125,14 +125,20 @@ describe('PostgresStore partitions', () => {
     const acme = await store.actionLog('acme');
     const globex = await store.actionLog('globex');
     const initech = await store.actionLog('initech');
-    const heard: Record<string, number[]> = { acme: [], globex: [], initech: [] };
+    // The longest name, each character escaped to 6 bytes of JSON: the NOTIFY payload (limit
+    // 8000 bytes) still carries it whole.
+    const longest = '\u0001'.repeat(256);
+    const longestLog = await store.actionLog(longest);
+    const heard: Record<string, number[]> = { acme: [], globex: [], initech: [], longest: [] };
     acme.onAppended((head) => heard['acme']!.push(head));
     globex.onAppended((head) => heard['globex']!.push(head));
     initech.onAppended((head) => heard['initech']!.push(head));
+    longestLog.onAppended((head) => heard['longest']!.push(head));
 
     const other = await openStore(url);
     const otherAcme = await other.actionLog('acme');
     const otherGlobex = await other.actionLog('globex');
+    const otherLongest = await other.actionLog(longest);
     // The LISTEN starts in the background: append to acme until acme's listener hears it.
     let acmeHead = 0;
     await waitFor(
@@ -148,14 +154,16 @@ describe('PostgresStore partitions', () => {
     heard['acme'] = [];
 
     expect(await otherGlobex.append(0, records(1, 3, 'globex'))).toEqual({ ok: true, head: 3 });
+    expect(await otherLongest.append(0, records(1, 2, 'longest'))).toEqual({ ok: true, head: 2 });
     expect(await otherAcme.append(acmeHead, [record(acmeHead + 1, 'acme')])).toEqual({ ok: true, head: acmeHead + 1 });
     // Notifications arrive in commit order, so once acme's is heard globex's has been delivered.
     await waitFor(() => (heard['acme']!.includes(acmeHead + 1) ? true : undefined), { what: "acme's wake-up" });
     expect(heard['acme']).toEqual([acmeHead + 1]);
     expect(heard['globex']).toEqual([3]);
     expect(heard['initech']).toEqual([]);
+    expect(heard['longest']).toEqual([2]);
 
-    // Three partitions listening, one connection doing it.
+    // Four partitions listening, one connection doing it.
     const listening = await sql(url, `SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND query = 'LISTEN ahp_log'`);
     expect(listening.rows[0].n).toBe(1);
   });
