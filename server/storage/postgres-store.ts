@@ -38,7 +38,10 @@ export interface PostgresStoreOptions {
   readonly url: string;
   /** Connections in the shared pool (default 10); see "Pool sizing" above. */
   readonly poolSize?: number;
-  /** Called for errors on idle pooled connections and the LISTEN connection; both are replaced. */
+  /**
+   * Called for errors on idle pooled connections and the LISTEN connection (both are replaced),
+   * and when a wake-up listener throws (the other listeners still run).
+   */
   readonly onConnectionError?: (error: Error) => void;
 }
 
@@ -180,7 +183,15 @@ export class PostgresStore {
       if (wakeUp === undefined) return;
       const listeners = this.#listeners.get(wakeUp.partition);
       if (listeners === undefined) return;
-      for (const l of [...listeners]) l(wakeUp.head);
+      for (const l of [...listeners]) {
+        // One partition's listener failing must not cost other listeners their wake-up, nor
+        // the LISTEN connection (an exception here would surface inside the pg client).
+        try {
+          l(wakeUp.head);
+        } catch (error) {
+          this.#onConnectionError?.(new Error(`a wake-up listener of partition ${JSON.stringify(wakeUp.partition)} threw: ${errorMessage(error)}`, { cause: error }));
+        }
+      }
     });
     this.#listenConnecting = true;
     try {

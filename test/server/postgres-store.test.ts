@@ -168,6 +168,33 @@ describe('PostgresStore partitions', () => {
     expect(listening.rows[0].n).toBe(1);
   });
 
+  it('a wake-up listener that throws is reported, and the other listeners still hear every append', async () => {
+    const url = await database();
+    const reported: string[] = [];
+    const store = await PostgresStore.open({ url, onConnectionError: (error) => reported.push(error.message) });
+    cleanups.push(() => store.close());
+    const acme = await store.actionLog('acme');
+    const heard: number[] = [];
+    acme.onAppended(() => {
+      throw new Error('listener bug');
+    });
+    acme.onAppended((head) => heard.push(head));
+    let head = 0;
+    await waitFor(
+      async () => {
+        if (heard.length > 0) return true;
+        await acme.append(head, [record(head + 1, 'acme')]);
+        head++;
+        return undefined;
+      },
+      { what: 'the first wake-up' },
+    );
+    expect(await acme.append(head, [record(head + 1, 'acme')])).toEqual({ ok: true, head: head + 1 });
+    await waitFor(() => (heard.includes(head + 1) ? true : undefined), { what: 'the wake-up after a listener threw' });
+    expect(reported.length).toBeGreaterThan(0);
+    expect(reported[0]).toBe('a wake-up listener of partition "acme" threw: listener bug');
+  });
+
   it('keeps the leases of the same session name in two partitions apart', async () => {
     const url = await database();
     const store = await openStore(url);
