@@ -22,8 +22,8 @@ import type { RateLimit, RpcRegistrar } from './hub/rpc.js';
 import type { HubPort } from './hub/hub-port.js';
 import type { Logger } from './log.js';
 import { errorFields } from './log.js';
-import { PostgresActionLog } from './storage/postgres-action-log.js';
-import { PostgresAgentLeases, type AgentLeaseStore } from './storage/postgres-agent-leases.js';
+import type { AgentLeaseStore } from './storage/postgres-agent-leases.js';
+import { PostgresStore } from './storage/postgres-store.js';
 import { PostgresClusterBus } from './cluster-bus/postgres-bus.js';
 import { memoryTenantLogs, sqliteTenantLogs, tenantDir, tenantLogsOf, type TenantLogs } from './storage/tenant-logs.js';
 import { migrateSingleLogDataDir } from './migrate-data-dir.js';
@@ -184,8 +184,10 @@ export async function startHubServer(config: HubServerConfig): Promise<HubServer
   // (cluster) log is unreachable, so a load balancer sends clients elsewhere.
   const serverRoutes = new HttpRouter(config.auth, logger.child({ component: 'http' }));
   serverRoutes.add('GET', '/healthz', (_req, res) => {
+    // The reason names the database and the tenant's partition: it goes to the process log, while
+    // this public answer stays generic.
     const problem = [...stacks.values()].map((s) => s.hub.storageProblem).find((p) => p !== undefined);
-    if (problem !== undefined) sendJson(res, 503, { status: 'storage_unavailable', message: problem });
+    if (problem !== undefined) sendJson(res, 503, { status: 'storage_unavailable', message: 'the shared action log cannot be reached; the hub log says why' });
     else sendJson(res, 200, { status: 'ok' });
   }, { public: true });
   serverRoutes.add('GET', '/metrics', async (_req, res, { principal }) => {
@@ -323,12 +325,16 @@ interface Storage {
 async function openStorage(config: HubServerConfig, logger: Logger): Promise<Storage> {
   const onConnectionError = (err: Error): void => logger.warn('PostgreSQL connection lost; it is replaced on next use', errorFields(err));
   if (config.storeUrl) {
-    const url = config.storeUrl;
-    const logs = tenantLogsOf((tenant) => PostgresActionLog.open({ url, onConnectionError }));
+    // One pool and one LISTEN connection for every tenant's partition; the store closes them.
+    const store = await PostgresStore.open({ url: config.storeUrl, onConnectionError });
+    const logs = tenantLogsOf((tenant) => store.actionLog(tenant));
     return {
       logs,
-      leasesFor: (_tenant, node) => PostgresAgentLeases.open({ url, node, ttlMs: config.agentLeaseTtlMs ?? 5_000, onConnectionError }),
-      close: () => logs.close(),
+      leasesFor: (tenant, node) => store.agentLeases(tenant, { node, ttlMs: config.agentLeaseTtlMs ?? 5_000 }),
+      close: async () => {
+        await logs.close();
+        await store.close();
+      },
     };
   }
   if (config.dataDir) {

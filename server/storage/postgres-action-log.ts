@@ -1,20 +1,24 @@
 /**
- * ActionLog on PostgreSQL (the `pg` package): the store several hub processes share.
+ * ActionLog on PostgreSQL: the log of ONE partition (one tenant's hub) of a PostgresStore
+ * (postgres-store.ts owns the pool, the schema and the LISTEN connection; get a log with
+ * `store.actionLog(partition)`). Every statement here is scoped to `partition = $1`.
  *
  * Durability: `append` resolves after COMMIT, which PostgreSQL (synchronous_commit=on, its
  * default) acknowledges only once the WAL record is flushed, so an acknowledged append survives
  * the hub process, the PostgreSQL process and the machine stopping.
  *
- * Concurrency: the head is one row (`ahp_log_head`); `append` locks it (SELECT … FOR UPDATE),
- * compares, inserts the batch and moves the head in one transaction, so of several processes
- * appending at the same head exactly one wins and the others get `{ok: false, head}`. Each commit
- * also sends NOTIFY on `ahp_log` with the new head: the wake-up other processes follow the log
- * with (the log, not the notification, is the truth; a missed NOTIFY only delays a reader).
+ * Concurrency: the partition's head is one row of `ahp_log_head`; `append` locks it (SELECT …
+ * FOR UPDATE), compares, inserts the batch and moves the head in one transaction, so of several
+ * processes appending at the same head exactly one wins and the others get `{ok: false, head}`.
+ * Other partitions' rows are never locked, so tenants never wait for each other's writers. Each
+ * commit also sends NOTIFY on `ahp_log` with the partition and its new head: the wake-up other
+ * processes follow the log with (the log, not the notification, is the truth; a missed NOTIFY
+ * only delays a reader).
  *
  * JSON is stored as text (not jsonb) so every value round-trips bit for bit, exactly as the
  * SQLite engine stores it; the shared record codec does the (de)serialisation and error reports.
  */
-import pg from 'pg';
+import type pg from 'pg';
 import type { AppendResult, LogRecord, LogSnapshot, SharedActionLog, WriteTurn } from './action-log.js';
 import {
   SNAPSHOTS_KEPT,
@@ -28,67 +32,82 @@ import {
   requireSeqArgument,
   requireSnapshotWithinHead,
   type RawRecordRow,
+  type StoredRecord,
 } from './record-codec.js';
 
-/** Bump when the schema changes; a database written by a newer build is refused, not misread. */
-const SCHEMA_VERSION = 1;
-
-/** The LISTEN/NOTIFY channel every append notifies with its new head. */
+/** The LISTEN/NOTIFY channel every append notifies with its partition and new head. */
 export const LOG_NOTIFY_CHANNEL = 'ahp_log';
 
-/** Serialises schema creation when several hubs start on an empty database at once. */
-const MIGRATION_LOCK_KEY = 0x61687001;
-/** Orders snapshot saves against compaction. */
-const SNAPSHOT_LOCK_KEY = 0x61687002;
+/**
+ * Orders snapshot saves against compaction within one partition: the advisory lock
+ * (SNAPSHOT_LOCK_CLASS, hashtext(partition)). A hash collision between two partitions only makes
+ * their snapshot saves take turns; it never mixes their rows.
+ */
+const SNAPSHOT_LOCK_CLASS = 0x61687002;
 
-export interface PostgresActionLogOptions {
-  /** `postgres://user:password@host:port/database` */
-  readonly url: string;
-  /** Connections in the pool (default 4). */
-  readonly poolSize?: number;
-  /** Called for errors on idle pooled connections (e.g. PostgreSQL restarted); they are replaced. */
-  readonly onConnectionError?: (error: Error) => void;
+/** What a partition's log needs from its store (postgres-store.ts). */
+export interface PostgresPartition {
+  readonly name: string;
+  /** The store's shared pool: never ended by a partition. */
+  readonly pool: pg.Pool;
+  /** Server and partition, without the password: for error messages. */
+  readonly where: string;
+  readonly storeClosed: () => boolean;
+  /** Subscribes to this partition's wake-ups on the store's one LISTEN connection. */
+  readonly onAppended: (listener: (head: number) => void) => () => void;
 }
 
+/** The NOTIFY payload an append sends on `ahp_log`: which partition, and its new head. */
+export function encodeWakeUp(partition: string, head: number): string {
+  return JSON.stringify({ partition, head });
+}
+
+/** The partition and head of a NOTIFY payload, or undefined for anything else. */
+export function decodeWakeUp(payload: string | undefined): { partition: string; head: number } | undefined {
+  if (payload === undefined) return undefined;
+  try {
+    const parsed: unknown = JSON.parse(payload);
+    if (typeof parsed !== 'object' || parsed === null) return undefined;
+    const { partition, head } = parsed as { partition?: unknown; head?: unknown };
+    if (typeof partition !== 'string' || typeof head !== 'number' || !Number.isSafeInteger(head) || head < 0) return undefined;
+    return { partition, head };
+  } catch {
+    return undefined;
+  }
+}
+
+type RecordRow = { seq: string; channel: unknown; action: unknown; origin: unknown };
+
 export class PostgresActionLog implements SharedActionLog {
+  readonly #partition: PostgresPartition;
   readonly #pool: pg.Pool;
+  readonly #name: string;
   readonly #where: string;
-  readonly #url: string;
-  readonly #onConnectionError: ((error: Error) => void) | undefined;
   #closed = false;
-  readonly #appendListeners = new Set<(head: number) => void>();
-  #listener: pg.Client | undefined;
-  #listenRetry: NodeJS.Timeout | undefined;
+  /** Unsubscribe functions of this handle's onAppended listeners, removed on close. */
+  readonly #subscriptions = new Set<() => void>();
 
-  /** Connects, creates or checks the schema, and returns the log. Throws a descriptive Error. */
-  static async open(options: PostgresActionLogOptions): Promise<PostgresActionLog> {
-    const pool = new pg.Pool({ connectionString: options.url, max: options.poolSize ?? 4 });
-    pool.on('error', (error) => options.onConnectionError?.(error));
-    const where = describeUrl(options.url);
-    try {
-      await migrate(pool);
-    } catch (cause) {
-      await pool.end().catch(() => undefined);
-      throw new Error(`action log: cannot open PostgreSQL log at ${where}: ${errorMessage(cause)}`, { cause });
-    }
-    return new PostgresActionLog(pool, where, options);
+  /** Made by `PostgresStore.actionLog`, which has created the partition's head row. */
+  constructor(partition: PostgresPartition) {
+    this.#partition = partition;
+    this.#pool = partition.pool;
+    this.#name = partition.name;
+    this.#where = partition.where;
   }
 
-  private constructor(pool: pg.Pool, where: string, options: PostgresActionLogOptions) {
-    this.#pool = pool;
-    this.#where = where;
-    this.#url = options.url;
-    this.#onConnectionError = options.onConnectionError;
+  /** The partition this log belongs to. */
+  get partition(): string {
+    return this.#name;
   }
 
-  /** Where the log lives, without the password: for log lines and error messages. */
+  /** Where the log lives (server and partition, without the password): for log lines and errors. */
   get where(): string {
     return this.#where;
   }
 
   async head(): Promise<number> {
     this.#assertOpen();
-    const result = await this.#pool.query<{ head: string }>('SELECT head FROM ahp_log_head');
+    const result = await this.#pool.query<{ head: string }>('SELECT head FROM ahp_log_head WHERE partition = $1', [this.#name]);
     return this.#parseHead(result.rows[0]?.head);
   }
 
@@ -99,22 +118,12 @@ export class PostgresActionLog implements SharedActionLog {
     let released = false;
     try {
       await client.query('BEGIN');
-      const locked = await client.query<{ head: string }>('SELECT head FROM ahp_log_head FOR UPDATE');
-      const head = this.#parseHead(locked.rows[0]?.head);
+      const head = await this.#lockHead(client);
       if (head !== expectedHead) {
         await client.query('ROLLBACK');
         return { ok: false, head };
       }
-      if (rows.length > 0) {
-        await client.query(
-          `INSERT INTO ahp_records (seq, channel, action, origin)
-           SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[])`,
-          [rows.map((r) => r.seq), rows.map((r) => r.channel), rows.map((r) => r.action), rows.map((r) => r.origin)],
-        );
-        const newHead = expectedHead + rows.length;
-        await client.query('UPDATE ahp_log_head SET head = $1', [newHead]);
-        await client.query('SELECT pg_notify($1, $2)', [LOG_NOTIFY_CHANNEL, String(newHead)]);
-      }
+      await this.#insertBatch(client, expectedHead, rows);
       await client.query('COMMIT');
       return { ok: true, head: expectedHead + rows.length };
     } catch (error) {
@@ -135,9 +144,9 @@ export class PostgresActionLog implements SharedActionLog {
     this.#assertOpen();
     requireSeqArgument('afterSeq', afterSeq);
     requireLimitArgument(limit);
-    const result = await this.#pool.query<{ seq: string; channel: unknown; action: unknown; origin: unknown }>(
-      'SELECT seq, channel, action, origin FROM ahp_records WHERE seq > $1 ORDER BY seq LIMIT $2',
-      [afterSeq, limit === Number.POSITIVE_INFINITY ? null : limit],
+    const result = await this.#pool.query<RecordRow>(
+      'SELECT seq, channel, action, origin FROM ahp_records WHERE partition = $1 AND seq > $2 ORDER BY seq LIMIT $3',
+      [this.#name, afterSeq, limit === Number.POSITIVE_INFINITY ? null : limit],
     );
     const rows: RawRecordRow[] = result.rows.map((row) => ({ ...row, seq: Number(row.seq) }));
     return decodeConsecutiveRecords(rows, this.#where);
@@ -147,7 +156,8 @@ export class PostgresActionLog implements SharedActionLog {
     this.#assertOpen();
     // One statement, one snapshot: MIN(seq) and head come from the same committed state.
     const result = await this.#pool.query<{ oldest: string | null; head: string }>(
-      'SELECT (SELECT MIN(seq) FROM ahp_records) AS oldest, head FROM ahp_log_head',
+      'SELECT (SELECT MIN(seq) FROM ahp_records WHERE partition = $1) AS oldest, head FROM ahp_log_head WHERE partition = $1',
+      [this.#name],
     );
     const row = result.rows[0];
     if (row?.oldest !== null && row?.oldest !== undefined) return Number(row.oldest);
@@ -161,20 +171,27 @@ export class PostgresActionLog implements SharedActionLog {
     await this.#transaction(async (client) => {
       // Snapshots and compaction take their own lock, never the head row: a process holding the
       // write turn may save a snapshot, and the head only grows, so a plain read suffices here.
-      await client.query('SELECT pg_advisory_xact_lock($1)', [SNAPSHOT_LOCK_KEY]);
-      const head = await client.query<{ head: string }>('SELECT head FROM ahp_log_head');
+      await this.#lockSnapshots(client);
+      const head = await client.query<{ head: string }>('SELECT head FROM ahp_log_head WHERE partition = $1', [this.#name]);
       requireSnapshotWithinHead(snapshot.serverSeq, this.#parseHead(head.rows[0]?.head));
       await client.query(
-        'INSERT INTO ahp_snapshots (seq, data) VALUES ($1, $2) ON CONFLICT (seq) DO UPDATE SET data = EXCLUDED.data',
-        [snapshot.serverSeq, data],
+        'INSERT INTO ahp_snapshots (partition, seq, data) VALUES ($1, $2, $3) ON CONFLICT (partition, seq) DO UPDATE SET data = EXCLUDED.data',
+        [this.#name, snapshot.serverSeq, data],
       );
-      await client.query('DELETE FROM ahp_snapshots WHERE seq NOT IN (SELECT seq FROM ahp_snapshots ORDER BY seq DESC LIMIT $1)', [SNAPSHOTS_KEPT]);
+      await client.query(
+        `DELETE FROM ahp_snapshots WHERE partition = $1
+           AND seq NOT IN (SELECT seq FROM ahp_snapshots WHERE partition = $1 ORDER BY seq DESC LIMIT $2)`,
+        [this.#name, SNAPSHOTS_KEPT],
+      );
     });
   }
 
   async latestSnapshot(): Promise<LogSnapshot | undefined> {
     this.#assertOpen();
-    const result = await this.#pool.query<{ seq: string; data: unknown }>('SELECT seq, data FROM ahp_snapshots ORDER BY seq DESC LIMIT 1');
+    const result = await this.#pool.query<{ seq: string; data: unknown }>(
+      'SELECT seq, data FROM ahp_snapshots WHERE partition = $1 ORDER BY seq DESC LIMIT 1',
+      [this.#name],
+    );
     const row = result.rows[0];
     return row === undefined ? undefined : decodeSnapshot(Number(row.seq), row.data);
   }
@@ -185,19 +202,20 @@ export class PostgresActionLog implements SharedActionLog {
     await this.#transaction(async (client) => {
       // The snapshot lock orders this against saveSnapshot, so the covering snapshot cannot be
       // pruned between the check and the delete.
-      await client.query('SELECT pg_advisory_xact_lock($1)', [SNAPSHOT_LOCK_KEY]);
-      const latest = await client.query<{ seq: string }>('SELECT MAX(seq) AS seq FROM ahp_snapshots');
+      await this.#lockSnapshots(client);
+      const latest = await client.query<{ seq: string }>('SELECT MAX(seq) AS seq FROM ahp_snapshots WHERE partition = $1', [this.#name]);
       const seq = latest.rows[0]?.seq;
       requireCompactionCovered(uptoSeq, seq === null || seq === undefined ? undefined : Number(seq));
-      await client.query('DELETE FROM ahp_records WHERE seq <= $1', [uptoSeq]);
+      await client.query('DELETE FROM ahp_records WHERE partition = $1 AND seq <= $2', [this.#name, uptoSeq]);
     });
   }
 
   /**
-   * The write turn is a transaction holding the head row's lock (SELECT … FOR UPDATE): other
-   * processes' appends and turns wait on that row until this one commits or rolls back. If this
-   * process dies or loses its connection, PostgreSQL aborts the transaction and frees the row,
-   * so a turn can never outlive its holder, and nothing half-decided is ever written.
+   * The write turn is a transaction holding this partition's head row lock (SELECT … FOR
+   * UPDATE): other processes' appends and turns on the same partition wait on that row until
+   * this one commits or rolls back; other partitions are unaffected. If this process dies or
+   * loses its connection, PostgreSQL aborts the transaction and frees the row, so a turn can
+   * never outlive its holder, and nothing half-decided is ever written.
    */
   async beginWriteTurn(afterSeq: number): Promise<WriteTurn> {
     this.#assertOpen();
@@ -219,11 +237,10 @@ export class PostgresActionLog implements SharedActionLog {
     let missed: LogRecord[];
     try {
       await client.query('BEGIN');
-      const locked = await client.query<{ head: string }>('SELECT head FROM ahp_log_head FOR UPDATE');
-      head = this.#parseHead(locked.rows[0]?.head);
-      const rows = await client.query<{ seq: string; channel: unknown; action: unknown; origin: unknown }>(
-        'SELECT seq, channel, action, origin FROM ahp_records WHERE seq > $1 ORDER BY seq',
-        [afterSeq],
+      head = await this.#lockHead(client);
+      const rows = await client.query<RecordRow>(
+        'SELECT seq, channel, action, origin FROM ahp_records WHERE partition = $1 AND seq > $2 ORDER BY seq',
+        [this.#name, afterSeq],
       );
       missed = rows.rows.map((row) => decodeRecord({ ...row, seq: Number(row.seq) }));
       const expected = Math.max(0, head - afterSeq);
@@ -245,15 +262,7 @@ export class PostgresActionLog implements SharedActionLog {
         if (done) throw new Error('action log: this write turn has ended');
         try {
           const rows = encodeAppendBatch(head, records);
-          if (rows.length > 0) {
-            await client.query(
-              `INSERT INTO ahp_records (seq, channel, action, origin)
-               SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[])`,
-              [rows.map((r) => r.seq), rows.map((r) => r.channel), rows.map((r) => r.action), rows.map((r) => r.origin)],
-            );
-            await client.query('UPDATE ahp_log_head SET head = $1', [head + rows.length]);
-            await client.query('SELECT pg_notify($1, $2)', [LOG_NOTIFY_CHANNEL, String(head + rows.length)]);
-          }
+          await this.#insertBatch(client, head, rows);
           await finish('COMMIT');
           return { ok: true, head: head + rows.length };
         } catch (error) {
@@ -266,59 +275,52 @@ export class PostgresActionLog implements SharedActionLog {
   }
 
   /**
-   * LISTENs on a dedicated connection (pooled connections cannot hold a LISTEN). When that
-   * connection drops (PostgreSQL restarted) it is re-established every second; callers must not
-   * rely on notifications alone (the hub also polls), since ones sent while it was down are lost.
+   * Calls `listener` with this partition's new head after appends (by any process, this one
+   * included), woken by the store's one LISTEN connection. A hint only: notifications sent while
+   * that connection was down are lost, so callers also poll.
    */
   onAppended(listener: (head: number) => void): () => void {
-    this.#appendListeners.add(listener);
-    if (this.#listener === undefined && this.#listenRetry === undefined) void this.#listen();
-    return () => this.#appendListeners.delete(listener);
-  }
-
-  async #listen(): Promise<void> {
-    this.#listenRetry = undefined;
-    if (this.#closed) return;
-    const client = new pg.Client({ connectionString: this.#url });
-    const retry = (error: Error): void => {
-      if (this.#listener === client) this.#listener = undefined;
-      client.end().catch(() => undefined);
-      if (this.#closed || this.#listenRetry !== undefined) return;
-      this.#onConnectionError?.(error);
-      this.#listenRetry = setTimeout(() => void this.#listen(), 1_000);
-      this.#listenRetry.unref();
+    if (this.#closed || this.#partition.storeClosed()) return () => undefined;
+    const unsubscribe = this.#partition.onAppended(listener);
+    const remove = (): void => {
+      unsubscribe();
+      this.#subscriptions.delete(remove);
     };
-    client.on('error', retry);
-    client.on('end', () => {
-      if (this.#listener === client) retry(new Error('the LISTEN connection ended'));
-    });
-    client.on('notification', (message) => {
-      const head = Number(message.payload);
-      if (!Number.isSafeInteger(head)) return;
-      for (const l of this.#appendListeners) l(head);
-    });
-    try {
-      await client.connect();
-      await client.query(`LISTEN ${LOG_NOTIFY_CHANNEL}`);
-      if (this.#closed) {
-        await client.end();
-        return;
-      }
-      this.#listener = client;
-    } catch (error) {
-      retry(error instanceof Error ? error : new Error(String(error)));
-    }
+    this.#subscriptions.add(remove);
+    return remove;
   }
 
-  /** Closes every pooled connection and the LISTEN connection. Safe to call more than once. */
+  /**
+   * Retires this handle: later calls refuse, its wake-up listeners are removed. The store's pool
+   * and other partitions stay open (`PostgresStore.close` ends those). Safe to call more than once.
+   */
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
-    clearTimeout(this.#listenRetry);
-    const listener = this.#listener;
-    this.#listener = undefined;
-    await listener?.end().catch(() => undefined);
-    await this.#pool.end();
+    for (const remove of [...this.#subscriptions]) remove();
+  }
+
+  /** Locks this partition's head row for the transaction and returns the head. */
+  async #lockHead(client: pg.PoolClient): Promise<number> {
+    const locked = await client.query<{ head: string }>('SELECT head FROM ahp_log_head WHERE partition = $1 FOR UPDATE', [this.#name]);
+    return this.#parseHead(locked.rows[0]?.head);
+  }
+
+  /** Inside a transaction holding the head lock: inserts the batch, moves the head, notifies. */
+  async #insertBatch(client: pg.PoolClient, head: number, rows: readonly StoredRecord[]): Promise<void> {
+    if (rows.length === 0) return;
+    await client.query(
+      `INSERT INTO ahp_records (partition, seq, channel, action, origin)
+       SELECT $1, * FROM unnest($2::bigint[], $3::text[], $4::text[], $5::text[])`,
+      [this.#name, rows.map((r) => r.seq), rows.map((r) => r.channel), rows.map((r) => r.action), rows.map((r) => r.origin)],
+    );
+    const newHead = head + rows.length;
+    await client.query('UPDATE ahp_log_head SET head = $2 WHERE partition = $1', [this.#name, newHead]);
+    await client.query('SELECT pg_notify($1, $2)', [LOG_NOTIFY_CHANNEL, encodeWakeUp(this.#name, newHead)]);
+  }
+
+  async #lockSnapshots(client: pg.PoolClient): Promise<void> {
+    await client.query('SELECT pg_advisory_xact_lock($1::int, hashtext($2))', [SNAPSHOT_LOCK_CLASS, this.#name]);
   }
 
   async #transaction(body: (client: pg.PoolClient) => Promise<void>): Promise<void> {
@@ -350,68 +352,7 @@ export class PostgresActionLog implements SharedActionLog {
 
   #assertOpen(): void {
     if (this.#closed) throw new Error(`action log: PostgresActionLog for ${this.#where} is closed`);
-  }
-}
-
-/**
- * Creates the schema in an empty database, or checks an existing one. An advisory lock held for
- * the transaction makes hubs that start together on a new database take turns.
- */
-async function migrate(pool: pg.Pool): Promise<void> {
-  const client = await pool.connect();
-  try {
-    await client.query('BEGIN');
-    await client.query('SELECT pg_advisory_xact_lock($1)', [MIGRATION_LOCK_KEY]);
-    const exists = await client.query<{ name: string | null }>(`SELECT to_regclass('ahp_meta')::text AS name`);
-    if (exists.rows[0]?.name) {
-      const stored = await client.query<{ value: string }>(`SELECT value FROM ahp_meta WHERE key = 'schema_version'`);
-      const value = stored.rows[0]?.value;
-      const version = value !== undefined && /^\d+$/.test(value) ? Number(value) : undefined;
-      if (version === undefined) throw new Error(`not an action log (ahp_meta.schema_version is ${JSON.stringify(value) ?? 'missing'})`);
-      if (version > SCHEMA_VERSION) {
-        throw new Error(
-          `the database has schema version ${version}, written by a newer build; this build understands up to ` +
-            `${SCHEMA_VERSION}. Upgrade the hub (downgrading the database is not supported).`,
-        );
-      }
-      // version === SCHEMA_VERSION: nothing to migrate yet. Future versions upgrade here, in order.
-      await client.query('COMMIT');
-      return;
-    }
-    await client.query(`
-      CREATE TABLE ahp_meta (key text PRIMARY KEY, value text NOT NULL);
-      CREATE TABLE ahp_log_head (
-        only_row boolean PRIMARY KEY DEFAULT true CHECK (only_row),
-        head bigint NOT NULL CHECK (head >= 0)
-      );
-      CREATE TABLE ahp_records (
-        seq bigint PRIMARY KEY,
-        channel text NOT NULL,
-        action text NOT NULL,  -- JSON text
-        origin text            -- JSON text, or NULL when the record has no origin
-      );
-      CREATE TABLE ahp_snapshots (seq bigint PRIMARY KEY, data text NOT NULL);
-      -- Which hub process runs each session's agent (postgres-agent-leases.ts).
-      CREATE TABLE ahp_agent_leases (session text PRIMARY KEY, node text NOT NULL, expires_at timestamptz NOT NULL);
-      INSERT INTO ahp_log_head (head) VALUES (0);
-    `);
-    await client.query(`INSERT INTO ahp_meta (key, value) VALUES ('schema_version', $1)`, [String(SCHEMA_VERSION)]);
-    await client.query('COMMIT');
-  } catch (error) {
-    await client.query('ROLLBACK').catch(() => undefined);
-    throw error;
-  } finally {
-    client.release();
-  }
-}
-
-/** host:port/database of a connection URL: never the password. */
-export function describeUrl(url: string): string {
-  try {
-    const parsed = new URL(url);
-    return `postgres://${parsed.username ? `${decodeURIComponent(parsed.username)}@` : ''}${parsed.host}${parsed.pathname}`;
-  } catch {
-    return 'postgres://(unparseable URL)';
+    if (this.#partition.storeClosed()) throw new Error(`action log: the PostgresStore of ${this.#where} is closed`);
   }
 }
 

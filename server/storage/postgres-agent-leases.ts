@@ -1,14 +1,16 @@
 /**
- * Agent leases in PostgreSQL: which hub process runs the in-process agent of a session. A
- * process that starts a turn takes (or takes over) the session's lease and renews every lease it
- * holds every `renewMs`; a lease not renewed for `ttlMs` means its process died. Any live process
- * may then claim it — `DELETE … WHERE expires_at < now() RETURNING`, so exactly one does — and
- * end the turns that process was running (see server/hub/agent-lease-keeper.ts).
+ * Agent leases in PostgreSQL: which hub process runs the in-process agent of a session, per
+ * partition (tenant) of a PostgresStore (`store.agentLeases(partition, {node, ttlMs})`); two
+ * partitions may both have a session with the same name and different holders. A process that
+ * starts a turn takes (or takes over) the session's lease and renews every lease it holds every
+ * `renewMs`; a lease not renewed for `ttlMs` means its process died. Any live process may then
+ * claim it — `DELETE … WHERE expires_at < now() RETURNING`, so exactly one does — and end the
+ * turns that process was running (see server/hub/agent-lease-keeper.ts).
  *
  * Time is PostgreSQL's clock (`now()`), never the processes' own, so clock skew between hub
  * machines cannot expire a healthy lease.
  */
-import pg from 'pg';
+import type pg from 'pg';
 
 export interface AgentLeaseStore {
   /** Takes the session's lease for this node (overwriting any holder's). */
@@ -22,40 +24,54 @@ export interface AgentLeaseStore {
 
 export class PostgresAgentLeases implements AgentLeaseStore {
   readonly #pool: pg.Pool;
+  readonly #partition: string;
   readonly #node: string;
   readonly #ttlMs: number;
+  readonly #storeClosed: () => boolean;
+  #closed = false;
 
-  static open(options: { url: string; node: string; ttlMs: number; onConnectionError?: (e: Error) => void }): PostgresAgentLeases {
-    const pool = new pg.Pool({ connectionString: options.url, max: 2 });
-    pool.on('error', (error) => options.onConnectionError?.(error));
-    // The table is created by the log's schema migration (postgres-action-log.ts), which runs first.
-    return new PostgresAgentLeases(pool, options.node, options.ttlMs);
-  }
-
-  private constructor(pool: pg.Pool, node: string, ttlMs: number) {
+  /** Made by `PostgresStore.agentLeases`; the pool is the store's and is never ended here. */
+  constructor(pool: pg.Pool, partition: string, node: string, ttlMs: number, storeClosed: () => boolean) {
     this.#pool = pool;
+    this.#partition = partition;
     this.#node = node;
     this.#ttlMs = ttlMs;
+    this.#storeClosed = storeClosed;
   }
 
   async hold(session: string): Promise<void> {
+    this.#assertOpen();
     await this.#pool.query(
-      `INSERT INTO ahp_agent_leases (session, node, expires_at) VALUES ($1, $2, now() + $3 * interval '1 millisecond')
-       ON CONFLICT (session) DO UPDATE SET node = EXCLUDED.node, expires_at = EXCLUDED.expires_at`,
-      [session, this.#node, this.#ttlMs],
+      `INSERT INTO ahp_agent_leases (partition, session, node, expires_at) VALUES ($1, $2, $3, now() + $4 * interval '1 millisecond')
+       ON CONFLICT (partition, session) DO UPDATE SET node = EXCLUDED.node, expires_at = EXCLUDED.expires_at`,
+      [this.#partition, session, this.#node, this.#ttlMs],
     );
   }
 
   async renew(): Promise<void> {
-    await this.#pool.query(`UPDATE ahp_agent_leases SET expires_at = now() + $2 * interval '1 millisecond' WHERE node = $1`, [this.#node, this.#ttlMs]);
+    this.#assertOpen();
+    await this.#pool.query(
+      `UPDATE ahp_agent_leases SET expires_at = now() + $3 * interval '1 millisecond' WHERE partition = $1 AND node = $2`,
+      [this.#partition, this.#node, this.#ttlMs],
+    );
   }
 
   async claimExpired(): Promise<string[]> {
-    const result = await this.#pool.query<{ session: string }>('DELETE FROM ahp_agent_leases WHERE expires_at < now() RETURNING session');
+    this.#assertOpen();
+    const result = await this.#pool.query<{ session: string }>(
+      'DELETE FROM ahp_agent_leases WHERE partition = $1 AND expires_at < now() RETURNING session',
+      [this.#partition],
+    );
     return result.rows.map((r) => r.session);
   }
 
+  /** Retires this object; the store's pool stays open (`PostgresStore.close` ends it). */
   async close(): Promise<void> {
-    await this.#pool.end();
+    this.#closed = true;
+  }
+
+  #assertOpen(): void {
+    if (this.#closed) throw new Error(`agent leases of partition ${JSON.stringify(this.#partition)} are closed`);
+    if (this.#storeClosed()) throw new Error(`agent leases of partition ${JSON.stringify(this.#partition)}: the PostgresStore is closed`);
   }
 }

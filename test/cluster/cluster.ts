@@ -16,12 +16,15 @@ export interface Cluster {
   stop(): Promise<void>;
 }
 
-/** `server`: a PostgreSQL URL other than the run's shared one (tests that stop their server). */
-export async function startCluster(size: number, server?: string): Promise<Cluster> {
+/**
+ * `server`: a PostgreSQL URL other than the run's shared one (tests that stop their server).
+ * `args`: more flags for every node (e.g. `--auth FILE`).
+ */
+export async function startCluster(size: number, server?: string, args: readonly string[] = []): Promise<Cluster> {
   const db = await freshDatabase('cluster', server);
   const nodes: HubProcess[] = [];
   const addNode = async (): Promise<HubProcess> => {
-    const node = await startHubProcess(['--store', db.url, '--log-level', 'warn']);
+    const node = await startHubProcess(['--store', db.url, '--log-level', 'warn', ...args]);
     nodes.push(node);
     return node;
   };

@@ -1,29 +1,41 @@
 /**
- * The PostgreSQL action log against a REAL PostgreSQL server (started once per run by the
- * globalSetup in test/helpers/postgres-global-setup.ts, or the one PG_URL names): the shared
- * contract, then what only a network engine shares between processes.
+ * The PostgreSQL action log (one partition of a PostgresStore) against a REAL PostgreSQL server
+ * (started once per run by the globalSetup in test/helpers/postgres-global-setup.ts, or the one
+ * PG_URL names): the shared contract, then what only a network engine shares between processes.
+ * Partitions against each other: postgres-store.test.ts.
  */
 import pg from 'pg';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { ActionLog, LogRecord } from '../../server/storage/action-log.js';
-import { LOG_NOTIFY_CHANNEL, PostgresActionLog } from '../../server/storage/postgres-action-log.js';
+import type { LogRecord } from '../../server/storage/action-log.js';
+import { LOG_NOTIFY_CHANNEL, type PostgresActionLog } from '../../server/storage/postgres-action-log.js';
+import { PostgresStore } from '../../server/storage/postgres-store.js';
 import { freshDatabase } from '../helpers/postgres.js';
 import { waitFor } from '../helpers/wait-for.js';
 import { describeActionLogContract } from './action-log.contract.js';
 
-describeActionLogContract('PostgresActionLog', async () => {
+/** A partition name that would break any SQL it were pasted into: it must only ever be a parameter. */
+const CONTRACT_PARTITION = `tenant "O'Brien"); DROP TABLE ahp_records; --`;
+
+// The contract runs on one partition while a neighbour partition of the same database holds
+// records, a snapshot and a compaction: the partition under test must behave as if alone.
+describeActionLogContract('PostgresActionLog (a partition of PostgresStore)', async () => {
   const db = await freshDatabase('contract');
-  const opened: ActionLog[] = [];
+  const stores: PostgresStore[] = [];
   const open = async (): Promise<PostgresActionLog> => {
-    const log = await PostgresActionLog.open({ url: db.url });
-    opened.push(log);
-    return log;
+    const store = await PostgresStore.open({ url: db.url });
+    stores.push(store);
+    return store.actionLog(CONTRACT_PARTITION);
   };
+  const log = await open();
+  const neighbour = await stores[0]!.actionLog('neighbour');
+  await neighbour.append(0, [1, 2, 3, 4, 5].map((n) => tick(n)));
+  await neighbour.saveSnapshot({ serverSeq: 4, data: 'neighbour snapshot' });
+  await neighbour.compact(2);
   return {
-    log: await open(),
+    log,
     reopen: open,
     cleanup: async () => {
-      for (const log of opened) await log.close();
+      for (const store of stores) await store.close();
       await db.drop();
     },
   };
@@ -44,10 +56,13 @@ describe('PostgresActionLog specifics', () => {
     cleanups.push(db.drop);
     return db.url;
   }
-  async function open(url: string): Promise<PostgresActionLog> {
-    const log = await PostgresActionLog.open({ url });
-    cleanups.push(() => log.close());
-    return log;
+  async function openStore(url: string): Promise<PostgresStore> {
+    const store = await PostgresStore.open({ url });
+    cleanups.push(() => store.close());
+    return store;
+  }
+  async function open(url: string, partition = 'acme'): Promise<PostgresActionLog> {
+    return (await openStore(url)).actionLog(partition);
   }
   async function sql(url: string, text: string): Promise<pg.QueryResult> {
     const client = new pg.Client({ connectionString: url });
@@ -59,15 +74,16 @@ describe('PostgresActionLog specifics', () => {
     }
   }
 
-  it('creates its schema on first open, and several processes opening an empty database at once agree on one', async () => {
+  it('creates its schema (version 2) on first open, and several processes opening an empty database at once agree on one', async () => {
     const url = await database();
     const logs = await Promise.all([open(url), open(url), open(url)]);
     const version = await sql(url, `SELECT value FROM ahp_meta WHERE key = 'schema_version'`);
-    expect(version.rows).toEqual([{ value: '1' }]);
+    expect(version.rows).toEqual([{ value: '2' }]);
     expect(await logs[2]!.head()).toBe(0);
+    expect((await sql(url, 'SELECT partition, head FROM ahp_log_head')).rows).toEqual([{ partition: 'acme', head: '0' }]);
   });
 
-  it('of many pools appending at the same head, exactly one wins each round and the log has no gap', async () => {
+  it('of many pools appending at the same head of a partition, exactly one wins each round and the log has no gap', async () => {
     const url = await database();
     const logs = await Promise.all([open(url), open(url), open(url)]);
     for (let round = 0; round < 10; round++) {
@@ -79,43 +95,43 @@ describe('PostgresActionLog specifics', () => {
     expect((await logs[1]!.read(0, 100)).map((r) => r.serverSeq)).toEqual(Array.from({ length: 20 }, (_, i) => i + 1));
   });
 
-  it('notifies listeners on the ahp_log channel with the new head after each committed append', async () => {
+  it('notifies on the ahp_log channel with the partition and its new head (JSON) after each committed append', async () => {
     const url = await database();
-    const log = await open(url);
+    const log = await open(url, 'acme');
     const listener = new pg.Client({ connectionString: url });
     await listener.connect();
     cleanups.push(() => listener.end());
-    const heads: string[] = [];
-    listener.on('notification', (n) => heads.push(n.payload ?? ''));
+    const payloads: string[] = [];
+    listener.on('notification', (n) => payloads.push(n.payload ?? ''));
     await listener.query(`LISTEN ${LOG_NOTIFY_CHANNEL}`);
     await log.append(0, [tick(1)]);
     await log.append(1, [tick(2), tick(3)]);
     expect(await log.append(1, [tick(2)])).toEqual({ ok: false, head: 3 }); // a lost race notifies nothing
-    await waitFor(() => (heads.length >= 2 ? true : undefined), { what: 'two notifications' });
-    expect(heads).toEqual(['1', '3']);
+    await waitFor(() => (payloads.length >= 2 ? true : undefined), { what: 'two notifications' });
+    expect(payloads.map((p) => JSON.parse(p))).toEqual([{ partition: 'acme', head: 1 }, { partition: 'acme', head: 3 }]);
   });
 
   it('refuses a database with a newer schema version, with a clear error', async () => {
     const url = await database();
-    await (await open(url)).close();
+    await (await PostgresStore.open({ url })).close();
     await sql(url, `UPDATE ahp_meta SET value = '99' WHERE key = 'schema_version'`);
-    await expect(PostgresActionLog.open({ url })).rejects.toThrow(/schema version 99.*newer build.*up to 1/);
+    await expect(PostgresStore.open({ url })).rejects.toThrow(/schema version 99.*newer build.*up to 2/);
   });
 
   it('names the server (never the password) when it cannot connect', async () => {
-    await expect(PostgresActionLog.open({ url: 'postgres://someone:s3cret@127.0.0.1:1/nowhere' })).rejects.toThrow(
-      /cannot open PostgreSQL log at postgres:\/\/someone@127\.0\.0\.1:1\/nowhere/,
+    await expect(PostgresStore.open({ url: 'postgres://someone:s3cret@127.0.0.1:1/nowhere' })).rejects.toThrow(
+      /cannot open PostgreSQL store at postgres:\/\/someone@127\.0\.0\.1:1\/nowhere/,
     );
-    await expect(PostgresActionLog.open({ url: 'postgres://someone:s3cret@127.0.0.1:1/nowhere' })).rejects.not.toThrow(/s3cret/);
+    await expect(PostgresStore.open({ url: 'postgres://someone:s3cret@127.0.0.1:1/nowhere' })).rejects.not.toThrow(/s3cret/);
   });
 
   it('reports corrupt rows and gaps by seq instead of crashing', async () => {
     const url = await database();
-    const log = await open(url);
+    const log = await open(url, 'acme');
     await log.append(0, [tick(1), tick(2), tick(3)]);
-    await sql(url, `UPDATE ahp_records SET action = '{"type": broken' WHERE seq = 2`);
+    await sql(url, `UPDATE ahp_records SET action = '{"type": broken' WHERE partition = 'acme' AND seq = 2`);
     await expect(log.read(0, 10)).rejects.toThrow(/record 2 is corrupt: action column is not valid JSON/);
-    await sql(url, 'DELETE FROM ahp_records WHERE seq = 2');
-    await expect(log.read(0, 10)).rejects.toThrow(/records 2\.\.2 are missing/);
+    await sql(url, `DELETE FROM ahp_records WHERE partition = 'acme' AND seq = 2`);
+    await expect(log.read(0, 10)).rejects.toThrow(/partition "acme" is corrupt: records 2\.\.2 are missing/);
   });
 });
