@@ -296,10 +296,7 @@ export class Hub implements HubPort {
    */
   reconnect(conn: Connection, principal: Principal, params: ReconnectParams): ReconnectResult {
     const result = this.#subscriptions.reconnect(conn, principal.tenant, params, {
-      visible: (channel) => {
-        const kind = channelKind(channel);
-        return kind === 'root' || (kind === 'session' && this.visibleSession(principal, channel) !== undefined) || (kind === 'chat' && this.visibleChat(principal, channel) !== undefined);
-      },
+      visible: (channel) => channel === ROOT_URI || this.#sessionOfVisibleChannel(principal, channel) !== undefined,
       snapshot: (channel) => this.snapshot(principal, channel),
       serverSeq: this.#pipeline.serverSeq,
       deliveredSeq: this.#pipeline.deliveredSeq,
