@@ -31,7 +31,9 @@ export const CatalogAction = {
   ChatDisposed: 'hub/chatDisposed',
 } as const;
 
-export interface SessionCreatedRecord {
+// Type aliases rather than interfaces: an object type alias is assignable to `WireAction` (an
+// index signature), so lifecycle records are sequenced like any action without a cast.
+export type SessionCreatedRecord = {
   type: typeof CatalogAction.SessionCreated;
   session: string;
   tenant: string;
@@ -39,17 +41,23 @@ export interface SessionCreatedRecord {
   provider: string;
   title: string;
   createdAt: string;
-}
-export interface SessionDisposedRecord { type: typeof CatalogAction.SessionDisposed; session: string }
-export interface ChatCreatedRecord {
+};
+export type SessionDisposedRecord = { type: typeof CatalogAction.SessionDisposed; session: string };
+export type ChatCreatedRecord = {
   type: typeof CatalogAction.ChatCreated;
   chat: string;
   session: string;
   title: string;
   createdAt: string;
-}
-export interface ChatDisposedRecord { type: typeof CatalogAction.ChatDisposed; chat: string }
+};
+export type ChatDisposedRecord = { type: typeof CatalogAction.ChatDisposed; chat: string };
 export type CatalogRecordAction = SessionCreatedRecord | SessionDisposedRecord | ChatCreatedRecord | ChatDisposedRecord;
+
+/** The lifecycle action a record carries, or undefined for a record on an AHP channel. */
+export function catalogActionOf(record: Pick<LogRecord, 'channel' | 'action'>): CatalogRecordAction | undefined {
+  // Only the hub writes this channel, and only these four actions.
+  return record.channel === CATALOG_CHANNEL ? (record.action as CatalogRecordAction) : undefined;
+}
 
 export interface SessionEntry {
   readonly uri: string;
@@ -100,8 +108,9 @@ export class HubState {
 
   /** Applies one sequenced record. Records for channels that no longer exist are no-ops. */
   applyRecord(record: Pick<LogRecord, 'channel' | 'action'>): void {
-    if (record.channel === CATALOG_CHANNEL) {
-      this.#applyCatalog(record.action as unknown as CatalogRecordAction);
+    const lifecycle = catalogActionOf(record);
+    if (lifecycle) {
+      this.#applyCatalog(lifecycle);
       return;
     }
     switch (channelKind(record.channel)) {

@@ -18,6 +18,7 @@
  * actor, so a restart rebuilds it exactly and never re-applies a re-sent clientSeq.
  */
 import type { Principal } from '../auth/auth.js';
+import type { LogRecord } from '../storage/action-log.js';
 
 export const LEDGER_LIMITS = {
   /** Clients remembered (least recently active forgotten first). */
@@ -132,6 +133,15 @@ export class ClientLedger {
     rec.accepted.set(clientSeq, serverSeq);
     rec.rejections.delete(clientSeq);
     while (rec.accepted.size > LEDGER_LIMITS.maxAcceptedPerClient) forgetLowest(rec);
+  }
+
+  /**
+   * A record read from the log (recovery, or another process's append in cluster mode): when a
+   * client dispatched it, its clientSeq counts as accepted for the actor its origin names.
+   */
+  acceptedFromLog(record: Pick<LogRecord, 'serverSeq' | 'origin'>): void {
+    const origin = record.origin;
+    if (origin?.actor) this.accepted(origin.actor, origin.clientId, origin.clientSeq, record.serverSeq);
   }
 
   rejected(actor: Actor, clientId: string, clientSeq: number, reason: string): void {

@@ -13,7 +13,7 @@
  * they have caught up.
  *
  * All coalescing lives here: per-subscriber windows (`ChannelFanout`), and the merging of
- * adjacent envelopes of one group commit (`deliverEnvelopeRun`, called by the hub's delivery).
+ * adjacent envelopes of one group commit (`deliverEnvelopeRun`, called by the commit pipeline's delivery, `commit-pipeline.ts`).
  */
 import type { ActionEnvelope, WireAction } from '../../shared/protocol/messages.js';
 import { CloseCode, type Connection } from './connection.js';

@@ -26,7 +26,12 @@ import type { Connection } from './connection.js';
 export const HOOK_ORDER = ['leases', 'agents', 'metrics', 'steering', 'interactions', 'collab', 'qwen-serve', 'extension'] as const;
 export type HookOwner = (typeof HOOK_ORDER)[number];
 
-/** One committed action, as features see it. */
+/**
+ * One committed action, as features see it. "Committed" means sequenced and applied: hooks run
+ * synchronously in serverSeq order as the hub accepts the action, before the log append that
+ * makes it durable (clients receive it only after that append, see `commit-pipeline.ts`). A
+ * reaction that must wait for durability awaits `drain()`. Remote actions are durable already.
+ */
 export interface CommitEvent {
   readonly channel: string;
   /** The action exactly as committed (unknown keys kept). */

@@ -1,49 +1,49 @@
 /**
- * The hub: one authoritative state per channel, an ordered action log, and fan-out.
+ * The hub's facade: the `HubPort` features see and the API the composition root, the JSON-RPC
+ * methods and the tests call. It holds the decision: every dispatch is validated against current
+ * state, checked against the duplicate ledger and the channel's size budget, and accepted or
+ * rejected synchronously (`#decide`), so "first reply wins" needs no lock. An accepted action is
+ * sequenced through the commit pipeline together with the roll-up it causes (chat → session →
+ * root), so the log replays to the same state without recomputing anything.
  *
- * Every accepted action goes through `#sequence`: it gets the next global serverSeq, is applied
- * through the pure reducers, is queued for the log and for delivery. Queued records are appended
- * to the log in one batch per event-loop turn (group commit); only after the append resolves are
- * their envelopes delivered and their waiters resolved, so an echo always means "durable".
- * Rejections travel through the same ordered outbox so a client never sees a rejection before
- * the echo of an action it dispatched earlier.
+ * The rest lives beside it, each behind a narrow interface:
+ * - `commit-pipeline.ts`: sequencing, group commit, delivery in order, durability waiters, held
+ *   answers, snapshot cadence — where "nothing reaches a client before it is durable; answers
+ *   never overtake envelopes" is enforced;
+ * - `recovery.ts`: open from snapshot + replay, ledger rebuild, ending interrupted turns;
+ * - `subscriptions.ts`: who is subscribed to what, reconnect (replay or snapshots);
+ * - `root-catalogue.ts`: the session summaries root subscribers were last sent;
+ * - `write-gate.ts`: cluster mode (decisions wait for the write turn).
  *
  * The hub knows connections only through the `Connection` interface and storage only through
- * the `ActionLog` port. Roll-up (chat → session → root) happens here because it must be
- * sequenced together with the action that caused it.
+ * the `ActionLog` port.
  */
 import { ProtocolError, ErrorCode } from '../../shared/protocol/errors.js';
-import type {
-  ActionEnvelope,
-  ActionOrigin,
-  ReconnectParams,
-  ReconnectResult,
-  Snapshot,
-  WireAction,
-} from '../../shared/protocol/messages.js';
-import { ServerNotification } from '../../shared/protocol/messages.js';
-import { CLIENT_DISPATCHABLE_ACTIONS, STREAMING_ONLY_ACTIONS, parseAction } from '../../shared/protocol/actions.js';
-import { initialRootState } from '../../shared/protocol/state.js';
+import type { ActionOrigin, ReconnectParams, ReconnectResult, Snapshot, WireAction } from '../../shared/protocol/messages.js';
+import { CLIENT_DISPATCHABLE_ACTIONS, STREAMING_ONLY_ACTIONS, isKnownAction, parseAction } from '../../shared/protocol/actions.js';
 import { validateParsedClientAction } from '../../shared/state/validate-action.js';
 import { CHAT_SCHEME, ROOT_URI, channelKind } from '../../shared/protocol/uris.js';
+import { checkJsonBounds } from '../../shared/protocol/json-bounds.js';
 import { isSharedActionLog, type ActionLog, type LogRecord } from '../storage/action-log.js';
 import type { AgentInfo } from '../agents/agent.js';
 import { canActAsAgent, canWrite, type Principal } from '../auth/auth.js';
 import type { Logger } from '../log.js';
 import { errorFields } from '../log.js';
-import { HubState, CATALOG_CHANNEL, CatalogAction, type CatalogImage, type ChatEntry, type SessionEntry } from './catalog.js';
-import { CloseCode, type Connection } from './connection.js';
-import { ChannelFanout, DEFAULT_FANOUT_LIMITS, deliverEnvelopeRun, deliverPrivate, encodeNotification, sendOrCloseSlow, type FanoutLimits } from './fanout.js';
-import { chatRollUpActions, sessionSummary, summaryChanges, type SessionSummaryView } from './rollup.js';
-import { ClientLedger, actorOf, type Actor, type LedgerImage } from './client-ledger.js';
-import { checkJsonBounds } from '../../shared/protocol/json-bounds.js';
+import { CATALOG_CHANNEL, CatalogAction, catalogActionOf, type CatalogRecordAction, type ChatEntry, type HubState, type SessionEntry } from './catalog.js';
+import type { Connection } from './connection.js';
+import { DEFAULT_FANOUT_LIMITS, type FanoutLimits } from './fanout.js';
+import { chatRollUpActions, sessionSummary, type SessionSummaryView } from './rollup.js';
+import { actorOf, type Actor, type ClientLedger } from './client-ledger.js';
 import { validateAgentAction } from './agent-actions.js';
 import { ChannelSizeBudget, DEFAULT_MAX_CHANNEL_JSON_CHARS } from './channel-budget.js';
 import { WriteGate } from './write-gate.js';
 import { ReplayWindow } from './replay-window.js';
 import type { CommitEvent, HookOwner, HubHooks, HubPort, RejectionCode, SubmitOutcome } from './hub-port.js';
 import { HookList } from './hook-list.js';
-import { isKnownAction } from '../../shared/protocol/actions.js';
+import { CommitPipeline } from './commit-pipeline.js';
+import { Subscriptions } from './subscriptions.js';
+import { RootCatalogue } from './root-catalogue.js';
+import { interruptedTurnEnds, recoverFromLog, snapshotImageOf, type RecoveredHub } from './recovery.js';
 
 export interface HubLimits {
   readonly maxSessionsPerTenant: number;
@@ -91,128 +91,98 @@ export interface HubObserver {
   reconnectServed(kind: 'replay' | 'snapshot'): void;
 }
 
-/** A client that dispatches actions: the connection it speaks on and who it is. */
 /** Answers and approvals, stamped with who gave them (see `#stampAnswer`). */
 const ANSWER_ACTIONS: ReadonlySet<string> = new Set(['chat/inputCompleted', 'chat/toolCallConfirmed', 'chat/toolCallResultConfirmed']);
 export const ANSWERED_BY_META = 'hub/answeredBy';
 /** The surface of a WebSocket (AHP) client that does not name itself. */
 const CLIENT_SURFACE = 'AHP client';
 
+/** A client that dispatches actions: the connection it speaks on and who it is. */
 export interface ClientHandle {
   readonly conn: Connection;
   readonly principal: Principal;
   readonly clientId: string;
 }
 
-
-type OutboxItem =
-  /** `source`: the connection that dispatched it, when a client did. */
-  | { kind: 'envelope'; envelope: ActionEnvelope; source?: Connection | undefined }
-  | { kind: 'private'; conn: Connection; envelope: ActionEnvelope }
-  | { kind: 'root'; tenant: string; text: string }
-  /** A JSON-RPC answer, sent once everything sequenced before it is durable and delivered. */
-  | { kind: 'reply'; conn: Connection; text: string }
-  /** Runs once everything queued before it has been delivered. */
-  | { kind: 'call'; fn: () => void }
-  | { kind: 'durable'; resolve: () => void };
-
-
-
 export class Hub implements HubPort {
   readonly limits: HubLimits;
-  readonly #log: ActionLog;
   readonly #logger: Logger;
   readonly #now: () => number;
   readonly #newId: () => string;
   readonly #agents: readonly AgentInfo[];
   readonly #defaultProvider: string;
-  #catalog: HubState;
-
-  /** Last serverSeq assigned (applied in memory). */
-  #seq = 0;
-  /** Last serverSeq appended durably. */
-  #durableSeq = 0;
-  /** Last serverSeq whose envelope was handed to subscribers. */
-  #deliveredSeq = 0;
-  #recordsSinceSnapshot = 0;
-
-  #pendingRecords: LogRecord[] = [];
-  #outbox: OutboxItem[] = [];
-  #flushScheduled = false;
-  #flushing: Promise<void> | undefined;
-  #failed: Error | undefined;
-  #closed = false;
-  /** Cluster mode only (a shared log): decisions wait for the write turn. See write-gate.ts. */
-  #gate: WriteGate | undefined;
-
+  /** Every session and chat with its current state (catalog.ts). */
+  readonly #state: HubState;
+  readonly #ledger: ClientLedger;
+  readonly #pipeline: CommitPipeline;
+  readonly #subscriptions: Subscriptions;
+  readonly #rootCatalogue: RootCatalogue;
   readonly #replay: ReplayWindow;
   readonly #channelBudget: ChannelSizeBudget;
-  readonly #fanouts = new Map<string, ChannelFanout>();
-  readonly #rootSubscribers = new Map<string, Set<Connection>>();
-  readonly #subscriptionsByConn = new Map<Connection, Set<string>>();
-  readonly #publishedSummaries = new Map<string, SessionSummaryView>();
-  #ledger = new ClientLedger();
   /** Registered hooks, kept sorted by `HOOK_ORDER` (then registration order). */
   readonly #hooks = new HookList((err) => this.#logger.error('hub listener failed', errorFields(err)));
-  /** Characters of answers queued in the outbox per connection (see `sendInOrder`). */
-  readonly #heldReplyChars = new WeakMap<Connection, number>();
   readonly #observer: HubObserver | undefined;
+  /** Cluster mode only (a shared log): decisions wait for the write turn. See write-gate.ts. */
+  #gate: WriteGate | undefined;
+  #failed: Error | undefined;
+  #closed = false;
+  /** Set by the composition root: what to do when the log fails (exit so a supervisor restarts). */
+  #onFatal: ((err: Error) => void) | undefined;
 
-  private constructor(options: HubOptions, catalog: HubState) {
-    this.#log = options.log;
+  private constructor(options: HubOptions, limits: HubLimits, replay: ReplayWindow, recovered: RecoveredHub) {
+    this.limits = limits;
     this.#logger = options.logger;
     this.#now = options.now;
     this.#newId = options.newId;
     this.#agents = options.agents;
     this.#defaultProvider = options.defaultProvider;
-    this.limits = { ...DEFAULT_HUB_LIMITS, ...options.limits };
-    this.#catalog = catalog;
-    this.#channelBudget = new ChannelSizeBudget(this.limits.maxChannelJsonChars);
-    this.#replay = new ReplayWindow(this.limits.replayBufferSize, this.limits.replayBufferChars);
     this.#observer = options.observer;
+    this.#state = recovered.state;
+    this.#ledger = recovered.ledger;
+    this.#replay = replay;
+    this.#channelBudget = new ChannelSizeBudget(limits.maxChannelJsonChars);
+    this.#subscriptions = new Subscriptions(limits.maxSubscriptionsPerConnection, limits.fanout, replay);
+    this.#pipeline = new CommitPipeline({
+      log: options.log,
+      logger: options.logger,
+      state: recovered.state,
+      receivers: this.#subscriptions,
+      replay,
+      fanoutLimits: limits.fanout,
+      snapshotEvery: limits.snapshotEvery,
+      keepBehindSnapshot: limits.replayBufferSize,
+      snapshotImage: () => snapshotImageOf(this.#state, this.#ledger),
+      headSeq: recovered.headSeq,
+      onAppendFailed: (err) => this.#fail(err),
+    });
+    this.#rootCatalogue = new RootCatalogue(recovered.state, this.#pipeline);
+    this.#rootCatalogue.publishedFromState();
   }
 
   /**
-   * Opens a hub on a log: loads the newest snapshot, replays the records after it, then ends
-   * every turn that was running when the previous process stopped (as errored, never silently).
+   * Opens a hub on a log (see recovery.ts): loads the newest snapshot, replays the records after
+   * it, then ends every turn that was running when the previous process stopped (as errored,
+   * never silently).
    */
   static async open(options: HubOptions): Promise<Hub> {
-    const snapshot = await options.log.latestSnapshot();
-    const image = snapshot?.data as { catalog: CatalogImage; ledger?: LedgerImage } | undefined;
-    const catalog = image ? HubState.fromImage(image.catalog) : new HubState(initialRootState(options.agents.map((a) => ({ ...a }))));
-    // The agent list is configuration, not history: a restart with another agents file lists what runs now.
-    catalog.root = { ...catalog.root, agents: options.agents.map((a) => ({ ...a })) };
-    const hub = new Hub(options, catalog);
-    hub.#ledger = ClientLedger.fromImage(image?.ledger);
-    let seq = snapshot?.serverSeq ?? 0;
-    const PAGE = 2_000;
-    for (;;) {
-      const records = await options.log.read(seq, PAGE);
-      for (const r of records) {
-        hub.#catalog.applyRecord(r);
-        const actor = (r.origin as { actor?: Actor } | undefined)?.actor;
-        if (r.origin && actor) hub.#ledger.accepted(actor, r.origin.clientId, r.origin.clientSeq, r.serverSeq);
-        if (r.channel !== CATALOG_CHANNEL) hub.#replay.keep(hub.#envelopeOf(r));
-        seq = r.serverSeq;
-      }
-      if (records.length < PAGE) break;
-    }
-    const head = await options.log.head();
-    hub.#seq = hub.#durableSeq = hub.#deliveredSeq = Math.max(seq, head);
-    for (const s of hub.#catalog.sessions.values()) hub.#publishedSummaries.set(s.uri, sessionSummary(s, hub.#catalog));
+    const limits = { ...DEFAULT_HUB_LIMITS, ...options.limits };
+    const replay = new ReplayWindow(limits.replayBufferSize, limits.replayBufferChars);
+    const hub = new Hub(options, limits, replay, await recoverFromLog(options.log, options.agents, replay));
     if (isSharedActionLog(options.log)) {
       // Other processes share this log and may be running the turns recovery finds active, so
       // they are not ended here (see the README's Cluster section for what ends them).
+      const pipeline = hub.#pipeline;
       hub.#gate = new WriteGate(options.log, {
         get serverSeq() {
-          return hub.#seq;
+          return pipeline.serverSeq;
         },
-        hasPendingRecords: () => hub.#pendingRecords.length > 0 || hub.#seq !== hub.#durableSeq,
+        hasPendingRecords: () => pipeline.hasPendingRecords,
         foldRemote: (records) => hub.#foldRemote(records),
         fail: (err) => hub.#fail(err),
       }, options.logger);
+      pipeline.appendThrough(hub.#gate);
     } else {
-      hub.#failInterruptedTurns();
+      for (const { chat, action } of interruptedTurnEnds(hub.#state, options.now)) hub.#accept(chat, action, undefined);
     }
     await hub.drain();
     return hub;
@@ -220,8 +190,9 @@ export class Hub implements HubPort {
 
   // ─── Queries ────────────────────────────────────────────────────────────────
 
+  /** Last serverSeq sequenced (applied in memory; durable once the current batch is appended). */
   get serverSeq(): number {
-    return this.#seq;
+    return this.#pipeline.serverSeq;
   }
 
   /** Cluster mode: why the shared log refuses writes right now (unreachable), else undefined. */
@@ -239,22 +210,22 @@ export class Hub implements HubPort {
 
   /** A session the principal may see, or undefined (other tenants' sessions do not exist for them). */
   visibleSession(principal: Principal, uri: string): SessionEntry | undefined {
-    const s = this.#catalog.sessions.get(uri);
+    const s = this.#state.sessions.get(uri);
     return s && s.tenant === principal.tenant ? s : undefined;
   }
 
   visibleChat(principal: Principal, uri: string): ChatEntry | undefined {
-    const c = this.#catalog.chats.get(uri);
+    const c = this.#state.chats.get(uri);
     return c && this.visibleSession(principal, c.session) ? c : undefined;
   }
 
   /** Lookups for the agent runner and features, with no tenant check: they act for the hub. */
   sessionEntry(uri: string): SessionEntry | undefined {
-    return this.#catalog.sessions.get(uri);
+    return this.#state.sessions.get(uri);
   }
 
   chatEntry(uri: string): ChatEntry | undefined {
-    return this.#catalog.chats.get(uri);
+    return this.#state.chats.get(uri);
   }
 
   /**
@@ -262,15 +233,15 @@ export class Hub implements HubPort {
    * Features follow this rather than `state.defaultChat`, which a peer's action wrote.
    */
   defaultChatOf(sessionUri: string): string | undefined {
-    const session = this.#catalog.sessions.get(sessionUri);
+    const session = this.#state.sessions.get(sessionUri);
     const chat = session?.state.defaultChat;
-    return chat !== undefined && session!.chats.has(chat) && this.#catalog.chats.get(chat)?.session === sessionUri ? chat : undefined;
+    return chat !== undefined && session!.chats.has(chat) && this.#state.chats.get(chat)?.session === sessionUri ? chat : undefined;
   }
 
   listSessions(principal: Principal): SessionSummaryView[] {
     const out: SessionSummaryView[] = [];
-    for (const s of this.#catalog.sessions.values()) {
-      if (s.tenant === principal.tenant) out.push(sessionSummary(s, this.#catalog));
+    for (const s of this.#state.sessions.values()) {
+      if (s.tenant === principal.tenant) out.push(sessionSummary(s, this.#state));
     }
     return out.sort((a, b) => Date.parse(b.modifiedAt) - Date.parse(a.modifiedAt));
   }
@@ -278,84 +249,60 @@ export class Hub implements HubPort {
   /** The snapshot of a channel visible to the principal; throws SessionNotFound/NotFound otherwise. */
   snapshot(principal: Principal, channel: string): Snapshot {
     const kind = channelKind(channel);
-    if (kind === 'root') return { resource: ROOT_URI, state: this.#catalog.root, fromSeq: this.#seq };
+    const fromSeq = this.#pipeline.serverSeq;
+    if (kind === 'root') return { resource: ROOT_URI, state: this.#state.root, fromSeq };
     if (kind === 'session') {
       const s = this.visibleSession(principal, channel);
       if (!s) throw new ProtocolError(ErrorCode.SessionNotFound, `session ${channel} not found`);
-      return { resource: channel, state: s.state, fromSeq: this.#seq };
+      return { resource: channel, state: s.state, fromSeq };
     }
     if (kind === 'chat') {
       const c = this.visibleChat(principal, channel);
       if (!c) throw new ProtocolError(ErrorCode.NotFound, `chat ${channel} not found`);
-      return { resource: channel, state: c.state, fromSeq: this.#seq };
+      return { resource: channel, state: c.state, fromSeq };
     }
     throw new ProtocolError(ErrorCode.InvalidParams, `unsupported channel URI ${JSON.stringify(channel)}`);
   }
 
-  // ─── Subscriptions ──────────────────────────────────────────────────────────
+  // ─── Subscriptions (subscriptions.ts) ───────────────────────────────────────
 
   subscribe(conn: Connection, principal: Principal, channel: string, maxLatencyMs = 0): Snapshot {
     const snapshot = this.snapshot(principal, channel);
-    this.#attach(conn, principal, channel, snapshot.fromSeq, maxLatencyMs);
+    this.#subscriptions.attach(conn, principal.tenant, channel, snapshot.fromSeq, this.#pipeline.deliveredSeq, maxLatencyMs);
     return snapshot;
   }
 
   unsubscribe(conn: Connection, channel: string): void {
-    this.#subscriptionsByConn.get(conn)?.delete(channel);
-    if (channel === ROOT_URI) {
-      for (const set of this.#rootSubscribers.values()) set.delete(conn);
-      return;
-    }
-    const f = this.#fanouts.get(channel);
-    if (!f) return;
-    f.remove(conn);
-    if (f.size === 0) this.#fanouts.delete(channel);
+    this.#subscriptions.unsubscribe(conn, channel);
   }
 
   disconnect(conn: Connection): void {
-    const subs = this.#subscriptionsByConn.get(conn);
-    if (subs) for (const channel of [...subs]) this.unsubscribe(conn, channel);
-    this.#subscriptionsByConn.delete(conn);
+    this.#subscriptions.dropConnection(conn);
     this.#hooks.call((h) => h.disconnected?.(conn));
   }
 
   /** Channel subscriptions held by every connection together (metrics). */
   get subscriptionCount(): number {
-    let n = 0;
-    for (const subs of this.#subscriptionsByConn.values()) n += subs.size;
-    return n;
+    return this.#subscriptions.count;
   }
 
   subscriptionsOf(conn: Connection): ReadonlySet<string> {
-    return this.#subscriptionsByConn.get(conn) ?? new Set();
+    return this.#subscriptions.of(conn);
   }
 
   /**
-   * Legacy AHP reconnect: replay every delivered envelope after `lastSeenServerSeq` for the
-   * requested channels when the replay buffer still covers the gap, else snapshots. Channels that
-   * no longer exist (or are not visible) are reported `missing`. Either way the connection is
-   * re-subscribed at the live edge.
+   * Legacy AHP reconnect: the envelopes missed since `lastSeenServerSeq` when the replay window
+   * still covers the gap, else snapshots; invisible channels are `missing` (see subscriptions.ts).
    */
   reconnect(conn: Connection, principal: Principal, params: ReconnectParams): ReconnectResult {
-    const visible: string[] = [];
-    const missing: string[] = [];
-    for (const ch of new Set(params.subscriptions)) {
-      const kind = channelKind(ch);
-      const ok = kind === 'root' || (kind === 'session' && this.visibleSession(principal, ch)) || (kind === 'chat' && this.visibleChat(principal, ch));
-      (ok ? visible : missing).push(ch);
-    }
-    const oldest = this.#replay.oldestSeq ?? this.#deliveredSeq + 1;
-    const canReplay = params.lastSeenServerSeq <= this.#seq && params.lastSeenServerSeq >= oldest - 1;
-    if (canReplay) {
-      const wanted = new Set(visible);
-      const actions = this.#replay.since(params.lastSeenServerSeq, wanted);
-      for (const ch of visible) this.#attach(conn, principal, ch, this.#deliveredSeq, 0);
-      this.#observer?.reconnectServed('replay');
-      return { type: 'replay', actions, missing };
-    }
-    const snapshots = visible.map((ch) => this.subscribe(conn, principal, ch));
-    this.#observer?.reconnectServed('snapshot');
-    return { type: 'snapshot', snapshots, missing };
+    const result = this.#subscriptions.reconnect(conn, principal.tenant, params, {
+      visible: (channel) => channel === ROOT_URI || this.#sessionOfVisibleChannel(principal, channel) !== undefined,
+      snapshot: (channel) => this.snapshot(principal, channel),
+      serverSeq: this.#pipeline.serverSeq,
+      deliveredSeq: this.#pipeline.deliveredSeq,
+    });
+    this.#observer?.reconnectServed(result.type);
+    return result;
   }
 
   /**
@@ -365,34 +312,7 @@ export class Hub implements HubPort {
    * a single hub), so callers stay synchronous there.
    */
   caughtUpTo(serverSeq: number, timeoutMs = 2_000): Promise<void> | undefined {
-    return this.#gate && this.#seq < serverSeq ? this.#gate.reach(serverSeq, timeoutMs) : undefined;
-  }
-
-  #attach(conn: Connection, principal: Principal, channel: string, fromSeq: number, maxLatencyMs: number): void {
-    let subs = this.#subscriptionsByConn.get(conn);
-    if (!subs) {
-      subs = new Set();
-      this.#subscriptionsByConn.set(conn, subs);
-    }
-    if (!subs.has(channel) && subs.size >= this.limits.maxSubscriptionsPerConnection) {
-      throw new ProtocolError(ErrorCode.LimitExceeded, `at most ${this.limits.maxSubscriptionsPerConnection} subscriptions per connection`);
-    }
-    subs.add(channel);
-    if (channel === ROOT_URI) {
-      let set = this.#rootSubscribers.get(principal.tenant);
-      if (!set) {
-        set = new Set();
-        this.#rootSubscribers.set(principal.tenant, set);
-      }
-      set.add(conn);
-      return;
-    }
-    let f = this.#fanouts.get(channel);
-    if (!f) {
-      f = new ChannelFanout(this.limits.fanout);
-      this.#fanouts.set(channel, f);
-    }
-    f.add(conn, fromSeq, this.#deliveredSeq, maxLatencyMs);
+    return this.#gate && this.#pipeline.serverSeq < serverSeq ? this.#gate.reach(serverSeq, timeoutMs) : undefined;
   }
 
   // ─── Commands ───────────────────────────────────────────────────────────────
@@ -404,7 +324,7 @@ export class Hub implements HubPort {
     if (channelKind(params.uri) !== 'session') {
       throw new ProtocolError(ErrorCode.InvalidParams, 'channel must be an ahp-session:/<id> URI');
     }
-    if (this.#catalog.sessions.has(params.uri)) {
+    if (this.#state.sessions.has(params.uri)) {
       // Indistinguishable for other tenants too: the URI is taken either way.
       throw new ProtocolError(ErrorCode.SessionAlreadyExists, `session ${params.uri} already exists`);
     }
@@ -413,13 +333,13 @@ export class Hub implements HubPort {
       throw new ProtocolError(ErrorCode.ProviderNotFound, `no agent provider ${JSON.stringify(provider)}`);
     }
     let count = 0;
-    for (const s of this.#catalog.sessions.values()) if (s.tenant === principal.tenant) count++;
+    for (const s of this.#state.sessions.values()) if (s.tenant === principal.tenant) count++;
     if (count >= this.limits.maxSessionsPerTenant) {
       throw new ProtocolError(ErrorCode.LimitExceeded, `at most ${this.limits.maxSessionsPerTenant} sessions per tenant`);
     }
     const createdAt = new Date(this.#now()).toISOString();
     const title = params.title ?? 'New session';
-    this.#sequence(CATALOG_CHANNEL, {
+    this.#sequenceLifecycle({
       type: CatalogAction.SessionCreated,
       session: params.uri,
       tenant: principal.tenant,
@@ -429,12 +349,9 @@ export class Hub implements HubPort {
       createdAt,
     });
     const defaultChat = this.#createChatRecord(params.uri, CHAT_SCHEME + this.#newId(), 'Chat', createdAt);
-    this.#sequence(params.uri, { type: 'session/defaultChatChanged', defaultChat });
-    const session = this.#catalog.sessions.get(params.uri)!;
-    const summary = sessionSummary(session, this.#catalog);
-    this.#publishedSummaries.set(params.uri, summary);
-    this.#queueRoot(principal.tenant, ServerNotification.SessionAdded, { channel: ROOT_URI, summary });
-    await this.#durable();
+    this.#pipeline.sequence(params.uri, { type: 'session/defaultChatChanged', defaultChat });
+    this.#rootCatalogue.sessionAdded(this.#state.sessions.get(params.uri)!);
+    await this.#pipeline.durable();
     return { defaultChat };
   }
 
@@ -445,13 +362,9 @@ export class Hub implements HubPort {
     if (!session) throw new ProtocolError(ErrorCode.SessionNotFound, `session ${uri} not found`);
     if (!canWrite(principal)) throw new ProtocolError(ErrorCode.PermissionDenied, 'viewers cannot dispose sessions');
     const chats = [...session.chats];
-    this.#sequence(CATALOG_CHANNEL, { type: CatalogAction.SessionDisposed, session: uri });
-    this.#publishedSummaries.delete(uri);
-    this.#queueRoot(session.tenant, ServerNotification.SessionRemoved, { channel: ROOT_URI, session: uri });
-    for (const chat of chats) this.#dropChannel(chat);
-    this.#dropChannel(uri);
-    this.#hooks.call((h) => h.sessionDisposed?.({ session: uri }));
-    await this.#durable();
+    this.#sequenceLifecycle({ type: CatalogAction.SessionDisposed, session: uri });
+    this.#sessionGone(session, chats);
+    await this.#pipeline.durable();
   }
 
   async createChat(principal: Principal, sessionUri: string, params: { chat?: string | undefined; title?: string | undefined }): Promise<{ chat: string }> {
@@ -465,10 +378,10 @@ export class Hub implements HubPort {
     }
     const chat = params.chat ?? CHAT_SCHEME + this.#newId();
     if (channelKind(chat) !== 'chat') throw new ProtocolError(ErrorCode.InvalidParams, 'chat must be an ahp-chat:/<id> URI');
-    if (this.#catalog.chats.has(chat)) throw new ProtocolError(ErrorCode.AlreadyExists, `chat ${chat} already exists`);
+    if (this.#state.chats.has(chat)) throw new ProtocolError(ErrorCode.AlreadyExists, `chat ${chat} already exists`);
     this.#createChatRecord(sessionUri, chat, params.title ?? 'Chat', new Date(this.#now()).toISOString());
-    this.#rollUpSession(sessionUri);
-    await this.#durable();
+    this.#rootCatalogue.sessionChanged(session);
+    await this.#pipeline.durable();
     return { chat };
   }
 
@@ -478,32 +391,55 @@ export class Hub implements HubPort {
     const chat = this.visibleChat(principal, chatUri);
     if (!chat) throw new ProtocolError(ErrorCode.NotFound, `chat ${chatUri} not found`);
     if (!canWrite(principal)) throw new ProtocolError(ErrorCode.PermissionDenied, 'viewers cannot dispose chats');
-    const session = this.#catalog.sessions.get(chat.session)!;
+    const session = this.#state.sessions.get(chat.session)!;
     if (session.state.defaultChat === chatUri) {
       throw new ProtocolError(ErrorCode.InvalidParams, 'the default chat is disposed with its session');
     }
     for (const entry of session.state.inputNeeded ?? []) {
-      if (entry.chat === chatUri) this.#sequence(session.uri, { type: 'session/inputNeededRemoved', id: entry.id });
+      if (entry.chat === chatUri) this.#pipeline.sequence(session.uri, { type: 'session/inputNeededRemoved', id: entry.id });
     }
-    this.#sequence(CATALOG_CHANNEL, { type: CatalogAction.ChatDisposed, chat: chatUri });
-    this.#sequence(session.uri, { type: 'session/chatRemoved', chat: chatUri });
-    this.#dropChannel(chatUri);
-    this.#hooks.call((h) => h.chatDisposed?.({ chat: chatUri, session: session.uri }));
-    this.#rollUpSession(session.uri);
-    await this.#durable();
+    this.#sequenceLifecycle({ type: CatalogAction.ChatDisposed, chat: chatUri });
+    this.#pipeline.sequence(session.uri, { type: 'session/chatRemoved', chat: chatUri });
+    this.#chatGone(chatUri, session.uri);
+    this.#rootCatalogue.sessionChanged(session);
+    await this.#pipeline.durable();
+  }
+
+  /** Sequences a session or chat lifecycle record (the internal catalogue channel; never sent). */
+  #sequenceLifecycle(action: CatalogRecordAction): void {
+    this.#pipeline.sequence(CATALOG_CHANNEL, action);
   }
 
   #createChatRecord(session: string, chat: string, title: string, createdAt: string): string {
-    this.#sequence(CATALOG_CHANNEL, { type: CatalogAction.ChatCreated, chat, session, title, createdAt });
-    const state = this.#catalog.chats.get(chat)!.state;
-    this.#sequence(session, {
+    this.#sequenceLifecycle({ type: CatalogAction.ChatCreated, chat, session, title, createdAt });
+    const state = this.#state.chats.get(chat)!.state;
+    this.#pipeline.sequence(session, {
       type: 'session/chatAdded',
       summary: { resource: chat, title: state.title, status: state.status, modifiedAt: state.modifiedAt, origin: { kind: 'user' } },
     });
     return chat;
   }
 
-  // ─── Dispatch ───────────────────────────────────────────────────────────────
+  /** After a session's disposal is sequenced (here or by another process): everyone who must know is told. */
+  #sessionGone(session: { readonly uri: string; readonly tenant: string }, chats: Iterable<string>): void {
+    this.#rootCatalogue.sessionRemoved(session);
+    for (const chat of chats) this.#dropChannel(chat);
+    this.#dropChannel(session.uri);
+    this.#hooks.call((h) => h.sessionDisposed?.({ session: session.uri }));
+  }
+
+  /** After a chat's disposal is sequenced (here or by another process). */
+  #chatGone(chat: string, session: string): void {
+    this.#dropChannel(chat);
+    this.#hooks.call((h) => h.chatDisposed?.({ chat, session }));
+  }
+
+  #dropChannel(channel: string): void {
+    this.#channelBudget.forget(channel);
+    this.#subscriptions.dropChannel(channel);
+  }
+
+  // ─── Dispatch and decision ──────────────────────────────────────────────────
 
   /**
    * A client's `dispatchAction`. Unknown or invisible channels are ignored without an echo (AHP).
@@ -516,8 +452,8 @@ export class Hub implements HubPort {
       // Cluster mode: decide once this process holds the write turn (in arrival order).
       this.#writeTurn().then(
         () => this.dispatchFromClient(client, channel, clientSeq, rawAction),
-        (err: unknown) => this.#queuePrivate(client.conn, {
-          channel, action: rawAction, serverSeq: this.#seq, origin: { clientId: client.clientId, clientSeq }, rejectionReason: errorMessageOf(err),
+        (err: unknown) => this.#pipeline.sendPrivate(client.conn, {
+          channel, action: rawAction, serverSeq: this.#pipeline.serverSeq, origin: { clientId: client.clientId, clientSeq }, rejectionReason: errorMessageOf(err),
         }),
       );
       return;
@@ -528,7 +464,7 @@ export class Hub implements HubPort {
     if (duplicate?.kind === 'accepted') {
       // A re-sent action that was applied: answer with its original echo, never apply it again.
       const original = this.#replay.find(duplicate.serverSeq);
-      if (original) return this.#queuePrivate(client.conn, original);
+      if (original) return this.#pipeline.sendPrivate(client.conn, original);
     }
     const decision = duplicate
       ? ({ ok: false, reason: duplicate.kind === 'rejected' ? duplicate.reason : `clientSeq ${clientSeq} was already applied; it is not applied again` } as const)
@@ -537,22 +473,22 @@ export class Hub implements HubPort {
     if (!decision.ok) {
       this.#observer?.dispatchRejected(decision.reason);
       if (!duplicate) this.#ledger.rejected(actor, client.clientId, clientSeq, decision.reason);
-      this.#queuePrivate(client.conn, { channel, action: echoableRejected(rawAction), serverSeq: this.#seq, origin, rejectionReason: decision.reason });
+      this.#pipeline.sendPrivate(client.conn, { channel, action: echoableRejected(rawAction), serverSeq: this.#pipeline.serverSeq, origin, rejectionReason: decision.reason });
       return;
     }
-    this.#ledger.accepted(actor, client.clientId, clientSeq, this.#seq + 1);
+    this.#ledger.accepted(actor, client.clientId, clientSeq, this.#pipeline.serverSeq + 1);
     // The source connection gets its echo at delivery even when it is not subscribed (AHP lets a
     // client answer a chat it has not subscribed to). The stored origin also names the actor, so
     // recovery can rebuild the principal-scoped ledger; envelopes never carry it.
-    this.#commit(channel, decision.action, origin, client.conn, actor);
+    this.#accept(channel, decision.action, origin, client.conn, actor);
   }
 
   /**
    * Dispatches a client-dispatchable action on behalf of a caller that is not an AHP connection
    * (HTTP replies, SSE clients, the collaboration bridge). It gets exactly the validation a client
    * dispatch gets, is decided synchronously (so the first of several racing callers wins), is
-   * broadcast without an origin, and resolves once durable. Unknown or invisible channels give
-   * `{ok: false, notFound: true}`.
+   * broadcast without an origin, and resolves once durable. An unknown or invisible channel is
+   * `{ok: false, code: ErrorCode.NotFound}`.
    */
   async submitAs(principal: Principal, channel: string, rawAction: WireAction, surface = 'hub'): Promise<SubmitOutcome> {
     this.#assertOpen();
@@ -560,8 +496,8 @@ export class Hub implements HubPort {
     const decision = this.#decide(principal, `hub:${principal.user}`, channel, rawAction, surface);
     if (!decision) return { ok: false, code: ErrorCode.NotFound, message: `no channel ${channel}` };
     if (!decision.ok) return { ok: false, code: decision.code, message: decision.reason };
-    const serverSeq = this.#commit(channel, decision.action, undefined);
-    await this.#durable();
+    const serverSeq = this.#accept(channel, decision.action, undefined);
+    await this.#pipeline.durable();
     return { ok: true, serverSeq };
   }
 
@@ -569,7 +505,7 @@ export class Hub implements HubPort {
     const kind = channelKind(channel);
     if (kind === 'session') return this.visibleSession(principal, channel);
     const chat = kind === 'chat' ? this.visibleChat(principal, channel) : undefined;
-    return chat ? this.#catalog.sessions.get(chat.session) : undefined;
+    return chat ? this.#state.sessions.get(chat.session) : undefined;
   }
 
   /** Validation shared by every client path. undefined = channel unknown or invisible (ignore). */
@@ -579,7 +515,7 @@ export class Hub implements HubPort {
     | undefined {
     const session = this.#sessionOfVisibleChannel(principal, channel);
     if (!session) return undefined;
-    const chat = channelKind(channel) === 'chat' ? this.#catalog.chats.get(channel) : undefined;
+    const chat = channelKind(channel) === 'chat' ? this.#state.chats.get(channel) : undefined;
     if (!canWrite(principal)) return { ok: false, code: ErrorCode.PermissionDenied, reason: 'read-only access: viewers cannot dispatch actions' };
     const parsed = parseAction(rawAction);
     if (!parsed.ok) return { ok: false, code: ErrorCode.InvalidParams, reason: `invalid ${rawAction.type}: ${parsed.message}` };
@@ -607,6 +543,17 @@ export class Hub implements HubPort {
     const decided = ANSWER_ACTIONS.has(action.type) ? this.#stampAnswer(action, principal, surface) : action;
     const full = this.#channelBudget.charge(channel, () => (chat ? chat.state : session.state), decided);
     return full === undefined ? { ok: true, action: decided } : { ok: false, code: ErrorCode.LimitExceeded, reason: full };
+  }
+
+  /** True when some chat of the session has, or had, a turn with this id. */
+  #turnIdUsed(session: SessionEntry, turnId: string): boolean {
+    for (const uri of session.chats) {
+      const state = this.#state.chats.get(uri)?.state;
+      if (!state) continue;
+      if (state.activeTurn?.id === turnId) return true;
+      if (state.turns.some((t) => t.id === turnId)) return true;
+    }
+    return false;
   }
 
   /**
@@ -643,7 +590,7 @@ export class Hub implements HubPort {
     }
     const origin = { clientId: client.clientId, clientSeq };
     this.#observer?.dispatchRejected(reason);
-    this.#queuePrivate(client.conn, { channel, action, serverSeq: this.#seq, origin, rejectionReason: reason });
+    this.#pipeline.sendPrivate(client.conn, { channel, action, serverSeq: this.#pipeline.serverSeq, origin, rejectionReason: reason });
   }
 
   /**
@@ -655,242 +602,52 @@ export class Hub implements HubPort {
     if (this.#gate) await this.#writeTurn();
     const parsed = parseAction(action);
     if (!parsed.ok) throw new Error(`invalid server action ${action.type}: ${parsed.message}`);
-    const chat = this.#catalog.chats.get(channel);
-    const session = this.#catalog.sessions.get(chat ? chat.session : channel);
-    if (!chat && !this.#catalog.sessions.has(channel)) throw new ProtocolError(ErrorCode.NotFound, `no channel ${channel}`);
+    const chat = this.#state.chats.get(channel);
+    const session = this.#state.sessions.get(chat ? chat.session : channel);
+    if (!chat && !this.#state.sessions.has(channel)) throw new ProtocolError(ErrorCode.NotFound, `no channel ${channel}`);
     const reason = validateAgentAction(parsed.action as WireAction, chat?.state, session && { session: session.uri, chats: session.chats }) ??
       this.#channelBudget.charge(channel, () => (chat ? chat.state : session?.state), parsed.action);
     if (reason !== undefined) throw new ProtocolError(ErrorCode.InvalidParams, reason);
-    const seq = this.#commit(channel, parsed.action as WireAction, undefined);
-    await this.#durable();
+    const seq = this.#accept(channel, parsed.action as WireAction, undefined);
+    await this.#pipeline.durable();
     return seq;
   }
 
-  /** Sequences a validated action, then rolls chat status up to the session and root. */
-  #commit(channel: string, action: WireAction, origin: ActionOrigin | undefined, source?: Connection, actor?: Actor): number {
-    const turnBefore = this.#catalog.chats.get(channel)?.state.activeTurn?.id;
-    const seq = this.#sequence(channel, action, origin, source, actor);
-    const chat = this.#catalog.chats.get(channel);
+  /**
+   * Sequences a decided action, then the roll-up it causes (chat → session → root), and announces
+   * it to the hooks. Returns its serverSeq; it is durable once the pipeline's next batch is.
+   */
+  #accept(channel: string, action: WireAction, origin: ActionOrigin | undefined, source?: Connection, actor?: Actor): number {
+    const turnBefore = this.#state.chats.get(channel)?.state.activeTurn?.id;
+    const seq = this.#pipeline.sequence(channel, action, origin, source, actor);
+    const chat = this.#state.chats.get(channel);
     if (chat && !STREAMING_ONLY_ACTIONS.has(action.type)) this.#rollUpChat(chat);
-    else if (this.#catalog.sessions.has(channel)) this.#rollUpSession(channel);
+    else if (!chat) this.#rollUpSession(channel);
     this.#announceCommit({ channel, action, known: isKnownAction(action) ? action : undefined, serverSeq: seq, origin }, turnBefore);
     return seq;
   }
 
+  /** Sequences the session actions that bring the session in line with the chat, then publishes its summary. */
   #rollUpChat(chat: ChatEntry): void {
-    const session = this.#catalog.sessions.get(chat.session);
+    const session = this.#state.sessions.get(chat.session);
     if (!session) return;
-    for (const action of chatRollUpActions(chat, session)) this.#sequence(session.uri, action);
-    this.#rollUpSession(session.uri);
+    for (const action of chatRollUpActions(chat, session)) this.#pipeline.sequence(session.uri, action);
+    this.#rootCatalogue.sessionChanged(session);
   }
 
-  /** Publishes the session's summary (with its aggregate status) to the root channel when it changed. */
+  /** Publishes the session's summary to the root catalogue when it changed (no-op for other channels). */
   #rollUpSession(uri: string): void {
-    const session = this.#catalog.sessions.get(uri);
-    if (!session) return;
-    const next = sessionSummary(session, this.#catalog);
-    const prev = this.#publishedSummaries.get(uri);
-    const changes = prev ? summaryChanges(prev, next) : next;
-    if (changes) {
-      this.#publishedSummaries.set(uri, next);
-      this.#queueRoot(session.tenant, ServerNotification.SessionSummaryChanged, { channel: ROOT_URI, session: uri, changes });
-    }
+    const session = this.#state.sessions.get(uri);
+    if (session) this.#rootCatalogue.sessionChanged(session);
   }
 
-  #turnIdUsed(session: SessionEntry, turnId: string): boolean {
-    for (const uri of session.chats) {
-      const state = this.#catalog.chats.get(uri)?.state;
-      if (!state) continue;
-      if (state.activeTurn?.id === turnId) return true;
-      if (state.turns.some((t) => t.id === turnId)) return true;
-    }
-    return false;
+  /** Announces a commit to the owners' hooks (the turn-end rule lives in `HookList`). */
+  #announceCommit(event: CommitEvent, turnBefore: string | undefined): void {
+    const chat = this.#state.chats.get(event.channel);
+    this.#hooks.announceCommit(event, chat && { uri: chat.uri, session: chat.session, activeTurnId: chat.state.activeTurn?.id }, turnBefore);
   }
 
-  /** After a restart, turns that were running cannot continue: end them as errors. */
-  #failInterruptedTurns(): void {
-    for (const chat of this.#catalog.chats.values()) {
-      const turn = chat.state.activeTurn;
-      if (!turn) continue;
-      const duration = Math.max(0, this.#now() - Date.parse(turn.startedAt));
-      this.#commit(chat.uri, {
-        type: 'chat/error',
-        turnId: turn.id,
-        duration: Number.isFinite(duration) ? duration : 0,
-        error: { errorType: 'hubRestarted', message: 'The hub restarted while this turn was running; the turn was ended.' },
-      }, undefined);
-    }
-  }
-
-  // ─── Sequencing, persistence, delivery ──────────────────────────────────────
-
-  #sequence(channel: string, action: WireAction | { type: string }, origin?: ActionOrigin, source?: Connection, actor?: Actor): number {
-    const serverSeq = ++this.#seq;
-    const record: LogRecord = origin
-      ? { serverSeq, channel, action: action as LogRecord['action'], origin: actor ? { ...origin, actor } : origin }
-      : { serverSeq, channel, action: action as LogRecord['action'] };
-    this.#catalog.applyRecord(record);
-    this.#pendingRecords.push(record);
-    if (channel !== CATALOG_CHANNEL) this.#outbox.push({ kind: 'envelope', envelope: this.#envelopeOf(record), source });
-    this.#scheduleFlush();
-    return serverSeq;
-  }
-
-  #envelopeOf(record: LogRecord): ActionEnvelope {
-    const envelope: ActionEnvelope = { channel: record.channel, action: record.action as WireAction, serverSeq: record.serverSeq };
-    if (record.origin) envelope.origin = { clientId: record.origin.clientId, clientSeq: record.origin.clientSeq };
-    return envelope;
-  }
-
-  #queuePrivate(conn: Connection, envelope: ActionEnvelope): void {
-    this.#outbox.push({ kind: 'private', conn, envelope });
-    this.#scheduleFlush();
-  }
-
-  #queueRoot(tenant: string, method: string, params: unknown): void {
-    if (!this.#rootSubscribers.get(tenant)?.size) return;
-    this.#outbox.push({ kind: 'root', tenant, text: encodeNotification(method, params) });
-    this.#scheduleFlush();
-  }
-
-  /**
-   * Sends `text` (a JSON-RPC answer) to `conn` after everything sequenced so far is durable and
-   * delivered. A snapshot in a `subscribe` answer, or `serverSeq` in `initialize`, may include
-   * actions applied in memory but not yet appended; holding the answer until they are durable means
-   * no client ever sees state that a crash could take back, and the answer never arrives after
-   * envelopes that follow it.
-   */
-  sendInOrder(conn: Connection, text: string): void {
-    if (this.#outbox.length === 0 && this.#pendingRecords.length === 0 && !this.#flushing) {
-      sendOrCloseSlow(conn, text, this.limits.fanout);
-      return;
-    }
-    // Answers waiting for durability count against the connection's limit too: a client that
-    // asks for big snapshots faster than the log commits must not pile them up here instead.
-    // Same rule as for sending: more than the limit already waiting → close, else queue this one.
-    const held = this.#heldReplyChars.get(conn) ?? 0;
-    if (held + conn.bufferedAmount > this.limits.fanout.maxBufferedBytes) {
-      conn.close(CloseCode.SlowConsumer, 'slow consumer: reconnect and resume');
-      return;
-    }
-    this.#heldReplyChars.set(conn, held + text.length);
-    this.#outbox.push({ kind: 'reply', conn, text });
-    this.#scheduleFlush();
-  }
-
-  /** Runs `fn` after everything queued so far (envelopes and answers) has been delivered. */
-  afterDelivered(fn: () => void): void {
-    this.#outbox.push({ kind: 'call', fn });
-    this.#scheduleFlush();
-  }
-
-  /** Resolves once everything sequenced so far is durable and delivered. */
-  #durable(): Promise<void> {
-    return new Promise((resolve) => {
-      this.#outbox.push({ kind: 'durable', resolve });
-      this.#scheduleFlush();
-    });
-  }
-
-  /** Public form of #durable for extensions and tests. */
-  drain(): Promise<void> {
-    return this.#durable();
-  }
-
-  #scheduleFlush(): void {
-    if (this.#flushScheduled) return;
-    this.#flushScheduled = true;
-    // setImmediate, not a microtask: frames that arrive in the same I/O turn share one append.
-    setImmediate(() => {
-      this.#flushScheduled = false;
-      if (!this.#flushing) this.#flushing = this.#flushLoop().finally(() => (this.#flushing = undefined));
-    });
-  }
-
-  async #flushLoop(): Promise<void> {
-    while (this.#outbox.length > 0 || this.#pendingRecords.length > 0) {
-      const records = this.#pendingRecords;
-      const outbox = this.#outbox;
-      this.#pendingRecords = [];
-      this.#outbox = [];
-      if (records.length > 0) {
-        try {
-          const result = await (this.#gate ?? this.#log).append(this.#durableSeq, records);
-          if (!result.ok) throw new Error(`action log head moved to ${result.head}; another writer appended (expected ${this.#durableSeq})`);
-        } catch (err) {
-          this.#fail(err);
-          return;
-        }
-        this.#durableSeq = records[records.length - 1]!.serverSeq;
-        this.#recordsSinceSnapshot += records.length;
-      }
-      this.#deliver(outbox);
-      if (this.#recordsSinceSnapshot >= this.limits.snapshotEvery) await this.#writeSnapshot();
-    }
-  }
-
-  #deliver(outbox: OutboxItem[]): void {
-    for (let i = 0; i < outbox.length; i++) {
-      const item = outbox[i]!;
-      switch (item.kind) {
-        case 'envelope': {
-          // Coalescing of adjacent envelopes (and of subscribers' latency windows) is fanout.ts's.
-          const start = i;
-          const run = deliverEnvelopeRun(
-            this.#fanouts.get(item.envelope.channel),
-            item,
-            (k) => {
-              const next = outbox[start + k];
-              return next?.kind === 'envelope' ? next : undefined;
-            },
-            this.limits.fanout,
-            (env, text) => this.#replay.keep(env, text),
-          );
-          i += run.consumed;
-          this.#deliveredSeq = run.lastSeq;
-          break;
-        }
-        case 'private':
-          deliverPrivate(this.#fanouts.get(item.envelope.channel), item.conn, item.envelope, this.limits.fanout);
-          break;
-        case 'root': {
-          const subs = this.#rootSubscribers.get(item.tenant);
-          if (subs) for (const conn of subs) sendOrCloseSlow(conn, item.text, this.limits.fanout);
-          break;
-        }
-        case 'reply': {
-          const held = (this.#heldReplyChars.get(item.conn) ?? 0) - item.text.length;
-          if (held > 0) this.#heldReplyChars.set(item.conn, held);
-          else this.#heldReplyChars.delete(item.conn);
-          sendOrCloseSlow(item.conn, item.text, this.limits.fanout);
-          break;
-        }
-        case 'call':
-          item.fn();
-          break;
-        case 'durable':
-          item.resolve();
-          break;
-      }
-    }
-  }
-
-  async #writeSnapshot(): Promise<void> {
-    // The in-memory image includes every sequenced record, so it can only be labelled with a seq
-    // when nothing sequenced is still waiting to be appended; otherwise try again after the next batch.
-    if (this.#pendingRecords.length > 0 || this.#seq !== this.#durableSeq) return;
-    const seq = this.#durableSeq;
-    this.#recordsSinceSnapshot = 0;
-    try {
-      await this.#log.saveSnapshot({ serverSeq: seq, data: { catalog: this.#catalog.toImage(), ledger: this.#ledger.toImage() } });
-      // Keep the replay window's worth of records; older ones are covered by the snapshot. A
-      // shared log is not compacted by a hub: another process may not have read them yet.
-      const keepFrom = seq - this.limits.replayBufferSize;
-      if (keepFrom > 0 && !this.#gate) await this.#log.compact(keepFrom);
-    } catch (err) {
-      this.#logger.warn('snapshot failed; recovery will replay more records', errorFields(err));
-    }
-  }
+  // ─── Cluster mode ───────────────────────────────────────────────────────────
 
   /** True when this hub shares its log with other processes (cluster mode). */
   get sharesLog(): boolean {
@@ -921,68 +678,44 @@ export class Hub implements HubPort {
    * delivered to this process's subscribers and features exactly like local ones.
    */
   #foldRemote(records: readonly LogRecord[]): void {
-    if (this.#pendingRecords.length > 0 || this.#seq !== this.#durableSeq) {
-      throw new Error('internal: folding remote records while local ones are pending');
-    }
     for (const r of records) {
-      if (r.serverSeq !== this.#seq + 1) throw new Error(`folding record ${r.serverSeq} after ${this.#seq}: the log has a gap`);
-      const action = r.action as { type: string } & Record<string, unknown>;
-      const disposedSession = action.type === CatalogAction.SessionDisposed ? this.#catalog.sessions.get(String(action['session'])) : undefined;
-      const disposedChat = action.type === CatalogAction.ChatDisposed ? this.#catalog.chats.get(String(action['chat'])) : undefined;
-      const turnBefore = this.#catalog.chats.get(r.channel)?.state.activeTurn?.id;
-      this.#catalog.applyRecord(r);
-      this.#channelBudget.applied(r.channel, action);
-      this.#seq = this.#durableSeq = r.serverSeq;
-      const actor = (r.origin as { actor?: Actor } | undefined)?.actor;
-      if (r.origin && actor) this.#ledger.accepted(actor, r.origin.clientId, r.origin.clientSeq, r.serverSeq);
-      if (r.channel === CATALOG_CHANNEL) {
-        if (action.type === CatalogAction.SessionCreated) {
-          const session = this.#catalog.sessions.get(String(action['session']));
-          if (session) {
-            const summary = sessionSummary(session, this.#catalog);
-            this.#publishedSummaries.set(session.uri, summary);
-            this.#queueRoot(session.tenant, ServerNotification.SessionAdded, { channel: ROOT_URI, summary });
-          }
+      const lifecycle = catalogActionOf(r);
+      const disposedSession = lifecycle?.type === CatalogAction.SessionDisposed ? this.#state.sessions.get(lifecycle.session) : undefined;
+      const disposedChat = lifecycle?.type === CatalogAction.ChatDisposed ? this.#state.chats.get(lifecycle.chat) : undefined;
+      const turnBefore = this.#state.chats.get(r.channel)?.state.activeTurn?.id;
+      this.#pipeline.adoptDurable(r);
+      this.#channelBudget.applied(r.channel, r.action);
+      this.#ledger.acceptedFromLog(r);
+      if (lifecycle) {
+        if (lifecycle.type === CatalogAction.SessionCreated) {
+          const session = this.#state.sessions.get(lifecycle.session);
+          if (session) this.#rootCatalogue.sessionAdded(session);
         } else if (disposedSession) {
-          this.#publishedSummaries.delete(disposedSession.uri);
-          this.#queueRoot(disposedSession.tenant, ServerNotification.SessionRemoved, { channel: ROOT_URI, session: disposedSession.uri });
-          for (const chat of disposedSession.chats) this.#dropChannel(chat);
-          this.#dropChannel(disposedSession.uri);
-          this.#hooks.call((h) => h.sessionDisposed?.({ session: disposedSession.uri }));
+          this.#sessionGone(disposedSession, disposedSession.chats);
         } else if (disposedChat) {
-          this.#dropChannel(disposedChat.uri);
-          this.#hooks.call((h) => h.chatDisposed?.({ chat: disposedChat.uri, session: disposedChat.session }));
+          this.#chatGone(disposedChat.uri, disposedChat.session);
         }
         continue;
       }
-      this.#outbox.push({ kind: 'envelope', envelope: this.#envelopeOf(r) });
-      const sessionUri = this.#catalog.sessions.has(r.channel) ? r.channel : this.#catalog.chats.get(r.channel)?.session;
-      const session = sessionUri === undefined ? undefined : this.#catalog.sessions.get(sessionUri);
-      if (session && !STREAMING_ONLY_ACTIONS.has(action.type)) {
-        const next = sessionSummary(session, this.#catalog);
-        const prev = this.#publishedSummaries.get(session.uri);
-        const changes = prev ? summaryChanges(prev, next) : next;
-        if (changes) {
-          this.#publishedSummaries.set(session.uri, next);
-          this.#queueRoot(session.tenant, ServerNotification.SessionSummaryChanged, { channel: ROOT_URI, session: session.uri, changes });
-        }
-      }
-      const committed = r.action as WireAction;
-      this.#announceCommit({ channel: r.channel, action: committed, known: isKnownAction(committed) ? committed : undefined, serverSeq: r.serverSeq, origin: r.origin, remote: true }, turnBefore);
+      const action = r.action as WireAction;
+      const sessionUri = this.#state.sessions.has(r.channel) ? r.channel : this.#state.chats.get(r.channel)?.session;
+      const session = sessionUri === undefined ? undefined : this.#state.sessions.get(sessionUri);
+      if (session && !STREAMING_ONLY_ACTIONS.has(action.type)) this.#rootCatalogue.sessionChanged(session);
+      this.#announceCommit({ channel: r.channel, action, known: isKnownAction(action) ? action : undefined, serverSeq: r.serverSeq, origin: r.origin, remote: true }, turnBefore);
     }
-    this.#scheduleFlush();
   }
+
+  // ─── Failure and shutdown ───────────────────────────────────────────────────
 
   #fail(err: unknown): void {
     this.#failed = err instanceof Error ? err : new Error(String(err));
     this.#logger.error('action log append failed: the hub stops accepting actions', errorFields(err));
-    this.#emitFatal?.(this.#failed);
+    this.#onFatal?.(this.#failed);
   }
 
   /** Set by the composition root: what to do when the log fails (exit so a supervisor restarts). */
-  #emitFatal: ((err: Error) => void) | undefined;
   onFatal(handler: (err: Error) => void): void {
-    this.#emitFatal = handler;
+    this.#onFatal = handler;
   }
 
   #assertOpen(): void {
@@ -990,18 +723,23 @@ export class Hub implements HubPort {
     if (this.#closed) throw new ProtocolError(ErrorCode.InternalError, 'the hub is shutting down');
   }
 
-  #dropChannel(channel: string): void {
-    this.#channelBudget.forget(channel);
-    const f = this.#fanouts.get(channel);
-    if (f) f.flush();
-    this.#fanouts.delete(channel);
-    for (const subs of this.#subscriptionsByConn.values()) subs.delete(channel);
+  /**
+   * Sends `text` (a JSON-RPC answer) to `conn` once everything sequenced so far is durable and
+   * delivered, so an answer never shows state a crash could take back nor overtakes envelopes
+   * (see `CommitPipeline.sendInOrder`).
+   */
+  sendInOrder(conn: Connection, text: string): void {
+    this.#pipeline.sendInOrder(conn, text);
   }
 
-  /** Announces a commit to the owners' hooks (the turn-end rule lives in `HookList`). */
-  #announceCommit(event: CommitEvent, turnBefore: string | undefined): void {
-    const chat = this.#catalog.chats.get(event.channel);
-    this.#hooks.announceCommit(event, chat && { uri: chat.uri, session: chat.session, activeTurnId: chat.state.activeTurn?.id }, turnBefore);
+  /** Runs `fn` after everything queued so far (envelopes and answers) has been delivered. */
+  afterDelivered(fn: () => void): void {
+    this.#pipeline.afterDelivered(fn);
+  }
+
+  /** Resolves once everything sequenced so far is durable and delivered. */
+  drain(): Promise<void> {
+    return this.#pipeline.durable();
   }
 
   /** Stops accepting work, flushes, writes a final snapshot. Idempotent. */
@@ -1010,12 +748,11 @@ export class Hub implements HubPort {
     await this.drain();
     this.#closed = true;
     await this.#gate?.close();
-    for (const f of this.#fanouts.values()) f.flush();
-    await this.#flushing;
-    if (!this.#failed && this.#durableSeq > 0 && this.#recordsSinceSnapshot > 0) await this.#writeSnapshot();
+    this.#subscriptions.flushAll();
+    await this.#pipeline.settled();
+    if (!this.#failed) await this.#pipeline.snapshotIfBehind();
   }
 }
-
 
 /**
  * The action a rejection echo carries: the action as sent, unless its JSON is out of bounds, in

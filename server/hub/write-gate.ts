@@ -97,7 +97,7 @@ export class WriteGate {
     });
   }
 
-  /** The hub's flush: appends the batch decided under the open turn, which ends the turn. */
+  /** The commit pipeline's group commit: appends the batch decided under the open turn, which ends the turn. */
   async append(expectedHead: number, records: readonly LogRecord[]): Promise<AppendResult> {
     const turn = this.#turn;
     if (this.#state !== 'open' || turn === undefined) {
@@ -176,7 +176,7 @@ export class WriteGate {
       this.#turn = turn;
       this.#state = 'open';
       for (const w of this.#waiters.splice(0)) w.resolve();
-      // The decisions run in the microtasks just queued; the hub's flush (setImmediate) appends
+      // The decisions run in the microtasks just queued; the commit pipeline's flush (setImmediate) appends
       // what they sequenced. If they sequenced nothing, give the turn back here.
       setImmediate(() => this.#releaseIfUnused(turn));
     });

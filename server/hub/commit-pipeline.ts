@@ -1,0 +1,339 @@
+/**
+ * The commit pipeline: sequencing, group commit to the `ActionLog`, and delivery in order.
+ *
+ * The rule it enforces: NOTHING REACHES A CLIENT BEFORE IT IS DURABLE, AND ANSWERS NEVER OVERTAKE
+ * ENVELOPES. Every accepted action is `sequence`d: it gets the next global serverSeq, is applied
+ * to the in-memory state at once (so the next decision sees it) and is queued twice, as a record
+ * for the log and as an item in the outbox. Everything else the hub sends in order with those
+ * envelopes — rejection echoes, root-catalogue notifications, JSON-RPC answers (`sendInOrder`),
+ * callbacks (`afterDelivered`) and durability waiters (`durable`) — joins the same outbox. Once
+ * per event-loop turn the pending records are appended in one batch (group commit); only after
+ * that append resolves is the outbox delivered, front to back. So an echo means "durable", a
+ * snapshot in an answer never shows state a crash could take back, and nothing queued later is
+ * sent earlier. When an append fails, the envelopes of that batch are never delivered (the hub
+ * stops accepting actions, see `onAppendFailed`).
+ *
+ * The pipeline also writes a snapshot every `snapshotEvery` records (the image is the hub's,
+ * see `recovery.ts`), so recovery replays at most that many records.
+ *
+ * Coalescing of envelopes and subscribers' latency windows are `fanout.ts`'s; who subscribes to
+ * what is `subscriptions.ts`'s.
+ */
+import type { ActionEnvelope, ActionOrigin, WireAction } from '../../shared/protocol/messages.js';
+import { isSharedActionLog, type ActionLog, type AppendResult, type LogRecord } from '../storage/action-log.js';
+import type { Logger } from '../log.js';
+import { errorFields } from '../log.js';
+import { CATALOG_CHANNEL } from './catalog.js';
+import type { Actor } from './client-ledger.js';
+import { CloseCode, type Connection } from './connection.js';
+import { deliverEnvelopeRun, deliverPrivate, encodeNotification, sendOrCloseSlow, type ChannelFanout, type FanoutLimits, type QueuedEnvelope } from './fanout.js';
+import type { ReplayWindow } from './replay-window.js';
+
+/** Who receives what the pipeline delivers (implemented by `Subscriptions`). */
+export interface Receivers {
+  fanoutOf(channel: string): ChannelFanout | undefined;
+  rootSubscribersOf(tenant: string): ReadonlySet<Connection> | undefined;
+}
+
+/** Where records are appended: the log itself, or the cluster's write gate in front of it. */
+export interface Appender {
+  append(expectedHead: number, records: readonly LogRecord[]): Promise<AppendResult>;
+}
+
+export interface CommitPipelineOptions {
+  readonly log: ActionLog;
+  readonly logger: Logger;
+  /** The in-memory state every sequenced record is applied to, at once. */
+  readonly state: { applyRecord(record: LogRecord): void };
+  readonly receivers: Receivers;
+  /** Gets every envelope as it is delivered (reconnect replay, duplicate echoes). */
+  readonly replay: ReplayWindow;
+  readonly fanoutLimits: FanoutLimits;
+  /** A snapshot is written after this many records. */
+  readonly snapshotEvery: number;
+  /** Records kept in the log behind a snapshot (the replay window's worth). */
+  readonly keepBehindSnapshot: number;
+  /** The image a snapshot stores (everything recovery needs besides the log). */
+  readonly snapshotImage: () => unknown;
+  /** The last serverSeq already in the log (recovered): sequencing continues after it. */
+  readonly headSeq: number;
+  /** An append failed: the hub must stop accepting actions. */
+  readonly onAppendFailed: (err: unknown) => void;
+}
+
+type OutboxItem =
+  /** A sequenced envelope for the channel's subscribers; `source` (the dispatching connection) gets its echo too. */
+  | { readonly kind: 'envelope'; readonly envelope: ActionEnvelope; readonly source?: Connection | undefined }
+  /** An envelope for one connection only (a rejection echo, the original echo of a re-sent action). */
+  | { readonly kind: 'private'; readonly conn: Connection; readonly envelope: ActionEnvelope }
+  /** An encoded root-catalogue notification for one tenant's root subscribers. */
+  | { readonly kind: 'root'; readonly tenant: string; readonly text: string }
+  /** A JSON-RPC answer. */
+  | { readonly kind: 'reply'; readonly conn: Connection; readonly text: string }
+  | { readonly kind: 'call'; readonly fn: () => void }
+  | { readonly kind: 'durable'; readonly resolve: () => void };
+
+/** The envelope clients get for a record: never the actor (stored for the ledger only). */
+export function envelopeOf(record: LogRecord): ActionEnvelope {
+  const envelope: ActionEnvelope = { channel: record.channel, action: record.action as WireAction, serverSeq: record.serverSeq };
+  if (record.origin) envelope.origin = { clientId: record.origin.clientId, clientSeq: record.origin.clientSeq };
+  return envelope;
+}
+
+export class CommitPipeline {
+  readonly #log: ActionLog;
+  readonly #logger: Logger;
+  readonly #state: CommitPipelineOptions['state'];
+  readonly #receivers: Receivers;
+  readonly #replay: ReplayWindow;
+  readonly #fanoutLimits: FanoutLimits;
+  readonly #snapshotEvery: number;
+  readonly #keepBehindSnapshot: number;
+  readonly #snapshotImage: () => unknown;
+  readonly #onAppendFailed: (err: unknown) => void;
+  /** The log, or (cluster mode) the write gate, which appends under the write turn. */
+  #appender: Appender;
+
+  /** Last serverSeq sequenced (applied in memory). */
+  #seq: number;
+  /** Last serverSeq appended durably. */
+  #durableSeq: number;
+  /** Last serverSeq whose envelope was handed to subscribers. */
+  #deliveredSeq: number;
+  #recordsSinceSnapshot = 0;
+
+  #pendingRecords: LogRecord[] = [];
+  #outbox: OutboxItem[] = [];
+  #flushScheduled = false;
+  #flushing: Promise<void> | undefined;
+  /** Characters of answers waiting in the outbox per connection (see `sendInOrder`). */
+  readonly #heldReplyChars = new WeakMap<Connection, number>();
+
+  /** The outbox being delivered and where the current envelope run starts (see `#deliver`). */
+  #delivering: OutboxItem[] = [];
+  #runStart = 0;
+  // Bound once, not per envelope: delivery is the hot path.
+  readonly #followingEnvelope = (k: number): QueuedEnvelope | undefined => {
+    const next = this.#delivering[this.#runStart + k];
+    return next?.kind === 'envelope' ? next : undefined;
+  };
+  readonly #keepForReplay = (envelope: ActionEnvelope, text: string): void => this.#replay.keep(envelope, text);
+
+  constructor(options: CommitPipelineOptions) {
+    this.#log = options.log;
+    this.#appender = options.log;
+    this.#logger = options.logger;
+    this.#state = options.state;
+    this.#receivers = options.receivers;
+    this.#replay = options.replay;
+    this.#fanoutLimits = options.fanoutLimits;
+    this.#snapshotEvery = options.snapshotEvery;
+    this.#keepBehindSnapshot = options.keepBehindSnapshot;
+    this.#snapshotImage = options.snapshotImage;
+    this.#onAppendFailed = options.onAppendFailed;
+    this.#seq = this.#durableSeq = this.#deliveredSeq = options.headSeq;
+  }
+
+  /** Cluster mode: append through the write gate (which holds the write turn) instead of the log. */
+  appendThrough(appender: Appender): void {
+    this.#appender = appender;
+  }
+
+  /** Last serverSeq sequenced: what the in-memory state reflects (maybe not durable yet). */
+  get serverSeq(): number {
+    return this.#seq;
+  }
+
+  /** Last serverSeq whose envelope was handed to subscribers. */
+  get deliveredSeq(): number {
+    return this.#deliveredSeq;
+  }
+
+  /** True while records sequenced here are not yet durable (queued, or being appended). */
+  get hasPendingRecords(): boolean {
+    return this.#pendingRecords.length > 0 || this.#seq !== this.#durableSeq;
+  }
+
+  /**
+   * Gives the action the next serverSeq, applies it to the state and queues it for the log and
+   * (unless it is a catalogue record, which clients never see) for delivery. `source` is the
+   * connection that dispatched it; `actor` is stored in the log's origin, never sent.
+   */
+  sequence(channel: string, action: WireAction, origin?: ActionOrigin, source?: Connection, actor?: Actor): number {
+    const serverSeq = ++this.#seq;
+    const record: LogRecord = origin
+      ? { serverSeq, channel, action, origin: actor ? { ...origin, actor } : origin }
+      : { serverSeq, channel, action };
+    this.#state.applyRecord(record);
+    this.#pendingRecords.push(record);
+    if (channel !== CATALOG_CHANNEL) this.#outbox.push({ kind: 'envelope', envelope: envelopeOf(record), source });
+    this.#scheduleFlush();
+    return serverSeq;
+  }
+
+  /**
+   * Cluster mode: a record another process appended (so already durable), applied and queued for
+   * delivery like a local one. Only while nothing local is pending, and only the next seq.
+   */
+  adoptDurable(record: LogRecord): void {
+    if (this.hasPendingRecords) throw new Error('internal: folding remote records while local ones are pending');
+    if (record.serverSeq !== this.#seq + 1) throw new Error(`folding record ${record.serverSeq} after ${this.#seq}: the log has a gap`);
+    this.#state.applyRecord(record);
+    this.#seq = this.#durableSeq = record.serverSeq;
+    if (record.channel !== CATALOG_CHANNEL) this.#outbox.push({ kind: 'envelope', envelope: envelopeOf(record) });
+    this.#scheduleFlush();
+  }
+
+  /** An envelope for `conn` alone (a rejection, an original echo), in order with the rest. */
+  sendPrivate(conn: Connection, envelope: ActionEnvelope): void {
+    this.#outbox.push({ kind: 'private', conn, envelope });
+    this.#scheduleFlush();
+  }
+
+  /** A root-catalogue notification for the tenant's root subscribers; encoded only if there are any. */
+  sendRoot(tenant: string, method: string, params: unknown): void {
+    if (!this.#receivers.rootSubscribersOf(tenant)?.size) return;
+    this.#outbox.push({ kind: 'root', tenant, text: encodeNotification(method, params) });
+    this.#scheduleFlush();
+  }
+
+  /**
+   * Sends `text` (a JSON-RPC answer) to `conn` after everything sequenced so far is durable and
+   * delivered. A snapshot in a `subscribe` answer, or `serverSeq` in `initialize`, may include
+   * actions applied in memory but not yet appended; holding the answer until they are durable means
+   * no client ever sees state that a crash could take back, and the answer never arrives after
+   * envelopes that follow it.
+   */
+  sendInOrder(conn: Connection, text: string): void {
+    if (this.#outbox.length === 0 && this.#pendingRecords.length === 0 && !this.#flushing) {
+      sendOrCloseSlow(conn, text, this.#fanoutLimits);
+      return;
+    }
+    // Answers waiting for durability count against the connection's limit too: a client that
+    // asks for big snapshots faster than the log commits must not pile them up here instead.
+    // Same rule as for sending: more than the limit already waiting → close, else queue this one.
+    const held = this.#heldReplyChars.get(conn) ?? 0;
+    if (held + conn.bufferedAmount > this.#fanoutLimits.maxBufferedBytes) {
+      conn.close(CloseCode.SlowConsumer, 'slow consumer: reconnect and resume');
+      return;
+    }
+    this.#heldReplyChars.set(conn, held + text.length);
+    this.#outbox.push({ kind: 'reply', conn, text });
+    this.#scheduleFlush();
+  }
+
+  /** Runs `fn` after everything queued so far (envelopes and answers) has been delivered. */
+  afterDelivered(fn: () => void): void {
+    this.#outbox.push({ kind: 'call', fn });
+    this.#scheduleFlush();
+  }
+
+  /** Resolves once everything sequenced so far is durable and delivered (never, after a failed append). */
+  durable(): Promise<void> {
+    return new Promise((resolve) => {
+      this.#outbox.push({ kind: 'durable', resolve });
+      this.#scheduleFlush();
+    });
+  }
+
+  /** Resolves when no flush is running (after `durable`, at shutdown). */
+  async settled(): Promise<void> {
+    await this.#flushing;
+  }
+
+  /** At shutdown: a last snapshot when records were appended since the previous one. */
+  async snapshotIfBehind(): Promise<void> {
+    if (this.#durableSeq > 0 && this.#recordsSinceSnapshot > 0) await this.#writeSnapshot();
+  }
+
+  #scheduleFlush(): void {
+    if (this.#flushScheduled) return;
+    this.#flushScheduled = true;
+    // setImmediate, not a microtask: frames that arrive in the same I/O turn share one append.
+    setImmediate(() => {
+      this.#flushScheduled = false;
+      if (!this.#flushing) this.#flushing = this.#flushLoop().finally(() => (this.#flushing = undefined));
+    });
+  }
+
+  /** Group commit: append what is pending in one batch, then (and only then) deliver the outbox. */
+  async #flushLoop(): Promise<void> {
+    while (this.#outbox.length > 0 || this.#pendingRecords.length > 0) {
+      const records = this.#pendingRecords;
+      const outbox = this.#outbox;
+      this.#pendingRecords = [];
+      this.#outbox = [];
+      if (records.length > 0) {
+        try {
+          const result = await this.#appender.append(this.#durableSeq, records);
+          if (!result.ok) throw new Error(`action log head moved to ${result.head}; another writer appended (expected ${this.#durableSeq})`);
+        } catch (err) {
+          // This batch's outbox holds envelopes of records that are not durable: it is dropped.
+          this.#onAppendFailed(err);
+          return;
+        }
+        this.#durableSeq = records[records.length - 1]!.serverSeq;
+        this.#recordsSinceSnapshot += records.length;
+      }
+      this.#deliver(outbox);
+      if (this.#recordsSinceSnapshot >= this.#snapshotEvery) await this.#writeSnapshot();
+    }
+  }
+
+  #deliver(outbox: OutboxItem[]): void {
+    this.#delivering = outbox;
+    const limits = this.#fanoutLimits;
+    for (let i = 0; i < outbox.length; i++) {
+      const item = outbox[i]!;
+      switch (item.kind) {
+        case 'envelope': {
+          // Adjacent envelopes may leave as one (fanout.ts decides); `consumed` says how many followed.
+          this.#runStart = i;
+          const run = deliverEnvelopeRun(this.#receivers.fanoutOf(item.envelope.channel), item, this.#followingEnvelope, limits, this.#keepForReplay);
+          i += run.consumed;
+          this.#deliveredSeq = run.lastSeq;
+          break;
+        }
+        case 'private':
+          deliverPrivate(this.#receivers.fanoutOf(item.envelope.channel), item.conn, item.envelope, limits);
+          break;
+        case 'root': {
+          const subs = this.#receivers.rootSubscribersOf(item.tenant);
+          if (subs) for (const conn of subs) sendOrCloseSlow(conn, item.text, limits);
+          break;
+        }
+        case 'reply': {
+          const held = (this.#heldReplyChars.get(item.conn) ?? 0) - item.text.length;
+          if (held > 0) this.#heldReplyChars.set(item.conn, held);
+          else this.#heldReplyChars.delete(item.conn);
+          sendOrCloseSlow(item.conn, item.text, limits);
+          break;
+        }
+        case 'call':
+          item.fn();
+          break;
+        case 'durable':
+          item.resolve();
+          break;
+      }
+    }
+    this.#delivering = [];
+  }
+
+  async #writeSnapshot(): Promise<void> {
+    // The in-memory image includes every sequenced record, so it can only be labelled with a seq
+    // when nothing sequenced is still waiting to be appended; otherwise try again after the next batch.
+    if (this.hasPendingRecords) return;
+    const seq = this.#durableSeq;
+    this.#recordsSinceSnapshot = 0;
+    try {
+      await this.#log.saveSnapshot({ serverSeq: seq, data: this.#snapshotImage() });
+      // Keep the replay window's worth of records; older ones are covered by the snapshot. A
+      // shared log is not compacted by a hub: another process may not have read them yet.
+      const keepFrom = seq - this.#keepBehindSnapshot;
+      if (keepFrom > 0 && !isSharedActionLog(this.#log)) await this.#log.compact(keepFrom);
+    } catch (err) {
+      this.#logger.warn('snapshot failed; recovery will replay more records', errorFields(err));
+    }
+  }
+}

@@ -1,0 +1,147 @@
+/**
+ * Who is subscribed to what: every channel's subscribers (one `ChannelFanout` each), the root
+ * catalogue's subscribers per tenant (each tenant sees only its own sessions), and each
+ * connection's channels, bounded per connection. The commit pipeline delivers through it
+ * (`Receivers`).
+ *
+ * It also answers AHP `reconnect`: when the replay window still covers the client's gap, the
+ * envelopes it missed; otherwise fresh snapshots. Either way the connection rejoins each channel
+ * at the live edge, so it gets every envelope after what it was given exactly once.
+ */
+import { ErrorCode, ProtocolError } from '../../shared/protocol/errors.js';
+import type { ReconnectParams, ReconnectResult, Snapshot } from '../../shared/protocol/messages.js';
+import { ROOT_URI } from '../../shared/protocol/uris.js';
+import type { Receivers } from './commit-pipeline.js';
+import type { Connection } from './connection.js';
+import { ChannelFanout, type FanoutLimits } from './fanout.js';
+import type { ReplayWindow } from './replay-window.js';
+
+/** What `reconnect` needs from the hub, for one principal. */
+export interface ReconnectView {
+  /** True when the channel exists and the principal may see it. */
+  visible(channel: string): boolean;
+  /** The channel's snapshot (only asked for visible channels). */
+  snapshot(channel: string): Snapshot;
+  /** Last serverSeq sequenced. */
+  readonly serverSeq: number;
+  /** Last serverSeq delivered to subscribers. */
+  readonly deliveredSeq: number;
+}
+
+export class Subscriptions implements Receivers {
+  readonly #fanouts = new Map<string, ChannelFanout>();
+  readonly #rootSubscribers = new Map<string, Set<Connection>>();
+  readonly #channelsByConn = new Map<Connection, Set<string>>();
+
+  constructor(
+    private readonly maxPerConnection: number,
+    private readonly fanoutLimits: FanoutLimits,
+    private readonly replay: ReplayWindow,
+  ) {}
+
+  fanoutOf(channel: string): ChannelFanout | undefined {
+    return this.#fanouts.get(channel);
+  }
+
+  rootSubscribersOf(tenant: string): ReadonlySet<Connection> | undefined {
+    return this.#rootSubscribers.get(tenant);
+  }
+
+  /**
+   * Subscribes `conn` to `channel`; its state already reflects every envelope up to `fromSeq`
+   * (`deliveredSeq`: the last one delivered so far). Throws LimitExceeded past the per-connection bound.
+   */
+  attach(conn: Connection, tenant: string, channel: string, fromSeq: number, deliveredSeq: number, maxLatencyMs: number): void {
+    let channels = this.#channelsByConn.get(conn);
+    if (!channels) {
+      channels = new Set();
+      this.#channelsByConn.set(conn, channels);
+    }
+    if (!channels.has(channel) && channels.size >= this.maxPerConnection) {
+      throw new ProtocolError(ErrorCode.LimitExceeded, `at most ${this.maxPerConnection} subscriptions per connection`);
+    }
+    channels.add(channel);
+    if (channel === ROOT_URI) {
+      let set = this.#rootSubscribers.get(tenant);
+      if (!set) {
+        set = new Set();
+        this.#rootSubscribers.set(tenant, set);
+      }
+      set.add(conn);
+      return;
+    }
+    let f = this.#fanouts.get(channel);
+    if (!f) {
+      f = new ChannelFanout(this.fanoutLimits);
+      this.#fanouts.set(channel, f);
+    }
+    f.add(conn, fromSeq, deliveredSeq, maxLatencyMs);
+  }
+
+  unsubscribe(conn: Connection, channel: string): void {
+    this.#channelsByConn.get(conn)?.delete(channel);
+    if (channel === ROOT_URI) {
+      for (const set of this.#rootSubscribers.values()) set.delete(conn);
+      return;
+    }
+    const f = this.#fanouts.get(channel);
+    if (!f) return;
+    f.remove(conn);
+    if (f.size === 0) this.#fanouts.delete(channel);
+  }
+
+  /** Forgets every subscription of a closed connection. */
+  dropConnection(conn: Connection): void {
+    const channels = this.#channelsByConn.get(conn);
+    if (channels) for (const channel of [...channels]) this.unsubscribe(conn, channel);
+    this.#channelsByConn.delete(conn);
+  }
+
+  /** A disposed channel: what is buffered for it goes out now, then nobody is subscribed to it. */
+  dropChannel(channel: string): void {
+    const f = this.#fanouts.get(channel);
+    if (f) f.flush();
+    this.#fanouts.delete(channel);
+    for (const channels of this.#channelsByConn.values()) channels.delete(channel);
+  }
+
+  /** Channel subscriptions held by every connection together (metrics). */
+  get count(): number {
+    let n = 0;
+    for (const channels of this.#channelsByConn.values()) n += channels.size;
+    return n;
+  }
+
+  of(conn: Connection): ReadonlySet<string> {
+    return this.#channelsByConn.get(conn) ?? new Set();
+  }
+
+  /** Sends what coalescing subscribers have buffered now (shutdown). */
+  flushAll(): void {
+    for (const f of this.#fanouts.values()) f.flush();
+  }
+
+  /**
+   * AHP `reconnect`: replays every delivered envelope after `lastSeenServerSeq` on the requested
+   * channels when the replay window still covers the gap, else answers snapshots. Channels that
+   * no longer exist (or are not visible) are reported `missing`.
+   */
+  reconnect(conn: Connection, tenant: string, params: ReconnectParams, view: ReconnectView): ReconnectResult {
+    const visible: string[] = [];
+    const missing: string[] = [];
+    for (const ch of new Set(params.subscriptions)) (view.visible(ch) ? visible : missing).push(ch);
+    const oldest = this.replay.oldestSeq ?? view.deliveredSeq + 1;
+    const canReplay = params.lastSeenServerSeq <= view.serverSeq && params.lastSeenServerSeq >= oldest - 1;
+    if (canReplay) {
+      const actions = this.replay.since(params.lastSeenServerSeq, new Set(visible));
+      for (const ch of visible) this.attach(conn, tenant, ch, view.deliveredSeq, view.deliveredSeq, 0);
+      return { type: 'replay', actions, missing };
+    }
+    const snapshots = visible.map((ch) => {
+      const snapshot = view.snapshot(ch);
+      this.attach(conn, tenant, ch, snapshot.fromSeq, view.deliveredSeq, 0);
+      return snapshot;
+    });
+    return { type: 'snapshot', snapshots, missing };
+  }
+}
