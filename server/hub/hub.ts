@@ -325,7 +325,8 @@ export class Hub implements HubPort {
       throw new ProtocolError(ErrorCode.InvalidParams, 'channel must be an ahp-session:/<id> URI');
     }
     if (this.#state.sessions.has(params.uri)) {
-      // Indistinguishable for other tenants too: the URI is taken either way.
+      // The server gives each tenant a hub of its own (tenant-stack.ts), so this is always one
+      // of the caller's own tenant's sessions: it says nothing about anyone else's.
       throw new ProtocolError(ErrorCode.SessionAlreadyExists, `session ${params.uri} already exists`);
     }
     const provider = params.provider ?? this.#defaultProvider;

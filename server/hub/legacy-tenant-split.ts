@@ -6,37 +6,8 @@
  * client reconnecting with one gets snapshots (never a wrong replay), and clientSeqs the old hub
  * accepted stay decided (they become the ledger's floor) so a re-sent one is never applied again.
  */
-import { initialRootState } from '../../shared/protocol/state.js';
 import type { ActionLog } from '../storage/action-log.js';
-import { HubState, type CatalogImage } from './catalog.js';
-import { ClientLedger, type Actor, type LedgerImage } from './client-ledger.js';
-
-/** What a hub snapshot holds (the same shape `Hub.open` reads). */
-interface HubImage {
-  readonly catalog: CatalogImage;
-  readonly ledger?: LedgerImage;
-}
-
-/** Reads the whole old log: its newest snapshot, then every record after it. */
-async function recoverLegacyState(legacy: ActionLog): Promise<{ state: HubState; ledger: LedgerImage }> {
-  const snapshot = await legacy.latestSnapshot();
-  const image = snapshot?.data as HubImage | undefined;
-  const state = image ? HubState.fromImage(image.catalog) : new HubState(initialRootState([]));
-  const ledger = ClientLedger.fromImage(image?.ledger);
-  let seq = snapshot?.serverSeq ?? 0;
-  const PAGE = 2_000;
-  for (;;) {
-    const records = await legacy.read(seq, PAGE);
-    for (const r of records) {
-      state.applyRecord(r);
-      const actor = (r.origin as { actor?: Actor } | undefined)?.actor;
-      if (r.origin && actor) ledger.accepted(actor, r.origin.clientId, r.origin.clientSeq, r.serverSeq);
-      seq = r.serverSeq;
-    }
-    if (records.length < PAGE) break;
-  }
-  return { state, ledger: ledger.toImage() };
-}
+import { recoverFromLog, type SnapshotImage } from './recovery.js';
 
 /**
  * Writes each tenant's share of `legacy` into `partitionOf(tenant)`. Returns every session's
@@ -46,8 +17,11 @@ async function recoverLegacyState(legacy: ActionLog): Promise<{ state: HubState;
  * this split and is left as it is.
  */
 export async function splitLegacyLog(legacy: ActionLog, partitionOf: (tenant: string) => Promise<ActionLog>): Promise<Map<string, string>> {
-  const { state, ledger } = await recoverLegacyState(legacy);
-  const image = state.toImage();
+  // Exactly what the old hub recovered at its last start (no agents: every partition's hub puts
+  // the configured ones in when it opens).
+  const recovered = await recoverFromLog(legacy, []);
+  const image = recovered.state.toImage();
+  const ledger = recovered.ledger.toImage();
   const tenants = new Set<string>([...image.sessions.map((s) => s.tenant), ...ledger.clients.map((c) => c.tenant)]);
   const sessionTenant = new Map(image.sessions.map((s) => [s.uri, s.tenant] as const));
   for (const tenant of tenants) {
@@ -62,7 +36,7 @@ export async function splitLegacyLog(legacy: ActionLog, partitionOf: (tenant: st
     const clients = ledger.clients
       .filter((c) => c.tenant === tenant)
       .map((c) => ({ ...c, floor: Math.max(c.floor, ...c.accepted.map(([clientSeq]) => clientSeq)), accepted: [] }));
-    const data: HubImage = { catalog: { root: image.root, sessions, chats }, ledger: { clients } };
+    const data: SnapshotImage = { catalog: { root: image.root, sessions, chats }, ledger: { clients } };
     await partition.saveSnapshot({ serverSeq: 0, data });
   }
   return sessionTenant;

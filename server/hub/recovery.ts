@@ -45,11 +45,11 @@ export interface RecoveredHub {
 const REPLAY_PAGE = 2_000;
 
 /**
- * Loads the newest snapshot and replays the records after it; `replay` gets the envelope of every
- * replayed record clients can see. `agents` is configuration, not history: a restart with another
- * agents file lists what runs now.
+ * Loads the newest snapshot and replays the records after it; `replay` (when given) gets the
+ * envelope of every replayed record clients can see. `agents` is configuration, not history: a
+ * restart with another agents file lists what runs now.
  */
-export async function recoverFromLog(log: ActionLog, agents: readonly AgentInfo[], replay: ReplayWindow): Promise<RecoveredHub> {
+export async function recoverFromLog(log: ActionLog, agents: readonly AgentInfo[], replay?: ReplayWindow): Promise<RecoveredHub> {
   const snapshot = await log.latestSnapshot();
   const image = snapshot?.data as SnapshotImage | undefined;
   const state = image ? HubState.fromImage(image.catalog) : new HubState(initialRootState(agents.map((a) => ({ ...a }))));
@@ -61,7 +61,7 @@ export async function recoverFromLog(log: ActionLog, agents: readonly AgentInfo[
     for (const r of records) {
       state.applyRecord(r);
       ledger.acceptedFromLog(r);
-      if (r.channel !== CATALOG_CHANNEL) replay.keep(envelopeOf(r));
+      if (replay && r.channel !== CATALOG_CHANNEL) replay.keep(envelopeOf(r));
       seq = r.serverSeq;
     }
     if (records.length < REPLAY_PAGE) break;
