@@ -47,3 +47,8 @@ export function errorFields(err: unknown): Record<string, unknown> {
   if (err instanceof Error) return { err: err.message, stack: err.stack };
   return { err: String(err) };
 }
+
+/** An error's message (or the thrown value as text), for messages that quote a cause. */
+export function errorMessage(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}

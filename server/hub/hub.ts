@@ -28,7 +28,7 @@ import { isSharedActionLog, type ActionLog, type LogRecord } from '../storage/ac
 import type { AgentInfo } from '../agents/agent.js';
 import { canActAsAgent, canWrite, type Principal } from '../auth/auth.js';
 import type { Logger } from '../log.js';
-import { errorFields } from '../log.js';
+import { errorFields, errorMessage } from '../log.js';
 import { CATALOG_CHANNEL, CatalogAction, catalogActionOf, type CatalogRecordAction, type ChatEntry, type HubState, type SessionEntry } from './catalog.js';
 import type { Connection } from './connection.js';
 import { DEFAULT_FANOUT_LIMITS, type FanoutLimits } from './fanout.js';
@@ -454,7 +454,7 @@ export class Hub implements HubPort {
       this.#writeTurn().then(
         () => this.dispatchFromClient(client, channel, clientSeq, rawAction),
         (err: unknown) => this.#pipeline.sendPrivate(client.conn, {
-          channel, action: rawAction, serverSeq: this.#pipeline.serverSeq, origin: { clientId: client.clientId, clientSeq }, rejectionReason: errorMessageOf(err),
+          channel, action: rawAction, serverSeq: this.#pipeline.serverSeq, origin: { clientId: client.clientId, clientSeq }, rejectionReason: errorMessage(err),
         }),
       );
       return;
@@ -669,7 +669,7 @@ export class Hub implements HubPort {
     try {
       await this.#gate!.turn();
     } catch (err) {
-      throw new ProtocolError(ErrorCode.InternalError, errorMessageOf(err));
+      throw new ProtocolError(ErrorCode.InternalError, errorMessage(err));
     }
   }
 
@@ -763,6 +763,3 @@ function echoableRejected(raw: WireAction): WireAction {
   return checkJsonBounds(raw) ? { type: typeof raw.type === 'string' ? raw.type.slice(0, 128) : 'unknown' } : raw;
 }
 
-function errorMessageOf(err: unknown): string {
-  return err instanceof Error ? err.message : String(err);
-}

@@ -20,7 +20,7 @@
  */
 import type { AppendResult, LogRecord, SharedActionLog, WriteTurn } from '../storage/action-log.js';
 import type { Logger } from '../log.js';
-import { errorFields } from '../log.js';
+import { errorFields, errorMessage } from '../log.js';
 
 /** What the gate needs from the hub. */
 export interface FoldTarget {
@@ -235,6 +235,3 @@ export class WriteGate {
   }
 }
 
-function errorMessage(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
-}

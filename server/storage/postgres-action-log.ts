@@ -34,6 +34,7 @@ import {
   type RawRecordRow,
   type StoredRecord,
 } from './record-codec.js';
+import { errorMessage } from '../log.js';
 
 /** The LISTEN/NOTIFY channel every append notifies with its partition and new head. */
 export const LOG_NOTIFY_CHANNEL = 'ahp_log';
@@ -356,6 +357,3 @@ export class PostgresActionLog implements SharedActionLog {
   }
 }
 
-function errorMessage(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
-}

@@ -18,6 +18,7 @@
 import pg from 'pg';
 import { LOG_NOTIFY_CHANNEL, PostgresActionLog, type PostgresPartition, decodeWakeUp } from './postgres-action-log.js';
 import { PostgresAgentLeases } from './postgres-agent-leases.js';
+import { errorMessage } from '../log.js';
 
 /**
  * Bump when the schema changes; a database written by a newer build is refused, not misread.
@@ -309,6 +310,3 @@ export function describeUrl(url: string): string {
   }
 }
 
-function errorMessage(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
-}

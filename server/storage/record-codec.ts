@@ -4,6 +4,7 @@
  * memory engine behave exactly like the SQLite one.
  */
 import type { LogRecord, LogSnapshot } from './action-log.js';
+import { errorMessage } from '../log.js';
 
 /** How many snapshots an engine keeps; older ones are dropped when a newer one is saved. */
 export const SNAPSHOTS_KEPT = 2;
@@ -145,9 +146,6 @@ function isPlainObject(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
-function errorMessage(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
-}
 
 /** A snapshot claiming to cover records that were never appended is a bug in the caller. */
 export function requireSnapshotWithinHead(snapshotSeq: number, head: number): void {

@@ -37,6 +37,7 @@ import {
   type RawRecordRow,
   type StoredRecord,
 } from './record-codec.js';
+import { errorMessage } from '../log.js';
 
 export interface SqliteActionLogOptions {
   /** Path of the database file; missing parent directories are created. */
@@ -316,9 +317,6 @@ function parseHead(value: unknown, file: string): number {
   throw new Error(`action log: ${file} is corrupt: meta.head is ${JSON.stringify(value) ?? 'missing'}`);
 }
 
-function errorMessage(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
-}
 
 /**
  * The last committed head, kept outside SQLite: two 32-byte slots, written alternately, each
