@@ -19,6 +19,7 @@ import * as acp from '@agentclientprotocol/sdk';
 import WebSocket from 'ws';
 import { AhpClient, AhpRequestError, type ChannelView, type ChatState } from '../../shared/client/ahp-client.js';
 import { SessionInputs, type InputSubmission, type InputTarget } from '../../shared/client/session-inputs.js';
+import { isKnownAction } from '../../shared/protocol/actions.js';
 import { ErrorCode } from '../../shared/protocol/errors.js';
 import type { WireAction } from '../../shared/protocol/messages.js';
 import {
@@ -168,7 +169,8 @@ export async function startAcpBridge(options: BridgeOptions): Promise<Bridge> {
   view.onChange((_v, change) => {
     if (change.type !== 'envelope' || change.envelope.rejectionReason) return;
     const action = change.envelope.action;
-    for (const update of acpUpdatesFor(action)) notify(update);
+    // The hub sends only actions it validated, so a known type has its schema's shape.
+    for (const update of acpUpdatesFor(isKnownAction(action) ? action : undefined)) notify(update);
     settleAnswered(action);
     if (action.type === 'chat/turnComplete' || action.type === 'chat/turnCancelled' || action.type === 'chat/error' || action.type === 'chat/truncated') withdrawAll('the turn ended');
     askOpenInteractions();

@@ -350,7 +350,7 @@ export class InteractionRegistry {
     const chat = this.hub.chatEntry(channel);
     if (!chat) return;
     const turnId = chat.state.activeTurn?.id ?? (known && 'turnId' in known && typeof known.turnId === 'string' ? known.turnId : undefined);
-    if (this.streams.isStreamed(chat.session)) for (const update of acpUpdatesFor(action)) {
+    if (this.streams.isStreamed(chat.session)) for (const update of acpUpdatesFor(known)) {
       this.streams.publish(chat.session, { chat: channel, turnId, payload: sessionUpdate(sessionIdOf(chat.session), update, channel, turnId) });
     }
     if (STREAMING_ONLY_ACTIONS.has(action.type)) return;

@@ -146,6 +146,8 @@ export function createSteeringFeature(options: SteeringOptions = {}): Feature {
 
       // ─── WebSocket JSON-RPC ─────────────────────────────────────────────
       const params = z.looseObject({ channel: z.string().min(1).max(1024) });
+      // inputId and target are checked by parseStatusQuery, with the same messages as over HTTP.
+      const statusParams = params.extend({ inputId: z.unknown().optional(), target: z.unknown().optional() });
       const rpcWrap = async <T>(fn: () => T | Promise<T>): Promise<T> => {
         try {
           return await fn();
@@ -163,10 +165,10 @@ export function createSteeringFeature(options: SteeringOptions = {}): Feature {
         handle: (c, p) => rpcWrap(() => submit(c.principal, p.channel, p, 'ws')),
       });
       rpc.request(InputMethod.Status, {
-        params,
+        params: statusParams,
         handle: (c, p) =>
           rpcWrap(async () => {
-            const receipt = await status(c.principal, p.channel, p['inputId'], p['target']);
+            const receipt = await status(c.principal, p.channel, p.inputId, p.target);
             return receipt ? { receipt } : { receipt: null, ...notFoundBody };
           }),
       });
