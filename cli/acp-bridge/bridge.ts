@@ -21,14 +21,9 @@ import { AhpClient, AhpRequestError, type ChannelView, type ChatState } from '..
 import { SessionInputs, type InputSubmission, type InputTarget } from '../../shared/client/session-inputs.js';
 import { isKnownAction } from '../../shared/protocol/actions.js';
 import { ErrorCode } from '../../shared/protocol/errors.js';
+import { findEndedTurn, openInteractions } from '../../shared/state/selectors.js';
 import type { WireAction } from '../../shared/protocol/messages.js';
-import {
-  isPartOfKind,
-  type ChatInputAnswer,
-  type ChatInputQuestion,
-  type ChatInputRequest,
-  type PendingConfirmationToolCall,
-} from '../../shared/protocol/state.js';
+import type { ChatInputAnswer, ChatInputQuestion, ChatInputRequest, PendingConfirmationToolCall } from '../../shared/protocol/state.js';
 import { acpToolKind, acpUpdatesFor, rawInputOf } from '../../server/interactions/acp.js';
 import { STEERING_EXTENSION as HOSTED_STEERING_EXTENSION } from '../../server/agents/acp/steering-relay.js';
 
@@ -147,7 +142,7 @@ export async function startAcpBridge(options: BridgeOptions): Promise<Bridge> {
   function waitForTurnEnd(turnId: string): Promise<ChatState['turns'][number]> {
     return new Promise((resolve, reject) => {
       const check = (): void => {
-        const turn = view.confirmed.turns.find((t) => t.id === turnId);
+        const turn = findEndedTurn(view.confirmed, turnId);
         if (turn) {
           turnWaiters.delete(check);
           resolve(turn);
@@ -215,13 +210,13 @@ export async function startAcpBridge(options: BridgeOptions): Promise<Bridge> {
     if (!attached) return;
     const turn = view.confirmed.activeTurn;
     if (!turn) return;
-    for (const part of turn.responseParts) {
-      if (isPartOfKind(part, 'toolCall') && part.toolCall.status === 'pending-confirmation') {
-        const key = `tool:${part.toolCall.toolCallId}`;
-        if (!asked.has(key)) void askPermission(key, turn.id, part.toolCall);
-      } else if (isPartOfKind(part, 'inputRequest') && part.response === undefined && editorCaps?.elicitation) {
-        const key = `input:${part.request.id}`;
-        if (!asked.has(key)) void askInput(key, part.request);
+    for (const open of openInteractions(view.confirmed)) {
+      if (open.kind === 'toolConfirmation') {
+        const key = `tool:${open.toolCall.toolCallId}`;
+        if (!asked.has(key)) void askPermission(key, turn.id, open.toolCall);
+      } else if (editorCaps?.elicitation) {
+        const key = `input:${open.request.id}`;
+        if (!asked.has(key)) void askInput(key, open.request);
       }
     }
   }
