@@ -29,7 +29,7 @@ import { CLUSTER_BUS_SERVICE } from './cluster-bus/cluster-bus.js';
 import { PostgresClusterBus } from './cluster-bus/postgres-bus.js';
 import { AgentLeaseKeeper } from './hub/agent-lease-keeper.js';
 import { SqliteActionLog } from './storage/sqlite-action-log.js';
-import { HttpError, HttpRouter, sendJson, type HttpRegistrar } from './transport/http-router.js';
+import { HttpError, HttpRouter, sendError, sendJson, type HttpRegistrar } from './transport/http-router.js';
 import { serveStatic } from './transport/static-files.js';
 import { WsTransport } from './transport/ws-transport.js';
 import { capHttpConnections } from './transport/http-connection-cap.js';
@@ -237,16 +237,16 @@ export async function startHubServer(config: HubServerConfig): Promise<HubServer
     void (async () => {
       try {
         const refusal = devGuard?.(req);
-        if (refusal) return sendJson(res, refusal.status, { code: refusal.code, message: refusal.message });
+        if (refusal) return sendError(res, new HttpError(refusal.status, refusal.code, refusal.message));
         if (!hasDecodablePath(req.url)) {
-          return sendJson(res, 400, { code: 'invalid_url', message: 'the request path is not valid percent-encoding' });
+          return sendError(res, new HttpError(400, 'invalid_url', 'the request path is not valid percent-encoding'));
         }
         if (await http.handle(req, res)) return;
         if (config.staticDir && req.method === 'GET' && (await serveStatic(config.staticDir, req, res))) return;
-        sendJson(res, 404, { code: 'not_found', message: `no route for ${req.method} ${new URL(req.url ?? '/', 'http://x').pathname}` });
+        sendError(res, new HttpError(404, 'not_found', `no route for ${req.method} ${new URL(req.url ?? '/', 'http://x').pathname}`));
       } catch (err) {
         logger.error('request failed', errorFields(err));
-        if (!res.headersSent) sendJson(res, 500, { code: 'internal_error', message: 'internal error' });
+        if (!res.headersSent) sendError(res, new HttpError(500, 'internal_error', 'internal error'));
         else res.destroy();
       }
     })();

@@ -25,7 +25,7 @@ import type { Feature, FeatureContext } from '../server.js';
 import { HttpError, readJsonBody, sendJson } from '../transport/http-router.js';
 import { openSse } from '../interactions/event-stream.js';
 import { INTERACTIONS_SERVICE, parsePrompt, type InteractionsService } from '../interactions/feature.js';
-import { checkPermissionRequestId, isParamError, parseQwen } from '../interactions/replies.js';
+import { checkPermissionRequestId, isParamError, parseQwen, replyHttpError } from '../interactions/replies.js';
 import { QwenSessionLog, qwenSseMessage, type QwenFrame } from './event-log.js';
 
 export interface QwenServeOptions {
@@ -330,18 +330,15 @@ export function createQwenServeFeature(options: QwenServeOptions = {}): Feature 
         const body = await readJsonBody(req);
         if (!interactions.repliesEnabled) throw qwenError(501, 'daemon_permission_unavailable', 'permission replies are not enabled on this hub');
         const badId = checkPermissionRequestId(hc.params['requestId'], 'requestId');
-        if (badId) throw qwenError(400, badId.errorCode.toLowerCase(), badId.message);
+        if (badId) throw replyHttpError(badId);
         const reply = parseQwen(body);
-        if (isParamError(reply)) throw qwenError(400, reply.errorCode === 'INVALID_OPTION_ID' ? 'invalid_option_id' : reply.errorCode.toLowerCase(), reply.message);
+        if (isParamError(reply)) throw replyHttpError(reply);
         const requestId = hc.params['requestId']!;
         const session = registry.sessionsWithPending(requestId).find((uri) => ctx.hub.visibleSession(hc.principal, uri));
         if (session) {
           const result = await registry.reply(hc.principal, session, requestId, reply);
           if (result.kind === 'accepted') return sendJson(res, 200, { accepted: true });
-          if (result.kind === 'error') {
-            const status = result.code === 'PERMISSION_DENIED' ? 403 : result.code === 'INTERNAL_ERROR' ? 503 : 400;
-            throw qwenError(status, result.code === 'INVALID_OPTION_ID' ? 'invalid_option_id' : result.code.toLowerCase(), result.message);
-          }
+          if (result.kind === 'error') throw replyHttpError({ errorCode: result.code, message: result.message });
         } else if (!canWrite(hc.principal)) {
           throw qwenError(403, 'permission_denied', 'read-only access: viewers cannot answer permission requests');
         }
