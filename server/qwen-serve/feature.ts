@@ -252,6 +252,7 @@ export function createQwenServeFeature(options: QwenServeOptions = {}): Feature 
           const pendingCount = log.queue.length + (running ? 1 : 0);
           if (pendingCount >= maxPending) {
             res.setHeader('Retry-After', '5');
+            // Written out rather than an HttpError: the queue figures follow `message` on the wire.
             sendJson(res, 503, {
               error: `prompt queue full: ${pendingCount} prompts of this session are not finished yet`,
               code: 'prompt_queue_full',

@@ -143,6 +143,7 @@ export class HttpRouter {
       return true;
     }
     if (this.#apiPrefixes.some((p) => url.pathname === p || url.pathname.startsWith(p + '/'))) {
+      // Written out rather than an HttpError: clients have always seen `error` between `code` and `message`.
       sendJson(res, 404, { code: 'not_found', error: `no route for ${req.method} ${url.pathname}`, message: `no route for ${req.method} ${url.pathname}` });
       return true;
     }
