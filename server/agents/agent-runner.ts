@@ -7,7 +7,7 @@
 import type { KnownAction } from '../../shared/protocol/actions.js';
 import type { WireAction } from '../../shared/protocol/messages.js';
 import type { ChatInputRequest, ChatState, Message } from '../../shared/protocol/state.js';
-import { findActiveToolCall, findAnsweredInputRequest } from '../../shared/state/selectors.js';
+import { findActiveToolCall, findAnsweredInputRequest, findDecidedToolCall } from '../../shared/state/selectors.js';
 import type { CommitEvent, HubPort } from '../hub/hub-port.js';
 import type { Logger } from '../log.js';
 import { errorFields } from '../log.js';
@@ -253,10 +253,7 @@ export class AgentRunner implements SteeringHost {
           ready['confirmed'] = 'not-needed';
         }
         await dispatch(ready);
-        const decided = await this.#waitFor(run, (state) => {
-          const tc = findActiveToolCall(state, call.id);
-          return tc && tc.status !== 'pending-confirmation' && tc.status !== 'streaming' ? tc : undefined;
-        });
+        const decided = await this.#waitFor(run, (state) => findDecidedToolCall(state, call.id));
         if (decided.status !== 'running') return { approved: false, state: decided };
         const output = call.execute ? await call.execute(call.input) : `${displayName} finished.`;
         await dispatch({

@@ -26,7 +26,7 @@ import {
   type PendingConfirmationToolCall,
   type ToolCallState,
 } from '../../shared/protocol/state.js';
-import { findEndedTurn, findOpenInputRequest, openInteractions, turnResponseParts } from '../../shared/state/selectors.js';
+import { findEndedTurn, findOpenInputRequest, isToolCallDecided, openInteractions, turnResponseParts } from '../../shared/state/selectors.js';
 import { sessionIdOf } from '../../shared/protocol/uris.js';
 import { canWrite, type Principal } from '../auth/auth.js';
 import { STREAMING_ONLY_ACTIONS, type KnownAction } from '../../shared/protocol/actions.js';
@@ -542,7 +542,7 @@ function deriveOutcome(it: Interaction, state: ChatState): PermissionOutcome {
   }
   let tool: ToolCallState | undefined;
   for (const p of parts) if (isPartOfKind(p, 'toolCall') && p.toolCall.toolCallId === it.toolCallId) tool = p.toolCall;
-  if (!tool || tool.status === 'pending-confirmation' || tool.status === 'streaming') return { outcome: 'cancelled' };
+  if (!tool || !isToolCallDecided(tool)) return { outcome: 'cancelled' };
   const selected = 'selectedOption' in tool ? (tool.selectedOption as ConfirmationOption | undefined) : undefined;
   if (selected && it.ahpOptions.has(selected.id)) return { outcome: 'selected', optionId: selected.id };
   if (tool.status === 'cancelled') return tool.reason === 'denied' ? { outcome: 'selected', optionId: rejectOnce } : { outcome: 'cancelled' };

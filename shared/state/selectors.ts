@@ -49,6 +49,20 @@ export function findActiveToolCall(chat: WithActiveTurn, toolCallId: string): To
   return undefined;
 }
 
+/**
+ * True once a tool call's confirmation is decided: approved (running or later), denied or
+ * cancelled. False while it streams its input or waits in `pending-confirmation`.
+ */
+export function isToolCallDecided(toolCall: ToolCallState): boolean {
+  return toolCall.status !== 'pending-confirmation' && toolCall.status !== 'streaming';
+}
+
+/** The active turn's tool call with `toolCallId` once its confirmation is decided (see `isToolCallDecided`). */
+export function findDecidedToolCall(chat: WithActiveTurn, toolCallId: string): ToolCallState | undefined {
+  const toolCall = findActiveToolCall(chat, toolCallId);
+  return toolCall && isToolCallDecided(toolCall) ? toolCall : undefined;
+}
+
 /** Something in the active turn a person is asked to answer: an input request or a tool confirmation. */
 export type OpenInteraction =
   | { readonly kind: 'input'; readonly request: ChatInputRequest }

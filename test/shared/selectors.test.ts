@@ -8,11 +8,13 @@ import {
   consumedUserInputs,
   findActiveToolCall,
   findAnsweredInputRequest,
+  findDecidedToolCall,
   findEndedTurn,
   findOpenInputRequest,
   findTurn,
   hasTurn,
   isOpenInputRequest,
+  isToolCallDecided,
   openInteractions,
   turnResponseParts,
   userInputIdOf,
@@ -132,5 +134,27 @@ describe('selectors: steering inputs named in hub/userInput', () => {
     expect(consumed.map((c) => c.inputId)).toEqual(['in-1', 'in-3']);
     expect(consumed[0]!.message).toBe((first as unknown as { message: unknown }).message);
     expect(consumedUserInputs(chat(undefined))).toEqual([]);
+  });
+});
+
+describe('selectors: tool call confirmation decided', () => {
+  it('a tool call is decided once it leaves streaming and pending-confirmation', () => {
+    const state = chat([
+      tool('streaming', 'streaming'),
+      tool('waiting', 'pending-confirmation'),
+      tool('approved', 'running'),
+      tool('denied', 'cancelled'),
+      tool('done', 'completed'),
+    ]);
+    expect(['streaming', 'waiting', 'approved', 'denied', 'done', 'missing'].map((id) => findDecidedToolCall(state, id)?.status)).toEqual([
+      undefined,
+      undefined,
+      'running',
+      'cancelled',
+      'completed',
+      undefined,
+    ]);
+    expect(isToolCallDecided(findActiveToolCall(state, 'waiting')!)).toBe(false);
+    expect(isToolCallDecided(findActiveToolCall(state, 'done')!)).toBe(true);
   });
 });

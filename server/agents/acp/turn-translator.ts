@@ -19,7 +19,7 @@
 import type * as acp from '@agentclientprotocol/sdk';
 import type { WireAction } from '../../../shared/protocol/messages.js';
 import type { ChatInputRequest, ToolCallState } from '../../../shared/protocol/state.js';
-import { findActiveToolCall } from '../../../shared/state/selectors.js';
+import { findDecidedToolCall } from '../../../shared/state/selectors.js';
 import type { Logger } from '../../log.js';
 import { errorFields } from '../../log.js';
 import type { TurnContext } from '../agent.js';
@@ -273,10 +273,7 @@ export class TurnTranslator {
     let decided: ToolCallState;
     try {
       decided = await this.#abortable(
-        this.ctx.waitFor((state) => {
-          const tc = findActiveToolCall(state, tool.id);
-          return tc && tc.status !== 'pending-confirmation' && tc.status !== 'streaming' ? tc : undefined;
-        }),
+        this.ctx.waitFor((state) => findDecidedToolCall(state, tool.id)),
       );
     } catch {
       tool.status = 'done';
