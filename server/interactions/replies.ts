@@ -64,11 +64,16 @@ export function replyErrorStatus(code: ReplyErrorName): number {
 }
 
 /**
- * A reply error as a Qwen-style HTTP error: the lower-cased name as `code` (`invalid_option_id`)
- * and the message also as `error`, the field qwen's own client reads; `extra` fields come first.
+ * An HTTP error in qwen serve's style: the message is also in `error`, the field qwen's own
+ * client reads (`extra` fields come before it).
  */
+export function qwenHttpError(status: number, code: string, message: string, extra: Readonly<Record<string, unknown>> = {}): HttpError {
+  return new HttpError(status, code, message, { ...extra, error: message });
+}
+
+/** A reply error as a Qwen-style HTTP error, with the lower-cased name as `code` (`invalid_option_id`). */
 export function replyHttpError(e: ParamError, extra: Readonly<Record<string, unknown>> = {}): HttpError {
-  return new HttpError(replyErrorStatus(e.errorCode), e.errorCode.toLowerCase(), e.message, { ...extra, error: e.message });
+  return qwenHttpError(replyErrorStatus(e.errorCode), e.errorCode.toLowerCase(), e.message, extra);
 }
 
 const MAX_ID = 256;

@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { ErrorCode } from '../../shared/protocol/errors.js';
-import { replyErrorStatus, replyHttpError, REPLY_ERRORS, type ReplyErrorName } from '../../server/interactions/replies.js';
+import { qwenHttpError, replyErrorStatus, replyHttpError, REPLY_ERRORS, type ReplyErrorName } from '../../server/interactions/replies.js';
 import { rpcCodeForStatus } from '../../server/steering/feature.js';
 import { InputError, malformed } from '../../server/steering/inputs.js';
 import { HttpError } from '../../server/transport/http-error.js';
@@ -56,6 +56,10 @@ describe('permission reply errors → HTTP', () => {
     expect(statuses).toMatchObject({ PERMISSION_DENIED: 403, DAEMON_PERMISSION_UNAVAILABLE: 501, INTERNAL_ERROR: 503, INVALID_OPTION_ID: 400, MISSING_OUTCOME: 400 });
     const others = Object.entries(statuses).filter(([code]) => !['PERMISSION_DENIED', 'DAEMON_PERMISSION_UNAVAILABLE', 'INTERNAL_ERROR'].includes(code));
     expect(others.every(([, status]) => status === 400)).toBe(true);
+  });
+
+  it('a Qwen-style error repeats the message as error, before code and message', () => {
+    expect(wire(qwenHttpError(409, 'session_exists', 'session id s1 is taken'))).toBe('{"error":"session id s1 is taken","code":"session_exists","message":"session id s1 is taken"}');
   });
 
   it('a Qwen-style reply error has the lower-cased name as code and the message also as error', () => {
