@@ -19,7 +19,7 @@
 import { createHash, randomUUID } from 'node:crypto';
 import type { WireAction } from '../../shared/protocol/messages.js';
 import { USER_INPUT_META, USER_MESSAGE_PART } from '../../shared/protocol/steering.js';
-import { consumedUserInputs, userInputMeta, userMessagePartInputId } from '../../shared/state/selectors.js';
+import { acceptedUserInputs, consumedUserInputs, userInputMeta, userMessagePartInputId } from '../../shared/state/selectors.js';
 import { sessionIdOf } from '../../shared/protocol/uris.js';
 import type { SteeringInput } from '../agents/agent.js';
 import type { SteeringPort } from '../agents/agent-runner.js';
@@ -326,17 +326,16 @@ export class SteeringEngine implements SteeringPort {
     for (const consumed of state ? consumedUserInputs(state) : []) mine.add(`hub-input:${consumed.inputId}`);
     const inputs: SteeringInput[] = [];
     const pending: Array<Promise<unknown>> = [];
-    const waiting = (state?.steeringMessages ?? [])
-      .map((m) => ({ m, meta: userInputMeta(m.message) }))
-      .filter(({ m, meta }) => !mine.has(m.id) && meta?.turnId === target.turnId && typeof meta.inputId === 'string')
-      .sort((a, b) => Number(a.meta?.ordinal ?? 0) - Number(b.meta?.ordinal ?? 0));
-    for (const { m, meta } of waiting) {
-      inputs.push({ inputId: String(meta!.inputId), text: m.message.text });
+    const waiting = (state ? acceptedUserInputs(state) : [])
+      .filter(({ steering, meta }) => !mine.has(steering.id) && meta.turnId === target.turnId)
+      .sort((a, b) => Number(a.meta.ordinal ?? 0) - Number(b.meta.ordinal ?? 0));
+    for (const { inputId, meta, steering } of waiting) {
+      inputs.push({ inputId, text: steering.message.text });
       pending.push(this.#dispatchAwait(target.chat, {
         type: 'chat/responsePart',
         turnId: target.turnId,
-        part: { kind: USER_MESSAGE_PART, id: `user-input-${String(meta!.ordinal)}-${randomUUID()}`, message: m.message },
-      }), this.#dispatchAwait(target.chat, { type: 'chat/steeringMessageRemoved', id: m.id }));
+        part: { kind: USER_MESSAGE_PART, id: `user-input-${String(meta.ordinal)}-${randomUUID()}`, message: steering.message },
+      }), this.#dispatchAwait(target.chat, { type: 'chat/steeringMessageRemoved', id: steering.id }));
     }
     return { inputs, pending };
   }

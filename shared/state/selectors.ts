@@ -10,6 +10,7 @@ import {
   type ChatInputRequest,
   type ChatState,
   type InputRequestPart,
+  type PendingMessage,
   type PendingConfirmationToolCall,
   type ResponsePart,
   type ToolCallState,
@@ -129,6 +130,24 @@ export function userInputMeta(message: unknown): Readonly<Record<string, unknown
 export function userInputIdOf(message: unknown): string | undefined {
   const inputId = userInputMeta(message)?.inputId;
   return typeof inputId === 'string' ? inputId : undefined;
+}
+
+/** A steering input accepted and not yet consumed: a pending steering message naming the input. */
+export interface AcceptedUserInput {
+  readonly inputId: string;
+  /** The receipt facts in `_meta["hub/userInput"]` (`ordinal`, `turnId`, …), unchecked. */
+  readonly meta: Readonly<Record<string, unknown>>;
+  readonly steering: PendingMessage;
+}
+
+/** The chat's pending steering messages that name a steering input, in list order. */
+export function acceptedUserInputs(chat: Pick<ChatState, 'steeringMessages'>): AcceptedUserInput[] {
+  const accepted: AcceptedUserInput[] = [];
+  for (const steering of chat.steeringMessages ?? []) {
+    const meta = userInputMeta(steering.message);
+    if (meta && typeof meta.inputId === 'string') accepted.push({ inputId: meta.inputId, meta, steering });
+  }
+  return accepted;
 }
 
 /** A steering input the active turn consumed: its `userMessage` part names the input. */

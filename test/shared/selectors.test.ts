@@ -5,6 +5,7 @@
 import { describe, expect, it } from 'vitest';
 import { initialChatState, type ChatState, type ResponsePart, type ToolCallState, type Turn } from '../../shared/protocol/state.js';
 import {
+  acceptedUserInputs,
   consumedUserInputs,
   findActiveToolCall,
   findAnsweredInputRequest,
@@ -134,6 +135,27 @@ describe('selectors: steering inputs named in hub/userInput', () => {
     expect(consumed.map((c) => c.inputId)).toEqual(['in-1', 'in-3']);
     expect(consumed[0]!.message).toBe((first as unknown as { message: unknown }).message);
     expect(consumedUserInputs(chat(undefined))).toEqual([]);
+  });
+});
+
+describe('selectors: accepted steering inputs', () => {
+  it('lists the pending steering messages that name an input, in list order, with their receipt facts', () => {
+    const named = (id: string, meta?: Record<string, unknown>) => ({ id, message: { text: `text ${id}`, origin: { kind: 'user' }, ...(meta && { _meta: meta }) } });
+    const state = {
+      ...chat(undefined),
+      steeringMessages: [
+        named('hub-input:b', { 'hub/userInput': { inputId: 'b', ordinal: 2, turnId: 't' } }),
+        named('typed-by-a-client'),
+        named('hub-input:a', { 'hub/userInput': { inputId: 'a', ordinal: 1, turnId: 't' } }),
+        named('bad', { 'hub/userInput': { inputId: 42 } }),
+      ],
+    } as ChatState;
+    const accepted = acceptedUserInputs(state);
+    expect(accepted.map((a) => [a.inputId, a.meta.ordinal, a.steering.id])).toEqual([
+      ['b', 2, 'hub-input:b'],
+      ['a', 1, 'hub-input:a'],
+    ]);
+    expect(acceptedUserInputs(chat(undefined))).toEqual([]);
   });
 });
 

@@ -7,7 +7,7 @@
  * in the hub. Inputs the agent refuses stay unconsumed and are closed when the turn ends.
  */
 import type { ChatState } from '../../../shared/protocol/state.js';
-import { userInputIdOf } from '../../../shared/state/selectors.js';
+import { acceptedUserInputs } from '../../../shared/state/selectors.js';
 import type { Logger } from '../../log.js';
 import { errorFields } from '../../log.js';
 import type { TurnContext } from '../agent.js';
@@ -38,12 +38,7 @@ interface PendingInput {
 }
 
 function pendingInputs(state: ChatState): PendingInput[] {
-  const out: PendingInput[] = [];
-  for (const m of state.steeringMessages ?? []) {
-    const inputId = userInputIdOf(m.message);
-    if (inputId !== undefined) out.push({ inputId, text: m.message.text });
-  }
-  return out;
+  return acceptedUserInputs(state).map(({ inputId, steering }) => ({ inputId, text: steering.message.text }));
 }
 
 /**
