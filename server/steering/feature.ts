@@ -14,14 +14,13 @@
  * status the same refusal gets over HTTP.
  */
 import { InputMethod } from '../../shared/protocol/steering.js';
-import type { IncomingMessage, ServerResponse } from 'node:http';
 import { z } from 'zod';
 import { ErrorCode, ProtocolError } from '../../shared/protocol/errors.js';
 import { channelKind, sessionUri } from '../../shared/protocol/uris.js';
 import { canWrite, type Principal } from '../auth/auth.js';
 import type { HubPort } from '../hub/hub-port.js';
 import type { Feature, FeatureContext } from '../server.js';
-import { HttpError, readJsonBody, sendJson, type HttpContext } from '../transport/http-router.js';
+import { HttpError, readJsonBody, sendJson } from '../transport/http-router.js';
 import { SteeringEngine, type SteeringOptions } from './engine.js';
 import { InputError, parseStatusQuery, parseSubmit, type InputSource } from './inputs.js';
 
@@ -97,7 +96,7 @@ export function createSteeringFeature(options: SteeringOptions = {}): Feature {
       http.add(
         'GET',
         '/v2/sessions/{sessionId}/input-capabilities',
-        (_req: IncomingMessage, res: ServerResponse, c: HttpContext) => {
+        (_req, res, c) => {
           const session = visibleSession(hub, c.principal, sessionUri(c.params['sessionId']!));
           sendJson(res, 200, engine.capabilities(session));
         },
@@ -105,7 +104,7 @@ export function createSteeringFeature(options: SteeringOptions = {}): Feature {
       http.add(
         'POST',
         '/v2/sessions/{sessionId}/inputs',
-        async (req: IncomingMessage, res: ServerResponse, c: HttpContext) => {
+        async (req, res, c) => {
           const uri = visibleSession(hub, c.principal, sessionUri(c.params['sessionId']!));
           assertWriter(c.principal);
           let body: unknown;
@@ -122,7 +121,7 @@ export function createSteeringFeature(options: SteeringOptions = {}): Feature {
       http.add(
         'GET',
         '/v2/sessions/{sessionId}/inputs/{inputId}',
-        async (_req: IncomingMessage, res: ServerResponse, c: HttpContext) => {
+        async (_req, res, c) => {
           const historyEpoch = c.url.searchParams.get('historyEpoch');
           const turnId = c.url.searchParams.get('turnId');
           const receipt = await status(c.principal, sessionUri(c.params['sessionId']!), c.params['inputId'], historyEpoch === null && turnId === null ? undefined : { historyEpoch, turnId });
