@@ -1,7 +1,8 @@
 /**
- * Selectors: the facts the hub's features, the CLI and the browser app read from a chat's state
- * ("the open input request with this id", "the tool calls waiting for a confirmation", "the turn
- * with this id"), each written once here. Pure functions over state; they never copy or change it.
+ * Selectors: the facts the reducers, validation, the hub's features, the agents and the CLI read
+ * from a chat's state ("the open input request with this id", "the tool calls waiting for a
+ * confirmation", "the turn with this id"), each written once here. Pure functions: they return
+ * parts of the state (never copies of them) and never change it.
  */
 import { USER_INPUT_META, USER_MESSAGE_PART } from '../protocol/steering.js';
 import {
