@@ -18,6 +18,7 @@ import WebSocket from 'ws';
 import { AhpClient, AhpRequestError, type ChannelView, type ChatState } from '../shared/client/ahp-client.js';
 import { inputRefusal, SessionInputs, type InputTarget } from '../shared/client/session-inputs.js';
 import { ErrorCode } from '../shared/protocol/errors.js';
+import { findEndedTurn } from '../shared/state/selectors.js';
 import type { RunOptions } from './args.js';
 import { parseFrame, type ControlFrame, type FrameId } from './frames.js';
 import { LineFramer, MAX_LINE_UNITS } from './line-framer.js';
@@ -165,7 +166,7 @@ function waitForTurnEnd(view: ChannelView<ChatState>, turnId: string): Promise<T
     const check = (): boolean => {
       const state = view.confirmed;
       if (state.activeTurn?.id === turnId) seen = true;
-      const turn = state.turns.find((t) => t.id === turnId);
+      const turn = findEndedTurn(state, turnId);
       if (turn) {
         const errorPart = turn.responseParts.find((p) => p.kind === 'error') as { error?: { message?: string } } | undefined;
         const message = turn.error?.message ?? errorPart?.error?.message;

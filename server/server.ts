@@ -28,7 +28,7 @@ import { PostgresClusterBus } from './cluster-bus/postgres-bus.js';
 import { memoryTenantLogs, sqliteTenantLogs, tenantDir, tenantLogsOf, type TenantLogs } from './storage/tenant-logs.js';
 import { migrateSingleLogDataDir } from './migrate-data-dir.js';
 import { TenantStack } from './tenant-stack.js';
-import { HttpError, HttpRouter, sendJson, type HttpRegistrar } from './transport/http-router.js';
+import { HttpError, HttpRouter, sendError, sendJson, type HttpRegistrar } from './transport/http-router.js';
 import { serveStatic } from './transport/static-files.js';
 import { WsTransport } from './transport/ws-transport.js';
 import { capHttpConnections } from './transport/http-connection-cap.js';
@@ -223,9 +223,9 @@ export async function startHubServer(config: HubServerConfig): Promise<HubServer
     void (async () => {
       try {
         const refusal = devGuard?.(req);
-        if (refusal) return sendJson(res, refusal.status, { code: refusal.code, message: refusal.message });
+        if (refusal) return sendError(res, new HttpError(refusal.status, refusal.code, refusal.message));
         if (!hasDecodablePath(req.url)) {
-          return sendJson(res, 400, { code: 'invalid_url', message: 'the request path is not valid percent-encoding' });
+          return sendError(res, new HttpError(400, 'invalid_url', 'the request path is not valid percent-encoding'));
         }
         if (await serverRoutes.handle(req, res)) return;
         // A request without a valid token goes to the first tenant's routes, which answer 401
@@ -233,10 +233,10 @@ export async function startHubServer(config: HubServerConfig): Promise<HubServer
         const principal = config.auth.authenticate(tokenFromRequest(req.headers, new URL(req.url ?? '/', 'http://localhost')));
         if (await stackOf(principal).http.handle(req, res)) return;
         if (config.staticDir && req.method === 'GET' && (await serveStatic(config.staticDir, req, res))) return;
-        sendJson(res, 404, { code: 'not_found', message: `no route for ${req.method} ${new URL(req.url ?? '/', 'http://x').pathname}` });
+        sendError(res, new HttpError(404, 'not_found', `no route for ${req.method} ${new URL(req.url ?? '/', 'http://x').pathname}`));
       } catch (err) {
         logger.error('request failed', errorFields(err));
-        if (!res.headersSent) sendJson(res, 500, { code: 'internal_error', message: 'internal error' });
+        if (!res.headersSent) sendError(res, new HttpError(500, 'internal_error', 'internal error'));
         else res.destroy();
       }
     })();

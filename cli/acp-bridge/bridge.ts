@@ -19,15 +19,11 @@ import * as acp from '@agentclientprotocol/sdk';
 import WebSocket from 'ws';
 import { AhpClient, AhpRequestError, type ChannelView, type ChatState } from '../../shared/client/ahp-client.js';
 import { SessionInputs, type InputSubmission, type InputTarget } from '../../shared/client/session-inputs.js';
+import { isKnownAction, type InputCompletedAction, type ToolCallConfirmedAction } from '../../shared/protocol/actions.js';
 import { ErrorCode } from '../../shared/protocol/errors.js';
+import { findEndedTurn, openInteractions } from '../../shared/state/selectors.js';
 import type { WireAction } from '../../shared/protocol/messages.js';
-import {
-  isPartOfKind,
-  type ChatInputAnswer,
-  type ChatInputQuestion,
-  type ChatInputRequest,
-  type PendingConfirmationToolCall,
-} from '../../shared/protocol/state.js';
+import type { ChatInputAnswer, ChatInputQuestion, ChatInputRequest, PendingConfirmationToolCall } from '../../shared/protocol/state.js';
 import { acpToolKind, acpUpdatesFor, rawInputOf } from '../../server/interactions/acp.js';
 import { STEERING_EXTENSION as HOSTED_STEERING_EXTENSION } from '../../server/agents/acp/steering-relay.js';
 
@@ -146,7 +142,7 @@ export async function startAcpBridge(options: BridgeOptions): Promise<Bridge> {
   function waitForTurnEnd(turnId: string): Promise<ChatState['turns'][number]> {
     return new Promise((resolve, reject) => {
       const check = (): void => {
-        const turn = view.confirmed.turns.find((t) => t.id === turnId);
+        const turn = findEndedTurn(view.confirmed, turnId);
         if (turn) {
           turnWaiters.delete(check);
           resolve(turn);
@@ -168,20 +164,18 @@ export async function startAcpBridge(options: BridgeOptions): Promise<Bridge> {
   view.onChange((_v, change) => {
     if (change.type !== 'envelope' || change.envelope.rejectionReason) return;
     const action = change.envelope.action;
-    for (const update of acpUpdatesFor(action)) notify(update);
-    settleAnswered(action);
+    // The hub sends only actions it validated, so a known type has its schema's shape.
+    const known = isKnownAction(action) ? action : undefined;
+    for (const update of acpUpdatesFor(known)) notify(update);
+    if (known?.type === 'chat/toolCallConfirmed' || known?.type === 'chat/inputCompleted') settleAnswered(known);
     if (action.type === 'chat/turnComplete' || action.type === 'chat/turnCancelled' || action.type === 'chat/error' || action.type === 'chat/truncated') withdrawAll('the turn ended');
     askOpenInteractions();
     for (const check of [...turnWaiters]) check();
   });
 
   /** Someone answered a hub interaction: close the editor's request for it (if still open) and say who. */
-  function settleAnswered(action: WireAction): void {
-    const key =
-      action.type === 'chat/toolCallConfirmed' ? `tool:${String(action['toolCallId'])}`
-      : action.type === 'chat/inputCompleted' ? `input:${String(action['requestId'])}`
-      : undefined;
-    if (key === undefined) return;
+  function settleAnswered(action: AnswerAction): void {
+    const key = action.type === 'chat/toolCallConfirmed' ? `tool:${action.toolCallId}` : `input:${action.requestId}`;
     const open = asked.get(key);
     if (!open || open.outcome) return;
     const summary = describeDecision(action);
@@ -213,13 +207,13 @@ export async function startAcpBridge(options: BridgeOptions): Promise<Bridge> {
     if (!attached) return;
     const turn = view.confirmed.activeTurn;
     if (!turn) return;
-    for (const part of turn.responseParts) {
-      if (isPartOfKind(part, 'toolCall') && part.toolCall.status === 'pending-confirmation') {
-        const key = `tool:${part.toolCall.toolCallId}`;
-        if (!asked.has(key)) void askPermission(key, turn.id, part.toolCall);
-      } else if (isPartOfKind(part, 'inputRequest') && part.response === undefined && editorCaps?.elicitation) {
-        const key = `input:${part.request.id}`;
-        if (!asked.has(key)) void askInput(key, part.request);
+    for (const open of openInteractions(view.confirmed)) {
+      if (open.kind === 'toolConfirmation') {
+        const key = `tool:${open.toolCall.toolCallId}`;
+        if (!asked.has(key)) void askPermission(key, turn.id, open.toolCall);
+      } else if (editorCaps?.elicitation) {
+        const key = `input:${open.request.id}`;
+        if (!asked.has(key)) void askInput(key, open.request);
       }
     }
   }
@@ -249,10 +243,10 @@ export async function startAcpBridge(options: BridgeOptions): Promise<Bridge> {
       return;
     }
     const chosen = answer.outcome.outcome === 'selected' ? options.find((o) => o.optionId === (answer.outcome as { optionId: string }).optionId) : undefined;
-    const action: WireAction = chosen && (chosen.kind === 'allow_once' || chosen.kind === 'allow_always')
-      ? { type: 'chat/toolCallConfirmed', turnId, toolCallId: tool.toolCallId, approved: true, confirmed: 'user-action' }
-      : { type: 'chat/toolCallConfirmed', turnId, toolCallId: tool.toolCallId, approved: false, reason: chosen ? 'denied' : 'skipped' };
-    if (chosen?.ahpId !== undefined) action['selectedOptionId'] = chosen.ahpId;
+    const selected = chosen?.ahpId !== undefined ? { selectedOptionId: chosen.ahpId } : {};
+    const action: ToolCallConfirmedAction = chosen && (chosen.kind === 'allow_once' || chosen.kind === 'allow_always')
+      ? { type: 'chat/toolCallConfirmed', turnId, toolCallId: tool.toolCallId, approved: true, confirmed: 'user-action', ...selected }
+      : { type: 'chat/toolCallConfirmed', turnId, toolCallId: tool.toolCallId, approved: false, reason: chosen ? 'denied' : 'skipped', ...selected };
     entry.outcome = { kind: 'answered', by: 'editor', summary: describeDecision(action) };
     const result = await view.dispatch(action);
     if (!result.accepted) tellEditor(key, `Your answer was not applied: another client answered first (${result.reason}).`);
@@ -309,10 +303,13 @@ function permissionOptions(tool: PendingConfirmationToolCall): Array<acp.Permiss
   return own.map((o) => (o.ahpId === undefined ? { optionId: o.optionId, name: o.name, kind: o.kind } : o));
 }
 
-function describeDecision(action: WireAction): string {
-  if (action.type === 'chat/inputCompleted') return String(action['response']);
-  if (action['approved'] === true) return 'approved';
-  return action['reason'] === 'skipped' ? 'skipped' : 'denied';
+/** An answer someone gave in another client: a tool confirmation or a completed input request. */
+type AnswerAction = ToolCallConfirmedAction | InputCompletedAction;
+
+function describeDecision(action: AnswerAction): string {
+  if (action.type === 'chat/inputCompleted') return action.response;
+  if (action.approved) return 'approved';
+  return action.reason === 'skipped' ? 'skipped' : 'denied';
 }
 
 /** AHP questions → an elicitation form schema (the reverse of the provider's mapping). */

@@ -6,7 +6,8 @@
  */
 import type { KnownAction } from '../../shared/protocol/actions.js';
 import type { WireAction } from '../../shared/protocol/messages.js';
-import { isPartOfKind, type ChatInputRequest, type ChatState, type Message, type ToolCallState } from '../../shared/protocol/state.js';
+import type { ChatInputRequest, ChatState, Message } from '../../shared/protocol/state.js';
+import { findActiveToolCall, findAnsweredInputRequest, findDecidedToolCall } from '../../shared/state/selectors.js';
 import type { CommitEvent, HubPort } from '../hub/hub-port.js';
 import type { Logger } from '../log.js';
 import { errorFields } from '../log.js';
@@ -216,12 +217,6 @@ export class AgentRunner implements SteeringHost {
       if (signal.aborted) return Promise.reject(new AbortedError());
       return this.hub.dispatchServer(chat, action);
     };
-    const toolState = (state: ChatState, id: string): ToolCallState | undefined => {
-      for (const part of state.activeTurn?.responseParts ?? []) {
-        if (isPartOfKind(part, 'toolCall') && part.toolCall.toolCallId === id) return part.toolCall;
-      }
-      return undefined;
-    };
     return {
       session,
       chat,
@@ -237,12 +232,8 @@ export class AgentRunner implements SteeringHost {
       requestInput: async (request: ChatInputRequest): Promise<InputOutcome> => {
         await dispatch({ type: 'chat/inputRequested', request });
         return this.#waitFor(run, (state) => {
-          for (const part of state.activeTurn?.responseParts ?? []) {
-            if (isPartOfKind(part, 'inputRequest') && part.request.id === request.id && part.response) {
-              return { response: part.response, answers: part.request.answers ?? {} };
-            }
-          }
-          return undefined;
+          const answered = findAnsweredInputRequest(state, request.id);
+          return answered?.response ? { response: answered.response, answers: answered.request.answers ?? {} } : undefined;
         });
       },
       runTool: async (call: ToolCallRequest): Promise<ToolOutcome> => {
@@ -262,10 +253,7 @@ export class AgentRunner implements SteeringHost {
           ready['confirmed'] = 'not-needed';
         }
         await dispatch(ready);
-        const decided = await this.#waitFor(run, (state) => {
-          const tc = toolState(state, call.id);
-          return tc && tc.status !== 'pending-confirmation' && tc.status !== 'streaming' ? tc : undefined;
-        });
+        const decided = await this.#waitFor(run, (state) => findDecidedToolCall(state, call.id));
         if (decided.status !== 'running') return { approved: false, state: decided };
         const output = call.execute ? await call.execute(call.input) : `${displayName} finished.`;
         await dispatch({
@@ -274,7 +262,7 @@ export class AgentRunner implements SteeringHost {
           toolCallId: call.id,
           result: { success: true, pastTenseMessage: `Ran ${displayName}`, content: [{ type: 'text', text: output }] },
         });
-        const final = await this.#waitFor(run, (state) => toolState(state, call.id));
+        const final = await this.#waitFor(run, (state) => findActiveToolCall(state, call.id));
         return { approved: true, state: final };
       },
       sleep: (ms) =>

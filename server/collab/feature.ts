@@ -15,7 +15,8 @@ import * as Y from 'yjs';
 import { fromBase64, toBase64 } from 'lib0/buffer';
 import { CLUSTER_BUS_SERVICE, type BusMessage, type ClusterBus } from '../cluster-bus/cluster-bus.js';
 import { ErrorCode, ProtocolError } from '../../shared/protocol/errors.js';
-import type { ChatInputRequest, InputRequestPart, ResponsePart } from '../../shared/protocol/state.js';
+import type { ChatInputRequest, ChatState } from '../../shared/protocol/state.js';
+import { findOpenInputRequest } from '../../shared/state/selectors.js';
 import type { WireAction } from '../../shared/protocol/messages.js';
 import { canWrite, type Principal } from '../auth/auth.js';
 import type { Connection } from '../hub/connection.js';
@@ -40,9 +41,9 @@ function roomKey(channel: string, doc: string): string {
   return `${channel}\u0000${doc}`;
 }
 
-function openRequest(parts: readonly ResponsePart[] | undefined, requestId: string): ChatInputRequest | undefined {
-  const part = parts?.find((p): p is InputRequestPart => p.kind === 'inputRequest' && (p as InputRequestPart).request.id === requestId && (p as InputRequestPart).response === undefined);
-  return part?.request;
+/** The open input request `requestId` of a chat (undefined when the chat is gone). */
+function openRequest(chat: ChatState | undefined, requestId: string): ChatInputRequest | undefined {
+  return chat && findOpenInputRequest(chat, requestId)?.request;
 }
 
 /** The collaboration engine; the feature wires it to JSON-RPC and hub events. Exposed for tests. */
@@ -138,7 +139,7 @@ export class CollabEngine {
   join(conn: Connection, principal: Principal, channel: string, doc: string): ReturnType<CollabRoom['join']> {
     const chat = this.hub.visibleChat(principal, channel);
     const presenceOnly = doc === CHAT_PRESENCE_DOC;
-    const request = chat && !presenceOnly ? openRequest(chat.state.activeTurn?.responseParts, doc) : undefined;
+    const request = chat && !presenceOnly ? openRequest(chat.state, doc) : undefined;
     if (!chat || (!request && !presenceOnly)) throw new ProtocolError(ErrorCode.NotFound, `no open input request ${doc} on ${channel}`);
     const key = roomKey(channel, doc);
     let room = this.rooms.get(key);
@@ -293,7 +294,7 @@ export class CollabEngine {
 
   #isTextQuestion(room: CollabRoom, questionId: string): boolean {
     const chat = this.hub.chatEntry(room.channel);
-    const request = openRequest(chat?.state.activeTurn?.responseParts, room.requestId);
+    const request = openRequest(chat?.state, room.requestId);
     return request?.questions?.some((q) => q.id === questionId && q.kind === 'text') ?? false;
   }
 
@@ -322,7 +323,7 @@ export class CollabEngine {
     const dirty = this.#dirty.get(room);
     this.#dirty.delete(room);
     if (!dirty || room.closed) return;
-    const request = openRequest(this.hub.chatEntry(room.channel)?.state.activeTurn?.responseParts, room.requestId);
+    const request = openRequest(this.hub.chatEntry(room.channel)?.state, room.requestId);
     if (!request) return;
     for (const [questionId, principal] of dirty) {
       if (!request.questions?.some((q) => q.id === questionId && q.kind === 'text')) continue;

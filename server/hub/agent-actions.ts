@@ -10,8 +10,9 @@
  * chats: the hub and its features (steering, permission replies) follow those fields, so a
  * foreign chat there would let an agent of one tenant read or write another tenant's chat.
  */
+import { isKnownAction } from '../../shared/protocol/actions.js';
 import type { WireAction } from '../../shared/protocol/messages.js';
-import type { ChatState, SessionState } from '../../shared/protocol/state.js';
+import type { ChatState } from '../../shared/protocol/state.js';
 
 /** The session an action is dispatched in, as the hub's catalogue knows it. */
 export interface AgentActionScope {
@@ -48,7 +49,7 @@ export function validateAgentAction(action: WireAction, chat: ChatState | undefi
   if (!chat) return scope ? validateSessionReferences(action, scope) : undefined;
   if (action.type === 'chat/inputRequested' && !chat.activeTurn) return 'chat/inputRequested needs an active turn';
   if (TURN_SCOPED.has(action.type)) {
-    const turnId = action['turnId'];
+    const turnId = isKnownAction(action) && 'turnId' in action ? action.turnId : undefined;
     if (!chat.activeTurn) return `${action.type}: no active turn`;
     if (turnId !== chat.activeTurn.id) return `${action.type}: turn ${String(turnId)} is not the active turn ${chat.activeTurn.id}`;
   }
@@ -59,19 +60,20 @@ export function validateAgentAction(action: WireAction, chat: ChatState | undefi
 function validateSessionReferences(action: WireAction, scope: AgentActionScope): string | undefined {
   if (HUB_MAINTAINED.has(action.type)) return `${action.type} is maintained by the hub (use createChat / disposeChat)`;
   const own = (uri: unknown): boolean => typeof uri === 'string' && scope.chats.has(uri);
-  switch (action.type) {
+  const known = isKnownAction(action) ? action : undefined;
+  switch (known?.type) {
     case 'session/chatUpdated':
-      return own(action['chat']) ? undefined : `session/chatUpdated: chat ${String(action['chat'])} is not a chat of this session`;
+      return own(known.chat) ? undefined : `session/chatUpdated: chat ${known.chat} is not a chat of this session`;
     case 'session/defaultChatChanged':
-      return action['defaultChat'] === undefined || own(action['defaultChat'])
+      return known.defaultChat === undefined || own(known.defaultChat)
         ? undefined
-        : `session/defaultChatChanged: chat ${String(action['defaultChat'])} is not a chat of this session`;
+        : `session/defaultChatChanged: chat ${known.defaultChat} is not a chat of this session`;
     case 'session/inputNeededSet': {
-      const request = action['request'] as { chat?: unknown } | undefined;
-      return own(request?.chat) ? undefined : `session/inputNeededSet: request.chat ${String(request?.chat)} is not a chat of this session`;
+      const { request } = known;
+      return own(request.chat) ? undefined : `session/inputNeededSet: request.chat ${request.chat} is not a chat of this session`;
     }
     case 'session/stateReplaced': {
-      const state = action['state'] as SessionState;
+      const { state } = known;
       if (state.resource !== undefined && state.resource !== scope.session) {
         return `session/stateReplaced: state.resource must be this session (${scope.session})`;
       }

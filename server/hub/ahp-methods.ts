@@ -3,6 +3,7 @@
  * dispatchAction, reconnect, listSessions, createSession, disposeSession, createChat, disposeChat.
  */
 
+import { z } from 'zod';
 import { ErrorCode, ProtocolError } from '../../shared/protocol/errors.js';
 import {
   createChatParamsSchema,
@@ -175,14 +176,20 @@ export function registerAhpMethods(router: RpcRouter, hub: Hub): void {
 export function throttledDispatchHandler(hub: Hub) {
   return (ctx: RpcContext, method: string, params: unknown, reason = 'rate limit exceeded: slow down and dispatch again'): boolean => {
     if (method !== Method.DispatchAction) return false;
-    const p = typeof params === 'object' && params !== null ? (params as Record<string, unknown>) : {};
-    const action = typeof p['action'] === 'object' && p['action'] !== null ? (p['action'] as Record<string, unknown>) : {};
-    const channel = p['channel'];
-    const clientSeq = p['clientSeq'];
-    const type = action['type'];
-    if (typeof channel !== 'string' || channel.length > 512 || !Number.isSafeInteger(clientSeq) || (clientSeq as number) < 0) return false;
-    if (typeof type !== 'string' || type.length === 0 || type.length > 128) return false;
-    hub.rejectFromClient(clientOf(ctx), channel, clientSeq as number, { type }, reason);
+    const refused = refusedDispatchSchema.safeParse(params);
+    if (!refused.success) return false;
+    const { channel, clientSeq, action } = refused.data;
+    hub.rejectFromClient(clientOf(ctx), channel, clientSeq, { type: action.type }, reason);
     return true;
   };
 }
+
+/**
+ * The few fields a refused dispatch is echoed with. The params were never bounds-checked, so
+ * this schema names only shallow fields (a non-loose object does not walk unknown keys).
+ */
+const refusedDispatchSchema = z.object({
+  channel: z.string().max(512),
+  clientSeq: z.int().min(0),
+  action: z.object({ type: z.string().min(1).max(128) }),
+});

@@ -15,6 +15,7 @@
  * All coalescing lives here: per-subscriber windows (`ChannelFanout`), and the merging of
  * adjacent envelopes of one group commit (`deliverEnvelopeRun`, called by the commit pipeline's delivery, `commit-pipeline.ts`).
  */
+import { isKnownAction, type DeltaAction, type ReasoningAction } from '../../shared/protocol/actions.js';
 import type { ActionEnvelope, WireAction } from '../../shared/protocol/messages.js';
 import { CloseCode, type Connection } from './connection.js';
 
@@ -73,11 +74,17 @@ export function sendOrCloseSlow(conn: Connection, text: string, limits: FanoutLi
  * `chat/delta` (or `chat/reasoning`) for the same turn and part, without `_meta`.
  */
 export function mergeStreamingActions(a: WireAction, b: WireAction): WireAction | undefined {
-  if (a.type !== b.type || (a.type !== 'chat/delta' && a.type !== 'chat/reasoning')) return undefined;
-  if (a['turnId'] !== b['turnId'] || a['partId'] !== b['partId']) return undefined;
-  if (a['_meta'] !== undefined || b['_meta'] !== undefined) return undefined;
-  if (typeof a['content'] !== 'string' || typeof b['content'] !== 'string') return undefined;
-  return { ...b, content: a['content'] + b['content'] };
+  const first = streamingTextAction(a);
+  const second = streamingTextAction(b);
+  if (!first || !second || first.type !== second.type) return undefined;
+  if (first.turnId !== second.turnId || first.partId !== second.partId) return undefined;
+  if (first._meta !== undefined || second._meta !== undefined) return undefined;
+  if (typeof first.content !== 'string' || typeof second.content !== 'string') return undefined;
+  return { ...b, content: first.content + second.content };
+}
+
+function streamingTextAction(action: WireAction): DeltaAction | ReasoningAction | undefined {
+  return isKnownAction(action) && (action.type === 'chat/delta' || action.type === 'chat/reasoning') ? action : undefined;
 }
 
 /** Merges `next` into `prev` for receivers that are not their origin; echoes are never merged. */

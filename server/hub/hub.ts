@@ -44,6 +44,7 @@ import { CommitPipeline } from './commit-pipeline.js';
 import { Subscriptions } from './subscriptions.js';
 import { RootCatalogue } from './root-catalogue.js';
 import { interruptedTurnEnds, recoverFromLog, snapshotImageOf, type RecoveredHub } from './recovery.js';
+import { hasTurn } from '../../shared/state/selectors.js';
 
 export interface HubLimits {
   readonly maxSessionsPerTenant: number;
@@ -550,9 +551,7 @@ export class Hub implements HubPort {
   #turnIdUsed(session: SessionEntry, turnId: string): boolean {
     for (const uri of session.chats) {
       const state = this.#state.chats.get(uri)?.state;
-      if (!state) continue;
-      if (state.activeTurn?.id === turnId) return true;
-      if (state.turns.some((t) => t.id === turnId)) return true;
+      if (state && hasTurn(state, turnId)) return true;
     }
     return false;
   }

@@ -13,7 +13,7 @@
  * | `chat/toolCallComplete`            | `tool_call_update` (`completed` / `failed` + content)  |
  * Every update carries `_meta: {"hub/chat", "hub/turnId"}` so multi-chat sessions stay legible.
  */
-import type { WireAction } from '../../shared/protocol/messages.js';
+import type { KnownAction } from '../../shared/protocol/actions.js';
 import type { ChatInputQuestion } from '../../shared/protocol/state.js';
 
 import { JSONRPC } from '../../shared/protocol/messages.js';
@@ -77,50 +77,48 @@ function textContent(content: unknown): Array<Record<string, unknown>> | undefin
   return out.length > 0 ? out : undefined;
 }
 
-/** The `session/update` payloads (without envelope) one AHP chat action produces. */
-export function acpUpdatesFor(action: WireAction): Array<Record<string, unknown>> {
-  switch (action.type) {
-    case 'chat/turnStarted': {
-      const text = (action['message'] as { text?: unknown } | undefined)?.text;
-      return typeof text === 'string' ? [{ sessionUpdate: 'user_message_chunk', content: { type: 'text', text } }] : [];
-    }
+/**
+ * The `session/update` payloads (without envelope) one AHP chat action produces. Takes the typed
+ * action (`CommitEvent.known`); an action type the hub does not know produces nothing.
+ */
+export function acpUpdatesFor(action: KnownAction | undefined): Array<Record<string, unknown>> {
+  switch (action?.type) {
+    case 'chat/turnStarted':
+      return [{ sessionUpdate: 'user_message_chunk', content: { type: 'text', text: action.message.text } }];
     case 'chat/delta':
-      return [{ sessionUpdate: 'agent_message_chunk', content: { type: 'text', text: String(action['content'] ?? '') } }];
+      return [{ sessionUpdate: 'agent_message_chunk', content: { type: 'text', text: action.content } }];
     case 'chat/reasoning':
-      return [{ sessionUpdate: 'agent_thought_chunk', content: { type: 'text', text: String(action['content'] ?? '') } }];
+      return [{ sessionUpdate: 'agent_thought_chunk', content: { type: 'text', text: action.content } }];
     case 'chat/responsePart': {
-      const part = action['part'] as { kind?: unknown; content?: unknown } | undefined;
-      if (!part || typeof part.content !== 'string' || part.content === '') return [];
+      const part = action.part as { kind?: unknown; content?: unknown };
+      if (typeof part.content !== 'string' || part.content === '') return [];
       if (part.kind === 'markdown') return [{ sessionUpdate: 'agent_message_chunk', content: { type: 'text', text: part.content } }];
       if (part.kind === 'reasoning') return [{ sessionUpdate: 'agent_thought_chunk', content: { type: 'text', text: part.content } }];
       return [];
     }
-    case 'chat/toolCallStart': {
-      const toolName = String(action['toolName'] ?? '');
+    case 'chat/toolCallStart':
       return [{
         sessionUpdate: 'tool_call',
-        toolCallId: action['toolCallId'],
-        title: action['displayName'] ?? toolName,
-        kind: acpToolKind(toolName),
+        toolCallId: action.toolCallId,
+        title: action.displayName,
+        kind: acpToolKind(action.toolName),
         status: 'pending',
       }];
-    }
     case 'chat/toolCallReady': {
-      const update: Record<string, unknown> = { sessionUpdate: 'tool_call_update', toolCallId: action['toolCallId'] };
-      if (action['toolInput'] !== undefined) update['rawInput'] = rawInputOf(action['toolInput']);
-      if (action['confirmed'] !== undefined) update['status'] = 'in_progress';
+      const update: Record<string, unknown> = { sessionUpdate: 'tool_call_update', toolCallId: action.toolCallId };
+      if (action.toolInput !== undefined) update['rawInput'] = rawInputOf(action.toolInput);
+      if (action.confirmed !== undefined) update['status'] = 'in_progress';
       return [update];
     }
     case 'chat/toolCallConfirmed':
-      return [{ sessionUpdate: 'tool_call_update', toolCallId: action['toolCallId'], status: action['approved'] === true ? 'in_progress' : 'failed' }];
+      return [{ sessionUpdate: 'tool_call_update', toolCallId: action.toolCallId, status: action.approved ? 'in_progress' : 'failed' }];
     case 'chat/toolCallComplete': {
-      const result = action['result'] as { success?: unknown; content?: unknown } | undefined;
       const update: Record<string, unknown> = {
         sessionUpdate: 'tool_call_update',
-        toolCallId: action['toolCallId'],
-        status: result?.success === true ? 'completed' : 'failed',
+        toolCallId: action.toolCallId,
+        status: action.result.success ? 'completed' : 'failed',
       };
-      const content = textContent(result?.content);
+      const content = textContent(action.result.content);
       if (content) update['content'] = content;
       return [update];
     }
@@ -137,7 +135,7 @@ export function acpUpdatesFor(action: WireAction): Array<Record<string, unknown>
 export function qwenQuestion(q: ChatInputQuestion): Record<string, unknown> {
   const out: Record<string, unknown> = {
     question: typeof q.message === 'string' ? q.message : '',
-    header: typeof q['title'] === 'string' ? q['title'] : q.id,
+    header: typeof q.title === 'string' ? q.title : q.id,
     id: q.id,
     kind: q.kind,
     required: q.required === true,

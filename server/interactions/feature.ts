@@ -23,7 +23,7 @@ import { HttpError, readJsonBody, sendJson, type HttpContext } from '../transpor
 import { JSONRPC } from './acp.js';
 import { openSse, SessionStreams, sseMessage, type StreamEvent, type StreamLimits, type StreamListener } from './event-stream.js';
 import { InteractionRegistry, type ReplyResult } from './registry.js';
-import { checkPermissionRequestId, isParamError, parseDataWorks, parseQwen, REPLY_ERRORS, type ParamError, type ReplyErrorName } from './replies.js';
+import { checkPermissionRequestId, isParamError, parseDataWorks, parseQwen, REPLY_ERRORS, replyErrorStatus, replyHttpError, type ParamError } from './replies.js';
 
 export interface InteractionsOptions {
   /** False answers every reply with DAEMON_PERMISSION_UNAVAILABLE (-32601) / HTTP 501. Default true. */
@@ -164,7 +164,7 @@ export function createInteractionsFeature(options: InteractionsOptions = {}): Fe
         const serverRequestId = ctx.newId();
         const respond = (status: number, id: string | number | null, outcome: { Result: { Accepted: boolean } } | { Error: Record<string, unknown> }): void =>
           sendJson(res, status, { JsonRpcResponse: { Id: id, Jsonrpc: JSONRPC, ...outcome, Timestamp: ctx.now() }, RequestId: serverRequestId });
-        const fail = (id: string | number | null, e: ParamError, status = statusOf(e.errorCode)): void =>
+        const fail = (id: string | number | null, e: ParamError, status = replyErrorStatus(e.errorCode)): void =>
           respond(status, id, { Error: { Code: REPLY_ERRORS[e.errorCode], ErrorCode: e.errorCode, Message: e.message, Data: {} } });
         let body: unknown;
         try {
@@ -223,24 +223,9 @@ function sessionUriOf(raw: string): string {
   return raw.startsWith(SESSION_SCHEME) ? raw : sessionUri(raw);
 }
 
-function statusOf(code: ReplyErrorName): number {
-  switch (code) {
-    case 'PERMISSION_DENIED':
-      return 403;
-    case 'DAEMON_PERMISSION_UNAVAILABLE':
-      return 501;
-    case 'INTERNAL_ERROR':
-      return 503;
-    default:
-      return 400;
-  }
-}
-
-/** Qwen-style HTTP error: `invalid_option_id` for options, the lower-cased ErrorCode otherwise. */
+/** Qwen-style HTTP error; this route also names the upper-case `errorCode` (DataWorks' spelling). */
 function qwenError(e: ParamError): HttpError {
-  const code = e.errorCode === 'INVALID_OPTION_ID' ? 'invalid_option_id' : e.errorCode.toLowerCase();
-  // `error` is the field qwen's own client reads the message from.
-  return new HttpError(statusOf(e.errorCode), code, e.message, { errorCode: e.errorCode, error: e.message });
+  return replyHttpError(e, { errorCode: e.errorCode });
 }
 
 /** `{"prompt": [{"type": "text", "text": "..."}], "id"?}` → the message text (text blocks joined by blank lines). */

@@ -26,6 +26,7 @@ import {
   type PendingConfirmationToolCall,
   type ToolCallState,
 } from '../../shared/protocol/state.js';
+import { findEndedTurn, findOpenInputRequest, isToolCallDecided, openInteractions, turnResponseParts } from '../../shared/state/selectors.js';
 import { sessionIdOf } from '../../shared/protocol/uris.js';
 import { canWrite, type Principal } from '../auth/auth.js';
 import { STREAMING_ONLY_ACTIONS, type KnownAction } from '../../shared/protocol/actions.js';
@@ -248,10 +249,7 @@ export class InteractionRegistry {
 
   #openPart(it: Interaction): ChatInputRequest | undefined {
     const state = this.hub.chatEntry(it.chat)?.state;
-    for (const part of state?.activeTurn?.responseParts ?? []) {
-      if (isPartOfKind(part, 'inputRequest') && part.response === undefined && part.request.id === it.inputRequestId) return part.request;
-    }
-    return undefined;
+    return state && it.inputRequestId !== undefined ? findOpenInputRequest(state, it.inputRequestId)?.request : undefined;
   }
 
   #alreadyResolved(session: string, requestId: string): void {
@@ -350,7 +348,7 @@ export class InteractionRegistry {
     const chat = this.hub.chatEntry(channel);
     if (!chat) return;
     const turnId = chat.state.activeTurn?.id ?? (known && 'turnId' in known && typeof known.turnId === 'string' ? known.turnId : undefined);
-    if (this.streams.isStreamed(chat.session)) for (const update of acpUpdatesFor(action)) {
+    if (this.streams.isStreamed(chat.session)) for (const update of acpUpdatesFor(known)) {
       this.streams.publish(chat.session, { chat: channel, turnId, payload: sessionUpdate(sessionIdOf(chat.session), update, channel, turnId) });
     }
     if (STREAMING_ONLY_ACTIONS.has(action.type)) return;
@@ -377,11 +375,9 @@ export class InteractionRegistry {
   #reconcile(session: string, chat: string, state: ChatState): void {
     const wanted = new Map<string, { input?: ChatInputRequest; tool?: PendingConfirmationToolCall }>();
     const turn = state.activeTurn;
-    for (const part of turn?.responseParts ?? []) {
-      if (isPartOfKind(part, 'inputRequest') && part.response === undefined) wanted.set(`input:${part.request.id}`, { input: part.request });
-      else if (isPartOfKind(part, 'toolCall') && part.toolCall.status === 'pending-confirmation') {
-        wanted.set(`tool:${part.toolCall.toolCallId}`, { tool: part.toolCall as PendingConfirmationToolCall });
-      }
+    for (const open of openInteractions(state)) {
+      if (open.kind === 'input') wanted.set(`input:${open.request.id}`, { input: open.request });
+      else wanted.set(`tool:${open.toolCall.toolCallId}`, { tool: open.toolCall });
     }
     const existing = this.#byChat.get(chat);
     if (existing) {
@@ -534,7 +530,7 @@ export function toolOptions(ahp: readonly ConfirmationOption[] | undefined): { o
 
 /** How an interaction ended, read from the chat state after it stopped being pending. */
 function deriveOutcome(it: Interaction, state: ChatState): PermissionOutcome {
-  const parts = state.activeTurn?.id === it.turnId ? state.activeTurn.responseParts : findTurn(state, it.turnId)?.responseParts ?? [];
+  const parts = turnResponseParts(state, it.turnId);
   const allowOnce = it.options.find((o) => o.kind === 'allow_once')!.optionId;
   const rejectOnce = it.options.find((o) => o.kind === 'reject_once')!.optionId;
   if (it.kind === 'question') {
@@ -546,7 +542,7 @@ function deriveOutcome(it: Interaction, state: ChatState): PermissionOutcome {
   }
   let tool: ToolCallState | undefined;
   for (const p of parts) if (isPartOfKind(p, 'toolCall') && p.toolCall.toolCallId === it.toolCallId) tool = p.toolCall;
-  if (!tool || tool.status === 'pending-confirmation' || tool.status === 'streaming') return { outcome: 'cancelled' };
+  if (!tool || !isToolCallDecided(tool)) return { outcome: 'cancelled' };
   const selected = 'selectedOption' in tool ? (tool.selectedOption as ConfirmationOption | undefined) : undefined;
   if (selected && it.ahpOptions.has(selected.id)) return { outcome: 'selected', optionId: selected.id };
   if (tool.status === 'cancelled') return tool.reason === 'denied' ? { outcome: 'selected', optionId: rejectOnce } : { outcome: 'cancelled' };
@@ -576,11 +572,6 @@ export function offeredOption(options: readonly PermissionOption[], optionId: st
   return kind === undefined ? undefined : options.find((o) => o.kind === kind);
 }
 
-function findTurn(state: ChatState, turnId: string): { responseParts: ChatState['turns'][number]['responseParts'] } | undefined {
-  for (let i = state.turns.length - 1; i >= 0; i--) if (state.turns[i]!.id === turnId) return state.turns[i];
-  return undefined;
-}
-
 /**
  * Stop reason of a turn that just stopped being active:
  * `chat/turnComplete` → `end_turn`; `chat/turnCancelled`, `chat/truncated`, disposal → `cancelled`;
@@ -592,8 +583,7 @@ function turnEndOf(action: KnownAction | undefined, turnId: string, state: ChatS
     case 'chat/turnComplete':
       return { stopReason: 'end_turn' };
     case 'chat/error': {
-      const turn = findTurn(state, turnId) as { error?: { errorType?: string; message?: string } } | undefined;
-      const info = action.error ?? turn?.error;
+      const info = action.error ?? findEndedTurn(state, turnId)?.error;
       const errorType = info?.errorType ?? 'error';
       if (errorType === 'refusal') return { stopReason: 'refusal' };
       return { stopReason: 'error', error: { errorType, message: info?.message ?? 'The turn failed.' } };

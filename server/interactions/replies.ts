@@ -15,6 +15,7 @@
  */
 import { isCanonicalIndexKey, MAX_ANSWER_KEYS, MAX_ANSWER_LENGTH } from './answers.js';
 import type { Reply } from './registry.js';
+import { HttpError } from '../transport/http-error.js';
 
 /** Stable business error codes (`ErrorCode`) with their JSON-RPC codes. */
 export const REPLY_ERRORS = {
@@ -42,6 +43,37 @@ export type ReplyErrorName = keyof typeof REPLY_ERRORS;
 export interface ParamError {
   readonly errorCode: ReplyErrorName;
   readonly message: string;
+}
+
+/**
+ * The HTTP status of a reply error, on every reply route (the DataWorks envelope's status and
+ * the Qwen-style routes' status): refused permission 403, replies switched off 501, the hub
+ * unable to apply 503, anything wrong with the request 400.
+ */
+export function replyErrorStatus(code: ReplyErrorName): number {
+  switch (code) {
+    case 'PERMISSION_DENIED':
+      return 403;
+    case 'DAEMON_PERMISSION_UNAVAILABLE':
+      return 501;
+    case 'INTERNAL_ERROR':
+      return 503;
+    default:
+      return 400;
+  }
+}
+
+/**
+ * An HTTP error in qwen serve's style: the message is also in `error`, the field qwen's own
+ * client reads (`extra` fields come before it).
+ */
+export function qwenHttpError(status: number, code: string, message: string, extra: Readonly<Record<string, unknown>> = {}): HttpError {
+  return new HttpError(status, code, message, { ...extra, error: message });
+}
+
+/** A reply error as a Qwen-style HTTP error, with the lower-cased name as `code` (`invalid_option_id`). */
+export function replyHttpError(e: ParamError, extra: Readonly<Record<string, unknown>> = {}): HttpError {
+  return qwenHttpError(replyErrorStatus(e.errorCode), e.errorCode.toLowerCase(), e.message, extra);
 }
 
 const MAX_ID = 256;

@@ -25,7 +25,7 @@ import type { Feature, FeatureContext } from '../server.js';
 import { HttpError, readJsonBody, sendJson } from '../transport/http-router.js';
 import { openSse } from '../interactions/event-stream.js';
 import { INTERACTIONS_SERVICE, parsePrompt, type InteractionsService } from '../interactions/feature.js';
-import { checkPermissionRequestId, isParamError, parseQwen } from '../interactions/replies.js';
+import { checkPermissionRequestId, isParamError, parseQwen, qwenHttpError, replyHttpError } from '../interactions/replies.js';
 import { QwenSessionLog, qwenSseMessage, type QwenFrame } from './event-log.js';
 
 export interface QwenServeOptions {
@@ -84,11 +84,11 @@ export function createQwenServeFeature(options: QwenServeOptions = {}): Feature 
       };
       const requireSession = (principal: Principal, rawId: string): string => {
         const uri = visible(principal, rawId);
-        if (!uri) throw qwenError(404, 'session_not_found', `no session ${rawId}`);
+        if (!uri) throw qwenHttpError(404, 'session_not_found', `no session ${rawId}`);
         return uri;
       };
       const requireWriter = (principal: Principal, what: string): void => {
-        if (!canWrite(principal)) throw qwenError(403, 'permission_denied', `read-only access: viewers cannot ${what}`);
+        if (!canWrite(principal)) throw qwenHttpError(403, 'permission_denied', `read-only access: viewers cannot ${what}`);
       };
 
       /** The session's event log, created (and attached to the interaction streams) on first use. */
@@ -101,7 +101,7 @@ export function createQwenServeFeature(options: QwenServeOptions = {}): Feature 
         }
         const log = new QwenSessionLog(sessionIdOf(session), { bufferedFrames });
         if (!streams.attach(session, log.streamListener)) {
-          throw qwenError(429, 'too_many_listeners', 'too many event streams on this session');
+          throw qwenHttpError(429, 'too_many_listeners', 'too many event streams on this session');
         }
         log.onTurnEnd = () => setImmediate(() => startNextQueued(session, log));
         log.onClosed = () => {
@@ -120,7 +120,7 @@ export function createQwenServeFeature(options: QwenServeOptions = {}): Feature 
 
       const defaultChatOf = (session: string): string => {
         const chat = ctx.hub.defaultChatOf(session);
-        if (!chat) throw qwenError(409, 'no_default_chat', 'the session has no default chat to prompt');
+        if (!chat) throw qwenHttpError(409, 'no_default_chat', 'the session has no default chat to prompt');
         return chat;
       };
       const turnRunning = (session: string): boolean => {
@@ -183,11 +183,11 @@ export function createQwenServeFeature(options: QwenServeOptions = {}): Feature 
       // ─── Sessions ─────────────────────────────────────────────────────────────
       ctx.http.add('POST', '/session', async (req, res, hc) => {
         const body = await readJsonBody(req);
-        if (typeof body !== 'object' || body === null || Array.isArray(body)) throw qwenError(400, 'invalid_request', 'the body must be a JSON object');
+        if (typeof body !== 'object' || body === null || Array.isArray(body)) throw qwenHttpError(400, 'invalid_request', 'the body must be a JSON object');
         const b = body as Record<string, unknown>;
         const requested = b['sessionId'];
         if (requested !== undefined && requested !== null && (typeof requested !== 'string' || requested === '' || requested.length > MAX_SESSION_ID || /[\s/?#%]/.test(requested))) {
-          throw qwenError(400, 'invalid_session_id', `sessionId must be a non-empty string of at most ${MAX_SESSION_ID} characters without spaces, "/", "?", "#" or "%"`);
+          throw qwenHttpError(400, 'invalid_session_id', `sessionId must be a non-empty string of at most ${MAX_SESSION_ID} characters without spaces, "/", "?", "#" or "%"`);
         }
         const cwd = typeof b['cwd'] === 'string' && b['cwd'] !== '' ? b['cwd'] : '/';
         let uri: string | undefined;
@@ -204,9 +204,9 @@ export function createQwenServeFeature(options: QwenServeOptions = {}): Feature 
             await ctx.hub.createSession(hc.principal, { uri, title: typeof b['title'] === 'string' ? b['title'].slice(0, 200) : 'qwen session' });
           } catch (err) {
             if (err instanceof ProtocolError) {
-              if (err.code === ErrorCode.SessionAlreadyExists) throw qwenError(409, 'session_exists', `session id ${id} is taken`);
-              if (err.code === ErrorCode.LimitExceeded) throw qwenError(429, 'session_limit', err.message);
-              if (err.code === ErrorCode.PermissionDenied) throw qwenError(403, 'permission_denied', err.message);
+              if (err.code === ErrorCode.SessionAlreadyExists) throw qwenHttpError(409, 'session_exists', `session id ${id} is taken`);
+              if (err.code === ErrorCode.LimitExceeded) throw qwenHttpError(429, 'session_limit', err.message);
+              if (err.code === ErrorCode.PermissionDenied) throw qwenHttpError(403, 'permission_denied', err.message);
             }
             throw err;
           }
@@ -239,7 +239,7 @@ export function createQwenServeFeature(options: QwenServeOptions = {}): Feature 
         try {
           text = parsePrompt(body, ctx.newId).text;
         } catch (err) {
-          if (err instanceof HttpError) throw qwenError(err.status, err.code, err.message);
+          if (err instanceof HttpError) throw qwenHttpError(err.status, err.code, err.message);
           throw err;
         }
         defaultChatOf(session);
@@ -252,6 +252,7 @@ export function createQwenServeFeature(options: QwenServeOptions = {}): Feature 
           const pendingCount = log.queue.length + (running ? 1 : 0);
           if (pendingCount >= maxPending) {
             res.setHeader('Retry-After', '5');
+            // Written out rather than an HttpError: the queue figures follow `message` on the wire.
             sendJson(res, 503, {
               error: `prompt queue full: ${pendingCount} prompts of this session are not finished yet`,
               code: 'prompt_queue_full',
@@ -293,7 +294,7 @@ export function createQwenServeFeature(options: QwenServeOptions = {}): Feature 
       ctx.http.add('GET', '/session/{sessionId}/events', (req, res, hc) => {
         const session = requireSession(hc.principal, hc.params['sessionId']!);
         const log = logOf(session);
-        if (log.listenerCount >= maxListeners) throw qwenError(429, 'too_many_listeners', `at most ${maxListeners} event streams per session`);
+        if (log.listenerCount >= maxListeners) throw qwenHttpError(429, 'too_many_listeners', `at most ${maxListeners} event streams per session`);
         const lastEventId = parseLastEventId(headerOf(req.headers['last-event-id']) ?? hc.url.searchParams.get('lastEventId') ?? undefined);
         const epoch = headerOf(req.headers['x-qwen-event-epoch']);
         res.setHeader('X-Qwen-Event-Epoch', log.epoch);
@@ -328,24 +329,21 @@ export function createQwenServeFeature(options: QwenServeOptions = {}): Feature 
       // ─── Session-less permission reply ────────────────────────────────────────
       ctx.http.add('POST', '/permission/{requestId}', async (req, res, hc) => {
         const body = await readJsonBody(req);
-        if (!interactions.repliesEnabled) throw qwenError(501, 'daemon_permission_unavailable', 'permission replies are not enabled on this hub');
+        if (!interactions.repliesEnabled) throw qwenHttpError(501, 'daemon_permission_unavailable', 'permission replies are not enabled on this hub');
         const badId = checkPermissionRequestId(hc.params['requestId'], 'requestId');
-        if (badId) throw qwenError(400, badId.errorCode.toLowerCase(), badId.message);
+        if (badId) throw replyHttpError(badId);
         const reply = parseQwen(body);
-        if (isParamError(reply)) throw qwenError(400, reply.errorCode === 'INVALID_OPTION_ID' ? 'invalid_option_id' : reply.errorCode.toLowerCase(), reply.message);
+        if (isParamError(reply)) throw replyHttpError(reply);
         const requestId = hc.params['requestId']!;
         const session = registry.sessionsWithPending(requestId).find((uri) => ctx.hub.visibleSession(hc.principal, uri));
         if (session) {
           const result = await registry.reply(hc.principal, session, requestId, reply);
           if (result.kind === 'accepted') return sendJson(res, 200, { accepted: true });
-          if (result.kind === 'error') {
-            const status = result.code === 'PERMISSION_DENIED' ? 403 : result.code === 'INTERNAL_ERROR' ? 503 : 400;
-            throw qwenError(status, result.code === 'INVALID_OPTION_ID' ? 'invalid_option_id' : result.code.toLowerCase(), result.message);
-          }
+          if (result.kind === 'error') throw replyHttpError({ errorCode: result.code, message: result.message });
         } else if (!canWrite(hc.principal)) {
-          throw qwenError(403, 'permission_denied', 'read-only access: viewers cannot answer permission requests');
+          throw qwenHttpError(403, 'permission_denied', 'read-only access: viewers cannot answer permission requests');
         }
-        throw qwenError(404, 'permission_request_not_found', 'no pending permission request with that id (unknown, already resolved or expired)');
+        throw qwenHttpError(404, 'permission_request_not_found', 'no pending permission request with that id (unknown, already resolved or expired)');
       });
 
       return {
@@ -360,9 +358,6 @@ export function createQwenServeFeature(options: QwenServeOptions = {}): Feature 
 
 export const qwenServeFeature: Feature = createQwenServeFeature();
 
-function qwenError(status: number, code: string, message: string): HttpError {
-  return new HttpError(status, code, message, { error: message });
-}
 
 function headerOf(value: string | string[] | undefined): string | undefined {
   return Array.isArray(value) ? value[0] : value;

@@ -18,6 +18,8 @@
  */
 import { createHash, randomUUID } from 'node:crypto';
 import type { WireAction } from '../../shared/protocol/messages.js';
+import { USER_INPUT_META, USER_MESSAGE_PART } from '../../shared/protocol/steering.js';
+import { acceptedUserInputs, consumedUserInputs, userInputMeta, userMessagePartInputId } from '../../shared/state/selectors.js';
 import { sessionIdOf } from '../../shared/protocol/uris.js';
 import type { SteeringInput } from '../agents/agent.js';
 import type { SteeringPort } from '../agents/agent-runner.js';
@@ -49,10 +51,7 @@ export interface SteeringOptions {
   readonly shared?: boolean;
 }
 
-/** `_meta` key on the steering message and the transcript part that link them to the receipt. */
-export const USER_INPUT_META = 'hub/userInput';
-/** Response part kind for a consumed input: an AHP user `Message` inside the turn. */
-export const USER_MESSAGE_PART = 'userMessage';
+export { USER_INPUT_META, USER_MESSAGE_PART };
 
 /** The receipt state and reason the still-accepted inputs of a turn get when the turn ends. */
 const TURN_END_RECEIPTS: Readonly<Record<TurnEndReason, readonly ['closed' | 'cancelled', string]>> = {
@@ -324,24 +323,19 @@ export class SteeringEngine implements SteeringPort {
     for (const entry of this.#books.get(this.hub.chatEntry(target.chat)?.session ?? '')?.current?.entries.values() ?? []) mine.add(entry.steeringId);
     // Already consumed here (its part is in the turn) but not yet removed by the accepting process.
     const state = this.hub.chatEntry(target.chat)?.state;
-    for (const part of state?.activeTurn?.responseParts ?? []) {
-      const p = part as { kind?: unknown; message?: { _meta?: Record<string, unknown> } };
-      const ref = p.kind === USER_MESSAGE_PART ? (p.message?._meta?.[USER_INPUT_META] as { inputId?: unknown } | undefined) : undefined;
-      if (typeof ref?.inputId === 'string') mine.add(`hub-input:${ref.inputId}`);
-    }
+    for (const consumed of state ? consumedUserInputs(state) : []) mine.add(`hub-input:${consumed.inputId}`);
     const inputs: SteeringInput[] = [];
     const pending: Array<Promise<unknown>> = [];
-    const waiting = (state?.steeringMessages ?? [])
-      .map((m) => ({ m, meta: (m.message as { _meta?: Record<string, unknown> })._meta?.[USER_INPUT_META] as { inputId?: unknown; ordinal?: unknown; turnId?: unknown } | undefined }))
-      .filter(({ m, meta }) => !mine.has(m.id) && meta?.turnId === target.turnId && typeof meta.inputId === 'string')
-      .sort((a, b) => Number(a.meta?.ordinal ?? 0) - Number(b.meta?.ordinal ?? 0));
-    for (const { m, meta } of waiting) {
-      inputs.push({ inputId: String(meta!.inputId), text: m.message.text });
+    const waiting = (state ? acceptedUserInputs(state) : [])
+      .filter(({ steering, meta }) => !mine.has(steering.id) && meta.turnId === target.turnId)
+      .sort((a, b) => Number(a.meta.ordinal ?? 0) - Number(b.meta.ordinal ?? 0));
+    for (const { inputId, meta, steering } of waiting) {
+      inputs.push({ inputId, text: steering.message.text });
       pending.push(this.#dispatchAwait(target.chat, {
         type: 'chat/responsePart',
         turnId: target.turnId,
-        part: { kind: USER_MESSAGE_PART, id: `user-input-${String(meta!.ordinal)}-${randomUUID()}`, message: m.message },
-      }), this.#dispatchAwait(target.chat, { type: 'chat/steeringMessageRemoved', id: m.id }));
+        part: { kind: USER_MESSAGE_PART, id: `user-input-${String(meta.ordinal)}-${randomUUID()}`, message: steering.message },
+      }), this.#dispatchAwait(target.chat, { type: 'chat/steeringMessageRemoved', id: steering.id }));
     }
     return { inputs, pending };
   }
@@ -397,10 +391,9 @@ export class SteeringEngine implements SteeringPort {
     if (action.type === 'chat/responsePart' && book) {
       // A remote agent (which has no barrier in this process) consumes an input by appending the
       // same `userMessage` part the in-process barrier appends, naming the input in `_meta`.
-      const part: { kind?: unknown; message?: { _meta?: Record<string, unknown> } } = action.part;
-      const ref = part.kind === USER_MESSAGE_PART ? (part.message?._meta?.[USER_INPUT_META] as { inputId?: unknown } | undefined) : undefined;
+      const inputId = userMessagePartInputId(action.part);
       const turn = book.current;
-      const entry = typeof ref?.inputId === 'string' && turn?.open && turn.chat === channel && turn.turnId === action.turnId ? turn.entries.get(ref.inputId) : undefined;
+      const entry = inputId !== undefined && turn?.open && turn.chat === channel && turn.turnId === action.turnId ? turn.entries.get(inputId) : undefined;
       if (entry && turn && entry.receipt.state === 'accepted') {
         this.#transition(entry, 'consumed', undefined);
         if (sequencedHere) this.#dispatch(turn.chat, { type: 'chat/steeringMessageRemoved', id: entry.steeringId });
@@ -448,7 +441,7 @@ export class SteeringEngine implements SteeringPort {
    * write turn, after folding every earlier acceptance, so ordinals never repeat.
    */
   #foldAccepted(chat: string, message: { id?: unknown; message?: { text?: unknown; _meta?: Record<string, unknown> } } | undefined): void {
-    const meta = message?.message?._meta?.[USER_INPUT_META] as Record<string, unknown> | undefined;
+    const meta = userInputMeta(message?.message);
     const session = this.hub.chatEntry(chat)?.session;
     if (!meta || !session || typeof message?.id !== 'string' || typeof message.message?.text !== 'string') return;
     const book = this.#book(session);
@@ -507,12 +500,9 @@ export class SteeringEngine implements SteeringPort {
     for (const m of state.steeringMessages ?? []) {
       this.#foldAccepted(turn.chat, m as never);
     }
-    for (const part of state.activeTurn.responseParts) {
-      const p = part as { kind?: unknown; id?: unknown; message?: { text?: unknown; _meta?: Record<string, unknown> } };
-      if (p.kind !== USER_MESSAGE_PART) continue;
-      const inputId = (p.message?._meta?.[USER_INPUT_META] as { inputId?: unknown } | undefined)?.inputId;
-      if (typeof inputId !== 'string' || turn.entries.has(inputId)) continue;
-      this.#foldAccepted(turn.chat, { id: `hub-input:${inputId}`, message: p.message });
+    for (const { inputId, message } of consumedUserInputs(state)) {
+      if (turn.entries.has(inputId)) continue;
+      this.#foldAccepted(turn.chat, { id: `hub-input:${inputId}`, message: message as { text?: unknown; _meta?: Record<string, unknown> } | undefined });
       const entry = turn.entries.get(inputId);
       if (entry) this.#transition(entry, 'consumed', undefined);
     }

@@ -14,22 +14,21 @@
  * status the same refusal gets over HTTP.
  */
 import { InputMethod } from '../../shared/protocol/steering.js';
-import type { IncomingMessage, ServerResponse } from 'node:http';
 import { z } from 'zod';
 import { ErrorCode, ProtocolError } from '../../shared/protocol/errors.js';
 import { channelKind, sessionUri } from '../../shared/protocol/uris.js';
 import { canWrite, type Principal } from '../auth/auth.js';
 import type { HubPort } from '../hub/hub-port.js';
 import type { Feature, FeatureContext } from '../server.js';
-import { HttpError, readJsonBody, sendJson, type HttpContext } from '../transport/http-router.js';
+import { HttpError, readJsonBody, sendJson } from '../transport/http-router.js';
 import { SteeringEngine, type SteeringOptions } from './engine.js';
 import { InputError, parseStatusQuery, parseSubmit, type InputSource } from './inputs.js';
 
 /** JSON-RPC code for an input refused as closed/rejected (409/422 over HTTP); data.code says which. */
 export const INPUT_REJECTED_RPC_CODE = ErrorCode.InputRejected;
 
-/** Maps an HTTP-style status to the JSON-RPC error code used on the WebSocket. */
-function rpcCodeFor(status: number): number {
+/** Maps the HTTP status of a steering refusal to the JSON-RPC error code the WebSocket answers it with. */
+export function rpcCodeForStatus(status: number): number {
   switch (status) {
     case 400:
       return ErrorCode.InvalidParams;
@@ -91,66 +90,55 @@ export function createSteeringFeature(options: SteeringOptions = {}): Feature {
         if (turn) await turn;
         return engine.status(session, q.inputId, q.target);
       };
-      const notFoundBody = { outcome: 'rejected', code: 'input_not_found', message: 'no receipt for this input and target in the retention window (current and last ended turn); this does not prove it was never applied' };
+      const notFoundBody = { outcome: 'rejected' as const, code: 'input_not_found', message: 'no receipt for this input and target in the retention window (current and last ended turn); this does not prove it was never applied' };
 
-      // ─── HTTP ───────────────────────────────────────────────────────────
-      const wrap =
-        (handler: (req: IncomingMessage, res: ServerResponse, c: HttpContext) => Promise<void> | void) =>
-        async (req: IncomingMessage, res: ServerResponse, c: HttpContext) => {
-          try {
-            await handler(req, res, c);
-          } catch (err) {
-            if (err instanceof InputError) {
-              const { code, message, ...extra } = err.body() as { code: string; message: string };
-              throw new HttpError(err.status, code, message, extra);
-            }
-            throw err;
-          }
-        };
+      // ─── HTTP (an InputError is an HttpError: the router answers it with its body) ─────
       http.add(
         'GET',
         '/v2/sessions/{sessionId}/input-capabilities',
-        wrap((_req, res, c) => {
+        (_req, res, c) => {
           const session = visibleSession(hub, c.principal, sessionUri(c.params['sessionId']!));
           sendJson(res, 200, engine.capabilities(session));
-        }),
+        },
       );
       http.add(
         'POST',
         '/v2/sessions/{sessionId}/inputs',
-        wrap(async (req, res, c) => {
+        async (req, res, c) => {
           const uri = visibleSession(hub, c.principal, sessionUri(c.params['sessionId']!));
           assertWriter(c.principal);
           let body: unknown;
           try {
             body = await readJsonBody(req);
           } catch (err) {
-            if (err instanceof HttpError) throw new HttpError(err.status, err.code, err.message, { outcome: 'rejected', ...err.extra });
+            if (err instanceof HttpError) throw new InputError(err.status, 'rejected', err.code, err.message, err.extra);
             throw err;
           }
           const result = await submit(c.principal, uri, body, 'http');
           sendJson(res, 202, result);
-        }),
+        },
       );
       http.add(
         'GET',
         '/v2/sessions/{sessionId}/inputs/{inputId}',
-        wrap(async (_req, res, c) => {
+        async (_req, res, c) => {
           const historyEpoch = c.url.searchParams.get('historyEpoch');
           const turnId = c.url.searchParams.get('turnId');
           const receipt = await status(c.principal, sessionUri(c.params['sessionId']!), c.params['inputId'], historyEpoch === null && turnId === null ? undefined : { historyEpoch, turnId });
-          if (receipt) sendJson(res, 200, { receipt });
-          else sendJson(res, 404, notFoundBody);
-        }),
+          if (!receipt) throw new InputError(404, notFoundBody.outcome, notFoundBody.code, notFoundBody.message);
+          sendJson(res, 200, { receipt });
+        },
       );
 
       // ─── WebSocket JSON-RPC ─────────────────────────────────────────────
       const params = z.looseObject({ channel: z.string().min(1).max(1024) });
+      // inputId and target are checked by parseStatusQuery, with the same messages as over HTTP.
+      const statusParams = params.extend({ inputId: z.unknown().optional(), target: z.unknown().optional() });
       const rpcWrap = async <T>(fn: () => T | Promise<T>): Promise<T> => {
         try {
           return await fn();
         } catch (err) {
-          if (err instanceof InputError) throw new ProtocolError(rpcCodeFor(err.status), err.message, { ...err.body(), status: err.status });
+          if (err instanceof InputError) throw new ProtocolError(rpcCodeForStatus(err.status), err.message, { ...err.body(), status: err.status });
           throw err;
         }
       };
@@ -163,10 +151,10 @@ export function createSteeringFeature(options: SteeringOptions = {}): Feature {
         handle: (c, p) => rpcWrap(() => submit(c.principal, p.channel, p, 'ws')),
       });
       rpc.request(InputMethod.Status, {
-        params,
+        params: statusParams,
         handle: (c, p) =>
           rpcWrap(async () => {
-            const receipt = await status(c.principal, p.channel, p['inputId'], p['target']);
+            const receipt = await status(c.principal, p.channel, p.inputId, p.target);
             return receipt ? { receipt } : { receipt: null, ...notFoundBody };
           }),
       });

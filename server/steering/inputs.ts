@@ -7,6 +7,7 @@
  * machine-readable `code`; the transports only translate it.
  */
 import type { InputReceipt, InputReceiptState, InputSource, InputTarget } from '../../shared/protocol/steering.js';
+import { HttpError } from '../transport/http-error.js';
 
 export const INPUT_PROTOCOL_VERSION = 1;
 /** Longest accepted `inputId` (UTF-16 code units); the pending steering message id embeds it. */
@@ -29,22 +30,21 @@ export interface SubmitRequest {
 
 export type InputOutcome = 'closed' | 'rejected';
 
-/** A refusal with the same `code` on every surface. */
-export class InputError extends Error {
+/**
+ * A refusal with the same `code` on every surface. It is an `HttpError` whose body is
+ * `{...extra, outcome?, code, message}`: the HTTP routes answer it as any other, and the
+ * WebSocket sends the same body as the JSON-RPC error's `data`.
+ */
+export class InputError extends HttpError {
   constructor(
-    readonly status: number,
+    status: number,
     readonly outcome: InputOutcome | undefined,
-    readonly code: string,
+    code: string,
     message: string,
-    readonly extra: Record<string, unknown> = {},
+    extra: Readonly<Record<string, unknown>> = {},
   ) {
-    super(message);
+    super(status, code, message, outcome ? { ...extra, outcome } : extra);
     this.name = 'InputError';
-  }
-
-  /** The JSON body / error data: `{outcome?, code, message, ...extra}`. */
-  body(): Record<string, unknown> {
-    return { ...this.extra, ...(this.outcome ? { outcome: this.outcome } : {}), code: this.code, message: this.message };
   }
 }
 

@@ -2,13 +2,14 @@
  * A small HTTP router for the hub's REST surfaces (steering inputs, permission replies, SSE).
  * Path patterns use `{name}` segments; each segment is URL-decoded on its own, so ids may carry
  * reserved characters (`%2F` stays inside one segment). Every error body is
- * `{code, message}` with a stable machine-readable code.
+ * `{...extra, code, message}` with a stable machine-readable code, built by `HttpError.body()`.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Authenticator, Principal } from '../auth/auth.js';
 import { tokenFromRequest } from '../auth/auth.js';
 import type { Logger } from '../log.js';
 import { errorFields } from '../log.js';
+import { HttpError } from './http-error.js';
 
 export interface HttpContext {
   readonly params: Readonly<Record<string, string>>;
@@ -18,18 +19,7 @@ export interface HttpContext {
 
 export type HttpHandler = (req: IncomingMessage, res: ServerResponse, ctx: HttpContext) => unknown;
 
-/** An error that becomes `{code, message, ...extra}` with the given HTTP status. */
-export class HttpError extends Error {
-  constructor(
-    readonly status: number,
-    readonly code: string,
-    message: string,
-    readonly extra: Record<string, unknown> = {},
-  ) {
-    super(message);
-    this.name = 'HttpError';
-  }
-}
+export { HttpError };
 
 export function sendJson(res: ServerResponse, status: number, body: unknown): void {
   const text = JSON.stringify(body);
@@ -37,8 +27,9 @@ export function sendJson(res: ServerResponse, status: number, body: unknown): vo
   res.end(text);
 }
 
+/** Answers an error with its status and `err.body()` (see `./http-error.ts`). */
 export function sendError(res: ServerResponse, err: HttpError): void {
-  sendJson(res, err.status, { ...err.extra, code: err.code, message: err.message });
+  sendJson(res, err.status, err.body());
 }
 
 /** Reads and parses a JSON body of at most `limit` bytes; 413/400/415 with clear codes otherwise. */
@@ -152,6 +143,7 @@ export class HttpRouter {
       return true;
     }
     if (this.#apiPrefixes.some((p) => url.pathname === p || url.pathname.startsWith(p + '/'))) {
+      // Written out rather than an HttpError: clients have always seen `error` between `code` and `message`.
       sendJson(res, 404, { code: 'not_found', error: `no route for ${req.method} ${url.pathname}`, message: `no route for ${req.method} ${url.pathname}` });
       return true;
     }

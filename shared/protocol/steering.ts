@@ -5,6 +5,11 @@
  * refusal needs its own stable code; these are the shapes it accepts and answers with.
  */
 
+/** `_meta` key on the steering message and the transcript part that link them to the receipt. */
+export const USER_INPUT_META = 'hub/userInput';
+/** Response part kind for a consumed input: an AHP user `Message` inside the turn. */
+export const USER_MESSAGE_PART = 'userMessage';
+
 export const InputMethod = {
   Capabilities: 'x-input/capabilities',
   Submit: 'x-input/submit',

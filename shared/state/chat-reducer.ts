@@ -52,7 +52,8 @@ import {
   type TurnState,
 } from '../protocol/state.js';
 import { nonEmpty, nonEmptyRecord, removeWhere, setEntry, updateAt, upsertBy, withField } from './collections.js';
-import { deriveChatStatus, isOpenInputRequest } from './status.js';
+import { hasTurn, isOpenInputRequest } from './selectors.js';
+import { deriveChatStatus } from './status.js';
 
 /**
  * `action` is typed loosely on purpose: logs and peers may carry types this version does not
@@ -165,7 +166,7 @@ function withDerivedStatus(state: ChatState, change: StatusChange = {}): ChatSta
 
 function turnStarted(state: ChatState, action: TurnStartedAction): ChatState {
   // [I] A replayed start must not reset a streaming turn or resurrect a finished one.
-  if (state.activeTurn?.id === action.turnId || state.turns.some((turn) => turn.id === action.turnId)) {
+  if (hasTurn(state, action.turnId)) {
     return state;
   }
   const activeTurn: ActiveTurn = {
@@ -339,13 +340,6 @@ function findOpenRequestIndex(turn: ActiveTurn, requestId: string): number {
   return turn.responseParts.findIndex((part) => isOpenInputRequest(part) && part.request.id === requestId);
 }
 
-/** The open input-request part with `requestId` in the active turn, if any. */
-export function findOpenInputRequest(chat: ChatState, requestId: string): InputRequestPart | undefined {
-  return chat.activeTurn?.responseParts.find(
-    (part): part is InputRequestPart => isOpenInputRequest(part) && part.request.id === requestId,
-  );
-}
-
 /**
  * Upserts by request id among *open* parts (a resolved part with the same id is history and is
  * not matched). A re-sent request keeps the answers synced so far unless it carries its own.
@@ -443,14 +437,6 @@ function findToolCallIndex(turn: ActiveTurn, toolCallId: string): number {
   return turn.responseParts.findIndex(
     (part) => isPartOfKind(part, 'toolCall') && part.toolCall.toolCallId === toolCallId,
   );
-}
-
-/** The tool call with `toolCallId` in the active turn, if any. */
-export function findActiveToolCall(chat: ChatState, toolCallId: string): ToolCallState | undefined {
-  const turn = chat.activeTurn;
-  if (!turn) return undefined;
-  const part = turn.responseParts[findToolCallIndex(turn, toolCallId)];
-  return part && isPartOfKind(part, 'toolCall') ? part.toolCall : undefined;
 }
 
 function toolCallStart(state: ChatState, action: ToolCallStartAction): ChatState {

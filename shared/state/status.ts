@@ -12,11 +12,10 @@ import {
   withActivity,
   type ChatState,
   type ChatSummary,
-  type InputRequestPart,
-  type ResponsePart,
   type SessionInputRequest,
   type ToolCallState,
 } from '../protocol/state.js';
+import { isOpenInputRequest } from './selectors.js';
 
 /** Tool statuses that wait for a person: a confirmation prompt or an MCP sign-in. */
 const USER_BLOCKING_TOOL_STATUSES: ReadonlySet<ToolCallState['status']> = new Set([
@@ -24,11 +23,6 @@ const USER_BLOCKING_TOOL_STATUSES: ReadonlySet<ToolCallState['status']> = new Se
   'pending-result-confirmation',
   'auth-required',
 ]);
-
-/** An input-request part nobody has completed yet (`response` absent). */
-export function isOpenInputRequest(part: ResponsePart): part is InputRequestPart {
-  return isPartOfKind(part, 'inputRequest') && part.response === undefined;
-}
 
 /** True when the active turn is blocked on the user (§2.5). A client-executed running tool is not. */
 export function chatNeedsInput(chat: Pick<ChatState, 'activeTurn'>): boolean {

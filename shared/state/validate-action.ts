@@ -31,7 +31,8 @@ import type {
   ToolCallState,
 } from '../protocol/state.js';
 import { answerProblem } from './answer-rules.js';
-import { findActiveToolCall, findOpenInputRequest, isResumableTurn } from './chat-reducer.js';
+import { isResumableTurn } from './chat-reducer.js';
+import { findActiveToolCall, findEndedTurn, findOpenInputRequest } from './selectors.js';
 
 export interface ClientActionContext {
   /** Kind of the channel the action was dispatched on. */
@@ -115,7 +116,7 @@ function validateChatAction(ctx: ClientActionContext, chat: ChatState, action: C
     case 'chat/turnResume':
       return validateTurnResume(chat, action);
     case 'chat/truncated':
-      return action.turnId === undefined || chat.turns.some((turn) => turn.id === action.turnId)
+      return action.turnId === undefined || findEndedTurn(chat, action.turnId) !== undefined
         ? undefined
         : `unknown turn ${action.turnId}`;
     case 'chat/draftChanged':
@@ -180,7 +181,7 @@ function validateTurnStarted(ctx: ClientActionContext, chat: ChatState, action: 
   const notUser = requireUserMessage(action.type, action.message);
   if (notUser) return notUser;
   if (chat.activeTurn) return `a turn is already in progress (${chat.activeTurn.id})`;
-  const usedHere = chat.turns.some((turn) => turn.id === action.turnId);
+  const usedHere = findEndedTurn(chat, action.turnId) !== undefined;
   if (usedHere || ctx.allTurnIds?.(action.turnId)) return `turn id ${action.turnId} is already used`;
   return undefined;
 }

@@ -7,6 +7,7 @@
  * in the hub. Inputs the agent refuses stay unconsumed and are closed when the turn ends.
  */
 import type { ChatState } from '../../../shared/protocol/state.js';
+import { acceptedUserInputs } from '../../../shared/state/selectors.js';
 import type { Logger } from '../../log.js';
 import { errorFields } from '../../log.js';
 import type { TurnContext } from '../agent.js';
@@ -20,8 +21,6 @@ export const STEERING_EXTENSION = {
 
 /** How often the relay asks the agent about inputs it accepted but has not consumed yet. */
 const STATUS_POLL_MS = 150;
-/** The user-input marker the steering engine puts on its pending steering messages. */
-const USER_INPUT_META = 'hub/userInput';
 
 /** True when the agent's `initialize` answer advertises the extension. */
 export function offersMidTurnInput(agentCapabilities: { _meta?: Record<string, unknown> | null } | undefined): boolean {
@@ -39,12 +38,7 @@ interface PendingInput {
 }
 
 function pendingInputs(state: ChatState): PendingInput[] {
-  const out: PendingInput[] = [];
-  for (const m of state.steeringMessages ?? []) {
-    const meta = (m.message._meta as Record<string, unknown> | undefined)?.[USER_INPUT_META] as { inputId?: unknown } | undefined;
-    if (typeof meta?.inputId === 'string') out.push({ inputId: meta.inputId, text: m.message.text });
-  }
-  return out;
+  return acceptedUserInputs(state).map(({ inputId, steering }) => ({ inputId, text: steering.message.text }));
 }
 
 /**

@@ -18,7 +18,8 @@
  */
 import type * as acp from '@agentclientprotocol/sdk';
 import type { WireAction } from '../../../shared/protocol/messages.js';
-import { isPartOfKind, type ChatInputRequest, type ChatState, type ToolCallState } from '../../../shared/protocol/state.js';
+import type { ChatInputRequest, ToolCallState } from '../../../shared/protocol/state.js';
+import { findDecidedToolCall } from '../../../shared/state/selectors.js';
 import type { Logger } from '../../log.js';
 import { errorFields } from '../../log.js';
 import type { TurnContext } from '../agent.js';
@@ -272,10 +273,7 @@ export class TurnTranslator {
     let decided: ToolCallState;
     try {
       decided = await this.#abortable(
-        this.ctx.waitFor((state) => {
-          const tc = toolState(state, tool.id);
-          return tc && tc.status !== 'pending-confirmation' && tc.status !== 'streaming' ? tc : undefined;
-        }),
+        this.ctx.waitFor((state) => findDecidedToolCall(state, tool.id)),
       );
     } catch {
       tool.status = 'done';
@@ -373,13 +371,6 @@ export class TurnTranslator {
     this.#pending.add(tracked);
     void tracked.finally(() => this.#pending.delete(tracked));
   }
-}
-
-function toolState(state: ChatState, id: string): ToolCallState | undefined {
-  for (const part of state.activeTurn?.responseParts ?? []) {
-    if (isPartOfKind(part, 'toolCall') && part.toolCall.toolCallId === id) return part.toolCall;
-  }
-  return undefined;
 }
 
 function firstText(content: ReadonlyArray<{ type: string; text?: unknown }>): string | undefined {

@@ -1,0 +1,174 @@
+/**
+ * Selectors: the facts the reducers, validation, the hub's features, the agents and the CLI read
+ * from a chat's state ("the open input request with this id", "the tool calls waiting for a
+ * confirmation", "the turn with this id"), each written once here. Pure functions: they return
+ * parts of the state (never copies of them) and never change it.
+ */
+import { USER_INPUT_META, USER_MESSAGE_PART } from '../protocol/steering.js';
+import {
+  isPartOfKind,
+  type ActiveTurn,
+  type ChatInputRequest,
+  type ChatState,
+  type InputRequestPart,
+  type PendingMessage,
+  type PendingConfirmationToolCall,
+  type ResponsePart,
+  type ToolCallState,
+  type Turn,
+} from '../protocol/state.js';
+
+type WithActiveTurn = Pick<ChatState, 'activeTurn'>;
+type WithTurns = Pick<ChatState, 'activeTurn' | 'turns'>;
+
+// ─── Input requests and tool calls of the active turn ───────────────────────
+
+/** An input-request part nobody has completed yet (`response` absent). */
+export function isOpenInputRequest(part: ResponsePart): part is InputRequestPart {
+  return isPartOfKind(part, 'inputRequest') && part.response === undefined;
+}
+
+/** The open input-request part with `requestId` in the active turn, if any. */
+export function findOpenInputRequest(chat: WithActiveTurn, requestId: string): InputRequestPart | undefined {
+  return chat.activeTurn?.responseParts.find(
+    (part): part is InputRequestPart => isOpenInputRequest(part) && part.request.id === requestId,
+  );
+}
+
+/** An answered (accepted, declined or cancelled) input-request part with `requestId` in the active turn. */
+export function findAnsweredInputRequest(chat: WithActiveTurn, requestId: string): InputRequestPart | undefined {
+  return chat.activeTurn?.responseParts.find(
+    (part): part is InputRequestPart =>
+      isPartOfKind(part, 'inputRequest') && part.request.id === requestId && part.response !== undefined,
+  );
+}
+
+/** The tool call with `toolCallId` in the active turn, if any. */
+export function findActiveToolCall(chat: WithActiveTurn, toolCallId: string): ToolCallState | undefined {
+  for (const part of chat.activeTurn?.responseParts ?? []) {
+    if (isPartOfKind(part, 'toolCall') && part.toolCall.toolCallId === toolCallId) return part.toolCall;
+  }
+  return undefined;
+}
+
+/**
+ * True once a tool call's confirmation is decided: approved (running or later), denied or
+ * cancelled. False while it streams its input or waits in `pending-confirmation`.
+ */
+export function isToolCallDecided(toolCall: ToolCallState): boolean {
+  return toolCall.status !== 'pending-confirmation' && toolCall.status !== 'streaming';
+}
+
+/** The active turn's tool call with `toolCallId` once its confirmation is decided (see `isToolCallDecided`). */
+export function findDecidedToolCall(chat: WithActiveTurn, toolCallId: string): ToolCallState | undefined {
+  const toolCall = findActiveToolCall(chat, toolCallId);
+  return toolCall && isToolCallDecided(toolCall) ? toolCall : undefined;
+}
+
+/** Something in the active turn a person is asked to answer: an input request or a tool confirmation. */
+export type OpenInteraction =
+  | { readonly kind: 'input'; readonly request: ChatInputRequest }
+  | { readonly kind: 'toolConfirmation'; readonly toolCall: PendingConfirmationToolCall };
+
+/**
+ * The active turn's open input requests and tool calls waiting for a confirmation, in the order
+ * their parts appear (empty when no turn is active). A tool waiting for its *result* to be
+ * confirmed, or for a sign-in, is not listed: nobody answers those with a permission reply.
+ */
+export function openInteractions(chat: WithActiveTurn): OpenInteraction[] {
+  const open: OpenInteraction[] = [];
+  for (const part of chat.activeTurn?.responseParts ?? []) {
+    if (isOpenInputRequest(part)) open.push({ kind: 'input', request: part.request });
+    else if (isPartOfKind(part, 'toolCall') && part.toolCall.status === 'pending-confirmation') {
+      open.push({ kind: 'toolConfirmation', toolCall: part.toolCall });
+    }
+  }
+  return open;
+}
+
+// ─── Turns ───────────────────────────────────────────────────────────────────
+
+/** The ended turn with `turnId` (newest first, where a re-used id would be), if any. */
+export function findEndedTurn(chat: Pick<ChatState, 'turns'>, turnId: string): Turn | undefined {
+  for (let i = chat.turns.length - 1; i >= 0; i--) {
+    const turn = chat.turns[i];
+    if (turn?.id === turnId) return turn;
+  }
+  return undefined;
+}
+
+/** The turn with `turnId`, active or ended, if the chat (still) holds it. */
+export function findTurn(chat: WithTurns, turnId: string): ActiveTurn | Turn | undefined {
+  return chat.activeTurn?.id === turnId ? chat.activeTurn : findEndedTurn(chat, turnId);
+}
+
+/** True when the chat holds a turn with `turnId`, active or ended. */
+export function hasTurn(chat: WithTurns, turnId: string): boolean {
+  return findTurn(chat, turnId) !== undefined;
+}
+
+/** The response parts of the turn with `turnId`, active or ended; empty when the chat has no such turn. */
+export function turnResponseParts(chat: WithTurns, turnId: string): readonly ResponsePart[] {
+  return findTurn(chat, turnId)?.responseParts ?? [];
+}
+
+// ─── Steering inputs ─────────────────────────────────────────────────────────
+
+/**
+ * The steering receipt facts (`inputId`, `ordinal`, `turnId`, …) a message carries in
+ * `_meta["hub/userInput"]`: on a pending steering message (accepted) or a `userMessage` part
+ * (consumed). Unchecked values: callers test each field they use.
+ */
+export function userInputMeta(message: unknown): Readonly<Record<string, unknown>> | undefined {
+  if (typeof message !== 'object' || message === null) return undefined;
+  const meta = (message as { _meta?: unknown })._meta;
+  if (typeof meta !== 'object' || meta === null) return undefined;
+  const ref = (meta as Record<string, unknown>)[USER_INPUT_META];
+  return typeof ref === 'object' && ref !== null ? (ref as Record<string, unknown>) : undefined;
+}
+
+/** The input id a message names in `_meta["hub/userInput"].inputId`, when it is a string. */
+export function userInputIdOf(message: unknown): string | undefined {
+  const inputId = userInputMeta(message)?.inputId;
+  return typeof inputId === 'string' ? inputId : undefined;
+}
+
+/** A steering input accepted and not yet consumed: a pending steering message naming the input. */
+export interface AcceptedUserInput {
+  readonly inputId: string;
+  /** The receipt facts in `_meta["hub/userInput"]` (`ordinal`, `turnId`, …), unchecked. */
+  readonly meta: Readonly<Record<string, unknown>>;
+  readonly steering: PendingMessage;
+}
+
+/** The chat's pending steering messages that name a steering input, in list order. */
+export function acceptedUserInputs(chat: Pick<ChatState, 'steeringMessages'>): AcceptedUserInput[] {
+  const accepted: AcceptedUserInput[] = [];
+  for (const steering of chat.steeringMessages ?? []) {
+    const meta = userInputMeta(steering.message);
+    if (meta && typeof meta.inputId === 'string') accepted.push({ inputId: meta.inputId, meta, steering });
+  }
+  return accepted;
+}
+
+/** A steering input the active turn consumed: its `userMessage` part names the input. */
+export interface ConsumedUserInput {
+  readonly inputId: string;
+  /** The part's message (text and `_meta`), as the agent received it. */
+  readonly message: unknown;
+}
+
+/** The `userMessage` parts of the active turn that name a steering input, in order. */
+export function consumedUserInputs(chat: WithActiveTurn): ConsumedUserInput[] {
+  const consumed: ConsumedUserInput[] = [];
+  for (const part of chat.activeTurn?.responseParts ?? []) {
+    const inputId = userMessagePartInputId(part);
+    if (inputId !== undefined) consumed.push({ inputId, message: (part as { message?: unknown }).message });
+  }
+  return consumed;
+}
+
+/** The input id a `userMessage` response part names, if it is one and names one. */
+export function userMessagePartInputId(part: { readonly kind?: unknown }): string | undefined {
+  return part.kind === USER_MESSAGE_PART ? userInputIdOf((part as { message?: unknown }).message) : undefined;
+}
