@@ -7,7 +7,7 @@
  * what they send into small messages (one awareness client per message).
  */
 import { randomUUID } from 'node:crypto';
-import pg from 'pg';
+import { ListeningConnection } from '../storage/postgres-listener.js';
 import type { BusMessage, ClusterBus } from './cluster-bus.js';
 
 export const BUS_NOTIFY_CHANNEL = 'ahp_bus';
@@ -22,24 +22,30 @@ export interface PostgresBusOptions {
 export class PostgresClusterBus implements ClusterBus {
   readonly nodeId = randomUUID();
   readonly maxMessageBytes = MAX_BUS_MESSAGE_BYTES;
-  readonly #url: string;
-  readonly #onConnectionError: ((error: Error) => void) | undefined;
   readonly #handlers = new Set<(message: BusMessage) => void>();
   readonly #connectedHandlers = new Set<() => void>();
-  #client: pg.Client | undefined;
-  #retry: NodeJS.Timeout | undefined;
+  /** The one connection that both LISTENs and sends. */
+  readonly #connection: ListeningConnection;
   #closed = false;
   /** Resolves once the first connection attempt finished (tests and start-up wait for it). */
   readonly ready: Promise<void>;
 
   constructor(options: PostgresBusOptions) {
-    this.#url = options.url;
-    this.#onConnectionError = options.onConnectionError;
-    this.ready = this.#connect();
+    this.#connection = new ListeningConnection({
+      url: options.url,
+      channel: BUS_NOTIFY_CHANNEL,
+      what: 'bus',
+      onConnectionError: options.onConnectionError,
+      onNotification: (payload) => this.#received(payload),
+      onConnected: () => {
+        for (const h of this.#connectedHandlers) h();
+      },
+    });
+    this.ready = this.#connection.ready;
   }
 
   publish(message: Omit<BusMessage, 'from'>): boolean {
-    const client = this.#client;
+    const client = this.#connection.client;
     if (!client || this.#closed) return false;
     const text = JSON.stringify({ ...message, from: this.nodeId });
     if (Buffer.byteLength(text) > this.maxMessageBytes) return false;
@@ -60,52 +66,19 @@ export class PostgresClusterBus implements ClusterBus {
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
-    clearTimeout(this.#retry);
-    const client = this.#client;
-    this.#client = undefined;
-    await client?.end().catch(() => undefined);
+    await this.#connection.close();
   }
 
-  async #connect(): Promise<void> {
-    this.#retry = undefined;
-    if (this.#closed) return;
-    const client = new pg.Client({ connectionString: this.#url });
-    const retry = (error: Error): void => {
-      if (this.#client === client) this.#client = undefined;
-      client.end().catch(() => undefined);
-      if (this.#closed || this.#retry !== undefined) return;
-      this.#onConnectionError?.(error);
-      this.#retry = setTimeout(() => void this.#connect(), 1_000);
-      this.#retry.unref();
-    };
-    client.on('error', retry);
-    client.on('end', () => {
-      if (this.#client === client) retry(new Error('the bus connection ended'));
-    });
-    client.on('notification', (n) => {
-      if (n.channel !== BUS_NOTIFY_CHANNEL || n.payload === undefined) return;
-      let message: unknown;
-      try {
-        message = JSON.parse(n.payload);
-      } catch {
-        return;
-      }
-      if (typeof message !== 'object' || message === null) return;
-      const m = message as BusMessage;
-      if (typeof m.from !== 'string' || typeof m.kind !== 'string' || m.from === this.nodeId) return;
-      for (const h of this.#handlers) h(m);
-    });
+  #received(payload: string): void {
+    let message: unknown;
     try {
-      await client.connect();
-      await client.query(`LISTEN ${BUS_NOTIFY_CHANNEL}`);
-      if (this.#closed) {
-        await client.end();
-        return;
-      }
-      this.#client = client;
-      for (const h of this.#connectedHandlers) h();
-    } catch (error) {
-      retry(error instanceof Error ? error : new Error(String(error)));
+      message = JSON.parse(payload);
+    } catch {
+      return;
     }
+    if (typeof message !== 'object' || message === null) return;
+    const m = message as BusMessage;
+    if (typeof m.from !== 'string' || typeof m.kind !== 'string' || m.from === this.nodeId) return;
+    for (const h of this.#handlers) h(m);
   }
 }

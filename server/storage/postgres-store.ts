@@ -19,6 +19,7 @@ import pg from 'pg';
 import { LOG_NOTIFY_CHANNEL, PostgresActionLog, type PostgresPartition, decodeWakeUp } from './postgres-action-log.js';
 import { PostgresAgentLeases } from './postgres-agent-leases.js';
 import { errorMessage } from '../log.js';
+import { ListeningConnection } from './postgres-listener.js';
 
 /**
  * Bump when the schema changes; a database written by a newer build is refused, not misread.
@@ -64,10 +65,8 @@ export class PostgresStore {
   #closed = false;
   /** Wake-up listeners by partition name; the one LISTEN connection serves them all. */
   readonly #listeners = new Map<string, Set<AppendListener>>();
-  #listener: pg.Client | undefined;
-  /** True while the LISTEN connection is being set up: later subscribers must not open another. */
-  #listenConnecting = false;
-  #listenRetry: NodeJS.Timeout | undefined;
+  /** The LISTEN connection, opened by the first wake-up subscription. */
+  #listening: ListeningConnection | undefined;
 
   /** Connects, creates or checks the schema, and returns the store. Throws a descriptive Error. */
   static async open(options: PostgresStoreOptions): Promise<PostgresStore> {
@@ -126,11 +125,8 @@ export class PostgresStore {
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
-    clearTimeout(this.#listenRetry);
     this.#listeners.clear();
-    const listener = this.#listener;
-    this.#listener = undefined;
-    await listener?.end().catch(() => undefined);
+    await this.#listening?.close();
     await this.#pool.end();
   }
 
@@ -149,7 +145,7 @@ export class PostgresStore {
     let set = this.#listeners.get(partition);
     if (set === undefined) this.#listeners.set(partition, (set = new Set()));
     set.add(listener);
-    if (this.#listener === undefined && !this.#listenConnecting && this.#listenRetry === undefined) void this.#listen();
+    this.#listening ??= this.#listen();
     return () => {
       const current = this.#listeners.get(partition);
       current?.delete(listener);
@@ -158,56 +154,32 @@ export class PostgresStore {
   }
 
   /**
-   * LISTENs on a dedicated connection (pooled connections cannot hold a LISTEN) for every
-   * partition at once; each payload names its partition and only that partition's listeners run.
-   * When the connection drops (PostgreSQL restarted) it is re-established every second; callers
-   * must not rely on notifications alone (the hub also polls), since ones sent meanwhile are lost.
+   * One LISTEN connection for every partition at once; each payload names its partition and only
+   * that partition's listeners run. Callers must not rely on notifications alone (the hub also
+   * polls): ones sent while the connection is being re-established are lost.
    */
-  async #listen(): Promise<void> {
-    this.#listenRetry = undefined;
-    if (this.#closed) return;
-    const client = new pg.Client({ connectionString: this.#url });
-    const retry = (error: Error): void => {
-      if (this.#listener === client) this.#listener = undefined;
-      client.end().catch(() => undefined);
-      if (this.#closed || this.#listenRetry !== undefined) return;
-      this.#onConnectionError?.(error);
-      this.#listenRetry = setTimeout(() => void this.#listen(), 1_000);
-      this.#listenRetry.unref();
-    };
-    client.on('error', retry);
-    client.on('end', () => {
-      if (this.#listener === client) retry(new Error('the LISTEN connection ended'));
-    });
-    client.on('notification', (message) => {
-      const wakeUp = decodeWakeUp(message.payload);
-      if (wakeUp === undefined) return;
-      const listeners = this.#listeners.get(wakeUp.partition);
-      if (listeners === undefined) return;
-      for (const l of [...listeners]) {
-        // One partition's listener failing must not cost other listeners their wake-up, nor
-        // the LISTEN connection (an exception here would surface inside the pg client).
-        try {
-          l(wakeUp.head);
-        } catch (error) {
-          this.#onConnectionError?.(new Error(`a wake-up listener of partition ${JSON.stringify(wakeUp.partition)} threw: ${errorMessage(error)}`, { cause: error }));
+  #listen(): ListeningConnection {
+    return new ListeningConnection({
+      url: this.#url,
+      channel: LOG_NOTIFY_CHANNEL,
+      what: 'LISTEN',
+      onConnectionError: this.#onConnectionError,
+      onNotification: (payload) => {
+        const wakeUp = decodeWakeUp(payload);
+        if (wakeUp === undefined) return;
+        const listeners = this.#listeners.get(wakeUp.partition);
+        if (listeners === undefined) return;
+        for (const l of [...listeners]) {
+          // One partition's listener failing must not cost other listeners their wake-up, nor
+          // the LISTEN connection (an exception here would surface inside the pg client).
+          try {
+            l(wakeUp.head);
+          } catch (error) {
+            this.#onConnectionError?.(new Error(`a wake-up listener of partition ${JSON.stringify(wakeUp.partition)} threw: ${errorMessage(error)}`, { cause: error }));
+          }
         }
-      }
+      },
     });
-    this.#listenConnecting = true;
-    try {
-      await client.connect();
-      await client.query(`LISTEN ${LOG_NOTIFY_CHANNEL}`);
-      if (this.#closed) {
-        await client.end();
-        return;
-      }
-      this.#listener = client;
-    } catch (error) {
-      retry(error instanceof Error ? error : new Error(String(error)));
-    } finally {
-      this.#listenConnecting = false;
-    }
   }
 
   #assertOpen(): void {
