@@ -1,10 +1,12 @@
 /**
  * The cluster bus (PostgreSQL LISTEN/NOTIFY on `ahp_bus`) that presence travels on: messages
  * reach the other processes but never their sender, and a message too large for one NOTIFY is
- * refused by `publish` (false) instead of failing in PostgreSQL or being cut.
+ * refused by `publish` (false) instead of failing in PostgreSQL or being cut. Each tenant's
+ * features see the bus through `tenantBus`: two tenants may use the same chat id, so presence
+ * published for one tenant must never reach another tenant's features on another process.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import type { BusMessage } from '../../server/cluster-bus/cluster-bus.js';
+import { tenantBus, type BusMessage } from '../../server/cluster-bus/cluster-bus.js';
 import { MAX_BUS_MESSAGE_BYTES, PostgresClusterBus } from '../../server/cluster-bus/postgres-bus.js';
 import { freshDatabase } from '../helpers/postgres.js';
 import { waitFor } from '../helpers/wait-for.js';
@@ -51,5 +53,34 @@ describe('cluster bus on PostgreSQL NOTIFY', () => {
     await bus.ready;
     await bus.close();
     expect(bus.publish({ kind: 'test' })).toBe(false);
+  });
+
+  it("delivers a tenant's messages only to the same tenant on other processes, within the view's limit", async () => {
+    const db = await freshDatabase('bus');
+    cleanups.push(db.drop);
+    const one = new PostgresClusterBus({ url: db.url });
+    const two = new PostgresClusterBus({ url: db.url });
+    cleanups.push(() => one.close(), () => two.close());
+    await Promise.all([one.ready, two.ready]);
+    const acmeOnTwo: BusMessage[] = [];
+    const evilOnTwo: BusMessage[] = [];
+    tenantBus(two, 'acme').onMessage((m) => acmeOnTwo.push(m));
+    tenantBus(two, 'evil').onMessage((m) => evilOnTwo.push(m));
+
+    const acmeOnOne = tenantBus(one, 'acme');
+    const evilOnOne = tenantBus(one, 'evil');
+    expect(acmeOnOne.publish({ kind: 'presence', chat: 'ahp-chat:/same', who: 'alice' })).toBe(true);
+    expect(evilOnOne.publish({ kind: 'presence', chat: 'ahp-chat:/same', who: 'mallory' })).toBe(true);
+    await waitFor(() => (acmeOnTwo.length === 1 && evilOnTwo.length === 1 ? true : undefined), { what: 'each tenant to hear its own message' });
+    expect(acmeOnTwo.map((m) => m['who'])).toEqual(['alice']);
+    expect(evilOnTwo.map((m) => m['who'])).toEqual(['mallory']);
+
+    // A message exactly at the view's limit still fits the bus once marked; one byte more is refused.
+    const overhead = JSON.stringify({ kind: 'big', text: '', from: one.nodeId }).length;
+    const room = acmeOnOne.maxMessageBytes - overhead;
+    expect(acmeOnOne.publish({ kind: 'big', text: 'x'.repeat(room) })).toBe(true);
+    expect(acmeOnOne.publish({ kind: 'big', text: 'x'.repeat(room + 1) })).toBe(false);
+    await waitFor(() => (acmeOnTwo.length === 2 ? true : undefined), { what: 'the largest allowed message' });
+    expect(evilOnTwo).toHaveLength(1);
   });
 });

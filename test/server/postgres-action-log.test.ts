@@ -5,11 +5,12 @@
  * Partitions against each other: postgres-store.test.ts.
  */
 import pg from 'pg';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { LogRecord } from '../../server/storage/action-log.js';
 import { LOG_NOTIFY_CHANNEL, type PostgresActionLog } from '../../server/storage/postgres-action-log.js';
 import { PostgresStore } from '../../server/storage/postgres-store.js';
 import { freshDatabase } from '../helpers/postgres.js';
+import { postgresStoreFixtures } from '../helpers/postgres-store-fixtures.js';
 import { waitFor } from '../helpers/wait-for.js';
 import { describeActionLogContract } from './action-log.contract.js';
 
@@ -46,34 +47,10 @@ function tick(serverSeq: number): LogRecord {
 }
 
 describe('PostgresActionLog specifics', () => {
-  const cleanups: Array<() => Promise<void>> = [];
-  afterEach(async () => {
-    for (const c of cleanups.splice(0).reverse()) await c();
-  });
-
-  async function database(): Promise<string> {
-    const db = await freshDatabase('pglog');
-    cleanups.push(db.drop);
-    return db.url;
-  }
-  async function openStore(url: string): Promise<PostgresStore> {
-    const store = await PostgresStore.open({ url });
-    cleanups.push(() => store.close());
-    return store;
-  }
+  const { cleanups, database, openStore, sql } = postgresStoreFixtures('pglog');
   async function open(url: string, partition = 'acme'): Promise<PostgresActionLog> {
     return (await openStore(url)).actionLog(partition);
   }
-  async function sql(url: string, text: string): Promise<pg.QueryResult> {
-    const client = new pg.Client({ connectionString: url });
-    await client.connect();
-    try {
-      return await client.query(text);
-    } finally {
-      await client.end();
-    }
-  }
-
   it('creates its schema (version 2) on first open, and several processes opening an empty database at once agree on one', async () => {
     const url = await database();
     const logs = await Promise.all([open(url), open(url), open(url)]);

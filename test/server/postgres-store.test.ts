@@ -4,11 +4,10 @@
  * shares one pool and one LISTEN connection. A second store on the same database stands in for
  * another hub process.
  */
-import pg from 'pg';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { LogRecord } from '../../server/storage/action-log.js';
 import { PostgresStore } from '../../server/storage/postgres-store.js';
-import { freshDatabase } from '../helpers/postgres.js';
+import { postgresStoreFixtures } from '../helpers/postgres-store-fixtures.js';
 import { waitFor } from '../helpers/wait-for.js';
 
 function record(serverSeq: number, tenant: string): LogRecord {
@@ -20,31 +19,7 @@ function records(from: number, to: number, tenant: string): LogRecord[] {
 }
 
 describe('PostgresStore partitions', () => {
-  const cleanups: Array<() => Promise<void>> = [];
-  afterEach(async () => {
-    for (const c of cleanups.splice(0).reverse()) await c();
-  });
-
-  async function database(): Promise<string> {
-    const db = await freshDatabase('pgstore');
-    cleanups.push(db.drop);
-    return db.url;
-  }
-  async function openStore(url: string): Promise<PostgresStore> {
-    const store = await PostgresStore.open({ url });
-    cleanups.push(() => store.close());
-    return store;
-  }
-  async function sql(url: string, text: string, values: unknown[] = []): Promise<pg.QueryResult> {
-    const client = new pg.Client({ connectionString: url });
-    await client.connect();
-    try {
-      return await client.query(text, values);
-    } finally {
-      await client.end();
-    }
-  }
-
+  const { cleanups, database, openStore, sql } = postgresStoreFixtures('pgstore');
   it('gives two partitions independent heads and serverSeqs from 1; reads, snapshots and compaction never see the other', async () => {
     const store = await openStore(await database());
     const acme = await store.actionLog('acme');
