@@ -17,13 +17,19 @@ describe('cluster bus on PostgreSQL NOTIFY', () => {
     for (const c of cleanups.splice(0).reverse()) await c();
   });
 
-  it('delivers a message to the other processes, never back to its sender, and refuses one larger than a NOTIFY carries', async () => {
+  /** Two buses on one fresh database: two hub processes' view of the bus. */
+  async function twoProcesses(): Promise<[PostgresClusterBus, PostgresClusterBus]> {
     const db = await freshDatabase('bus');
     cleanups.push(db.drop);
     const one = new PostgresClusterBus({ url: db.url });
     const two = new PostgresClusterBus({ url: db.url });
     cleanups.push(() => one.close(), () => two.close());
     await Promise.all([one.ready, two.ready]);
+    return [one, two];
+  }
+
+  it('delivers a message to the other processes, never back to its sender, and refuses one larger than a NOTIFY carries', async () => {
+    const [one, two] = await twoProcesses();
     const heardByOne: BusMessage[] = [];
     const heardByTwo: BusMessage[] = [];
     one.onMessage((m) => heardByOne.push(m));
@@ -56,12 +62,7 @@ describe('cluster bus on PostgreSQL NOTIFY', () => {
   });
 
   it("delivers a tenant's messages only to the same tenant on other processes, within the view's limit", async () => {
-    const db = await freshDatabase('bus');
-    cleanups.push(db.drop);
-    const one = new PostgresClusterBus({ url: db.url });
-    const two = new PostgresClusterBus({ url: db.url });
-    cleanups.push(() => one.close(), () => two.close());
-    await Promise.all([one.ready, two.ready]);
+    const [one, two] = await twoProcesses();
     const acmeOnTwo: BusMessage[] = [];
     const evilOnTwo: BusMessage[] = [];
     tenantBus(two, 'acme').onMessage((m) => acmeOnTwo.push(m));
