@@ -61,16 +61,15 @@ export const actionOriginSchema = z.object({
 export type ActionOrigin = z.infer<typeof actionOriginSchema>;
 
 /**
- * Actions are validated per type elsewhere (`parseAction`); on the envelope any `{type}` object
- * is carried through. The same schema as `anyActionSchema`, under the envelope's name.
+ * An action as it travels in envelopes: any `{type}` object (`anyActionSchema`); actions are
+ * validated per type elsewhere (`parseAction`).
  */
-export const wireActionSchema = anyActionSchema;
 export type WireAction = AnyAction;
 
 /** `action` notification params. `origin` absent = server-originated. */
 export const actionEnvelopeSchema = z.object({
   channel: uri,
-  action: wireActionSchema,
+  action: anyActionSchema,
   /** For a rejection echo: the last seq assigned when it was decided (0 on an empty log). */
   serverSeq: z.number().int().nonnegative(),
   origin: actionOriginSchema.optional(),
@@ -133,7 +132,7 @@ export const unsubscribeParamsSchema = z.object({ channel: uri, _meta: meta });
 export const dispatchActionParamsSchema = z.object({
   channel: uri,
   clientSeq: z.number().int().nonnegative(),
-  action: wireActionSchema,
+  action: anyActionSchema,
   _meta: meta,
 });
 export type DispatchActionParams = z.infer<typeof dispatchActionParamsSchema>;

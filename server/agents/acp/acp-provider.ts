@@ -68,7 +68,7 @@ export class AcpAgentProvider implements AgentProvider {
   async runTurn(ctx: TurnContext): Promise<TurnResult> {
     let agent = this.#sessions.get(ctx.session);
     if (!agent || agent.exited) {
-      agent = new AgentProcess(this.options, ctx.session, agent?.acpSessionId ?? this.#acpSessions.get(ctx.session), (id) => this.#remember(ctx.session, id));
+      agent = new AgentProcess(this.options, ctx.session, agent?.acpSessionId ?? this.#acpSessions.get(ctx.session), (id) => this.#rememberAcpSession(ctx.session, id));
       this.#sessions.set(ctx.session, agent);
     }
     return agent.runTurn(ctx);
@@ -88,7 +88,7 @@ export class AcpAgentProvider implements AgentProvider {
     }
   }
 
-  #remember(session: string, acpSessionId: string | undefined): void {
+  #rememberAcpSession(session: string, acpSessionId: string | undefined): void {
     if (acpSessionId === undefined) this.#acpSessions.delete(session);
     else {
       if (this.#acpSessions.get(session) === acpSessionId) return;
@@ -136,7 +136,7 @@ export class AcpAgentProvider implements AgentProvider {
   disposeSession(session: string): void {
     const agent = this.#sessions.get(session);
     this.#sessions.delete(session);
-    if (this.#acpSessions.has(session)) this.#remember(session, undefined);
+    if (this.#acpSessions.has(session)) this.#rememberAcpSession(session, undefined);
     void agent?.stop('session disposed');
   }
 
