@@ -2,9 +2,10 @@
  * The commit pipeline: sequencing, group commit to the `ActionLog`, and delivery in order.
  *
  * The rule it enforces: NOTHING REACHES A CLIENT BEFORE IT IS DURABLE, AND ANSWERS NEVER OVERTAKE
- * ENVELOPES. Every accepted action is `sequence`d: it gets the next global serverSeq, is applied
- * to the in-memory state at once (so the next decision sees it) and is queued twice, as a record
- * for the log and as an item in the outbox. Everything else the hub sends in order with those
+ * ENVELOPES. Every accepted action is `sequence`d: it gets the next serverSeq of this hub (each
+ * tenant has its own; see tenant-stack.ts), is applied to the in-memory state at once (so the
+ * next decision sees it) and is queued twice, as a record for the log and as an item in the
+ * outbox. Everything else the hub sends in order with those
  * envelopes — rejection echoes, root-catalogue notifications, JSON-RPC answers (`sendInOrder`),
  * callbacks (`afterDelivered`) and durability waiters (`durable`) — joins the same outbox. Once
  * per event-loop turn the pending records are appended in one batch (group commit); only after

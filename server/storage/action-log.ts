@@ -1,15 +1,16 @@
 /**
  * The durable, ordered action log: the port the hub writes every sequenced record to before it
- * acknowledges it. Implementations: SQLite (embedded default), memory (tests). A distributed
- * engine (PostgreSQL, Redis) implements the same port; `append` is its one atomic primitive
- * (append-if-at-expected-position), which is what lets several hub processes share one log.
+ * acknowledges it, one log per tenant (`tenant-logs.ts`). Implementations: SQLite (embedded
+ * default), memory (tests), PostgreSQL (a partition of `PostgresStore`, shared by a cluster).
+ * `append` is its one atomic primitive (append-if-at-expected-position), which is what lets
+ * several hub processes share one log.
  *
  * The log knows records and snapshots as JSON values; it knows nothing of sockets or reducers.
  */
 
 /** One sequenced record. `channel` is an AHP channel URI or the hub's internal catalogue channel. */
 export interface LogRecord {
-  /** Global, strictly increasing, gap-free within one log. */
+  /** Strictly increasing and gap-free within one log (one tenant's partition). */
   readonly serverSeq: number;
   readonly channel: string;
   readonly action: { readonly type: string } & Record<string, unknown>;
