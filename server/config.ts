@@ -106,6 +106,9 @@ export function openFileLimit(limitsText?: string): number | undefined {
   return Number(m[1]);
 }
 
+/** Descriptors one tenant's SQLite log keeps open: the database, its WAL and shared memory, the head marker. */
+export const FILES_PER_SQLITE_TENANT = 4;
+
 export interface ConnectionCaps {
   /** WebSocket connections in all. */
   readonly maxConnections: number;
@@ -117,12 +120,13 @@ export interface ConnectionCaps {
  * Caps that fit in the file descriptors the process may open. A cap above `ulimit -n` never
  * engages: the kernel refuses the socket first, the newest connections are the ones dropped, and
  * a flood of half-open requests starves `/healthz`. So a quarter of the descriptors (at most 1,000)
- * go to plain HTTP, the rest but a reserve of 64 (log, files, listening socket) to WebSockets.
+ * go to plain HTTP, the rest but a reserve of 64 (files, listening socket) and `heldFiles` (what
+ * the logs keep open: `FILES_PER_SQLITE_TENANT` per tenant) to WebSockets.
  */
-export function connectionCapsFor(fileLimit: number | undefined): ConnectionCaps {
+export function connectionCapsFor(fileLimit: number | undefined, heldFiles = 0): ConnectionCaps {
   const defaults = { maxConnections: 10_000, maxHttpConnections: 1_000 };
   if (fileLimit === undefined) return defaults;
-  const usable = Math.max(64, fileLimit - 64);
+  const usable = Math.max(64, fileLimit - 64 - heldFiles);
   const maxHttpConnections = Math.min(defaults.maxHttpConnections, Math.max(16, Math.floor(usable / 4)));
   const maxConnections = Math.min(defaults.maxConnections, Math.max(16, usable - maxHttpConnections));
   return { maxConnections, maxHttpConnections };

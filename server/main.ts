@@ -5,7 +5,7 @@ import { dirname, join } from 'node:path';
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { devAuthenticator, loadAuthFile } from './auth/auth.js';
-import { ConfigError, connectionCapsFor, openFileLimit, parseArgs } from './config.js';
+import { ConfigError, connectionCapsFor, FILES_PER_SQLITE_TENANT, openFileLimit, parseArgs } from './config.js';
 import { createLogger } from './log.js';
 import { startHubServer } from './server.js';
 import { defaultFeatures } from './features.js';
@@ -36,7 +36,8 @@ async function main(): Promise<void> {
   const auth = config.authFile ? loadAuthFile(config.authFile) : devAuthenticator();
   if (!auth.enforced) logger.warn('no --auth given: single-user dev mode, loopback only');
   const fileLimit = openFileLimit();
-  const caps = connectionCapsFor(fileLimit);
+  // Each tenant's SQLite log holds descriptors for the life of the process (PostgreSQL: pooled sockets).
+  const caps = connectionCapsFor(fileLimit, config.store ? 0 : FILES_PER_SQLITE_TENANT * auth.tenants.length);
   if (caps.maxConnections < 10_000) {
     logger.warn('the open-file limit lowers the connection caps; raise it (ulimit -n) for more', { openFileLimit: fileLimit, ...caps });
   }

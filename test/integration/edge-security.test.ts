@@ -245,6 +245,8 @@ describe('connection caps fit the open-file limit', () => {
   it('derives caps from ulimit -n, and reads the limit from /proc', () => {
     expect(connectionCapsFor(undefined)).toEqual({ maxConnections: 10_000, maxHttpConnections: 1_000 });
     expect(connectionCapsFor(1024)).toEqual({ maxConnections: 720, maxHttpConnections: 240 });
+    // Descriptors the tenants' logs hold open come off the WebSocket and HTTP shares.
+    expect(connectionCapsFor(1024, 40)).toEqual({ maxConnections: 690, maxHttpConnections: 230 });
     expect(connectionCapsFor(1_048_576)).toEqual({ maxConnections: 10_000, maxHttpConnections: 1_000 });
     expect(openFileLimit('Limit   Soft Limit   Hard Limit   Units\nMax open files            1024                 4096                 files     \n')).toBe(1024);
     expect(openFileLimit('Max open files            unlimited            unlimited            files\n')).toBeUndefined();
