@@ -109,6 +109,14 @@ export function openFileLimit(limitsText?: string): number | undefined {
 /** Descriptors one tenant's SQLite log keeps open: the database, its WAL and shared memory, the head marker. */
 export const FILES_PER_SQLITE_TENANT = 4;
 
+/**
+ * The least `ulimit -n` a hub can serve with: the logs' held files, the reserve of 64, and room for
+ * 16 WebSocket and 16 HTTP connections. Below it the hub would fail opening some tenant's log.
+ */
+export function minimumOpenFiles(heldFiles: number): number {
+  return heldFiles + 64 + 32;
+}
+
 export interface ConnectionCaps {
   /** WebSocket connections in all. */
   readonly maxConnections: number;

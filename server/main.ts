@@ -5,7 +5,7 @@ import { dirname, join } from 'node:path';
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { devAuthenticator, loadAuthFile } from './auth/auth.js';
-import { ConfigError, connectionCapsFor, FILES_PER_SQLITE_TENANT, openFileLimit, parseArgs } from './config.js';
+import { ConfigError, connectionCapsFor, FILES_PER_SQLITE_TENANT, minimumOpenFiles, openFileLimit, parseArgs } from './config.js';
 import { createLogger } from './log.js';
 import { startHubServer } from './server.js';
 import { defaultFeatures } from './features.js';
@@ -37,7 +37,15 @@ async function main(): Promise<void> {
   if (!auth.enforced) logger.warn('no --auth given: single-user dev mode, loopback only');
   const fileLimit = openFileLimit();
   // Each tenant's SQLite log holds descriptors for the life of the process (PostgreSQL: pooled sockets).
-  const caps = connectionCapsFor(fileLimit, config.store ? 0 : FILES_PER_SQLITE_TENANT * auth.tenants.length);
+  const heldFiles = config.store ? 0 : FILES_PER_SQLITE_TENANT * auth.tenants.length;
+  if (fileLimit !== undefined && fileLimit < minimumOpenFiles(heldFiles)) {
+    process.stderr.write(
+      `the open-file limit (ulimit -n ${fileLimit}) is too low for ${auth.tenants.length} tenants: their logs keep ${heldFiles} files open, ` +
+        `and the hub needs room for connections besides; raise it to at least ${minimumOpenFiles(heldFiles)}\n`,
+    );
+    process.exit(2);
+  }
+  const caps = connectionCapsFor(fileLimit, heldFiles);
   if (caps.maxConnections < 10_000) {
     logger.warn('the open-file limit lowers the connection caps; raise it (ulimit -n) for more', { openFileLimit: fileLimit, ...caps });
   }

@@ -252,6 +252,24 @@ describe('connection caps fit the open-file limit', () => {
     expect(openFileLimit('Max open files            unlimited            unlimited            files\n')).toBeUndefined();
   });
 
+  it('refuses to start, saying how far to raise ulimit -n, when the tenants\' logs would not fit in it', async () => {
+    ensureBuilt();
+    const data = tempDir();
+    closers.push(() => data.remove());
+    // 300 tenants keep 1,200 log files open: more than ulimit -n 1024 allows.
+    const tokens = Array.from({ length: 300 }, (_, i) => ({ token: `token-of-tenant-${i}-0123456789`, user: 'u', tenant: `t${i}`, role: 'user' }));
+    writeFileSync(join(data.dir, 'tokens.json'), JSON.stringify({ tokens }));
+    const child = spawn('bash', ['-c', `ulimit -n 1024 && exec "${process.execPath}" dist/server/main.js --port 0 --data "${data.dir}/data" --auth "${data.dir}/tokens.json"`], { stdio: ['ignore', 'pipe', 'pipe'] });
+    closers.push(() => void child.kill('SIGKILL'));
+    let err = '';
+    child.stderr!.on('data', (d: Buffer) => (err += d.toString()));
+    child.stdout!.resume();
+    const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
+    expect(code).toBe(2);
+    expect(err).toContain('the open-file limit (ulimit -n 1024) is too low for 300 tenants: their logs keep 1200 files open');
+    expect(err).toContain('raise it to at least 1296');
+  });
+
   it('under ulimit -n 1024, 1,100 half-open requests do not starve /healthz', async () => {
     ensureBuilt();
     const data = tempDir();
