@@ -177,7 +177,17 @@ export async function startHubServer(config: HubServerConfig): Promise<HubServer
     throw err;
   }
   const defaultStack = stacks.get(config.auth.tenants[0]!)!;
-  const stackOf = (principal: Principal | undefined): TenantStack => (principal && stacks.get(principal.tenant)) || defaultStack;
+  /**
+   * The caller's stack. No principal (no valid token) gets the first tenant's routes, which only
+   * answer 401 or public routes. A principal always has a stack: the authenticator names every
+   * tenant up front, and a stack of another tenant must never stand in for a missing one.
+   */
+  const stackOf = (principal: Principal | undefined): TenantStack => {
+    if (!principal) return defaultStack;
+    const stack = stacks.get(principal.tenant);
+    if (!stack) throw new Error(`internal: no stack for tenant ${JSON.stringify(principal.tenant)}; the authenticator must list every tenant`);
+    return stack;
+  };
 
   // Routes of the server itself, not of a tenant. No hub-wide counters here: /healthz is public,
   // and a sequence number would tell every caller how busy some tenant is. 503 while a shared
