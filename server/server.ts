@@ -146,6 +146,8 @@ export async function startHubServer(config: HubServerConfig): Promise<HubServer
   // One stack per tenant, opened now: every tenant's interrupted turns are ended at start, and no
   // request ever waits for a stack to open.
   const stacks = new Map<string, TenantStack>();
+  // This process's name on the cluster's agent leases (every tenant's keeper holds leases as it).
+  const node = newId();
   try {
     for (const tenant of config.auth.tenants) {
       stacks.set(
@@ -153,7 +155,7 @@ export async function startHubServer(config: HubServerConfig): Promise<HubServer
         await TenantStack.open({
           tenant,
           log: await storage.logs.open(tenant),
-          leases: storage.leasesFor?.(tenant, newId()),
+          leases: storage.leasesFor?.(tenant, node),
           agentLeaseTtlMs: config.agentLeaseTtlMs ?? 5_000,
           providers: providersFor(tenant, config.dataDir === undefined ? undefined : tenantDir(config.dataDir, tenant)),
           defaultProvider: config.defaultProvider,
@@ -170,7 +172,10 @@ export async function startHubServer(config: HubServerConfig): Promise<HubServer
       );
     }
   } catch (err) {
-    for (const stack of stacks.values()) await stack.close().catch(() => undefined);
+    for (const stack of stacks.values()) {
+      await stack.stopAgents().catch(() => undefined);
+      await stack.close().catch(() => undefined);
+    }
     await bus?.close();
     await storage.close();
     lock?.release();
