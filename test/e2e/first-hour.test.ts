@@ -12,6 +12,7 @@ import { join } from 'node:path';
 import type { Page } from 'playwright-core';
 import { replyQwen, SseClient } from '../helpers/sse.js';
 import { startTestServer, TOKENS } from '../helpers/start-server.js';
+import { TWO_QUESTION_REQUEST } from '../helpers/turns.js';
 import { ARTIFACTS, BrowserHub, sessionPath } from './support.js';
 
 const T = { timeout: 10_000 };
@@ -363,6 +364,47 @@ describe('browser app: the first hour', () => {
     await expect.poll(() => toggle.textContent(), T).toBe('Notifications on');
     await toggle.click();
     await expect.poll(() => toggle.textContent(), T).toBe('Notify me');
+    expect(hub.pageErrors).toEqual([]);
+  }, 30_000);
+
+  it('pops up a browser notification when a session starts waiting while its tab is in the background, and not while it is in front', async () => {
+    const context = await hub.newContext({ viewport: DESKTOP, permissions: ['notifications'] });
+    // Headless Chromium draws no pop-up a test could see and has no background tabs (neither
+    // another tab in front nor a minimized window hides a page), so the page records every
+    // notification it shows (the real constructor still runs) and the test moves the tab to the
+    // background the way the browser reports it: document.hidden plus a visibilitychange event.
+    await context.addInitScript(`{
+      const Real = window.Notification;
+      window.__shown = [];
+      window.Notification = class extends Real {
+        constructor(title, options) { super(title, options); window.__shown.push({ title, body: options && options.body, tag: options && options.tag }); }
+      };
+      let hidden = false;
+      Object.defineProperty(document, 'hidden', { configurable: true, get: () => hidden });
+      Object.defineProperty(document, 'visibilityState', { configurable: true, get: () => (hidden ? 'hidden' : 'visible') });
+      window.__toBackground = () => { hidden = true; document.dispatchEvent(new Event('visibilitychange')); };
+    }`);
+    const page = hub.watch(await context.newPage());
+    await page.goto(`${hub.server.url}/?token=${TOKENS.alice}`);
+    await page.locator('[data-testid=connection]', { hasText: 'Connected' }).waitFor();
+    await page.locator('[data-testid=notify-toggle]').click();
+    await expect.poll(() => page.locator('[data-testid=notify-toggle]').textContent(), T).toBe('Notifications on');
+    const shown = () => page.evaluate<Array<{ title: string; body?: string; tag?: string }>>('window.__shown');
+
+    // In front: the tab title counts the waiting session; no pop-up for it. (Sessions of earlier
+    // tests may be waiting too, so the count is taken relative to before.)
+    const waitingCount = async (): Promise<number> => Number(/^\((\d+)\) need input/.exec(await page.title())?.[1] ?? 0);
+    const before = await waitingCount();
+    const front = await hub.scriptedSession(TOKENS.alice, 'Asked while watching', [{ ask: TWO_QUESTION_REQUEST }, { say: 'done' }]);
+    await expect.poll(waitingCount, T).toBe(before + 1);
+    expect((await shown()).filter((n) => n.tag === front.session)).toEqual([]);
+
+    // The tab goes to the background, and the next question pops up, naming its session.
+    await page.evaluate('window.__toBackground()');
+    const behind = await hub.scriptedSession(TOKENS.alice, 'Asked while away', [{ ask: TWO_QUESTION_REQUEST }, { say: 'done' }]);
+    await expect.poll(async () => (await shown()).filter((n) => n.tag === behind.session), T).toEqual([{ title: 'An agent needs your input', body: 'Asked while away', tag: behind.session }]);
+    await front.setup.close();
+    await behind.setup.close();
     expect(hub.pageErrors).toEqual([]);
   }, 30_000);
 
