@@ -6,6 +6,8 @@ import { devAuthenticator, tokenAuthenticator, type AuthFile } from '../../serve
 import { silentLogger } from '../../server/log.js';
 import { defaultFeatures } from '../../server/features.js';
 import { startHubServer, type HubServer, type HubServerConfig } from '../../server/server.js';
+import { afterEach } from 'vitest';
+import { RpcClient } from './rpc-client.js';
 
 export interface TestServer extends HubServer {
   readonly dataDir: string | undefined;
@@ -61,6 +63,54 @@ export async function startTestServer(options: { persistent?: boolean; withAuth?
     stop: async () => {
       await server.close();
       tmp?.remove();
+    },
+  };
+}
+
+/**
+ * One hub per test, and everything a test opens on it, closed after each test: the hub last
+ * started (`start`), the clients (`open`, or `track` for ones connected by hand) and temp dirs.
+ * Call inside a `describe` or at a file's top level.
+ */
+export function hubPerTest(): {
+  start(options?: Parameters<typeof startTestServer>[0]): Promise<TestServer>;
+  open(token: string, options?: { clientId?: string; subscribe?: string[] }): Promise<RpcClient>;
+  track(client: RpcClient): RpcClient;
+  closeClients(): Promise<void>;
+  tempDir(): { dir: string; remove(): void };
+} {
+  let server: TestServer | undefined;
+  const clients: RpcClient[] = [];
+  const dirs: Array<{ remove(): void }> = [];
+  const closeClients = async (): Promise<void> => {
+    await Promise.all(clients.splice(0).map((c) => c.close()));
+  };
+  afterEach(async () => {
+    await closeClients();
+    await server?.stop();
+    server = undefined;
+    for (const d of dirs.splice(0)) d.remove();
+  });
+  return {
+    async start(options) {
+      server = await startTestServer(options);
+      return server;
+    },
+    async open(token, options = {}) {
+      if (!server) throw new Error('hubPerTest: start a hub first');
+      const c = await RpcClient.open(server.wsUrl, { token, ...options });
+      clients.push(c);
+      return c;
+    },
+    track(client) {
+      clients.push(client);
+      return client;
+    },
+    closeClients,
+    tempDir() {
+      const d = tempDir();
+      dirs.push(d);
+      return d;
     },
   };
 }

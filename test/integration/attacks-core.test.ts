@@ -2,10 +2,10 @@
  * Regression tests for the hub-core holes of issue 8, each reproducing the attack as the outside
  * review ran it, over real sockets against a real hub.
  */
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { ActionEnvelope } from '../../shared/protocol/messages.js';
 import { RpcClient, RpcError } from '../helpers/rpc-client.js';
-import { startTestServer, tempDir, TOKENS, type TestServer } from '../helpers/start-server.js';
+import { hubPerTest, TOKENS, type TestServer } from '../helpers/start-server.js';
 import { startScriptTurn, userMessage } from '../helpers/turns.js';
 import { waitFor } from '../helpers/wait-for.js';
 
@@ -17,20 +17,9 @@ function deeplyNestedJson(levels: number): string {
 }
 
 describe('attacks on the hub core (issue 8)', () => {
-  let server: TestServer | undefined;
-  const clients: RpcClient[] = [];
-  const dirs: Array<{ remove(): void }> = [];
-  afterEach(async () => {
-    await Promise.all(clients.splice(0).map((c) => c.close()));
-    await server?.stop();
-    server = undefined;
-    for (const d of dirs.splice(0)) d.remove();
-  });
-  const open = async (token: string, options: { clientId?: string; subscribe?: string[] } = {}) => {
-    const c = await RpcClient.open(server!.wsUrl, { token, ...options });
-    clients.push(c);
-    return c;
-  };
+  const hubs = hubPerTest();
+  let server: TestServer;
+  const open = hubs.open;
   const turnStarted = (turnId: string, text: string, extra: Record<string, unknown> = {}) => ({
     type: 'chat/turnStarted', turnId, startedAt: new Date().toISOString(), message: userMessage(text), ...extra,
   });
@@ -38,7 +27,7 @@ describe('attacks on the hub core (issue 8)', () => {
     c.waitForEnvelope((e) => e.origin?.clientId === c.clientId && e.origin.clientSeq === clientSeq, `echo of clientSeq ${clientSeq}`);
 
   it('1: an unknown key nested 5,000 deep is refused with json_too_deep (viewer and user), never stored, and the hub keeps serving', async () => {
-    server = await startTestServer({ withAuth: true });
+    server = await hubs.start({ withAuth: true });
     const alice = await open(TOKENS.alice);
     const { chat } = await alice.createSession();
     const viewer = await open(TOKENS.viewer);
@@ -73,7 +62,7 @@ describe('attacks on the hub core (issue 8)', () => {
   });
 
   it('1: a 1,000,000-character unknown key is refused with json_key_too_long and never stored or echoed', async () => {
-    server = await startTestServer({ withAuth: true });
+    server = await hubs.start({ withAuth: true });
     const alice = await open(TOKENS.alice);
     const { chat } = await alice.createSession();
     await alice.subscribe(chat);
@@ -87,7 +76,7 @@ describe('attacks on the hub core (issue 8)', () => {
   });
 
   it("2: another principal cannot take a victim's clientId (no duplicate echo of the victim's text, no pre-emption)", async () => {
-    server = await startTestServer({ withAuth: true });
+    server = await hubs.start({ withAuth: true });
     const alice = await open(TOKENS.alice);
     const { chat } = await alice.createSession();
     await alice.subscribe(chat);
@@ -97,7 +86,7 @@ describe('attacks on the hub core (issue 8)', () => {
     // The same tenant's other user and a viewer may not use alice's clientId.
     for (const token of [TOKENS.bob, TOKENS.viewer]) {
       const thief = await RpcClient.connect(server.wsUrl, { token, clientId: alice.clientId });
-      clients.push(thief);
+      hubs.track(thief);
       const err = await thief.initialize().catch((e: RpcError) => e);
       expect(err).toBeInstanceOf(RpcError);
       expect(err).toMatchObject({ code: -32010, data: { code: 'client_id_in_use' } });
@@ -106,7 +95,7 @@ describe('attacks on the hub core (issue 8)', () => {
     // Another tenant has a duplicate ledger of its own: the same clientId there is another client,
     // which sees nothing of alice's (no echo of her text, not even her chat) and changes nothing of hers.
     const other = await RpcClient.connect(server.wsUrl, { token: TOKENS.mallory, clientId: alice.clientId });
-    clients.push(other);
+    hubs.track(other);
     await other.initialize();
     const probe = other.dispatch(chat, turnStarted('t-secret', 'the secret plan'));
     await other.request('ping', { channel: 'ahp-root://' });
@@ -121,7 +110,7 @@ describe('attacks on the hub core (issue 8)', () => {
   });
 
   it('2: a clientSeq of 2^53−1 does not poison later dispatches of the same client', async () => {
-    server = await startTestServer({ withAuth: true });
+    server = await hubs.start({ withAuth: true });
     const alice = await open(TOKENS.alice);
     const { chat } = await alice.createSession();
     await alice.subscribe(chat);
@@ -141,9 +130,8 @@ describe('attacks on the hub core (issue 8)', () => {
   });
 
   it('2/6: after a restart past a snapshot, a re-sent clientSeq is not applied again (a removed message stays removed)', async () => {
-    const data = tempDir();
-    dirs.push(data);
-    server = await startTestServer({ withAuth: true, dataDir: data.dir, limits: { snapshotEvery: 20 } });
+    const data = hubs.tempDir();
+    server = await hubs.start({ withAuth: true, dataDir: data.dir, limits: { snapshotEvery: 20 } });
     const alice = await open(TOKENS.alice);
     const { chat } = await alice.createSession();
     await alice.subscribe(chat);
@@ -154,10 +142,10 @@ describe('attacks on the hub core (issue 8)', () => {
     const bob = await open(TOKENS.bob);
     for (let i = 0; i < 60; i++) await bob.dispatchAndWait(chat, { type: 'chat/draftChanged', draft: userMessage(`draft ${i}`) });
     expect((await bob.dispatchAndWait(chat, { type: 'chat/pendingMessageRemoved', kind: 'queued', id: 'q-1' })).rejectionReason).toBeUndefined();
-    await Promise.all(clients.splice(0).map((c) => c.close()));
+    await hubs.closeClients();
     await server.stop();
 
-    server = await startTestServer({ withAuth: true, dataDir: data.dir, limits: { snapshotEvery: 20 } });
+    server = await hubs.start({ withAuth: true, dataDir: data.dir, limits: { snapshotEvery: 20 } });
     const back = await open(TOKENS.alice, { clientId: alice.clientId });
     await back.subscribe(chat);
     back.notify('dispatchAction', { channel: chat, clientSeq: seq, action: queued });
@@ -167,7 +155,7 @@ describe('attacks on the hub core (issue 8)', () => {
   });
 
   it("3: an agent cannot point its session's defaultChat at another tenant's chat; steering never reaches that chat", async () => {
-    server = await startTestServer({ withAuth: true });
+    server = await hubs.start({ withAuth: true });
     const mallory = await open(TOKENS.mallory);
     const victim = await mallory.createSession('victim');
     await mallory.subscribe(victim.chat);
@@ -198,7 +186,7 @@ describe('attacks on the hub core (issue 8)', () => {
   const queuedMessage = (id: string, text: string) => ({ type: 'chat/pendingMessageSet', kind: 'queued', id, message: userMessage(text) });
 
   it('4: a client that stops reading is closed (4008) however it fills its queue, JSON-RPC answers (snapshots) included', async () => {
-    server = await startTestServer({ withAuth: true });
+    server = await hubs.start({ withAuth: true });
     const alice = await open(TOKENS.alice);
     const { chat } = await alice.createSession();
     for (let i = 0; i < 10; i++) expect((await alice.dispatchAndWait(chat, queuedMessage(`q${i}`, 'x'.repeat(99_000)))).rejectionReason).toBeUndefined();
@@ -217,7 +205,7 @@ describe('attacks on the hub core (issue 8)', () => {
   });
 
   it('4: the replay window is bounded in size, not only in count: an old gap gets snapshots', async () => {
-    server = await startTestServer({ withAuth: true, limits: { replayBufferChars: 60_000 } });
+    server = await hubs.start({ withAuth: true, limits: { replayBufferChars: 60_000 } });
     const alice = await open(TOKENS.alice);
     const { chat } = await alice.createSession();
     await alice.subscribe(chat);
@@ -229,7 +217,7 @@ describe('attacks on the hub core (issue 8)', () => {
   });
 
   it('4: queued and steering messages per chat are capped (pending_messages_limit); replacing one still works', async () => {
-    server = await startTestServer({ withAuth: true });
+    server = await hubs.start({ withAuth: true });
     const alice = await open(TOKENS.alice);
     const { chat } = await alice.createSession();
     await alice.subscribe(chat);
@@ -249,7 +237,7 @@ describe('attacks on the hub core (issue 8)', () => {
   });
 
   it('4: a chat cannot grow past its size limit (channel_too_large), and a full chat can still be cleaned up and subscribed', async () => {
-    server = await startTestServer({ withAuth: true, limits: { maxChannelJsonChars: 200_000 } });
+    server = await hubs.start({ withAuth: true, limits: { maxChannelJsonChars: 200_000 } });
     const alice = await open(TOKENS.alice);
     const { chat } = await alice.createSession();
     await alice.subscribe(chat);
@@ -264,7 +252,7 @@ describe('attacks on the hub core (issue 8)', () => {
   });
 
   it('6/8: an agent streaming chat/delta unpaced is slowed down, not refused: every delta is applied and delivered', async () => {
-    server = await startTestServer({ withAuth: true, rateLimit: { perSecond: 2_000, burst: 500 } });
+    server = await hubs.start({ withAuth: true, rateLimit: { perSecond: 2_000, burst: 500 } });
     const alice = await open(TOKENS.alice);
     const session = `ahp-session:/stream-${Date.now()}`;
     const { defaultChat: chat } = await alice.request<{ defaultChat: string }>('createSession', { channel: session, provider: 'remote' });

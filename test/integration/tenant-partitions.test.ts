@@ -6,7 +6,7 @@
  */
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { Hub } from '../../server/hub/hub.js';
 import { silentLogger } from '../../server/log.js';
 import type { Principal } from '../../server/auth/auth.js';
@@ -14,7 +14,7 @@ import { SqliteActionLog } from '../../server/storage/sqlite-action-log.js';
 import { tenantDir, tenantLogFile } from '../../server/storage/tenant-logs.js';
 import { FakeConnection } from '../helpers/fake-connection.js';
 import { RpcClient } from '../helpers/rpc-client.js';
-import { startTestServer, tempDir, TOKENS, type TestServer } from '../helpers/start-server.js';
+import { hubPerTest, TOKENS, type TestServer } from '../helpers/start-server.js';
 import { startScriptTurn, userMessage } from '../helpers/turns.js';
 import { waitFor } from '../helpers/wait-for.js';
 
@@ -27,28 +27,15 @@ interface SessionView {
   defaultChat?: string;
 }
 
-let server: TestServer | undefined;
-const clients: RpcClient[] = [];
-const dirs: Array<{ remove(): void }> = [];
-
-afterEach(async () => {
-  await Promise.all(clients.splice(0).map((c) => c.close()));
-  await server?.stop();
-  server = undefined;
-  for (const d of dirs.splice(0)) d.remove();
-});
-
-async function open(token: string): Promise<RpcClient> {
-  const c = await RpcClient.open(server!.wsUrl, { token });
-  clients.push(c);
-  return c;
-}
+const hubs = hubPerTest();
+let server: TestServer;
+const open = (token: string): Promise<RpcClient> => hubs.open(token);
 
 const draft = (text: string): Record<string, unknown> => ({ type: 'chat/draftChanged', draft: userMessage(text) });
 
 describe('tenant partitions', () => {
   it('two tenants may each create a session with the same id; neither sees, changes or learns of the other', async () => {
-    server = await startTestServer({ withAuth: true });
+    server = await hubs.start({ withAuth: true });
     const alice = await open(TOKENS.alice);
     const mallory = await open(TOKENS.mallory);
     const id = 'ahp-session:/plans';
@@ -81,7 +68,7 @@ describe('tenant partitions', () => {
   });
 
   it("a tenant's serverSeq does not move when another tenant is busy", async () => {
-    server = await startTestServer({ withAuth: true });
+    server = await hubs.start({ withAuth: true });
     const alice = await open(TOKENS.alice);
     const { chat } = await alice.createSession('quiet');
     await alice.subscribe(chat);
@@ -97,12 +84,12 @@ describe('tenant partitions', () => {
     // hers starts where her tenant is, not where the hub as a whole is.
     expect((await alice.dispatchAndWait(chat, draft('two'))).serverSeq).toBe(before + 1);
     const again = await RpcClient.connect(server.wsUrl, { token: TOKENS.bob });
-    clients.push(again);
+    hubs.track(again);
     expect((await again.initialize()).serverSeq).toBe(before + 1);
   });
 
   it("routes HTTP requests to the caller's tenant: the same session id answers with each tenant's own session", async () => {
-    server = await startTestServer({ withAuth: true });
+    server = await hubs.start({ withAuth: true });
     const alice = await open(TOKENS.alice);
     const mallory = await open(TOKENS.mallory);
     const id = 'ahp-session:/steered';
@@ -111,7 +98,7 @@ describe('tenant partitions', () => {
     await alice.subscribe(defaultChat);
     const turnId = await startScriptTurn(alice, defaultChat, [{ sleep: 600_000 }]);
     const capabilities = async (token: string): Promise<{ target: { turnId: string } | null }> => {
-      const res = await fetch(`${server!.url}/v2/sessions/steered/input-capabilities`, { headers: { authorization: `Bearer ${token}` } });
+      const res = await fetch(`${server.url}/v2/sessions/steered/input-capabilities`, { headers: { authorization: `Bearer ${token}` } });
       expect(res.status).toBe(200);
       return (await res.json()) as { target: { turnId: string } | null };
     };
@@ -121,9 +108,8 @@ describe('tenant partitions', () => {
   });
 
   it('keeps both tenants apart across a restart (one log file per tenant)', async () => {
-    const data = tempDir();
-    dirs.push(data);
-    server = await startTestServer({ withAuth: true, dataDir: data.dir });
+    const data = hubs.tempDir();
+    server = await hubs.start({ withAuth: true, dataDir: data.dir });
     const alice = await open(TOKENS.alice);
     const mallory = await open(TOKENS.mallory);
     const id = 'ahp-session:/same';
@@ -133,12 +119,12 @@ describe('tenant partitions', () => {
     await mallory.subscribe(m.defaultChat);
     await alice.dispatchAndWait(a.defaultChat, draft('kept by acme'));
     await mallory.dispatchAndWait(m.defaultChat, draft('kept by evil'));
-    await Promise.all(clients.splice(0).map((c) => c.close()));
+    await hubs.closeClients();
     await server.close();
 
     expect(existsSync(tenantLogFile(data.dir, 'acme'))).toBe(true);
     expect(existsSync(tenantLogFile(data.dir, 'evil'))).toBe(true);
-    server = await startTestServer({ withAuth: true, dataDir: data.dir });
+    server = await hubs.start({ withAuth: true, dataDir: data.dir });
     expect((await (await open(TOKENS.alice)).subscribe<ChatView>(a.defaultChat)).state.draft?.text).toBe('kept by acme');
     expect((await (await open(TOKENS.mallory)).subscribe<ChatView>(m.defaultChat)).state.draft?.text).toBe('kept by evil');
   });
@@ -178,13 +164,12 @@ describe('a data directory written by 0.1.0 (one log for every tenant)', () => {
   }
 
   it("moves each tenant's sessions, chats, ACP session ids and accepted clientSeqs into its own log, keeping the old files", async () => {
-    const data = tempDir();
-    dirs.push(data);
+    const data = hubs.tempDir();
     const old = await writeSingleLogDataDir(data.dir);
 
-    server = await startTestServer({ withAuth: true, dataDir: data.dir });
+    server = await hubs.start({ withAuth: true, dataDir: data.dir });
     const alice = await RpcClient.open(server.wsUrl, { token: TOKENS.alice, clientId: old.aliceClientId });
-    clients.push(alice);
+    hubs.track(alice);
     const mallory = await open(TOKENS.mallory);
     const acmeSessions = await alice.request<{ items: Array<{ resource: string }> }>('listSessions', { channel: 'ahp-root://' });
     expect(acmeSessions.items.map((s) => s.resource)).toEqual(['ahp-session:/acme-1']);
@@ -205,9 +190,9 @@ describe('a data directory written by 0.1.0 (one log for every tenant)', () => {
     expect(existsSync(join(data.dir, 'hub.db'))).toBe(false);
     expect(existsSync(join(data.dir, 'hub.db.split-0.1'))).toBe(true);
     expect(existsSync(join(data.dir, 'acp-sessions.qwen.json.split-0.1'))).toBe(true);
-    await Promise.all(clients.splice(0).map((c) => c.close()));
+    await hubs.closeClients();
     await server.close();
-    server = await startTestServer({ withAuth: true, dataDir: data.dir });
+    server = await hubs.start({ withAuth: true, dataDir: data.dir });
     expect((await (await open(TOKENS.alice)).subscribe<ChatView>(old.acmeChat)).state.draft?.text).toBe('acme before the upgrade');
   });
 });
