@@ -106,6 +106,12 @@ export class HubState {
     };
   }
 
+  /** The session a session or chat channel belongs to (undefined for any other channel). */
+  sessionOf(channel: string): SessionEntry | undefined {
+    const chat = this.chats.get(channel);
+    return this.sessions.get(chat ? chat.session : channel);
+  }
+
   /** Applies one sequenced record. Records for channels that no longer exist are no-ops. */
   applyRecord(record: Pick<LogRecord, 'channel' | 'action'>): void {
     const lifecycle = catalogActionOf(record);

@@ -504,10 +504,8 @@ export class Hub implements HubPort {
   }
 
   #sessionOfVisibleChannel(principal: Principal, channel: string): SessionEntry | undefined {
-    const kind = channelKind(channel);
-    if (kind === 'session') return this.visibleSession(principal, channel);
-    const chat = kind === 'chat' ? this.visibleChat(principal, channel) : undefined;
-    return chat ? this.#state.sessions.get(chat.session) : undefined;
+    const session = this.#state.sessionOf(channel);
+    return session && session.tenant === principal.tenant ? session : undefined;
   }
 
   /** Validation shared by every client path. undefined = channel unknown or invisible (ignore). */
@@ -603,7 +601,7 @@ export class Hub implements HubPort {
     const parsed = parseAction(action);
     if (!parsed.ok) throw new Error(`invalid server action ${action.type}: ${parsed.message}`);
     const chat = this.#state.chats.get(channel);
-    const session = this.#state.sessions.get(chat ? chat.session : channel);
+    const session = this.#state.sessionOf(channel);
     if (!chat && !this.#state.sessions.has(channel)) throw new ProtocolError(ErrorCode.NotFound, `no channel ${channel}`);
     const reason = validateAgentAction(parsed.action as WireAction, chat?.state, session && { session: session.uri, chats: session.chats }) ??
       this.#channelBudget.charge(channel, () => (chat ? chat.state : session?.state), parsed.action);
@@ -698,8 +696,7 @@ export class Hub implements HubPort {
         continue;
       }
       const action = r.action as WireAction;
-      const sessionUri = this.#state.sessions.has(r.channel) ? r.channel : this.#state.chats.get(r.channel)?.session;
-      const session = sessionUri === undefined ? undefined : this.#state.sessions.get(sessionUri);
+      const session = this.#state.sessionOf(r.channel);
       if (session && !STREAMING_ONLY_ACTIONS.has(action.type)) this.#rootCatalogue.sessionChanged(session);
       this.#announceCommit({ channel: r.channel, action, known: isKnownAction(action) ? action : undefined, serverSeq: r.serverSeq, origin: r.origin, remote: true }, turnBefore);
     }
