@@ -242,11 +242,12 @@ export async function startHubServer(config: HubServerConfig): Promise<HubServer
         if (!hasDecodablePath(req.url)) {
           return sendError(res, new HttpError(400, 'invalid_url', 'the request path is not valid percent-encoding'));
         }
-        if (await serverRoutes.handle(req, res)) return;
+        // Authenticated once, here: the tenant picks the routes, and the routers reuse the answer.
         // A request without a valid token goes to the first tenant's routes, which answer 401
         // wherever a token is needed: the same answer every tenant's routes would give.
-        const principal = config.auth.authenticate(tokenFromRequest(req.headers, new URL(req.url ?? '/', 'http://localhost')));
-        if (await stackOf(principal).http.handle(req, res)) return;
+        const caller = { principal: config.auth.authenticate(tokenFromRequest(req.headers, new URL(req.url ?? '/', 'http://localhost'))) };
+        if (await serverRoutes.handle(req, res, caller)) return;
+        if (await stackOf(caller.principal).http.handle(req, res, caller)) return;
         if (config.staticDir && req.method === 'GET' && (await serveStatic(config.staticDir, req, res))) return;
         sendError(res, new HttpError(404, 'not_found', `no route for ${req.method} ${new URL(req.url ?? '/', 'http://x').pathname}`));
       } catch (err) {

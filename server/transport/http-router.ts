@@ -101,8 +101,12 @@ export class HttpRouter {
     return new HttpError(415, 'unsupported_media_type', `${req.method} needs Content-Type: application/json`);
   }
 
-  /** Handles the request if a route matches (or the path is a reserved API path); false otherwise. */
-  async handle(req: IncomingMessage, res: ServerResponse): Promise<boolean> {
+  /**
+   * Handles the request if a route matches (or the path is a reserved API path); false otherwise.
+   * `caller`: who the request's token names, when the server already authenticated it (to pick
+   * the tenant's router), so the token is not hashed and looked up a second time.
+   */
+  async handle(req: IncomingMessage, res: ServerResponse, caller?: { readonly principal: Principal | undefined }): Promise<boolean> {
     const url = new URL(req.url ?? '/', 'http://localhost');
     const rawSegments = url.pathname.split('/').slice(1);
     let pathMatched = false;
@@ -118,7 +122,7 @@ export class HttpRouter {
       }
       let principal: Principal | undefined;
       if (!route.public) {
-        principal = this.auth.authenticate(tokenFromRequest(req.headers, url));
+        principal = caller ? caller.principal : this.auth.authenticate(tokenFromRequest(req.headers, url));
         if (!principal) {
           sendError(res, new HttpError(401, 'unauthorized', 'a valid token is required (Authorization: Bearer <token> or ?token=)'));
           return true;
