@@ -4,11 +4,10 @@
  * serverSeq, then re-send what was not echoed with the same clientSeq) and everyone converges.
  * Every action any client saw echoed is in the final state, and in the log exactly once.
  */
-import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RpcClient } from '../helpers/rpc-client.js';
 import { waitFor } from '../helpers/wait-for.js';
-import { headOf, startCluster, subscribeWhenKnown, type Cluster } from './cluster.js';
+import { headOf, queuedMessageCountsInLog, startCluster, subscribeWhenKnown, type Cluster } from './cluster.js';
 import { Writer } from './writer.js';
 
 describe('SIGKILL a node under load', () => {
@@ -69,17 +68,8 @@ describe('SIGKILL a node under load', () => {
     }
 
     // In the log exactly once each.
-    const db = new pg.Client({ connectionString: cluster.storeUrl });
-    await db.connect();
-    try {
-      const rows = await db.query<{ id: string; n: string }>(
-        `SELECT action::json->>'id' AS id, COUNT(*) AS n FROM ahp_records WHERE action::json->>'type' = 'chat/pendingMessageSet' GROUP BY 1`,
-      );
-      const counts = new Map(rows.rows.map((r) => [r.id, Number(r.n)]));
-      for (const id of allEchoed) expect(counts.get(id), id).toBe(1);
-      expect([...counts.values()].every((n) => n === 1)).toBe(true);
-    } finally {
-      await db.end();
-    }
+    const counts = await queuedMessageCountsInLog(cluster.storeUrl);
+    for (const id of allEchoed) expect(counts.get(id), id).toBe(1);
+    expect([...counts.values()].every((n) => n === 1)).toBe(true);
   });
 });

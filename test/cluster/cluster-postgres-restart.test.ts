@@ -7,13 +7,12 @@
  *
  * This file stops its server, so it runs its own PostgreSQL instead of the run's shared one.
  */
-import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { HubProcess } from '../helpers/hub-process.js';
 import { startPostgres, type RunningPostgres } from '../helpers/postgres.js';
 import { RpcClient } from '../helpers/rpc-client.js';
 import { waitFor } from '../helpers/wait-for.js';
-import { startCluster, subscribeWhenKnown, type Cluster } from './cluster.js';
+import { queuedMessageCountsInLog, startCluster, subscribeWhenKnown, type Cluster } from './cluster.js';
 import { Writer } from './writer.js';
 
 const alive = (n: HubProcess): boolean => n.child.exitCode === null && n.child.signalCode === null;
@@ -99,18 +98,9 @@ describe('PostgreSQL restarts under load', () => {
 
     const allEchoed = writers.flatMap((w) => [...w.echoed]);
     expect(allEchoed).toHaveLength(PER_WRITER * writers.length);
-    const db = new pg.Client({ connectionString: cluster.storeUrl });
-    await db.connect();
-    try {
-      const rows = await db.query<{ id: string; n: string }>(
-        `SELECT action::json->>'id' AS id, COUNT(*) AS n FROM ahp_records WHERE action::json->>'type' = 'chat/pendingMessageSet' GROUP BY 1`,
-      );
-      const counts = new Map(rows.rows.map((r) => [r.id, Number(r.n)]));
-      for (const id of allEchoed) expect(counts.get(id), id).toBe(1);
-      expect(counts.has('probe')).toBe(false);
-    } finally {
-      await db.end();
-    }
+    const counts = await queuedMessageCountsInLog(cluster.storeUrl);
+    for (const id of allEchoed) expect(counts.get(id), id).toBe(1);
+    expect(counts.has('probe')).toBe(false);
     // Every live node converges on the state holding every acknowledged action.
     const live = cluster.nodes.filter(alive);
     const reader = await RpcClient.open(live[live.length - 1]!.wsUrl);

@@ -3,6 +3,7 @@
  * fresh database of the run's real PostgreSQL server: what a cluster behind a load balancer is,
  * minus the load balancer (tests pick the node each client talks to).
  */
+import pg from 'pg';
 import { freshDatabase } from '../helpers/postgres.js';
 import { startHubProcess, type HubProcess } from '../helpers/hub-process.js';
 import { RpcClient } from '../helpers/rpc-client.js';
@@ -70,5 +71,22 @@ export async function headOf(node: HubProcess): Promise<number> {
     return (await client.initialize()).serverSeq;
   } finally {
     await client.close();
+  }
+}
+
+/**
+ * How many times each queued message id (`chat/pendingMessageSet`) is in the cluster's log, read
+ * straight from PostgreSQL: the writers' tests check every acknowledged action is there once.
+ */
+export async function queuedMessageCountsInLog(storeUrl: string): Promise<Map<string, number>> {
+  const db = new pg.Client({ connectionString: storeUrl });
+  await db.connect();
+  try {
+    const rows = await db.query<{ id: string; n: string }>(
+      `SELECT action::json->>'id' AS id, COUNT(*) AS n FROM ahp_records WHERE action::json->>'type' = 'chat/pendingMessageSet' GROUP BY 1`,
+    );
+    return new Map(rows.rows.map((r) => [r.id, Number(r.n)]));
+  } finally {
+    await db.end();
   }
 }
