@@ -74,7 +74,8 @@ export async function startTestServer(options: { persistent?: boolean; withAuth?
  */
 export function hubPerTest(): {
   start(options?: Parameters<typeof startTestServer>[0]): Promise<TestServer>;
-  open(token: string, options?: { clientId?: string; subscribe?: string[] }): Promise<RpcClient>;
+  /** `token` undefined: dev mode (no auth). */
+  open(token?: string, options?: { clientId?: string; subscribe?: string[] }): Promise<RpcClient>;
   track(client: RpcClient): RpcClient;
   closeClients(): Promise<void>;
   tempDir(): { dir: string; remove(): void };
@@ -98,7 +99,7 @@ export function hubPerTest(): {
     },
     async open(token, options = {}) {
       if (!server) throw new Error('hubPerTest: start a hub first');
-      const c = await RpcClient.open(server.wsUrl, { token, ...options });
+      const c = await RpcClient.open(server.wsUrl, token === undefined ? options : { token, ...options });
       clients.push(c);
       return c;
     },

@@ -18,9 +18,9 @@ import { chatReducer } from '../../shared/state/chat-reducer.js';
 import { rootReducer } from '../../shared/state/root-reducer.js';
 import { sessionReducer } from '../../shared/state/session-reducer.js';
 import { aggregateSessionStatus } from '../../shared/state/status.js';
-import { RpcClient } from '../helpers/rpc-client.js';
+import type { RpcClient } from '../helpers/rpc-client.js';
 import { replyQwen, SseClient } from '../helpers/sse.js';
-import { startTestServer, type TestServer } from '../helpers/start-server.js';
+import { hubPerTest, type TestServer } from '../helpers/start-server.js';
 import { startScriptTurn, TWO_QUESTION_REQUEST } from '../helpers/turns.js';
 import { waitFor } from '../helpers/wait-for.js';
 
@@ -55,23 +55,19 @@ function withoutHubMeta(state: Record<string, unknown>): { state: Record<string,
 }
 
 describe('AHP replicas equal the hub', () => {
+  const hubs = hubPerTest();
   let server: TestServer;
-  const clients: RpcClient[] = [];
   let closeSse: (() => unknown) | undefined;
+  // Registered after hubPerTest's, so it runs first (after-hooks run in reverse): the event
+  // stream closes before the hub stops.
   afterEach(async () => {
     await closeSse?.();
     closeSse = undefined;
-    await Promise.all(clients.splice(0).map((c) => c.close()));
-    await server.stop();
   });
-  const open = async (subscribe: string[] = []) => {
-    const c = await RpcClient.open(server.wsUrl, { subscribe });
-    clients.push(c);
-    return c;
-  };
+  const open = (subscribe: string[] = []): Promise<RpcClient> => hubs.open(undefined, { subscribe });
 
   it('root, session and chat replicas built from the envelopes (x- actions ignored) equal the hub snapshots through a realistic scenario', async () => {
-    server = await startTestServer();
+    server = await hubs.start();
     const alice = await open();
     const bob = await open();
     const { session, chat } = await alice.createSession('replica');

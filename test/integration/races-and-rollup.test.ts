@@ -3,9 +3,9 @@
  * the first tool confirmation wins when several clients race, and status rolls up from a second
  * (non-default) chat to the session and the root catalogue.
  */
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { RpcClient } from '../helpers/rpc-client.js';
-import { startTestServer, type TestServer } from '../helpers/start-server.js';
+import { beforeEach, describe, expect, it } from 'vitest';
+import type { RpcClient } from '../helpers/rpc-client.js';
+import { hubPerTest } from '../helpers/start-server.js';
 import { startScriptTurn, TWO_QUESTION_REQUEST } from '../helpers/turns.js';
 import { waitFor } from '../helpers/wait-for.js';
 
@@ -15,20 +15,11 @@ const activity = (status: number) => status % 32;
 type ToolChat = { activeTurn?: { responseParts: Array<{ toolCall?: { toolCallId: string; status: string; confirmed?: string } }> }; turns: Array<{ responseParts: Array<{ toolCall?: { toolCallId: string; status: string } }> }> };
 
 describe('over real sockets', () => {
-  let server: TestServer;
-  const clients: RpcClient[] = [];
+  const hubs = hubPerTest();
   beforeEach(async () => {
-    server = await startTestServer();
+    await hubs.start();
   });
-  afterEach(async () => {
-    await Promise.all(clients.splice(0).map((c) => c.close()));
-    await server.stop();
-  });
-  const open = async (subscribe: string[] = []) => {
-    const c = await RpcClient.open(server.wsUrl, { subscribe });
-    clients.push(c);
-    return c;
-  };
+  const open = (subscribe: string[] = []): Promise<RpcClient> => hubs.open(undefined, { subscribe });
 
   it('tool confirmation: of three clients racing (approve, deny, approve), exactly one wins and everyone sees that one', async () => {
     const owner = await open();

@@ -1,7 +1,6 @@
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { beforeEach, describe, expect, it } from 'vitest';
 import { listSessionsResultSchema, sessionAddedParamsSchema, sessionSummaryChangedParamsSchema } from '../../shared/protocol/messages.js';
-import { RpcClient } from '../helpers/rpc-client.js';
-import { startTestServer, type TestServer } from '../helpers/start-server.js';
+import { hubPerTest } from '../helpers/start-server.js';
 import { startScriptTurn, TWO_QUESTION_REQUEST } from '../helpers/turns.js';
 import { waitFor } from '../helpers/wait-for.js';
 
@@ -11,20 +10,14 @@ const INPUT_NEEDED = 24;
 const activity = (status: number) => status & 31;
 
 describe('status roll-up: chat → session → root', () => {
-  let server: TestServer;
-  const clients: RpcClient[] = [];
+  const hubs = hubPerTest();
   beforeEach(async () => {
-    server = await startTestServer();
-  });
-  afterEach(async () => {
-    await Promise.all(clients.splice(0).map((c) => c.close()));
-    await server.stop();
+    await hubs.start();
   });
 
   it('chat, session and the root summary go InputNeeded while a request is open and back after', async () => {
-    const dashboard = await RpcClient.open(server.wsUrl, { subscribe: ['ahp-root://'] });
-    const worker = await RpcClient.open(server.wsUrl);
-    clients.push(dashboard, worker);
+    const dashboard = await hubs.open(undefined, { subscribe: ['ahp-root://'] });
+    const worker = await hubs.open();
     const { session, chat } = await worker.createSession('rollup');
     await worker.subscribe(chat);
     await worker.subscribe(session);
@@ -76,9 +69,8 @@ describe('status roll-up: chat → session → root', () => {
   });
 
   it('an error in a turn shows as Error on chat, session and root', async () => {
-    const dashboard = await RpcClient.open(server.wsUrl, { subscribe: ['ahp-root://'] });
-    const worker = await RpcClient.open(server.wsUrl);
-    clients.push(dashboard, worker);
+    const dashboard = await hubs.open(undefined, { subscribe: ['ahp-root://'] });
+    const worker = await hubs.open();
     const { session, chat } = await worker.createSession();
     await worker.subscribe(chat);
     await startScriptTurn(worker, chat, [{ say: 'working' }, { fail: 'disk full' }]);
@@ -90,8 +82,7 @@ describe('status roll-up: chat → session → root', () => {
   });
 
   it('truncating the active turn removes its input-needed entries; chat, chat summary and root summary return to Idle', async () => {
-    const worker = await RpcClient.open(server.wsUrl);
-    clients.push(worker);
+    const worker = await hubs.open();
     const { session, chat } = await worker.createSession();
     await worker.subscribe(chat);
     await startScriptTurn(worker, chat, [{ ask: TWO_QUESTION_REQUEST }]);
