@@ -13,6 +13,7 @@ import { el, markdownInto, replaceChildren } from './dom.js';
 import { colorFor, displayTitle, errorInWords, newId, relativeTime, sessionIdOf, statusClass, statusLabel } from './format.js';
 import type { AppContext } from './main.js';
 import { createPartView, type PartView } from './parts.js';
+import { APPROVED_TOOLS_META, DENIED_TOOLS_META, rememberedTools } from '../shared/state/selectors.js';
 
 
 export class ChatPage {
@@ -132,8 +133,10 @@ export class ChatPage {
    * for a user (not a viewer) to clear it, so the agent asks again next time.
    */
   #renderRemembered(s: SessionState): void {
-    const list = (key: string): string[] => (Array.isArray(s._meta?.[key]) ? (s._meta![key] as unknown[]).filter((n): n is string => typeof n === 'string') : []);
-    const choices = [...list('hub/approvedTools').map((tool) => [tool, 'always allowed'] as const), ...list('hub/deniedTools').map((tool) => [tool, 'always denied'] as const)];
+    const choices = [
+      ...rememberedTools(s, APPROVED_TOOLS_META).map((tool) => [tool, 'always allowed'] as const),
+      ...rememberedTools(s, DENIED_TOOLS_META).map((tool) => [tool, 'always denied'] as const),
+    ];
     const key = JSON.stringify(choices);
     if (this.#remembered.dataset['for'] === key) return;
     this.#remembered.dataset['for'] = key;

@@ -26,7 +26,7 @@ import {
   type PendingConfirmationToolCall,
   type ToolCallState,
 } from '../../shared/protocol/state.js';
-import { findEndedTurn, findOpenInputRequest, isToolCallDecided, openInteractions, turnResponseParts } from '../../shared/state/selectors.js';
+import { APPROVED_TOOLS_META, DENIED_TOOLS_META, findEndedTurn, findOpenInputRequest, isToolCallDecided, openInteractions, rememberedTools, turnResponseParts } from '../../shared/state/selectors.js';
 import { sessionIdOf } from '../../shared/protocol/uris.js';
 import { canWrite, type Principal } from '../auth/auth.js';
 import { STREAMING_ONLY_ACTIONS, type KnownAction } from '../../shared/protocol/actions.js';
@@ -38,10 +38,6 @@ import { mapIndexedAnswers } from './answers.js';
 import type { SessionStreams, TurnEnd } from './event-stream.js';
 
 export const ASK_USER_QUESTION = 'ask_user_question';
-/** Session `_meta` key holding tool names approved with `allow_always` (see `x-session/toolApprovalRemembered`). */
-export const APPROVED_TOOLS_META = 'hub/approvedTools';
-/** Session `_meta` key holding tool names denied with `reject_always` (see `x-session/toolDenialRemembered`). */
-export const DENIED_TOOLS_META = 'hub/deniedTools';
 
 export interface Interaction {
   readonly requestId: string;
@@ -277,9 +273,9 @@ export class InteractionRegistry {
 
   /** `approval` / `denial` when exactly one list of the session names the tool, else `undefined`. */
   #remembered(session: string, toolName: string): 'approval' | 'denial' | undefined {
-    const meta = this.hub.sessionEntry(session)?.state._meta;
-    const approved = Array.isArray(meta?.[APPROVED_TOOLS_META]) && (meta[APPROVED_TOOLS_META] as unknown[]).includes(toolName);
-    const denied = Array.isArray(meta?.[DENIED_TOOLS_META]) && (meta[DENIED_TOOLS_META] as unknown[]).includes(toolName);
+    const state = this.hub.sessionEntry(session)?.state;
+    const approved = rememberedTools(state, APPROVED_TOOLS_META).includes(toolName);
+    const denied = rememberedTools(state, DENIED_TOOLS_META).includes(toolName);
     if (approved === denied) return undefined;
     return approved ? 'approval' : 'denial';
   }

@@ -14,6 +14,7 @@ import {
   type PendingMessage,
   type PendingConfirmationToolCall,
   type ResponsePart,
+  type SessionState,
   type ToolCallState,
   type Turn,
 } from '../protocol/state.js';
@@ -171,4 +172,20 @@ export function consumedUserInputs(chat: WithActiveTurn): ConsumedUserInput[] {
 /** The input id a `userMessage` response part names, if it is one and names one. */
 export function userMessagePartInputId(part: { readonly kind?: unknown }): string | undefined {
   return part.kind === USER_MESSAGE_PART ? userInputIdOf((part as { message?: unknown }).message) : undefined;
+}
+
+// ─── Remembered tool choices (session) ───────────────────────────────────────
+
+/** Session `_meta` key holding tool names approved with "always allow" (`x-session/toolApprovalRemembered`). */
+export const APPROVED_TOOLS_META = 'hub/approvedTools';
+/** Session `_meta` key holding tool names denied with "always deny" (`x-session/toolDenialRemembered`). */
+export const DENIED_TOOLS_META = 'hub/deniedTools';
+
+/** One of the two remembered-choice lists. */
+export type RememberedToolList = typeof APPROVED_TOOLS_META | typeof DENIED_TOOLS_META;
+
+/** The tool names the session remembers in `list`; entries that are not strings are ignored. */
+export function rememberedTools(session: Pick<SessionState, '_meta'> | undefined, list: RememberedToolList): string[] {
+  const names = session?._meta?.[list];
+  return Array.isArray(names) ? names.filter((name): name is string => typeof name === 'string') : [];
 }

@@ -18,6 +18,7 @@ import {
 } from '../protocol/state.js';
 import { nonEmpty, removeWhere, upsertBy, withField } from './collections.js';
 import { awaitsUser } from './status.js';
+import { APPROVED_TOOLS_META, DENIED_TOOLS_META, rememberedTools, type RememberedToolList } from './selectors.js';
 
 /** `action` is typed loosely on purpose (unknown types are legal); see `chatReducer`. */
 export function sessionReducer(state: SessionState, action: SessionAction | { readonly type: string }): SessionState {
@@ -72,30 +73,28 @@ function unreachable(_action: never, state: SessionState): SessionState {
 }
 
 /** Tool names remembered per session (per list); the oldest are forgotten beyond this. */
-const MAX_APPROVED_TOOLS = 256;
-const APPROVED_TOOLS = 'hub/approvedTools';
-const DENIED_TOOLS = 'hub/deniedTools';
+const MAX_APPROVED_TOOLS_META = 256;
 
 /**
  * Adds `toolName` to `_meta['hub/approvedTools']` and drops it from `_meta['hub/deniedTools']`
  * (the latest "always" choice wins); a no-op when it is already approved and not denied.
  */
 function toolApprovalRemembered(state: SessionState, toolName: string): SessionState {
-  return rememberTool(state, toolName, APPROVED_TOOLS, DENIED_TOOLS);
+  return rememberTool(state, toolName, APPROVED_TOOLS_META, DENIED_TOOLS_META);
 }
 
 /** The mirror of `toolApprovalRemembered`: adds to `hub/deniedTools`, drops from `hub/approvedTools`. */
 function toolDenialRemembered(state: SessionState, toolName: string): SessionState {
-  return rememberTool(state, toolName, DENIED_TOOLS, APPROVED_TOOLS);
+  return rememberTool(state, toolName, DENIED_TOOLS_META, APPROVED_TOOLS_META);
 }
 
 /** Drops `toolName` from both remembered lists (an empty list is removed). */
 function toolChoiceForgotten(state: SessionState, toolName: string): SessionState {
-  const approved = toolList(state, APPROVED_TOOLS);
-  const denied = toolList(state, DENIED_TOOLS);
+  const approved = rememberedTools(state, APPROVED_TOOLS_META);
+  const denied = rememberedTools(state, DENIED_TOOLS_META);
   if (!approved.includes(toolName) && !denied.includes(toolName)) return state;
   const meta: Record<string, unknown> = { ...state._meta };
-  for (const [key, list] of [[APPROVED_TOOLS, approved], [DENIED_TOOLS, denied]] as const) {
+  for (const [key, list] of [[APPROVED_TOOLS_META, approved], [DENIED_TOOLS_META, denied]] as const) {
     const rest = list.filter((name) => name !== toolName);
     if (rest.length > 0) meta[key] = rest;
     else delete meta[key];
@@ -103,25 +102,20 @@ function toolChoiceForgotten(state: SessionState, toolName: string): SessionStat
   return { ...state, _meta: meta };
 }
 
-function rememberTool(state: SessionState, toolName: string, addTo: string, removeFrom: string): SessionState {
-  const list = toolList(state, addTo);
-  const other = toolList(state, removeFrom);
+function rememberTool(state: SessionState, toolName: string, addTo: RememberedToolList, removeFrom: RememberedToolList): SessionState {
+  const list = rememberedTools(state, addTo);
+  const other = rememberedTools(state, removeFrom);
   const listed = list.includes(toolName);
   const inOther = other.includes(toolName);
   if (listed && !inOther) return state;
   const meta: Record<string, unknown> = { ...state._meta };
-  if (!listed) meta[addTo] = [...list, toolName].slice(-MAX_APPROVED_TOOLS);
+  if (!listed) meta[addTo] = [...list, toolName].slice(-MAX_APPROVED_TOOLS_META);
   if (inOther) {
     const rest = other.filter((name) => name !== toolName);
     if (rest.length > 0) meta[removeFrom] = rest;
     else delete meta[removeFrom];
   }
   return { ...state, _meta: meta };
-}
-
-function toolList(state: SessionState, key: string): string[] {
-  const current = state._meta?.[key];
-  return Array.isArray(current) ? current.filter((name): name is string => typeof name === 'string') : [];
 }
 
 const resourceOf = (chat: ChatSummary): string => chat.resource;

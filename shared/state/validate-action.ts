@@ -32,7 +32,7 @@ import type {
 } from '../protocol/state.js';
 import { answerProblem } from './answer-rules.js';
 import { isResumableTurn } from './chat-reducer.js';
-import { findActiveToolCall, findEndedTurn, findOpenInputRequest } from './selectors.js';
+import { APPROVED_TOOLS_META, DENIED_TOOLS_META, findActiveToolCall, findEndedTurn, findOpenInputRequest, rememberedTools, type RememberedToolList } from './selectors.js';
 
 export interface ClientActionContext {
   /** Kind of the channel the action was dispatched on. */
@@ -88,9 +88,8 @@ function validateSessionAction(ctx: ClientActionContext, action: SessionAction):
 
 /** Only a choice the session remembers can be forgotten (`hub/approvedTools`, `hub/deniedTools`). */
 function validateToolChoiceForgotten(ctx: ClientActionContext, toolName: string): Rejection {
-  const meta = ctx.session?._meta;
-  const listed = (key: string): boolean => Array.isArray(meta?.[key]) && (meta[key] as unknown[]).includes(toolName);
-  return listed('hub/approvedTools') || listed('hub/deniedTools') ? undefined : `no remembered always-allow or always-deny choice for tool ${toolName} in this session`;
+  const listed = (key: RememberedToolList): boolean => rememberedTools(ctx.session, key).includes(toolName);
+  return listed(APPROVED_TOOLS_META) || listed(DENIED_TOOLS_META) ? undefined : `no remembered always-allow or always-deny choice for tool ${toolName} in this session`;
 }
 
 // ─── Chat channel ────────────────────────────────────────────────────────────
