@@ -191,9 +191,8 @@ export class InteractionRegistry {
       this.#alreadyResolved(session, requestId);
       return { kind: 'notAccepted' };
     }
-    const chosen = reply.outcome.outcome === 'selected' ? offeredOption(it.options, reply.outcome.optionId) : undefined;
-    if (it.kind === 'permission' && chosen?.kind === 'allow_always') await this.#rememberToolChoice(session, it.toolName, 'approval');
-    if (it.kind === 'permission' && chosen?.kind === 'reject_always') await this.#rememberToolChoice(session, it.toolName, 'denial');
+    if (it.kind === 'permission' && canonical?.kind === 'allow_always') await this.#rememberToolChoice(session, it.toolName, 'approval');
+    if (it.kind === 'permission' && canonical?.kind === 'reject_always') await this.#rememberToolChoice(session, it.toolName, 'denial');
     return { kind: 'accepted' };
   }
 
