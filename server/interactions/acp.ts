@@ -18,7 +18,6 @@ import type { ChatInputQuestion } from '../../shared/protocol/state.js';
 
 import { JSONRPC } from '../../shared/protocol/messages.js';
 
-export { JSONRPC };
 
 export type OptionKind = 'allow_once' | 'allow_always' | 'reject_once' | 'reject_always';
 export interface PermissionOption {

@@ -20,7 +20,7 @@ import { StateLimits } from '../../shared/protocol/state.js';
 import { canWrite, type Principal } from '../auth/auth.js';
 import type { Feature, FeatureContext } from '../server.js';
 import { HttpError, readJsonBody, sendJson, type HttpContext } from '../transport/http-router.js';
-import { JSONRPC } from './acp.js';
+import { JSONRPC } from '../../shared/protocol/messages.js';
 import { openSse, SessionStreams, sseMessage, type StreamEvent, type StreamLimits, type StreamListener } from './event-stream.js';
 import { InteractionRegistry, type ReplyResult } from './registry.js';
 import { checkPermissionRequestId, isParamError, parseDataWorks, parseQwen, REPLY_ERRORS, replyErrorStatus, replyHttpError, type ParamError } from './replies.js';

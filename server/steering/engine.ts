@@ -51,7 +51,6 @@ export interface SteeringOptions {
   readonly shared?: boolean;
 }
 
-export { USER_INPUT_META, USER_MESSAGE_PART };
 
 /** The receipt state and reason the still-accepted inputs of a turn get when the turn ends. */
 const TURN_END_RECEIPTS: Readonly<Record<TurnEndReason, readonly ['closed' | 'cancelled', string]>> = {

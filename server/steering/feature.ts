@@ -24,9 +24,6 @@ import { HttpError, readJsonBody, sendJson } from '../transport/http-router.js';
 import { SteeringEngine, type SteeringOptions } from './engine.js';
 import { InputError, parseStatusQuery, parseSubmit, type InputSource } from './inputs.js';
 
-/** JSON-RPC code for an input refused as closed/rejected (409/422 over HTTP); data.code says which. */
-export const INPUT_REJECTED_RPC_CODE = ErrorCode.InputRejected;
-
 /** Maps the HTTP status of a steering refusal to the JSON-RPC error code the WebSocket answers it with. */
 export function rpcCodeForStatus(status: number): number {
   switch (status) {
@@ -39,7 +36,8 @@ export function rpcCodeForStatus(status: number): number {
     case 429:
       return ErrorCode.LimitExceeded;
     default:
-      return INPUT_REJECTED_RPC_CODE;
+      // An input refused as closed/rejected (409/422 over HTTP); data.code says which.
+      return ErrorCode.InputRejected;
   }
 }
 

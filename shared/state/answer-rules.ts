@@ -73,7 +73,7 @@ export function submitProblems(questions: readonly ChatInputQuestion[], answers:
   return problems;
 }
 
-export function requiredProblem(question: ChatInputQuestion): AnswerProblem {
+function requiredProblem(question: ChatInputQuestion): AnswerProblem {
   return problem(question, `question ${question.id} is required and has no submitted answer`, 'This question needs an answer.');
 }
 
@@ -137,9 +137,6 @@ function checkSelection(question: SingleSelectQuestion | MultiSelectQuestion, se
 }
 
 // ─── Formats ─────────────────────────────────────────────────────────────────
-
-/** The text formats the hub enforces; any other `format` is a rendering hint only. */
-export const ENFORCED_TEXT_FORMATS = ['email', 'uri', 'date', 'date-time'] as const;
 
 const EMAIL = /^[^\s@"<>(),;:]+@[^\s@"<>(),;:]+\.[^\s@"<>(),;:.]{2,}$/;
 /** A scheme (RFC 3986) followed by a non-empty rest without spaces. */
