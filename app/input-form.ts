@@ -612,7 +612,7 @@ function rangeHint(min: unknown, max: unknown, unit: string): string {
   const hi = typeof max === 'number' ? max : undefined;
   if (lo !== undefined && hi !== undefined) return `${lo}–${hi} ${unit}`;
   const numeric = unit === 'number' || unit === 'whole number';
-  if (lo !== undefined) return numeric ? `${unit === 'number' ? 'a number' : 'a whole number'}, ${lo} or more` : `at least ${lo} ${unit}`;
-  if (hi !== undefined) return numeric ? `${unit === 'number' ? 'a number' : 'a whole number'}, ${hi} or less` : `at most ${hi} ${unit}`;
-  return unit === 'number' || unit === 'whole number' ? `a ${unit}` : '';
+  if (lo !== undefined) return numeric ? `a ${unit}, ${lo} or more` : `at least ${lo} ${unit}`;
+  if (hi !== undefined) return numeric ? `a ${unit}, ${hi} or less` : `at most ${hi} ${unit}`;
+  return numeric ? `a ${unit}` : '';
 }

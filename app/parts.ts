@@ -180,7 +180,7 @@ class ToolCallView implements PartView {
     // Who approved or denied it, from which surface, and when (recorded by the hub).
     const by = answeredByOf(t['_meta']);
     if (by) {
-      const verb = tool.status === 'cancelled' ? 'Denied by' : tool.status === 'pending-result-confirmation' ? 'Approved by' : 'Approved by';
+      const verb = tool.status === 'cancelled' ? 'Denied by' : 'Approved by';
       body.push(el('div', { class: 'muted answered-by', attrs: { 'data-testid': 'answered-by' }, text: `${verb} ${answeredByText(by)}` }));
     }
     if (tool.status === 'auth-required') {
