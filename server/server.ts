@@ -18,6 +18,7 @@ import type { AgentProvider } from './agents/agent.js';
 import type { SteeringHost } from './agents/agent-runner.js';
 import { demoAgent, remoteAgent } from './agents/demo-agent.js';
 import type { Hub, HubLimits } from './hub/hub.js';
+import { DEFAULT_FANOUT_LIMITS } from './hub/fanout.js';
 import type { RateLimit, RpcRegistrar } from './hub/rpc.js';
 import type { HubPort } from './hub/hub-port.js';
 import type { Logger } from './log.js';
@@ -219,6 +220,8 @@ export async function startHubServer(config: HubServerConfig): Promise<HubServer
     routerFor: (principal) => stackOf(principal).rpc,
     logger: logger.child({ component: 'ws' }),
     maxPayloadBytes: config.maxPayloadBytes ?? 1024 * 1024,
+    // The hubs' bound on unsent data, applied to whatever else sends on a socket too.
+    maxBufferedBytes: (config.limits?.fanout ?? DEFAULT_FANOUT_LIMITS).maxBufferedBytes,
     heartbeatMs: config.heartbeatMs ?? 30_000,
     maxConnections: maxWsConnections,
     // One user may hold a tenth of the hub's connections and one tenant half, so neither can fill

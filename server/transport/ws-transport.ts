@@ -38,7 +38,7 @@ export interface WsTransportOptions {
    * Unsent bytes after which a connection that does not read is closed with 4008 instead of being
    * sent more, whatever sends it (the hub applies the same rule; this catches every other sender).
    */
-  readonly maxBufferedBytes?: number;
+  readonly maxBufferedBytes: number;
   /** Open connections one principal (tenant + user) may hold, so one token cannot take every slot. */
   readonly maxConnectionsPerPrincipal: number;
   /** Open connections one tenant may hold together. */
@@ -114,9 +114,6 @@ class WsConnection implements Connection {
   }
 }
 
-/** Same bound as the hub's fan-out (`DEFAULT_FANOUT_LIMITS.maxBufferedBytes`). */
-const DEFAULT_MAX_BUFFERED_BYTES = 4 * 1024 * 1024;
-
 export class WsTransport {
   readonly #wss: WebSocketServer;
   readonly #connections = new Set<WsConnection>();
@@ -185,7 +182,7 @@ export class WsTransport {
   }
 
   #accept(ws: WebSocket, raw: Duplex, principal: Principal, release: () => void): void {
-    const conn = new WsConnection(ws, raw, this.options.maxBufferedBytes ?? DEFAULT_MAX_BUFFERED_BYTES, this.options.onServerClose);
+    const conn = new WsConnection(ws, raw, this.options.maxBufferedBytes, this.options.onServerClose);
     this.#connections.add(conn);
     const router = this.options.routerFor(principal);
     const ctx: RpcContext = { conn, principal, state: router.newConnectionState() };
