@@ -61,6 +61,26 @@ const TURN_END_RECEIPTS: Readonly<Record<TurnEndReason, readonly ['closed' | 'ca
   other: ['closed', 'turn_ended'],
 };
 
+/** The id of the steering message an accepted input is shown as (one per input id). */
+const steeringIdOf = (inputId: string): string => `hub-input:${inputId}`;
+
+/** A fresh receipt: accepted at `at`, first revision, held in memory. */
+function acceptedReceipt(session: string, turn: TurnBook, inputId: string, ordinal: number, source: InputSource, at: string): InputReceipt {
+  return {
+    inputId,
+    sessionId: sessionIdOf(session),
+    historyEpoch: turn.historyEpoch,
+    turnId: turn.turnId,
+    ordinal,
+    revision: 1,
+    source,
+    state: 'accepted',
+    durability: 'memory',
+    acceptedAt: at,
+    updatedAt: at,
+  };
+}
+
 interface Entry {
   receipt: InputReceipt;
   readonly text: string;
@@ -243,21 +263,8 @@ export class SteeringEngine implements SteeringPort {
       throw new InputError(429, 'rejected', 'input_quota_exceeded', `at most ${this.quotaPerTurn} inputs may be added to one turn`, { quotaPerTurn: this.quotaPerTurn });
     }
     turn.accepted++;
-    const at = new Date(this.now()).toISOString();
-    const receipt: InputReceipt = {
-      inputId: request.inputId,
-      sessionId: sessionIdOf(session),
-      historyEpoch: turn.historyEpoch,
-      turnId: turn.turnId,
-      ordinal: turn.accepted,
-      revision: 1,
-      source,
-      state: 'accepted',
-      durability: 'memory',
-      acceptedAt: at,
-      updatedAt: at,
-    };
-    const entry: Entry = { receipt, text: request.text, steeringId: `hub-input:${request.inputId}` };
+    const receipt = acceptedReceipt(session, turn, request.inputId, turn.accepted, source, new Date(this.now()).toISOString());
+    const entry: Entry = { receipt, text: request.text, steeringId: steeringIdOf(request.inputId) };
     turn.entries.set(request.inputId, entry);
     this.#dispatch(turn.chat, {
       type: 'chat/steeringMessageSet',
@@ -322,7 +329,7 @@ export class SteeringEngine implements SteeringPort {
     for (const entry of this.#books.get(this.hub.chatEntry(target.chat)?.session ?? '')?.current?.entries.values() ?? []) mine.add(entry.steeringId);
     // Already consumed here (its part is in the turn) but not yet removed by the accepting process.
     const state = this.hub.chatEntry(target.chat)?.state;
-    for (const consumed of state ? consumedUserInputs(state) : []) mine.add(`hub-input:${consumed.inputId}`);
+    for (const consumed of state ? consumedUserInputs(state) : []) mine.add(steeringIdOf(consumed.inputId));
     const inputs: SteeringInput[] = [];
     const pending: Array<Promise<unknown>> = [];
     const waiting = (state ? acceptedUserInputs(state) : [])
@@ -447,23 +454,11 @@ export class SteeringEngine implements SteeringPort {
     const turn = book.current;
     const { inputId, ordinal, historyEpoch, turnId, source, acceptedAt } = meta;
     if (!turn || turn.chat !== chat || turn.turnId !== turnId || turn.historyEpoch !== historyEpoch) return;
-    if (typeof inputId !== 'string' || inputId.length > MAX_INPUT_ID_LENGTH || message.id !== `hub-input:${inputId}` || turn.entries.has(inputId)) return;
+    if (typeof inputId !== 'string' || inputId.length > MAX_INPUT_ID_LENGTH || message.id !== steeringIdOf(inputId) || turn.entries.has(inputId)) return;
     // Every process enforces the same quota, so an entry beyond it cannot be one of the hub's.
     if (!Number.isSafeInteger(ordinal) || (ordinal as number) < 1 || (ordinal as number) > this.quotaPerTurn || turn.entries.size >= this.quotaPerTurn) return;
     const at = typeof acceptedAt === 'string' ? acceptedAt : new Date(this.now()).toISOString();
-    const receipt: InputReceipt = {
-      inputId,
-      sessionId: sessionIdOf(session),
-      historyEpoch: turn.historyEpoch,
-      turnId: turn.turnId,
-      ordinal: ordinal as number,
-      revision: 1,
-      source: (source === 'ws' ? 'ws' : 'http') as InputSource,
-      state: 'accepted',
-      durability: 'memory',
-      acceptedAt: at,
-      updatedAt: at,
-    };
+    const receipt = acceptedReceipt(session, turn, inputId, ordinal as number, source === 'ws' ? 'ws' : 'http', at);
     turn.entries.set(inputId, { receipt, text: message.message.text, steeringId: message.id });
     turn.accepted = Math.max(turn.accepted, ordinal as number);
   }
@@ -501,7 +496,7 @@ export class SteeringEngine implements SteeringPort {
     }
     for (const { inputId, message } of consumedUserInputs(state)) {
       if (turn.entries.has(inputId)) continue;
-      this.#foldAccepted(turn.chat, { id: `hub-input:${inputId}`, message: message as { text?: unknown; _meta?: Record<string, unknown> } | undefined });
+      this.#foldAccepted(turn.chat, { id: steeringIdOf(inputId), message: message as { text?: unknown; _meta?: Record<string, unknown> } | undefined });
       const entry = turn.entries.get(inputId);
       if (entry) this.#transition(entry, 'consumed', undefined);
     }
