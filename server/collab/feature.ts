@@ -41,6 +41,11 @@ function roomKey(channel: string, doc: string): string {
   return `${channel}\u0000${doc}`;
 }
 
+/** One question's drafts in flight: its room and question id. */
+function draftKey(room: { readonly channel: string; readonly requestId: string }, questionId: string): string {
+  return `${roomKey(room.channel, room.requestId)}\u0000${questionId}`;
+}
+
 /** The open input request `requestId` of a chat (undefined when the chat is gone). */
 function openRequest(chat: ChatState | undefined, requestId: string): ChatInputRequest | undefined {
   return chat && findOpenInputRequest(chat, requestId)?.request;
@@ -283,7 +288,7 @@ export class CollabEngine {
   }
 
   #takeInFlight(room: CollabRoom, questionId: string, value: string): boolean {
-    const key = `${roomKey(room.channel, room.requestId)}\u0000${questionId}`;
+    const key = draftKey(room, questionId);
     const values = this.#inFlight.get(key);
     const at = values?.indexOf(value) ?? -1;
     if (!values || at < 0) return false;
@@ -334,7 +339,7 @@ export class CollabEngine {
       const action: WireAction = { type: 'chat/inputAnswerChanged', requestId: room.requestId, questionId };
       if (value !== '') action['answer'] = { state: 'draft', value: { kind: 'text', value } };
       this.#mirroring = true;
-      const key = `${roomKey(room.channel, room.requestId)}\u0000${questionId}`;
+      const key = draftKey(room, questionId);
       const inFlight = this.#inFlight.get(key) ?? [];
       inFlight.push(value);
       this.#inFlight.set(key, inFlight);
