@@ -109,12 +109,17 @@ export function openFileLimit(limitsText?: string): number | undefined {
 /** Descriptors one tenant's SQLite log keeps open: the database, its WAL and shared memory, the head marker. */
 export const FILES_PER_SQLITE_TENANT = 4;
 
+/** Descriptors kept back from the connection caps for everything else (files, the listening socket). */
+const RESERVED_FILES = 64;
+/** Neither connection cap goes below this. */
+const MIN_CONNECTIONS = 16;
+
 /**
- * The least `ulimit -n` a hub can serve with: the logs' held files, the reserve of 64, and room for
- * 16 WebSocket and 16 HTTP connections. Below it the hub would fail opening some tenant's log.
+ * The least `ulimit -n` a hub can serve with: the logs' held files, the reserve, and room for the
+ * least WebSocket and HTTP connections. Below it the hub would fail opening some tenant's log.
  */
 export function minimumOpenFiles(heldFiles: number): number {
-  return heldFiles + 64 + 32;
+  return heldFiles + RESERVED_FILES + 2 * MIN_CONNECTIONS;
 }
 
 export interface ConnectionCaps {
@@ -128,14 +133,14 @@ export interface ConnectionCaps {
  * Caps that fit in the file descriptors the process may open. A cap above `ulimit -n` never
  * engages: the kernel refuses the socket first, the newest connections are the ones dropped, and
  * a flood of half-open requests starves `/healthz`. So a quarter of the descriptors (at most 1,000)
- * go to plain HTTP, the rest but a reserve of 64 (files, listening socket) and `heldFiles` (what
+ * go to plain HTTP, the rest but `RESERVED_FILES` and `heldFiles` (what
  * the logs keep open: `FILES_PER_SQLITE_TENANT` per tenant) to WebSockets.
  */
 export function connectionCapsFor(fileLimit: number | undefined, heldFiles = 0): ConnectionCaps {
   const defaults = { maxConnections: 10_000, maxHttpConnections: 1_000 };
   if (fileLimit === undefined) return defaults;
-  const usable = Math.max(64, fileLimit - 64 - heldFiles);
-  const maxHttpConnections = Math.min(defaults.maxHttpConnections, Math.max(16, Math.floor(usable / 4)));
-  const maxConnections = Math.min(defaults.maxConnections, Math.max(16, usable - maxHttpConnections));
+  const usable = Math.max(RESERVED_FILES, fileLimit - RESERVED_FILES - heldFiles);
+  const maxHttpConnections = Math.min(defaults.maxHttpConnections, Math.max(MIN_CONNECTIONS, Math.floor(usable / 4)));
+  const maxConnections = Math.min(defaults.maxConnections, Math.max(MIN_CONNECTIONS, usable - maxHttpConnections));
   return { maxConnections, maxHttpConnections };
 }
