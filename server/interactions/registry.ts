@@ -35,6 +35,7 @@ import type { Logger } from '../log.js';
 import { errorFields } from '../log.js';
 import { acpToolKind, acpUpdatesFor, hubNotify, qwenNotify, qwenQuestion, rawInputOf, sessionUpdate, type PermissionOption, type PermissionOutcome } from './acp.js';
 import { mapIndexedAnswers } from './answers.js';
+import { permissionOutcome } from '../agents/acp/mapping.js';
 import type { SessionStreams, TurnEnd } from './event-stream.js';
 
 export const ASK_USER_QUESTION = 'ask_user_question';
@@ -540,13 +541,10 @@ function deriveOutcome(it: Interaction, state: ChatState): PermissionOutcome {
   for (const p of parts) if (isPartOfKind(p, 'toolCall') && p.toolCall.toolCallId === it.toolCallId) tool = p.toolCall;
   if (!tool || !isToolCallDecided(tool)) return { outcome: 'cancelled' };
   const selected = 'selectedOption' in tool ? (tool.selectedOption as ConfirmationOption | undefined) : undefined;
-  if (selected && it.ahpOptions.has(selected.id)) return { outcome: 'selected', optionId: selected.id };
-  if (tool.status === 'cancelled') return tool.reason === 'denied' ? { outcome: 'selected', optionId: rejectOnce } : { outcome: 'cancelled' };
-  if ('confirmed' in tool && tool.confirmed === 'setting') {
-    const always = it.options.find((o) => o.kind === 'allow_always');
-    if (always) return { outcome: 'selected', optionId: always.optionId };
-  }
-  return { outcome: 'selected', optionId: allowOnce };
+  // Only the tool's own options count as selected (`toolOptions` gives each its id unchanged and
+  // always adds allow_once, allow_always, reject_once and reject_always, so a fallback exists).
+  const selectedOption = selected && it.ahpOptions.has(selected.id) ? selected : undefined;
+  return permissionOutcome(it.options, { ...(tool as Parameters<typeof permissionOutcome>[1]), selectedOption });
 }
 
 /**

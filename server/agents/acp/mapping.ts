@@ -104,12 +104,17 @@ export function confirmationOptions(options: readonly acp.PermissionOption[]): C
   }));
 }
 
-/** What an AHP tool decision means for the agent's permission request. */
+/**
+ * What an AHP tool decision means for an ACP permission request with these options: the selected
+ * option when it is one of them; a denial picks a reject option, any other cancellation is
+ * `cancelled`; an approval picks allow_always when confirmed by a setting, else allow_once.
+ * Used for the hub's hosted ACP agents and for the interactions registry's ACP/Qwen surfaces.
+ */
 export function permissionOutcome(
-  options: readonly acp.PermissionOption[],
+  options: readonly Pick<acp.PermissionOption, 'optionId' | 'kind'>[],
   decided: { status: string; selectedOption?: { id: string } | undefined; confirmed?: string; reason?: string },
 ): acp.RequestPermissionOutcome {
-  const byKind = (...kinds: acp.PermissionOptionKind[]): acp.PermissionOption | undefined => {
+  const byKind = (...kinds: acp.PermissionOptionKind[]): Pick<acp.PermissionOption, 'optionId' | 'kind'> | undefined => {
     for (const k of kinds) {
       const o = options.find((x) => x.kind === k);
       if (o) return o;
