@@ -25,6 +25,7 @@ import { findEndedTurn, openInteractions } from '../../shared/state/selectors.js
 import type { WireAction } from '../../shared/protocol/messages.js';
 import type { ChatInputAnswer, ChatInputQuestion, ChatInputRequest, PendingConfirmationToolCall } from '../../shared/protocol/state.js';
 import { acpToolKind, acpUpdatesFor, rawInputOf } from '../../server/interactions/acp.js';
+import { acpOptionKind } from '../../server/agents/acp/mapping.js';
 import { STEERING_EXTENSION as HOSTED_STEERING_EXTENSION } from '../../server/agents/acp/steering-relay.js';
 
 /** The seed-003 mid-turn input extension (the same names the hub uses towards hosted agents), advertised in `agentCapabilities._meta`. */
@@ -293,11 +294,8 @@ export async function startAcpBridge(options: BridgeOptions): Promise<Bridge> {
 
 /** ACP options for a pending AHP tool: the tool's own options (an ACP agent's kinds kept), else allow / reject. */
 function permissionOptions(tool: PendingConfirmationToolCall): Array<acp.PermissionOption & { ahpId?: string }> {
-  const own = (tool.options ?? []).map((o) => {
-    const relayed = (o as { _meta?: Record<string, unknown> })._meta?.['acp/optionKind'];
-    const kind = (typeof relayed === 'string' ? relayed : o.kind === 'approve' ? 'allow_once' : 'reject_once') as acp.PermissionOptionKind;
-    return { optionId: o.id, name: o.label, kind, ahpId: o.id };
-  });
+  // Any relayed string kind is passed on to the editor as the agent gave it.
+  const own = (tool.options ?? []).map((o) => ({ optionId: o.id, name: o.label, kind: acpOptionKind(o, (kind) => typeof kind === 'string'), ahpId: o.id }));
   if (!own.some((o) => o.kind === 'allow_once' || o.kind === 'allow_always')) own.push({ optionId: 'hub-allow', name: 'Allow', kind: 'allow_once' } as (typeof own)[number]);
   if (!own.some((o) => o.kind === 'reject_once' || o.kind === 'reject_always')) own.push({ optionId: 'hub-reject', name: 'Reject', kind: 'reject_once' } as (typeof own)[number]);
   return own.map((o) => (o.ahpId === undefined ? { optionId: o.optionId, name: o.name, kind: o.kind } : o));

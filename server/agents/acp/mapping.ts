@@ -94,6 +94,22 @@ export function planMarkdown(plan: acp.Plan): string {
 /** Key under which an AHP confirmation option keeps the agent's own ACP option kind. */
 export const ACP_OPTION_KIND = 'acp/optionKind';
 
+const ACP_OPTION_KINDS: ReadonlySet<unknown> = new Set<acp.PermissionOptionKind>(['allow_once', 'allow_always', 'reject_once', 'reject_always']);
+
+/** Whether a value is one of ACP's four permission option kinds. */
+export function isAcpOptionKind(value: unknown): value is acp.PermissionOptionKind {
+  return ACP_OPTION_KINDS.has(value);
+}
+
+/**
+ * The ACP kind of an AHP confirmation option: the agent's own kind when one was relayed in
+ * `_meta` (and `relayed` accepts it), else `allow_once` for `approve` and `reject_once` otherwise.
+ */
+export function acpOptionKind(option: ConfirmationOption, relayed: (kind: unknown) => boolean = isAcpOptionKind): acp.PermissionOptionKind {
+  const kind = (option as { _meta?: Record<string, unknown> })._meta?.[ACP_OPTION_KIND];
+  return relayed(kind) ? (kind as acp.PermissionOptionKind) : option.kind === 'approve' ? 'allow_once' : 'reject_once';
+}
+
 /** The agent's permission options as AHP confirmation options (same ids, labels; kind kept in `_meta`). */
 export function confirmationOptions(options: readonly acp.PermissionOption[]): ConfirmationOption[] {
   return options.slice(0, MAX_ITEMS).map((o) => ({
