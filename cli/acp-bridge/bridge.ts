@@ -21,6 +21,7 @@ import { AhpClient, AhpRequestError, type ChannelView, type ChatState } from '..
 import { SessionInputs, type InputSubmission, type InputTarget } from '../../shared/client/session-inputs.js';
 import { isKnownAction, type InputCompletedAction, type ToolCallConfirmedAction } from '../../shared/protocol/actions.js';
 import { ErrorCode } from '../../shared/protocol/errors.js';
+import { asSessionUri, sessionIdOf } from '../../shared/protocol/uris.js';
 import { findEndedTurn, openInteractions } from '../../shared/state/selectors.js';
 import type { WireAction } from '../../shared/protocol/messages.js';
 import type { ChatInputAnswer, ChatInputQuestion, ChatInputRequest, PendingConfirmationToolCall } from '../../shared/protocol/state.js';
@@ -50,8 +51,8 @@ type Outcome = { kind: 'answered'; by: 'editor' | 'elsewhere'; summary: string }
 
 export async function startAcpBridge(options: BridgeOptions): Promise<Bridge> {
   const log = options.log ?? (() => undefined);
-  const sessionUri = options.session.startsWith('ahp-session:/') ? options.session : `ahp-session:/${options.session}`;
-  const sessionId = sessionUri.slice('ahp-session:/'.length);
+  const sessionUri = asSessionUri(options.session);
+  const sessionId = sessionIdOf(sessionUri);
   const client = new AhpClient({
     url: options.url,
     createSocket: (u) => new WebSocket(u),

@@ -18,7 +18,7 @@
  * hub's: `Authorization: Bearer <token>`, same tenancy; `/health` is public.
  */
 import { ProtocolError, ErrorCode } from '../../shared/protocol/errors.js';
-import { SESSION_SCHEME, sessionIdOf, sessionUri } from '../../shared/protocol/uris.js';
+import { asSessionUri, sessionIdOf, sessionUri } from '../../shared/protocol/uris.js';
 import { canWrite, type Principal } from '../auth/auth.js';
 import { SERVER_INFO } from '../hub/ahp-methods.js';
 import type { Feature, FeatureContext } from '../server.js';
@@ -79,7 +79,7 @@ export function createQwenServeFeature(options: QwenServeOptions = {}): Feature 
       const logs = new Map<string, QwenSessionLog>();
 
       const visible = (principal: Principal, rawId: string): string | undefined => {
-        const uri = rawId.startsWith(SESSION_SCHEME) ? rawId : sessionUri(rawId);
+        const uri = asSessionUri(rawId);
         return ctx.hub.visibleSession(principal, uri) ? uri : undefined;
       };
       const requireSession = (principal: Principal, rawId: string): string => {
