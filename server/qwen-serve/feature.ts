@@ -276,10 +276,7 @@ export function createQwenServeFeature(options: QwenServeOptions = {}): Feature 
       ctx.http.add('POST', '/session/{sessionId}/cancel', async (_req, res, hc) => {
         const session = requireSession(hc.principal, hc.params['sessionId']!);
         requireWriter(hc.principal, 'cancel');
-        const log = logs.get(session);
-        for (const queued of log?.queue.splice(0) ?? []) {
-          log!.publish('turn_complete', { sessionId: log!.sessionId, promptId: queued.promptId, stopReason: 'cancelled' }, queued.promptId);
-        }
+        logs.get(session)?.cancelQueued();
         const chat = ctx.hub.defaultChatOf(session);
         const turn = chat ? ctx.hub.chatEntry(chat)?.state.activeTurn : undefined;
         if (chat && turn) {
