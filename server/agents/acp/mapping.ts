@@ -10,9 +10,10 @@ import type {
   ConfirmationOption,
   ToolContent,
 } from '../../../shared/protocol/state.js';
+import { StateLimits } from '../../../shared/protocol/state.js';
 
 /** Longest text the hub keeps from one agent value (the AHP text limit). */
-export const MAX_TEXT = 100_000;
+export const MAX_TEXT: number = StateLimits.text;
 /** Most questions / options / content blocks / locations taken from one agent value. */
 export const MAX_ITEMS = 50;
 
