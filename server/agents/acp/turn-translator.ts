@@ -165,6 +165,7 @@ export class TurnTranslator {
     return meta;
   }
 
+  /** The tracked tool with this id; a new one is started (`chat/toolCallStart`) while the budget allows. */
   #startTool(update: acp.ToolCallUpdate & { title?: string | null }): TrackedTool | undefined {
     const existing = this.#tools.get(update.toolCallId);
     if (existing) return existing;
@@ -205,7 +206,7 @@ export class TurnTranslator {
   }
 
   #toolCallUpdate(update: acp.ToolCallUpdate): void {
-    const tool = this.#tools.get(update.toolCallId) ?? this.#startTool(update);
+    const tool = this.#startTool(update);
     if (!tool) return;
     this.#merge(tool, update);
     this.#advance(tool, update);
@@ -249,7 +250,7 @@ export class TurnTranslator {
    */
   async requestPermission(params: acp.RequestPermissionRequest): Promise<acp.RequestPermissionOutcome> {
     if (this.ctx.signal.aborted) return { outcome: 'cancelled' };
-    const tool = this.#tools.get(params.toolCall.toolCallId) ?? this.#startTool({ ...params.toolCall, title: params.toolCall.title ?? params.toolCall.toolCallId });
+    const tool = this.#startTool({ ...params.toolCall, title: params.toolCall.title ?? params.toolCall.toolCallId });
     if (!tool) return { outcome: 'cancelled' };
     this.#merge(tool, params.toolCall);
     if (tool.status !== 'streaming') {
