@@ -235,7 +235,7 @@ export class TurnTranslator {
       const content = toolContent(update.content);
       const result: Record<string, unknown> = { success: status === 'completed', pastTenseMessage: tool.title };
       if (content.length > 0) result['content'] = content;
-      if (status === 'failed') result['error'] = { message: clip(firstText(content) ?? `${tool.title} failed`) };
+      if (status === 'failed') result['error'] = { message: firstText(content) ?? `${tool.title} failed` };
       this.#dispatch({ type: 'chat/toolCallComplete', turnId, toolCallId: tool.id, result, _meta: meta });
       tool.status = 'done';
     } else if (update.content && update.content.length > 0) {
@@ -374,6 +374,7 @@ export class TurnTranslator {
   }
 }
 
+/** The first non-empty text, cut at MAX_TEXT. */
 function firstText(content: ReadonlyArray<{ type: string; text?: unknown }>): string | undefined {
   for (const c of content) if (typeof c.text === 'string' && c.text.length > 0) return c.text.slice(0, MAX_TEXT);
   return undefined;
