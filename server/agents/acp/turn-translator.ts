@@ -319,7 +319,8 @@ export class TurnTranslator {
     } catch {
       return { action: 'cancel' };
     } finally {
-      for (const [k, v] of this.#urlElicitations) if (v === id) this.#urlElicitations.delete(k);
+      // Only this request's entry: an agent reusing the elicitation id has replaced it with its own.
+      if (elicitationId !== undefined && this.#urlElicitations.get(elicitationId) === id) this.#urlElicitations.delete(elicitationId);
     }
   }
 
