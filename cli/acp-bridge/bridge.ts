@@ -27,6 +27,7 @@ import type { WireAction } from '../../shared/protocol/messages.js';
 import type { ChatInputAnswer, ChatInputQuestion, ChatInputRequest, PendingConfirmationToolCall } from '../../shared/protocol/state.js';
 import { acpToolKind, acpUpdatesFor, rawInputOf } from '../../server/interactions/acp.js';
 import { acpOptionKind } from '../../server/agents/acp/mapping.js';
+import { turnEndReasonOf } from '../../server/hub/hub-port.js';
 import { STEERING_EXTENSION as HOSTED_STEERING_EXTENSION } from '../../server/agents/acp/steering-relay.js';
 
 /** The seed-003 mid-turn input extension (the same names the hub uses towards hosted agents), advertised in `agentCapabilities._meta`. */
@@ -170,7 +171,7 @@ export async function startAcpBridge(options: BridgeOptions): Promise<Bridge> {
     const known = isKnownAction(action) ? action : undefined;
     for (const update of acpUpdatesFor(known)) notify(update);
     if (known?.type === 'chat/toolCallConfirmed' || known?.type === 'chat/inputCompleted') settleAnswered(known);
-    if (action.type === 'chat/turnComplete' || action.type === 'chat/turnCancelled' || action.type === 'chat/error' || action.type === 'chat/truncated') withdrawAll('the turn ended');
+    if (turnEndReasonOf(action.type) !== 'other') withdrawAll('the turn ended');
     askOpenInteractions();
     for (const check of [...turnWaiters]) check();
   });
