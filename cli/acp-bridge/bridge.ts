@@ -50,6 +50,14 @@ export interface Bridge {
 
 type Outcome = { kind: 'answered'; by: 'editor' | 'elsewhere'; summary: string };
 
+/**
+ * The actions after which an interaction can be open that was not before: a tool awaiting
+ * confirmation (`toolCallReady`, or a part appended already blocking) and an input request (new,
+ * appended as a part, or left unanswered in a turn that `turnResume` brings back). Only after these
+ * are the turn's parts scanned again (not after every streamed delta).
+ */
+const MAY_OPEN_INTERACTION: ReadonlySet<string> = new Set(['chat/toolCallReady', 'chat/inputRequested', 'chat/responsePart', 'chat/turnResume']);
+
 export async function startAcpBridge(options: BridgeOptions): Promise<Bridge> {
   const log = options.log ?? (() => undefined);
   const sessionUri = asSessionUri(options.session);
@@ -172,7 +180,7 @@ export async function startAcpBridge(options: BridgeOptions): Promise<Bridge> {
     for (const update of acpUpdatesFor(known)) notify(update);
     if (known?.type === 'chat/toolCallConfirmed' || known?.type === 'chat/inputCompleted') settleAnswered(known);
     if (turnEndReasonOf(action.type) !== 'other') withdrawAll('the turn ended');
-    askOpenInteractions();
+    if (MAY_OPEN_INTERACTION.has(action.type)) askOpenInteractions();
     for (const check of [...turnWaiters]) check();
   });
 
