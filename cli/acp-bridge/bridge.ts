@@ -22,7 +22,7 @@ import { SessionInputs, type InputSubmission, type InputTarget } from '../../sha
 import { isKnownAction, type InputCompletedAction, type ToolCallConfirmedAction } from '../../shared/protocol/actions.js';
 import { ErrorCode } from '../../shared/protocol/errors.js';
 import { asSessionUri, sessionIdOf } from '../../shared/protocol/uris.js';
-import { findEndedTurn, openInteractions } from '../../shared/state/selectors.js';
+import { findEndedTurn, openInteractions, turnDuration } from '../../shared/state/selectors.js';
 import type { WireAction } from '../../shared/protocol/messages.js';
 import type { ChatInputAnswer, ChatInputQuestion, ChatInputRequest, PendingConfirmationToolCall } from '../../shared/protocol/state.js';
 import { acpToolKind, acpUpdatesFor, rawInputOf } from '../../server/interactions/acp.js';
@@ -126,8 +126,7 @@ export async function startAcpBridge(options: BridgeOptions): Promise<Bridge> {
       if (params.sessionId !== sessionId) return;
       const active = view.confirmed.activeTurn;
       if (!active) return;
-      const duration = Math.max(0, Date.now() - Date.parse(active.startedAt));
-      await view.dispatch({ type: 'chat/turnCancelled', turnId: active.id, duration });
+      await view.dispatch({ type: 'chat/turnCancelled', turnId: active.id, duration: turnDuration(active.startedAt, Date.now()) });
     })
     .onRequest(STEERING_EXTENSION.capabilities, (p: unknown) => p as { sessionId: string }, async ({ params }) => {
       checkSession(params.sessionId);

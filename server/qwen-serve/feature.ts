@@ -19,6 +19,7 @@
  */
 import { ProtocolError, ErrorCode } from '../../shared/protocol/errors.js';
 import { asSessionUri, sessionIdOf, sessionUri } from '../../shared/protocol/uris.js';
+import { turnDuration } from '../../shared/state/selectors.js';
 import { canWrite, type Principal } from '../auth/auth.js';
 import { SERVER_INFO } from '../hub/ahp-methods.js';
 import type { Feature, FeatureContext } from '../server.js';
@@ -280,9 +281,8 @@ export function createQwenServeFeature(options: QwenServeOptions = {}): Feature 
         const chat = ctx.hub.defaultChatOf(session);
         const turn = chat ? ctx.hub.chatEntry(chat)?.state.activeTurn : undefined;
         if (chat && turn) {
-          const duration = Math.max(0, ctx.now() - Date.parse(turn.startedAt));
           // A turn that ended meanwhile is not an error: there is nothing left to cancel.
-          await ctx.hub.submitAs(hc.principal, chat, { type: 'chat/turnCancelled', turnId: turn.id, duration: Number.isFinite(duration) ? duration : 0 });
+          await ctx.hub.submitAs(hc.principal, chat, { type: 'chat/turnCancelled', turnId: turn.id, duration: turnDuration(turn.startedAt, ctx.now()) });
         }
         res.writeHead(204).end();
       });
