@@ -77,8 +77,7 @@ export class QwenSessionLog {
   framesAfter(lastEventId: number, epoch: string | undefined): QwenFrame[] | undefined {
     if (epoch !== undefined && epoch !== this.epoch) return undefined;
     if (lastEventId > this.headId) return undefined;
-    const oldest = this.#buffer[0]?.id ?? this.#nextId;
-    if (lastEventId < oldest - 1) return undefined;
+    if (lastEventId < this.earliestAvailableId - 1) return undefined;
     return this.#buffer.filter((f) => f.id !== undefined && f.id > lastEventId);
   }
 
