@@ -15,7 +15,7 @@ import { StateLimits } from '../../../shared/protocol/state.js';
 /** Longest text the hub keeps from one agent value (the AHP text limit). */
 export const MAX_TEXT: number = StateLimits.text;
 /** Most questions / options / content blocks / locations taken from one agent value. */
-export const MAX_ITEMS = 50;
+const MAX_ITEMS = 50;
 
 export function clip(text: string, max = MAX_TEXT): string {
   return text.length <= max ? text : `${text.slice(0, max - 1)}…`;
@@ -57,7 +57,7 @@ export function toolContent(content: readonly acp.ToolCallContent[] | null | und
   return out;
 }
 
-export function renderDiff(diff: { path: string; oldText: string | null; newText: string }): string {
+function renderDiff(diff: { path: string; oldText: string | null; newText: string }): string {
   const lines = ['```diff', `--- ${diff.oldText === null ? '/dev/null' : diff.path}`, `+++ ${diff.path}`];
   if (diff.oldText) for (const l of diff.oldText.split('\n')) lines.push(`-${l}`);
   for (const l of diff.newText.split('\n')) lines.push(`+${l}`);

@@ -38,7 +38,7 @@ import {
 } from './mapping.js';
 
 /** What one turn may make the hub hold: response parts and streamed characters. */
-export const TURN_LIMITS = { parts: 2_000, chars: 5_000_000 } as const;
+const TURN_LIMITS = { parts: 2_000, chars: 5_000_000 } as const;
 
 type LocalToolStatus = 'streaming' | 'pending-confirmation' | 'running' | 'done';
 
