@@ -2,6 +2,8 @@
  * Command-line parsing for `ahp-hub-cli run` (headless mode). Pure: returns options or throws a
  * UsageError whose message is printed as is (exit code 2).
  */
+import { asSessionUri, SESSION_SCHEME } from '../shared/protocol/uris.js';
+
 export class UsageError extends Error {
   constructor(message: string) {
     super(message);
@@ -82,8 +84,8 @@ export function parseArgs(argv: readonly string[], env: Readonly<Record<string, 
   if (!/^wss?:\/\//.test(url)) throw new UsageError(`--url must be a ws:// or wss:// URL (got ${JSON.stringify(url)})`);
   const rawSession = values.get('--session');
   if (!rawSession) throw new UsageError('--session <id> is required');
-  const session = rawSession.startsWith('ahp-session:/') ? rawSession : `ahp-session:/${rawSession}`;
-  if (session.length <= 'ahp-session:/'.length) throw new UsageError('--session must not be empty');
+  const session = asSessionUri(rawSession);
+  if (session.length <= SESSION_SCHEME.length) throw new UsageError('--session must not be empty');
   const token = values.get('--token') ?? env['AHP_TOKEN'];
   return { command: 'run', url, session, prompt, token: token || undefined, outputFormat, inputFormat };
 }

@@ -21,10 +21,13 @@ import { AhpClient, AhpRequestError, type ChannelView, type ChatState } from '..
 import { SessionInputs, type InputSubmission, type InputTarget } from '../../shared/client/session-inputs.js';
 import { isKnownAction, type InputCompletedAction, type ToolCallConfirmedAction } from '../../shared/protocol/actions.js';
 import { ErrorCode } from '../../shared/protocol/errors.js';
-import { findEndedTurn, openInteractions } from '../../shared/state/selectors.js';
+import { asSessionUri, sessionIdOf } from '../../shared/protocol/uris.js';
+import { findEndedTurn, openInteractions, turnDuration } from '../../shared/state/selectors.js';
 import type { WireAction } from '../../shared/protocol/messages.js';
 import type { ChatInputAnswer, ChatInputQuestion, ChatInputRequest, PendingConfirmationToolCall } from '../../shared/protocol/state.js';
 import { acpToolKind, acpUpdatesFor, rawInputOf } from '../../server/interactions/acp.js';
+import { acpOptionKind } from '../../server/agents/acp/mapping.js';
+import { turnEndReasonOf } from '../../server/hub/hub-port.js';
 import { STEERING_EXTENSION as HOSTED_STEERING_EXTENSION } from '../../server/agents/acp/steering-relay.js';
 
 /** The seed-003 mid-turn input extension (the same names the hub uses towards hosted agents), advertised in `agentCapabilities._meta`. */
@@ -47,10 +50,18 @@ export interface Bridge {
 
 type Outcome = { kind: 'answered'; by: 'editor' | 'elsewhere'; summary: string };
 
+/**
+ * The actions after which an interaction can be open that was not before: a tool awaiting
+ * confirmation (`toolCallReady`, or a part appended already blocking) and an input request (new,
+ * appended as a part, or left unanswered in a turn that `turnResume` brings back). Only after these
+ * are the turn's parts scanned again (not after every streamed delta).
+ */
+const MAY_OPEN_INTERACTION: ReadonlySet<string> = new Set(['chat/toolCallReady', 'chat/inputRequested', 'chat/responsePart', 'chat/turnResume']);
+
 export async function startAcpBridge(options: BridgeOptions): Promise<Bridge> {
   const log = options.log ?? (() => undefined);
-  const sessionUri = options.session.startsWith('ahp-session:/') ? options.session : `ahp-session:/${options.session}`;
-  const sessionId = sessionUri.slice('ahp-session:/'.length);
+  const sessionUri = asSessionUri(options.session);
+  const sessionId = sessionIdOf(sessionUri);
   const client = new AhpClient({
     url: options.url,
     createSocket: (u) => new WebSocket(u),
@@ -115,8 +126,7 @@ export async function startAcpBridge(options: BridgeOptions): Promise<Bridge> {
       if (params.sessionId !== sessionId) return;
       const active = view.confirmed.activeTurn;
       if (!active) return;
-      const duration = Math.max(0, Date.now() - Date.parse(active.startedAt));
-      await view.dispatch({ type: 'chat/turnCancelled', turnId: active.id, duration });
+      await view.dispatch({ type: 'chat/turnCancelled', turnId: active.id, duration: turnDuration(active.startedAt, Date.now()) });
     })
     .onRequest(STEERING_EXTENSION.capabilities, (p: unknown) => p as { sessionId: string }, async ({ params }) => {
       checkSession(params.sessionId);
@@ -168,8 +178,8 @@ export async function startAcpBridge(options: BridgeOptions): Promise<Bridge> {
     const known = isKnownAction(action) ? action : undefined;
     for (const update of acpUpdatesFor(known)) notify(update);
     if (known?.type === 'chat/toolCallConfirmed' || known?.type === 'chat/inputCompleted') settleAnswered(known);
-    if (action.type === 'chat/turnComplete' || action.type === 'chat/turnCancelled' || action.type === 'chat/error' || action.type === 'chat/truncated') withdrawAll('the turn ended');
-    askOpenInteractions();
+    if (turnEndReasonOf(action.type) !== 'other') withdrawAll('the turn ended');
+    if (MAY_OPEN_INTERACTION.has(action.type)) askOpenInteractions();
     for (const check of [...turnWaiters]) check();
   });
 
@@ -293,11 +303,8 @@ export async function startAcpBridge(options: BridgeOptions): Promise<Bridge> {
 
 /** ACP options for a pending AHP tool: the tool's own options (an ACP agent's kinds kept), else allow / reject. */
 function permissionOptions(tool: PendingConfirmationToolCall): Array<acp.PermissionOption & { ahpId?: string }> {
-  const own = (tool.options ?? []).map((o) => {
-    const relayed = (o as { _meta?: Record<string, unknown> })._meta?.['acp/optionKind'];
-    const kind = (typeof relayed === 'string' ? relayed : o.kind === 'approve' ? 'allow_once' : 'reject_once') as acp.PermissionOptionKind;
-    return { optionId: o.id, name: o.label, kind, ahpId: o.id };
-  });
+  // Any relayed string kind is passed on to the editor as the agent gave it.
+  const own = (tool.options ?? []).map((o) => ({ optionId: o.id, name: o.label, kind: acpOptionKind(o, (kind) => typeof kind === 'string'), ahpId: o.id }));
   if (!own.some((o) => o.kind === 'allow_once' || o.kind === 'allow_always')) own.push({ optionId: 'hub-allow', name: 'Allow', kind: 'allow_once' } as (typeof own)[number]);
   if (!own.some((o) => o.kind === 'reject_once' || o.kind === 'reject_always')) own.push({ optionId: 'hub-reject', name: 'Reject', kind: 'reject_once' } as (typeof own)[number]);
   return own.map((o) => (o.ahpId === undefined ? { optionId: o.optionId, name: o.name, kind: o.kind } : o));

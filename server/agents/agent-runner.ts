@@ -91,9 +91,7 @@ export class AgentRunner implements SteeringHost {
 
   /** Why the session's agent cannot take steering input mid-turn, or undefined when it can. */
   steeringUnavailable(session: string): { code: string; message: string } | undefined {
-    const entry = this.hub.sessionEntry(session);
-    const provider = entry ? this.providers.get(entry.provider) : undefined;
-    return provider?.steeringUnavailable?.(session);
+    return this.#providerOf(session)?.steeringUnavailable?.(session);
   }
 
   start(): void {
@@ -144,9 +142,14 @@ export class AgentRunner implements SteeringHost {
     }
   }
 
+  /** The provider running the session's agent, if the session exists and its provider is installed. */
+  #providerOf(session: string): AgentProvider | undefined {
+    const entry = this.hub.sessionEntry(session);
+    return entry ? this.providers.get(entry.provider) : undefined;
+  }
+
   #maybeStart(chat: string, sessionUri: string, action: Extract<KnownAction, { type: 'chat/turnStarted' }>): void {
-    const session = this.hub.sessionEntry(sessionUri);
-    const provider = session ? this.providers.get(session.provider) : undefined;
+    const provider = this.#providerOf(sessionUri);
     if (!provider) return;
     const turnId = action.turnId;
     const existing = this.#runs.get(chat);

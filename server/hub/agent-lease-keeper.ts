@@ -9,6 +9,7 @@
  * nothing more). The claimer ends every turn still active in those sessions with `chat/error`
  * (`errorType: "hubNodeLost"`), through the normal write path.
  */
+import { turnDuration } from '../../shared/state/selectors.js';
 import type { Logger } from '../log.js';
 import { errorFields } from '../log.js';
 import type { AgentLeaseStore } from '../storage/postgres-agent-leases.js';
@@ -62,12 +63,11 @@ export class AgentLeaseKeeper {
     for (const chat of this.#hub.sessionEntry(session)?.chats ?? []) {
       const turn = this.#hub.chatEntry(chat)?.state.activeTurn;
       if (!turn) continue;
-      const duration = Math.max(0, this.#now() - Date.parse(turn.startedAt));
       try {
         await this.#hub.dispatchServer(chat, {
           type: 'chat/error',
           turnId: turn.id,
-          duration: Number.isFinite(duration) ? duration : 0,
+          duration: turnDuration(turn.startedAt, this.#now()),
           error: { errorType: 'hubNodeLost', message: 'The hub process running this turn stopped; the turn was ended.' },
         });
         this.#logger.info('ended a turn whose hub process stopped', { session, chat, turnId: turn.id });

@@ -16,6 +16,7 @@
  */
 import type { ErrorAction } from '../../shared/protocol/actions.js';
 import { initialRootState } from '../../shared/protocol/state.js';
+import { turnDuration } from '../../shared/state/selectors.js';
 import type { AgentInfo } from '../agents/agent.js';
 import type { ActionLog } from '../storage/action-log.js';
 import { CATALOG_CHANNEL, HubState, type CatalogImage } from './catalog.js';
@@ -76,13 +77,12 @@ export function interruptedTurnEnds(state: HubState, now: () => number): Array<{
   for (const chat of state.chats.values()) {
     const turn = chat.state.activeTurn;
     if (!turn) continue;
-    const duration = Math.max(0, now() - Date.parse(turn.startedAt));
     ends.push({
       chat: chat.uri,
       action: {
         type: 'chat/error',
         turnId: turn.id,
-        duration: Number.isFinite(duration) ? duration : 0,
+        duration: turnDuration(turn.startedAt, now()),
         error: { errorType: 'hubRestarted', message: 'The hub restarted while this turn was running; the turn was ended.' },
       },
     });

@@ -15,7 +15,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { ErrorCode } from '../../shared/protocol/errors.js';
 import type { SubmitOutcome } from '../hub/hub-port.js';
-import { SESSION_SCHEME, sessionUri } from '../../shared/protocol/uris.js';
+import { asSessionUri } from '../../shared/protocol/uris.js';
 import { StateLimits } from '../../shared/protocol/state.js';
 import { canWrite, type Principal } from '../auth/auth.js';
 import type { Feature, FeatureContext } from '../server.js';
@@ -55,7 +55,7 @@ export function createInteractionsFeature(options: InteractionsOptions = {}): Fe
 
       /** The session URI for a `{sessionId}` the principal may see, else undefined. */
       const visibleSession = (principal: Principal, raw: string): string | undefined => {
-        const uri = sessionUriOf(raw);
+        const uri = asSessionUri(raw);
         return ctx.hub.visibleSession(principal, uri) ? uri : undefined;
       };
 
@@ -178,7 +178,7 @@ export function createInteractionsFeature(options: InteractionsOptions = {}): Fe
         const { id, parsed } = parseDataWorks(body);
         if (!repliesEnabled) return fail(id, { errorCode: 'DAEMON_PERMISSION_UNAVAILABLE', message: 'permission replies are not enabled on this hub' });
         if (isParamError(parsed)) return fail(id, parsed);
-        const result = await registry.reply(hc.principal, sessionUriOf(parsed.sessionId), parsed.permissionRequestId, parsed.reply, 'HTTP reply');
+        const result = await registry.reply(hc.principal, asSessionUri(parsed.sessionId), parsed.permissionRequestId, parsed.reply, 'HTTP reply');
         if (result.kind === 'error') return fail(id, { errorCode: result.code, message: result.message });
         respond(200, id, { Result: { Accepted: result.kind === 'accepted' } });
       });
@@ -191,7 +191,7 @@ export function createInteractionsFeature(options: InteractionsOptions = {}): Fe
         if (badId) throw qwenError(badId);
         const reply = parseQwen(body);
         if (isParamError(reply)) throw qwenError(reply);
-        const result: ReplyResult = await registry.reply(hc.principal, sessionUriOf(hc.params['sessionId']!), hc.params['requestId']!, reply, 'Qwen route');
+        const result: ReplyResult = await registry.reply(hc.principal, asSessionUri(hc.params['sessionId']!), hc.params['requestId']!, reply, 'Qwen route');
         if (result.kind === 'accepted') return sendJson(res, 200, { accepted: true });
         if (result.kind === 'notAccepted') {
           throw new HttpError(404, 'permission_request_not_found', 'no pending permission request with that id in that session (unknown, already resolved, expired, or no such session)');
@@ -218,10 +218,6 @@ export function createInteractionsFeature(options: InteractionsOptions = {}): Fe
 }
 
 export const interactionsFeature: Feature = createInteractionsFeature();
-
-function sessionUriOf(raw: string): string {
-  return raw.startsWith(SESSION_SCHEME) ? raw : sessionUri(raw);
-}
 
 /** Qwen-style HTTP error; this route also names the upper-case `errorCode` (DataWorks' spelling). */
 function qwenError(e: ParamError): HttpError {

@@ -35,6 +35,7 @@ import type { Logger } from '../log.js';
 import { errorFields } from '../log.js';
 import { acpToolKind, acpUpdatesFor, hubNotify, qwenNotify, qwenQuestion, rawInputOf, sessionUpdate, type PermissionOption, type PermissionOutcome } from './acp.js';
 import { mapIndexedAnswers } from './answers.js';
+import { acpOptionKind, permissionOutcome } from '../agents/acp/mapping.js';
 import type { SessionStreams, TurnEnd } from './event-stream.js';
 
 export const ASK_USER_QUESTION = 'ask_user_question';
@@ -491,8 +492,6 @@ export class InteractionRegistry {
   }
 }
 
-const ACP_KINDS = new Set(['allow_once', 'allow_always', 'reject_once', 'reject_always']);
-
 /**
  * ACP options for a tool. AHP options (`approve`/`deny`) keep their ids and labels and map to
  * `allow_once` / `reject_once`; `allow_always` and `reject_always` (and `allow_once` / `reject_once`
@@ -503,9 +502,7 @@ export function toolOptions(ahp: readonly ConfirmationOption[] | undefined): { o
   const ahpOptions = new Map<string, string>();
   for (const o of ahp ?? []) {
     // An option relayed from an ACP agent keeps the agent's own kind (allow_always…).
-    const acpKind = (o as { _meta?: Record<string, unknown> })._meta?.['acp/optionKind'];
-    const kind = ACP_KINDS.has(acpKind as string) ? (acpKind as PermissionOption['kind']) : o.kind === 'approve' ? 'allow_once' : 'reject_once';
-    options.push({ optionId: o.id, name: o.label, kind });
+    options.push({ optionId: o.id, name: o.label, kind: acpOptionKind(o) });
     ahpOptions.set(o.id, o.id);
   }
   const taken = new Set(options.map((o) => o.optionId));
@@ -539,13 +536,10 @@ function deriveOutcome(it: Interaction, state: ChatState): PermissionOutcome {
   for (const p of parts) if (isPartOfKind(p, 'toolCall') && p.toolCall.toolCallId === it.toolCallId) tool = p.toolCall;
   if (!tool || !isToolCallDecided(tool)) return { outcome: 'cancelled' };
   const selected = 'selectedOption' in tool ? (tool.selectedOption as ConfirmationOption | undefined) : undefined;
-  if (selected && it.ahpOptions.has(selected.id)) return { outcome: 'selected', optionId: selected.id };
-  if (tool.status === 'cancelled') return tool.reason === 'denied' ? { outcome: 'selected', optionId: rejectOnce } : { outcome: 'cancelled' };
-  if ('confirmed' in tool && tool.confirmed === 'setting') {
-    const always = it.options.find((o) => o.kind === 'allow_always');
-    if (always) return { outcome: 'selected', optionId: always.optionId };
-  }
-  return { outcome: 'selected', optionId: allowOnce };
+  // Only the tool's own options count as selected (`toolOptions` gives each its id unchanged and
+  // always adds allow_once, allow_always, reject_once and reject_always, so a fallback exists).
+  const selectedOption = selected && it.ahpOptions.has(selected.id) ? selected : undefined;
+  return permissionOutcome(it.options, { ...(tool as Parameters<typeof permissionOutcome>[1]), selectedOption });
 }
 
 /**

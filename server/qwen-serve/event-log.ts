@@ -77,8 +77,7 @@ export class QwenSessionLog {
   framesAfter(lastEventId: number, epoch: string | undefined): QwenFrame[] | undefined {
     if (epoch !== undefined && epoch !== this.epoch) return undefined;
     if (lastEventId > this.headId) return undefined;
-    const oldest = this.#buffer[0]?.id ?? this.#nextId;
-    if (lastEventId < oldest - 1) return undefined;
+    if (lastEventId < this.earliestAvailableId - 1) return undefined;
     return this.#buffer.filter((f) => f.id !== undefined && f.id > lastEventId);
   }
 
@@ -102,12 +101,17 @@ export class QwenSessionLog {
     for (const l of [...this.#listeners]) l(frame);
   }
 
-  /** The session is gone: queued prompts end as cancelled, `session_closed` goes out, listeners end. */
-  close(reason: string): void {
-    if (this.closed) return;
+  /** Queued prompts that will not run now end, each with a cancelled `turn_complete`. */
+  cancelQueued(): void {
     for (const queued of this.queue.splice(0)) {
       this.publish('turn_complete', { sessionId: this.sessionId, promptId: queued.promptId, stopReason: 'cancelled' }, queued.promptId);
     }
+  }
+
+  /** The session is gone: queued prompts end as cancelled, `session_closed` goes out, listeners end. */
+  close(reason: string): void {
+    if (this.closed) return;
+    this.cancelQueued();
     this.publish('session_closed', { sessionId: this.sessionId, reason });
     this.closed = true;
     this.onClosed?.();

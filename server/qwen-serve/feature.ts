@@ -18,7 +18,8 @@
  * hub's: `Authorization: Bearer <token>`, same tenancy; `/health` is public.
  */
 import { ProtocolError, ErrorCode } from '../../shared/protocol/errors.js';
-import { SESSION_SCHEME, sessionIdOf, sessionUri } from '../../shared/protocol/uris.js';
+import { asSessionUri, sessionIdOf, sessionUri } from '../../shared/protocol/uris.js';
+import { turnDuration } from '../../shared/state/selectors.js';
 import { canWrite, type Principal } from '../auth/auth.js';
 import { SERVER_INFO } from '../hub/ahp-methods.js';
 import type { Feature, FeatureContext } from '../server.js';
@@ -79,7 +80,7 @@ export function createQwenServeFeature(options: QwenServeOptions = {}): Feature 
       const logs = new Map<string, QwenSessionLog>();
 
       const visible = (principal: Principal, rawId: string): string | undefined => {
-        const uri = rawId.startsWith(SESSION_SCHEME) ? rawId : sessionUri(rawId);
+        const uri = asSessionUri(rawId);
         return ctx.hub.visibleSession(principal, uri) ? uri : undefined;
       };
       const requireSession = (principal: Principal, rawId: string): string => {
@@ -276,16 +277,12 @@ export function createQwenServeFeature(options: QwenServeOptions = {}): Feature 
       ctx.http.add('POST', '/session/{sessionId}/cancel', async (_req, res, hc) => {
         const session = requireSession(hc.principal, hc.params['sessionId']!);
         requireWriter(hc.principal, 'cancel');
-        const log = logs.get(session);
-        for (const queued of log?.queue.splice(0) ?? []) {
-          log!.publish('turn_complete', { sessionId: log!.sessionId, promptId: queued.promptId, stopReason: 'cancelled' }, queued.promptId);
-        }
+        logs.get(session)?.cancelQueued();
         const chat = ctx.hub.defaultChatOf(session);
         const turn = chat ? ctx.hub.chatEntry(chat)?.state.activeTurn : undefined;
         if (chat && turn) {
-          const duration = Math.max(0, ctx.now() - Date.parse(turn.startedAt));
           // A turn that ended meanwhile is not an error: there is nothing left to cancel.
-          await ctx.hub.submitAs(hc.principal, chat, { type: 'chat/turnCancelled', turnId: turn.id, duration: Number.isFinite(duration) ? duration : 0 });
+          await ctx.hub.submitAs(hc.principal, chat, { type: 'chat/turnCancelled', turnId: turn.id, duration: turnDuration(turn.startedAt, ctx.now()) });
         }
         res.writeHead(204).end();
       });

@@ -29,6 +29,11 @@ export function chatUri(id: string): string {
   return CHAT_SCHEME + id;
 }
 
+/** A session URI from either its id (the path part, as HTTP routes and CLI flags take it) or the full URI. */
+export function asSessionUri(idOrUri: string): string {
+  return idOrUri.startsWith(SESSION_SCHEME) ? idOrUri : sessionUri(idOrUri);
+}
+
 /** The path part of `ahp-session:/<id>`, used as `{sessionId}` in HTTP routes. */
 export function sessionIdOf(uri: string): string {
   return uri.startsWith(SESSION_SCHEME) ? uri.slice(SESSION_SCHEME.length) : uri;

@@ -113,6 +113,15 @@ export function turnResponseParts(chat: WithTurns, turnId: string): readonly Res
   return findTurn(chat, turnId)?.responseParts ?? [];
 }
 
+/**
+ * How long a turn started at `startedAt` has run by `now` (epoch milliseconds): never negative,
+ * and 0 when `startedAt` does not parse (the duration a turn-ending action must carry).
+ */
+export function turnDuration(startedAt: string, now: number): number {
+  const duration = Math.max(0, now - Date.parse(startedAt));
+  return Number.isFinite(duration) ? duration : 0;
+}
+
 // ─── Steering inputs ─────────────────────────────────────────────────────────
 
 /**

@@ -13,7 +13,7 @@ import { z } from 'zod';
 const RESERVED = new Set(['demo', 'remote']);
 const PROVIDER_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
 
-export const acpAgentConfigSchema = z
+const acpAgentConfigSchema = z
   .object({
     kind: z.literal('acp'),
     command: z.string().min(1).max(4096),
@@ -30,7 +30,7 @@ export const acpAgentConfigSchema = z
   .strict();
 export type AcpAgentConfig = z.infer<typeof acpAgentConfigSchema>;
 
-export const agentsFileSchema = z
+const agentsFileSchema = z
   .object({
     agents: z
       .record(z.string(), acpAgentConfigSchema)

@@ -10,11 +10,12 @@ import type {
   ConfirmationOption,
   ToolContent,
 } from '../../../shared/protocol/state.js';
+import { StateLimits } from '../../../shared/protocol/state.js';
 
 /** Longest text the hub keeps from one agent value (the AHP text limit). */
-export const MAX_TEXT = 100_000;
+export const MAX_TEXT: number = StateLimits.text;
 /** Most questions / options / content blocks / locations taken from one agent value. */
-export const MAX_ITEMS = 50;
+const MAX_ITEMS = 50;
 
 export function clip(text: string, max = MAX_TEXT): string {
   return text.length <= max ? text : `${text.slice(0, max - 1)}…`;
@@ -56,7 +57,7 @@ export function toolContent(content: readonly acp.ToolCallContent[] | null | und
   return out;
 }
 
-export function renderDiff(diff: { path: string; oldText: string | null; newText: string }): string {
+function renderDiff(diff: { path: string; oldText: string | null; newText: string }): string {
   const lines = ['```diff', `--- ${diff.oldText === null ? '/dev/null' : diff.path}`, `+++ ${diff.path}`];
   if (diff.oldText) for (const l of diff.oldText.split('\n')) lines.push(`-${l}`);
   for (const l of diff.newText.split('\n')) lines.push(`+${l}`);
@@ -94,6 +95,22 @@ export function planMarkdown(plan: acp.Plan): string {
 /** Key under which an AHP confirmation option keeps the agent's own ACP option kind. */
 export const ACP_OPTION_KIND = 'acp/optionKind';
 
+const ACP_OPTION_KINDS: ReadonlySet<unknown> = new Set<acp.PermissionOptionKind>(['allow_once', 'allow_always', 'reject_once', 'reject_always']);
+
+/** Whether a value is one of ACP's four permission option kinds. */
+export function isAcpOptionKind(value: unknown): value is acp.PermissionOptionKind {
+  return ACP_OPTION_KINDS.has(value);
+}
+
+/**
+ * The ACP kind of an AHP confirmation option: the agent's own kind when one was relayed in
+ * `_meta` (and `relayed` accepts it), else `allow_once` for `approve` and `reject_once` otherwise.
+ */
+export function acpOptionKind(option: ConfirmationOption, relayed: (kind: unknown) => boolean = isAcpOptionKind): acp.PermissionOptionKind {
+  const kind = (option as { _meta?: Record<string, unknown> })._meta?.[ACP_OPTION_KIND];
+  return relayed(kind) ? (kind as acp.PermissionOptionKind) : option.kind === 'approve' ? 'allow_once' : 'reject_once';
+}
+
 /** The agent's permission options as AHP confirmation options (same ids, labels; kind kept in `_meta`). */
 export function confirmationOptions(options: readonly acp.PermissionOption[]): ConfirmationOption[] {
   return options.slice(0, MAX_ITEMS).map((o) => ({
@@ -104,12 +121,17 @@ export function confirmationOptions(options: readonly acp.PermissionOption[]): C
   }));
 }
 
-/** What an AHP tool decision means for the agent's permission request. */
+/**
+ * What an AHP tool decision means for an ACP permission request with these options: the selected
+ * option when it is one of them; a denial picks a reject option, any other cancellation is
+ * `cancelled`; an approval picks allow_always when confirmed by a setting, else allow_once.
+ * Used for the hub's hosted ACP agents and for the interactions registry's ACP/Qwen surfaces.
+ */
 export function permissionOutcome(
-  options: readonly acp.PermissionOption[],
+  options: readonly Pick<acp.PermissionOption, 'optionId' | 'kind'>[],
   decided: { status: string; selectedOption?: { id: string } | undefined; confirmed?: string; reason?: string },
 ): acp.RequestPermissionOutcome {
-  const byKind = (...kinds: acp.PermissionOptionKind[]): acp.PermissionOption | undefined => {
+  const byKind = (...kinds: acp.PermissionOptionKind[]): Pick<acp.PermissionOption, 'optionId' | 'kind'> | undefined => {
     for (const k of kinds) {
       const o = options.find((x) => x.kind === k);
       if (o) return o;

@@ -38,7 +38,7 @@ import {
 } from './mapping.js';
 
 /** What one turn may make the hub hold: response parts and streamed characters. */
-export const TURN_LIMITS = { parts: 2_000, chars: 5_000_000 } as const;
+const TURN_LIMITS = { parts: 2_000, chars: 5_000_000 } as const;
 
 type LocalToolStatus = 'streaming' | 'pending-confirmation' | 'running' | 'done';
 
@@ -165,6 +165,7 @@ export class TurnTranslator {
     return meta;
   }
 
+  /** The tracked tool with this id; a new one is started (`chat/toolCallStart`) while the budget allows. */
   #startTool(update: acp.ToolCallUpdate & { title?: string | null }): TrackedTool | undefined {
     const existing = this.#tools.get(update.toolCallId);
     if (existing) return existing;
@@ -205,7 +206,7 @@ export class TurnTranslator {
   }
 
   #toolCallUpdate(update: acp.ToolCallUpdate): void {
-    const tool = this.#tools.get(update.toolCallId) ?? this.#startTool(update);
+    const tool = this.#startTool(update);
     if (!tool) return;
     this.#merge(tool, update);
     this.#advance(tool, update);
@@ -234,7 +235,7 @@ export class TurnTranslator {
       const content = toolContent(update.content);
       const result: Record<string, unknown> = { success: status === 'completed', pastTenseMessage: tool.title };
       if (content.length > 0) result['content'] = content;
-      if (status === 'failed') result['error'] = { message: clip(firstText(content) ?? `${tool.title} failed`) };
+      if (status === 'failed') result['error'] = { message: firstText(content) ?? `${tool.title} failed` };
       this.#dispatch({ type: 'chat/toolCallComplete', turnId, toolCallId: tool.id, result, _meta: meta });
       tool.status = 'done';
     } else if (update.content && update.content.length > 0) {
@@ -249,7 +250,7 @@ export class TurnTranslator {
    */
   async requestPermission(params: acp.RequestPermissionRequest): Promise<acp.RequestPermissionOutcome> {
     if (this.ctx.signal.aborted) return { outcome: 'cancelled' };
-    const tool = this.#tools.get(params.toolCall.toolCallId) ?? this.#startTool({ ...params.toolCall, title: params.toolCall.title ?? params.toolCall.toolCallId });
+    const tool = this.#startTool({ ...params.toolCall, title: params.toolCall.title ?? params.toolCall.toolCallId });
     if (!tool) return { outcome: 'cancelled' };
     this.#merge(tool, params.toolCall);
     if (tool.status !== 'streaming') {
@@ -318,7 +319,8 @@ export class TurnTranslator {
     } catch {
       return { action: 'cancel' };
     } finally {
-      for (const [k, v] of this.#urlElicitations) if (v === id) this.#urlElicitations.delete(k);
+      // Only this request's entry: an agent reusing the elicitation id has replaced it with its own.
+      if (elicitationId !== undefined && this.#urlElicitations.get(elicitationId) === id) this.#urlElicitations.delete(elicitationId);
     }
   }
 
@@ -373,6 +375,7 @@ export class TurnTranslator {
   }
 }
 
+/** The first non-empty text, cut at MAX_TEXT. */
 function firstText(content: ReadonlyArray<{ type: string; text?: unknown }>): string | undefined {
   for (const c of content) if (typeof c.text === 'string' && c.text.length > 0) return c.text.slice(0, MAX_TEXT);
   return undefined;
