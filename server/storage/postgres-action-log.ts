@@ -23,7 +23,6 @@ import type { AppendResult, LogRecord, LogSnapshot, SharedActionLog, WriteTurn }
 import {
   SNAPSHOTS_KEPT,
   decodeConsecutiveRecords,
-  decodeRecord,
   decodeSnapshot,
   encodeAppendBatch,
   encodeSnapshotData,
@@ -145,12 +144,7 @@ export class PostgresActionLog implements SharedActionLog {
     this.#assertOpen();
     requireSeqArgument('afterSeq', afterSeq);
     requireLimitArgument(limit);
-    const result = await this.#pool.query<RecordRow>(
-      'SELECT seq, channel, action, origin FROM ahp_records WHERE partition = $1 AND seq > $2 ORDER BY seq LIMIT $3',
-      [this.#name, afterSeq, limit === Number.POSITIVE_INFINITY ? null : limit],
-    );
-    const rows: RawRecordRow[] = result.rows.map((row) => ({ ...row, seq: Number(row.seq) }));
-    return decodeConsecutiveRecords(rows, this.#where);
+    return this.#selectAfter(this.#pool, afterSeq, limit);
   }
 
   async oldestSeq(): Promise<number> {
@@ -239,18 +233,13 @@ export class PostgresActionLog implements SharedActionLog {
     try {
       await client.query('BEGIN');
       head = await this.#lockHead(client);
-      const rows = await client.query<RecordRow>(
-        'SELECT seq, channel, action, origin FROM ahp_records WHERE partition = $1 AND seq > $2 ORDER BY seq',
-        [this.#name, afterSeq],
-      );
-      missed = rows.rows.map((row) => decodeRecord({ ...row, seq: Number(row.seq) }));
-      const expected = Math.max(0, head - afterSeq);
-      const contiguous = missed.every((r, i) => r.serverSeq === afterSeq + 1 + i);
-      if (afterSeq > head || missed.length !== expected || !contiguous) {
-        throw new Error(
-          `cannot catch up from ${afterSeq} to head ${head}: ` +
-            (afterSeq > head ? 'the caller is ahead of the log' : 'records were compacted away; reload from the newest snapshot'),
-        );
+      if (afterSeq > head) throw new Error(`cannot catch up from ${afterSeq} to head ${head}: the caller is ahead of the log`);
+      // Caught up (the usual case): no query while the head lock is held. No record lies above
+      // the head, since #insertBatch inserts and moves the head in one transaction under this lock.
+      missed = afterSeq === head ? [] : await this.#selectAfter(client, afterSeq, Number.POSITIVE_INFINITY);
+      // #selectAfter reports a gap among the rows; a missing start or end means compaction.
+      if (missed.length !== head - afterSeq || (missed.length > 0 && missed[0]?.serverSeq !== afterSeq + 1)) {
+        throw new Error(`cannot catch up from ${afterSeq} to head ${head}: records were compacted away; reload from the newest snapshot`);
       }
     } catch (error) {
       await finish('ROLLBACK').catch(() => undefined);
@@ -299,6 +288,16 @@ export class PostgresActionLog implements SharedActionLog {
     if (this.#closed) return;
     this.#closed = true;
     for (const remove of [...this.#subscriptions]) remove();
+  }
+
+  /** This partition's records after `afterSeq` in order, at most `limit`; a gap among them is corruption. */
+  async #selectAfter(queryable: pg.Pool | pg.PoolClient, afterSeq: number, limit: number): Promise<LogRecord[]> {
+    const result = await queryable.query<RecordRow>(
+      'SELECT seq, channel, action, origin FROM ahp_records WHERE partition = $1 AND seq > $2 ORDER BY seq LIMIT $3',
+      [this.#name, afterSeq, limit === Number.POSITIVE_INFINITY ? null : limit],
+    );
+    const rows: RawRecordRow[] = result.rows.map((row) => ({ ...row, seq: Number(row.seq) }));
+    return decodeConsecutiveRecords(rows, this.#where);
   }
 
   /** Locks this partition's head row for the transaction and returns the head. */
