@@ -114,29 +114,19 @@ export class PostgresActionLog implements SharedActionLog {
   async append(expectedHead: number, records: readonly LogRecord[]): Promise<AppendResult> {
     this.#assertOpen();
     const rows = encodeAppendBatch(expectedHead, records);
-    const client = await this.#pool.connect();
-    let released = false;
     try {
-      await client.query('BEGIN');
-      const head = await this.#lockHead(client);
-      if (head !== expectedHead) {
-        await client.query('ROLLBACK');
-        return { ok: false, head };
-      }
-      await this.#insertBatch(client, expectedHead, rows);
-      await client.query('COMMIT');
-      return { ok: true, head: expectedHead + rows.length };
+      // A lost race writes nothing: ROLLBACK, which (unlike COMMIT) does not wait for a WAL flush.
+      return await this.#transaction(
+        async (client): Promise<AppendResult> => {
+          const head = await this.#lockHead(client);
+          if (head !== expectedHead) return { ok: false, head };
+          await this.#insertBatch(client, expectedHead, rows);
+          return { ok: true, head: expectedHead + rows.length };
+        },
+        (result) => result.ok,
+      );
     } catch (error) {
-      // A failed ROLLBACK means the connection is broken: discard it rather than reuse it.
-      try {
-        await client.query('ROLLBACK');
-      } catch {
-        client.release(true);
-        released = true;
-      }
       throw new Error(`action log: append at ${expectedHead} to ${this.#where} failed: ${errorMessage(error)}`, { cause: error });
-    } finally {
-      if (!released) client.release();
     }
   }
 
@@ -323,14 +313,20 @@ export class PostgresActionLog implements SharedActionLog {
     await client.query('SELECT pg_advisory_xact_lock($1::int, hashtext($2))', [SNAPSHOT_LOCK_CLASS, this.#name]);
   }
 
-  async #transaction(body: (client: pg.PoolClient) => Promise<void>): Promise<void> {
+  /**
+   * Runs `body` in a transaction on a pooled connection and returns its result: COMMIT, unless
+   * `commit(result)` says to ROLLBACK; ROLLBACK if anything throws.
+   */
+  async #transaction<T>(body: (client: pg.PoolClient) => Promise<T>, commit: (result: T) => boolean = () => true): Promise<T> {
     const client = await this.#pool.connect();
     let broken = false;
     try {
       await client.query('BEGIN');
-      await body(client);
-      await client.query('COMMIT');
+      const result = await body(client);
+      await client.query(commit(result) ? 'COMMIT' : 'ROLLBACK');
+      return result;
     } catch (error) {
+      // A failed ROLLBACK means the connection is broken: discard it rather than reuse it.
       try {
         await client.query('ROLLBACK');
       } catch {
