@@ -69,10 +69,11 @@ class Rpc {
 
   constructor(readonly ws: WebSocket) {
     ws.on('message', (raw: Buffer) => {
-      if (raw.length > ACTION_PREFIX.length && raw.compare(ACTION_PREFIX, 0, ACTION_PREFIX.length, 0, ACTION_PREFIX.length) === 0) this.actionFrames++;
+      const isAction = raw.length > ACTION_PREFIX.length && raw.compare(ACTION_PREFIX, 0, ACTION_PREFIX.length, 0, ACTION_PREFIX.length) === 0;
+      if (isAction) this.actionFrames++;
       // Echoes of our own deltas (and, when subscribed, everyone's envelopes) are not inspected
       // unless they carry a rejection: the producer thread must stay cheap.
-      if (raw.length > ACTION_PREFIX.length && raw.compare(ACTION_PREFIX, 0, ACTION_PREFIX.length, 0, ACTION_PREFIX.length) === 0 && raw.indexOf(REJECTION) < 0 && !this.watchActions) return;
+      if (isAction && raw.indexOf(REJECTION) < 0 && !this.watchActions) return;
       const msg = JSON.parse(raw.toString('utf8')) as Record<string, unknown> & { id?: number; error?: { message: string } };
       const p = typeof msg.id === 'number' ? this.#pending.get(msg.id) : undefined;
       if (!p) return this.onOther(msg);
