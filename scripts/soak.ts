@@ -19,7 +19,7 @@
  * Prints one line per phase and a summary; exits non-zero if any action was lost or the hub died.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { request as httpRequest } from 'node:http';
 import { connect, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -27,7 +27,7 @@ import { join } from 'node:path';
 import { randomUUID } from 'node:crypto';
 import WebSocket from 'ws';
 import { SqliteActionLog } from '../server/storage/sqlite-action-log.js';
-import { cpuSeconds, machineBusySeconds } from '../bench/proc.js';
+import { cpuSeconds, machineBusySeconds, rssMiB } from '../bench/proc.js';
 import { tenantLogFile } from '../server/storage/tenant-logs.js';
 import { DEV_PRINCIPAL } from '../server/auth/auth.js';
 import { prng } from './prng.js';
@@ -103,11 +103,6 @@ async function startHub(args: string[], openFileLimit?: number): Promise<HubChil
     void exited.then((code) => reject(new Error(`hub exited with ${code}: ${err}`)));
   });
   return { child, port: Number(new URL(url).port), url, wsUrl: url.replace('http://', 'ws://') + '/ahp', exited, stderr: () => err };
-}
-
-function rssMiB(pid: number): number {
-  const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
-  return m ? Number(m[1]) / 1024 : NaN;
 }
 
 async function healthzMs(url: string, timeoutMs = 5_000): Promise<number> {
@@ -458,7 +453,7 @@ async function slowConsumers(o: Options): Promise<SlowFigures> {
     (c.ws as unknown as { _socket: Socket })._socket.pause();
     slow.push(c);
   }
-  const rssBefore = rssMiB(hub.child.pid!);
+  const rssBefore = rssMiB(hub.child.pid!).rss;
   let peak = rssBefore;
   // Large title changes make the backlog grow fast: ~16 KB per envelope.
   const filler = 'x'.repeat(16 * 1024);
@@ -474,7 +469,7 @@ async function slowConsumers(o: Options): Promise<SlowFigures> {
     produced += 39;
     messages += 40;
     await producer.request('ping', { channel: 'ahp-root://' });
-    peak = Math.max(peak, rssMiB(hub.child.pid!));
+    peak = Math.max(peak, rssMiB(hub.child.pid!).rss);
   }
   // The closes reach our paused sockets only when they read again.
   for (const c of slow) (c.ws as unknown as { _socket: Socket })._socket.resume();
