@@ -20,6 +20,7 @@ import * as Y from 'yjs';
 import { HocuspocusProvider, HocuspocusProviderWebsocket } from '@hocuspocus/provider';
 import { encodeEnvelope } from '../server/hub/fanout.js';
 import { stampedText } from './clock.js';
+import { openSocket } from './open-socket.js';
 
 export interface ProducerStats {
   sent: number;
@@ -44,15 +45,6 @@ const HUB_MSGS_PER_CONNECTION = 400;
 /** How long one producer connection sends before the next takes over. */
 const LANE_SLICE_MS = 100;
 const PART_ID = 'md-1';
-
-function openSocket(url: string): Promise<WebSocket> {
-  return new Promise((resolve, reject) => {
-    const ws = new WebSocket(url, { perMessageDeflate: false });
-    ws.once('open', () => resolve(ws));
-    ws.once('error', reject);
-    ws.once('unexpected-response', (_req, res) => reject(new Error(`HTTP ${res.statusCode}`)));
-  });
-}
 
 /** A minimal JSON-RPC peer: requests with ids, notifications, and a hook for everything else. */
 const ACTION_PREFIX = Buffer.from('{"jsonrpc":"2.0","method":"action","params":');

@@ -27,6 +27,7 @@ import { join } from 'node:path';
 import { randomUUID } from 'node:crypto';
 import WebSocket from 'ws';
 import { SqliteActionLog } from '../server/storage/sqlite-action-log.js';
+import { openSocket } from '../bench/open-socket.js';
 import { cpuSeconds, machineBusySeconds, rssMiB } from '../bench/proc.js';
 import { tenantLogFile } from '../server/storage/tenant-logs.js';
 import { DEV_PRINCIPAL } from '../server/auth/auth.js';
@@ -143,13 +144,7 @@ class Client {
   }
 
   static async open(wsUrl: string, token?: string): Promise<Client> {
-    const ws = new WebSocket(token ? `${wsUrl}?token=${token}` : wsUrl);
-    await new Promise<void>((resolve, reject) => {
-      ws.once('open', () => resolve());
-      ws.once('error', reject);
-      ws.once('unexpected-response', (_req, res) => reject(new Error(`HTTP ${res.statusCode}`)));
-    });
-    const client = new Client(ws);
+    const client = new Client(await openSocket(wsUrl, token));
     await client.request('initialize', { channel: 'ahp-root://', protocolVersions: ['1.0.0'], clientId: client.clientId });
     return client;
   }
@@ -358,7 +353,7 @@ async function fuzz(o: Options, random: () => number): Promise<FuzzFigures> {
         while (done < quota) {
           let ws: WebSocket;
           try {
-            ws = await openRaw(hub.wsUrl);
+            ws = await openSocket(hub.wsUrl);
           } catch {
             continue;
           }
@@ -417,15 +412,6 @@ async function fuzz(o: Options, random: () => number): Promise<FuzzFigures> {
   await hub.exited;
   rmSync(data, { recursive: true, force: true });
   return { frames: sent, seconds, closes, healthzWorstMs: worst, healthFailures, longestFailureRun: worstRun, hubCpuPercent: (100 * hubCpu) / seconds, otherCpuPercent: (100 * otherCpu) / seconds, canaryOk, hubExit: hub.child.exitCode };
-}
-
-function openRaw(url: string): Promise<WebSocket> {
-  return new Promise((resolve, reject) => {
-    const ws = new WebSocket(url);
-    ws.once('open', () => resolve(ws));
-    ws.once('error', reject);
-    ws.once('unexpected-response', () => reject(new Error('refused')));
-  });
 }
 
 // ─── Phase 3: slow consumers ──────────────────────────────────────────────────
@@ -527,7 +513,7 @@ async function floods(o: Options): Promise<FloodFigures> {
     const first = await healthzEventually(hub.port, 10_000);
     worst = Math.max(worst, first ?? Infinity);
     for (let batch = 0; batch < attempts; batch += 100) {
-      const results = await Promise.allSettled(Array.from({ length: Math.min(100, attempts - batch) }, () => openRawWithToken(hub.wsUrl, tokens.viewer)));
+      const results = await Promise.allSettled(Array.from({ length: Math.min(100, attempts - batch) }, () => openSocket(hub.wsUrl, tokens.viewer)));
       for (const r of results) {
         if (r.status === 'fulfilled') open.push(r.value);
         else if (/429/.test(String(r.reason))) refused429++;
@@ -572,15 +558,6 @@ async function healthzEventually(port: number, deadlineMs: number): Promise<numb
     await new Promise((r) => setTimeout(r, 50));
   }
   return undefined;
-}
-
-function openRawWithToken(url: string, token: string): Promise<WebSocket> {
-  return new Promise((resolve, reject) => {
-    const ws = new WebSocket(`${url}?token=${token}`);
-    ws.once('open', () => resolve(ws));
-    ws.once('error', reject);
-    ws.once('unexpected-response', (_req, res) => reject(new Error(`HTTP ${res.statusCode}`)));
-  });
 }
 
 // ─── Main ─────────────────────────────────────────────────────────────────────
