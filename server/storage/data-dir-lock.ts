@@ -8,6 +8,7 @@
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
+import { errorMessage } from '../log.js';
 
 export interface DataDirLock {
   readonly file: string;
@@ -32,7 +33,7 @@ export function lockDataDir(dataDir: string): DataDirLock {
   } catch (err) {
     db.close();
     if ((err as { code?: string }).code === 'SQLITE_BUSY') throw new DataDirLockedError(dataDir);
-    throw new Error(`cannot lock data directory ${dataDir}: ${(err as Error).message}`, { cause: err });
+    throw new Error(`cannot lock data directory ${dataDir}: ${errorMessage(err)}`, { cause: err });
   }
   let released = false;
   return {
