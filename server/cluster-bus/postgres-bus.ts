@@ -10,7 +10,7 @@ import { randomUUID } from 'node:crypto';
 import { ListeningConnection } from '../storage/postgres-listener.js';
 import type { BusMessage, ClusterBus } from './cluster-bus.js';
 
-export const BUS_NOTIFY_CHANNEL = 'ahp_bus';
+const BUS_NOTIFY_CHANNEL = 'ahp_bus';
 /** Below PostgreSQL's 8000-byte NOTIFY payload limit, with room to spare. */
 export const MAX_BUS_MESSAGE_BYTES = 7_900;
 

@@ -15,7 +15,7 @@ export interface DataDirLock {
   release(): void;
 }
 
-export class DataDirLockedError extends Error {
+class DataDirLockedError extends Error {
   constructor(readonly dataDir: string) {
     super(`data directory ${dataDir} is in use by another hub process (its lock file hub.lock is held); stop that process or choose another --data`);
     this.name = 'DataDirLockedError';

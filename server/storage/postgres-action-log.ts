@@ -58,7 +58,7 @@ export interface PostgresPartition {
 }
 
 /** The NOTIFY payload an append sends on `ahp_log`: which partition, and its new head. */
-export function encodeWakeUp(partition: string, head: number): string {
+function encodeWakeUp(partition: string, head: number): string {
   return JSON.stringify({ partition, head });
 }
 
