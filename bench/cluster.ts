@@ -17,6 +17,7 @@ import pg from 'pg';
 import WebSocket from 'ws';
 import { nowUs, scanString } from './clock.js';
 import { Histogram } from './histogram.js';
+import { openSocket } from './open-socket.js';
 import { cpuSeconds, spawnServer, type ServerChild } from './proc.js';
 import { HubProducer } from './producers.js';
 import { startPostgres, type RunningPostgres } from './throwaway-postgres.js';
@@ -69,11 +70,7 @@ interface Row {
 
 /** One subscriber connection: initialize, subscribe (retrying until its node knows the chat), record stamps. */
 async function subscriber(wsUrl: string, chat: string, warmStartUs: () => number, hist: Histogram, onCount: () => void): Promise<WebSocket> {
-  const ws = new WebSocket(wsUrl);
-  await new Promise<void>((resolve, reject) => {
-    ws.once('open', () => resolve());
-    ws.once('error', reject);
-  });
+  const ws = await openSocket(wsUrl);
   let id = 0;
   const pending = new Map<number, (msg: { error?: { message: string } }) => void>();
   const request = (method: string, params: unknown): Promise<{ error?: { message: string } }> =>

@@ -20,6 +20,7 @@ import * as Y from 'yjs';
 import { HocuspocusProvider, HocuspocusProviderWebsocket } from '@hocuspocus/provider';
 import { encodeEnvelope } from '../server/hub/fanout.js';
 import { stampedText } from './clock.js';
+import { openSocket } from './open-socket.js';
 
 export interface ProducerStats {
   sent: number;
@@ -45,15 +46,6 @@ const HUB_MSGS_PER_CONNECTION = 400;
 const LANE_SLICE_MS = 100;
 const PART_ID = 'md-1';
 
-function openSocket(url: string): Promise<WebSocket> {
-  return new Promise((resolve, reject) => {
-    const ws = new WebSocket(url, { perMessageDeflate: false });
-    ws.once('open', () => resolve(ws));
-    ws.once('error', reject);
-    ws.once('unexpected-response', (_req, res) => reject(new Error(`HTTP ${res.statusCode}`)));
-  });
-}
-
 /** A minimal JSON-RPC peer: requests with ids, notifications, and a hook for everything else. */
 const ACTION_PREFIX = Buffer.from('{"jsonrpc":"2.0","method":"action","params":');
 const REJECTION = Buffer.from('"rejectionReason"');
@@ -69,10 +61,11 @@ class Rpc {
 
   constructor(readonly ws: WebSocket) {
     ws.on('message', (raw: Buffer) => {
-      if (raw.length > ACTION_PREFIX.length && raw.compare(ACTION_PREFIX, 0, ACTION_PREFIX.length, 0, ACTION_PREFIX.length) === 0) this.actionFrames++;
+      const isAction = raw.length > ACTION_PREFIX.length && raw.compare(ACTION_PREFIX, 0, ACTION_PREFIX.length, 0, ACTION_PREFIX.length) === 0;
+      if (isAction) this.actionFrames++;
       // Echoes of our own deltas (and, when subscribed, everyone's envelopes) are not inspected
       // unless they carry a rejection: the producer thread must stay cheap.
-      if (raw.length > ACTION_PREFIX.length && raw.compare(ACTION_PREFIX, 0, ACTION_PREFIX.length, 0, ACTION_PREFIX.length) === 0 && raw.indexOf(REJECTION) < 0 && !this.watchActions) return;
+      if (isAction && raw.indexOf(REJECTION) < 0 && !this.watchActions) return;
       const msg = JSON.parse(raw.toString('utf8')) as Record<string, unknown> & { id?: number; error?: { message: string } };
       const p = typeof msg.id === 'number' ? this.#pending.get(msg.id) : undefined;
       if (!p) return this.onOther(msg);

@@ -19,7 +19,7 @@
  * Prints one line per phase and a summary; exits non-zero if any action was lost or the hub died.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { request as httpRequest } from 'node:http';
 import { connect, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -27,7 +27,8 @@ import { join } from 'node:path';
 import { randomUUID } from 'node:crypto';
 import WebSocket from 'ws';
 import { SqliteActionLog } from '../server/storage/sqlite-action-log.js';
-import { cpuSeconds, machineBusySeconds } from '../bench/proc.js';
+import { openSocket } from '../bench/open-socket.js';
+import { cpuSeconds, machineBusySeconds, rssMiB } from '../bench/proc.js';
 import { tenantLogFile } from '../server/storage/tenant-logs.js';
 import { DEV_PRINCIPAL } from '../server/auth/auth.js';
 import { prng } from './prng.js';
@@ -105,11 +106,6 @@ async function startHub(args: string[], openFileLimit?: number): Promise<HubChil
   return { child, port: Number(new URL(url).port), url, wsUrl: url.replace('http://', 'ws://') + '/ahp', exited, stderr: () => err };
 }
 
-function rssMiB(pid: number): number {
-  const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
-  return m ? Number(m[1]) / 1024 : NaN;
-}
-
 async function healthzMs(url: string, timeoutMs = 5_000): Promise<number> {
   const start = performance.now();
   const res = await fetch(`${url}/healthz`, { signal: AbortSignal.timeout(timeoutMs) });
@@ -148,13 +144,7 @@ class Client {
   }
 
   static async open(wsUrl: string, token?: string): Promise<Client> {
-    const ws = new WebSocket(token ? `${wsUrl}?token=${token}` : wsUrl);
-    await new Promise<void>((resolve, reject) => {
-      ws.once('open', () => resolve());
-      ws.once('error', reject);
-      ws.once('unexpected-response', (_req, res) => reject(new Error(`HTTP ${res.statusCode}`)));
-    });
-    const client = new Client(ws);
+    const client = new Client(await openSocket(wsUrl, token));
     await client.request('initialize', { channel: 'ahp-root://', protocolVersions: ['1.0.0'], clientId: client.clientId });
     return client;
   }
@@ -363,7 +353,7 @@ async function fuzz(o: Options, random: () => number): Promise<FuzzFigures> {
         while (done < quota) {
           let ws: WebSocket;
           try {
-            ws = await openRaw(hub.wsUrl);
+            ws = await openSocket(hub.wsUrl);
           } catch {
             continue;
           }
@@ -424,15 +414,6 @@ async function fuzz(o: Options, random: () => number): Promise<FuzzFigures> {
   return { frames: sent, seconds, closes, healthzWorstMs: worst, healthFailures, longestFailureRun: worstRun, hubCpuPercent: (100 * hubCpu) / seconds, otherCpuPercent: (100 * otherCpu) / seconds, canaryOk, hubExit: hub.child.exitCode };
 }
 
-function openRaw(url: string): Promise<WebSocket> {
-  return new Promise((resolve, reject) => {
-    const ws = new WebSocket(url);
-    ws.once('open', () => resolve(ws));
-    ws.once('error', reject);
-    ws.once('unexpected-response', () => reject(new Error('refused')));
-  });
-}
-
 // ─── Phase 3: slow consumers ──────────────────────────────────────────────────
 
 interface SlowFigures {
@@ -458,7 +439,7 @@ async function slowConsumers(o: Options): Promise<SlowFigures> {
     (c.ws as unknown as { _socket: Socket })._socket.pause();
     slow.push(c);
   }
-  const rssBefore = rssMiB(hub.child.pid!);
+  const rssBefore = rssMiB(hub.child.pid!).rss;
   let peak = rssBefore;
   // Large title changes make the backlog grow fast: ~16 KB per envelope.
   const filler = 'x'.repeat(16 * 1024);
@@ -474,7 +455,7 @@ async function slowConsumers(o: Options): Promise<SlowFigures> {
     produced += 39;
     messages += 40;
     await producer.request('ping', { channel: 'ahp-root://' });
-    peak = Math.max(peak, rssMiB(hub.child.pid!));
+    peak = Math.max(peak, rssMiB(hub.child.pid!).rss);
   }
   // The closes reach our paused sockets only when they read again.
   for (const c of slow) (c.ws as unknown as { _socket: Socket })._socket.resume();
@@ -532,7 +513,7 @@ async function floods(o: Options): Promise<FloodFigures> {
     const first = await healthzEventually(hub.port, 10_000);
     worst = Math.max(worst, first ?? Infinity);
     for (let batch = 0; batch < attempts; batch += 100) {
-      const results = await Promise.allSettled(Array.from({ length: Math.min(100, attempts - batch) }, () => openRawWithToken(hub.wsUrl, tokens.viewer)));
+      const results = await Promise.allSettled(Array.from({ length: Math.min(100, attempts - batch) }, () => openSocket(hub.wsUrl, tokens.viewer)));
       for (const r of results) {
         if (r.status === 'fulfilled') open.push(r.value);
         else if (/429/.test(String(r.reason))) refused429++;
@@ -577,15 +558,6 @@ async function healthzEventually(port: number, deadlineMs: number): Promise<numb
     await new Promise((r) => setTimeout(r, 50));
   }
   return undefined;
-}
-
-function openRawWithToken(url: string, token: string): Promise<WebSocket> {
-  return new Promise((resolve, reject) => {
-    const ws = new WebSocket(`${url}?token=${token}`);
-    ws.once('open', () => resolve(ws));
-    ws.once('error', reject);
-    ws.once('unexpected-response', (_req, res) => reject(new Error(`HTTP ${res.statusCode}`)));
-  });
 }
 
 // ─── Main ─────────────────────────────────────────────────────────────────────

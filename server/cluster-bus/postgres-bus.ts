@@ -10,7 +10,7 @@ import { randomUUID } from 'node:crypto';
 import { ListeningConnection } from '../storage/postgres-listener.js';
 import type { BusMessage, ClusterBus } from './cluster-bus.js';
 
-export const BUS_NOTIFY_CHANNEL = 'ahp_bus';
+const BUS_NOTIFY_CHANNEL = 'ahp_bus';
 /** Below PostgreSQL's 8000-byte NOTIFY payload limit, with room to spare. */
 export const MAX_BUS_MESSAGE_BYTES = 7_900;
 
@@ -26,7 +26,6 @@ export class PostgresClusterBus implements ClusterBus {
   readonly #connectedHandlers = new Set<() => void>();
   /** The one connection that both LISTENs and sends. */
   readonly #connection: ListeningConnection;
-  #closed = false;
   /** Resolves once the first connection attempt finished (tests and start-up wait for it). */
   readonly ready: Promise<void>;
 
@@ -45,8 +44,9 @@ export class PostgresClusterBus implements ClusterBus {
   }
 
   publish(message: Omit<BusMessage, 'from'>): boolean {
+    // Undefined while the connection is down, and from the moment close() is called.
     const client = this.#connection.client;
-    if (!client || this.#closed) return false;
+    if (!client) return false;
     const text = JSON.stringify({ ...message, from: this.nodeId });
     if (Buffer.byteLength(text) > this.maxMessageBytes) return false;
     client.query('SELECT pg_notify($1, $2)', [BUS_NOTIFY_CHANNEL, text]).catch(() => undefined);
@@ -63,9 +63,8 @@ export class PostgresClusterBus implements ClusterBus {
     return () => this.#connectedHandlers.delete(handler);
   }
 
+  /** Safe to call more than once (the connection's close is). */
   async close(): Promise<void> {
-    if (this.#closed) return;
-    this.#closed = true;
     await this.#connection.close();
   }
 

@@ -67,7 +67,7 @@ export class WriteGate {
     this.#pageSize = options.pageSize ?? 2_000;
     this.#knownHead = target.serverSeq;
     this.#stopListening = log.onAppended((head) => {
-      if (head > this.#knownHead) this.#knownHead = head;
+      this.#noteHead(head);
       this.#follow();
     });
     this.#poll = setInterval(() => this.#follow(true), options.pollMs ?? 1_000);
@@ -109,7 +109,7 @@ export class WriteGate {
     try {
       const result = await turn.append(records);
       this.#unavailable = undefined;
-      if (result.ok && result.head > this.#knownHead) this.#knownHead = result.head;
+      if (result.ok) this.#noteHead(result.head);
       return result;
     } catch (error) {
       this.#unavailable = errorMessage(error);
@@ -126,7 +126,7 @@ export class WriteGate {
   async reach(seq: number, timeoutMs: number): Promise<void> {
     const deadline = Date.now() + timeoutMs;
     while (this.#target.serverSeq < seq && Date.now() < deadline && this.#state !== 'closed') {
-      if (seq > this.#knownHead) this.#knownHead = seq;
+      this.#noteHead(seq);
       this.#follow(true);
       await this.#chain;
       if (this.#target.serverSeq < seq) await new Promise((resolve) => setTimeout(resolve, 10));
@@ -172,7 +172,7 @@ export class WriteGate {
         this.#target.fail(error);
         return;
       }
-      if (turn.head > this.#knownHead) this.#knownHead = turn.head;
+      this.#noteHead(turn.head);
       this.#turn = turn;
       this.#state = 'open';
       for (const w of this.#waiters.splice(0)) w.resolve();
@@ -223,11 +223,16 @@ export class WriteGate {
         if (records.length > 0) {
           this.#target.foldRemote(records);
           const last = records[records.length - 1]!.serverSeq;
-          if (last > this.#knownHead) this.#knownHead = last;
+          this.#noteHead(last);
         }
         if (records.length < this.#pageSize) return;
       }
     });
+  }
+
+  /** Raises the highest head this process has heard of (it never goes back). */
+  #noteHead(head: number): void {
+    if (head > this.#knownHead) this.#knownHead = head;
   }
 
   #enqueue(task: () => Promise<void>): void {

@@ -8,13 +8,14 @@
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
+import { errorMessage } from '../log.js';
 
 export interface DataDirLock {
   readonly file: string;
   release(): void;
 }
 
-export class DataDirLockedError extends Error {
+class DataDirLockedError extends Error {
   constructor(readonly dataDir: string) {
     super(`data directory ${dataDir} is in use by another hub process (its lock file hub.lock is held); stop that process or choose another --data`);
     this.name = 'DataDirLockedError';
@@ -32,7 +33,7 @@ export function lockDataDir(dataDir: string): DataDirLock {
   } catch (err) {
     db.close();
     if ((err as { code?: string }).code === 'SQLITE_BUSY') throw new DataDirLockedError(dataDir);
-    throw new Error(`cannot lock data directory ${dataDir}: ${(err as Error).message}`, { cause: err });
+    throw new Error(`cannot lock data directory ${dataDir}: ${errorMessage(err)}`, { cause: err });
   }
   let released = false;
   return {

@@ -23,7 +23,6 @@ import type { AppendResult, LogRecord, LogSnapshot, SharedActionLog, WriteTurn }
 import {
   SNAPSHOTS_KEPT,
   decodeConsecutiveRecords,
-  decodeRecord,
   decodeSnapshot,
   encodeAppendBatch,
   encodeSnapshotData,
@@ -59,7 +58,7 @@ export interface PostgresPartition {
 }
 
 /** The NOTIFY payload an append sends on `ahp_log`: which partition, and its new head. */
-export function encodeWakeUp(partition: string, head: number): string {
+function encodeWakeUp(partition: string, head: number): string {
   return JSON.stringify({ partition, head });
 }
 
@@ -115,29 +114,19 @@ export class PostgresActionLog implements SharedActionLog {
   async append(expectedHead: number, records: readonly LogRecord[]): Promise<AppendResult> {
     this.#assertOpen();
     const rows = encodeAppendBatch(expectedHead, records);
-    const client = await this.#pool.connect();
-    let released = false;
     try {
-      await client.query('BEGIN');
-      const head = await this.#lockHead(client);
-      if (head !== expectedHead) {
-        await client.query('ROLLBACK');
-        return { ok: false, head };
-      }
-      await this.#insertBatch(client, expectedHead, rows);
-      await client.query('COMMIT');
-      return { ok: true, head: expectedHead + rows.length };
+      // A lost race writes nothing: ROLLBACK, which (unlike COMMIT) does not wait for a WAL flush.
+      return await this.#transaction(
+        async (client): Promise<AppendResult> => {
+          const head = await this.#lockHead(client);
+          if (head !== expectedHead) return { ok: false, head };
+          await this.#insertBatch(client, expectedHead, rows);
+          return { ok: true, head: expectedHead + rows.length };
+        },
+        (result) => result.ok,
+      );
     } catch (error) {
-      // A failed ROLLBACK means the connection is broken: discard it rather than reuse it.
-      try {
-        await client.query('ROLLBACK');
-      } catch {
-        client.release(true);
-        released = true;
-      }
       throw new Error(`action log: append at ${expectedHead} to ${this.#where} failed: ${errorMessage(error)}`, { cause: error });
-    } finally {
-      if (!released) client.release();
     }
   }
 
@@ -145,12 +134,7 @@ export class PostgresActionLog implements SharedActionLog {
     this.#assertOpen();
     requireSeqArgument('afterSeq', afterSeq);
     requireLimitArgument(limit);
-    const result = await this.#pool.query<RecordRow>(
-      'SELECT seq, channel, action, origin FROM ahp_records WHERE partition = $1 AND seq > $2 ORDER BY seq LIMIT $3',
-      [this.#name, afterSeq, limit === Number.POSITIVE_INFINITY ? null : limit],
-    );
-    const rows: RawRecordRow[] = result.rows.map((row) => ({ ...row, seq: Number(row.seq) }));
-    return decodeConsecutiveRecords(rows, this.#where);
+    return this.#selectAfter(this.#pool, afterSeq, limit);
   }
 
   async oldestSeq(): Promise<number> {
@@ -239,18 +223,13 @@ export class PostgresActionLog implements SharedActionLog {
     try {
       await client.query('BEGIN');
       head = await this.#lockHead(client);
-      const rows = await client.query<RecordRow>(
-        'SELECT seq, channel, action, origin FROM ahp_records WHERE partition = $1 AND seq > $2 ORDER BY seq',
-        [this.#name, afterSeq],
-      );
-      missed = rows.rows.map((row) => decodeRecord({ ...row, seq: Number(row.seq) }));
-      const expected = Math.max(0, head - afterSeq);
-      const contiguous = missed.every((r, i) => r.serverSeq === afterSeq + 1 + i);
-      if (afterSeq > head || missed.length !== expected || !contiguous) {
-        throw new Error(
-          `cannot catch up from ${afterSeq} to head ${head}: ` +
-            (afterSeq > head ? 'the caller is ahead of the log' : 'records were compacted away; reload from the newest snapshot'),
-        );
+      if (afterSeq > head) throw new Error(`cannot catch up from ${afterSeq} to head ${head}: the caller is ahead of the log`);
+      // Caught up (the usual case): no query while the head lock is held. No record lies above
+      // the head, since #insertBatch inserts and moves the head in one transaction under this lock.
+      missed = afterSeq === head ? [] : await this.#selectAfter(client, afterSeq, Number.POSITIVE_INFINITY);
+      // #selectAfter reports a gap among the rows; a missing start or end means compaction.
+      if (missed.length !== head - afterSeq || (missed.length > 0 && missed[0]?.serverSeq !== afterSeq + 1)) {
+        throw new Error(`cannot catch up from ${afterSeq} to head ${head}: records were compacted away; reload from the newest snapshot`);
       }
     } catch (error) {
       await finish('ROLLBACK').catch(() => undefined);
@@ -301,6 +280,16 @@ export class PostgresActionLog implements SharedActionLog {
     for (const remove of [...this.#subscriptions]) remove();
   }
 
+  /** This partition's records after `afterSeq` in order, at most `limit`; a gap among them is corruption. */
+  async #selectAfter(queryable: pg.Pool | pg.PoolClient, afterSeq: number, limit: number): Promise<LogRecord[]> {
+    const result = await queryable.query<RecordRow>(
+      'SELECT seq, channel, action, origin FROM ahp_records WHERE partition = $1 AND seq > $2 ORDER BY seq LIMIT $3',
+      [this.#name, afterSeq, limit === Number.POSITIVE_INFINITY ? null : limit],
+    );
+    const rows: RawRecordRow[] = result.rows.map((row) => ({ ...row, seq: Number(row.seq) }));
+    return decodeConsecutiveRecords(rows, this.#where);
+  }
+
   /** Locks this partition's head row for the transaction and returns the head. */
   async #lockHead(client: pg.PoolClient): Promise<number> {
     const locked = await client.query<{ head: string }>('SELECT head FROM ahp_log_head WHERE partition = $1 FOR UPDATE', [this.#name]);
@@ -324,14 +313,20 @@ export class PostgresActionLog implements SharedActionLog {
     await client.query('SELECT pg_advisory_xact_lock($1::int, hashtext($2))', [SNAPSHOT_LOCK_CLASS, this.#name]);
   }
 
-  async #transaction(body: (client: pg.PoolClient) => Promise<void>): Promise<void> {
+  /**
+   * Runs `body` in a transaction on a pooled connection and returns its result: COMMIT, unless
+   * `commit(result)` says to ROLLBACK; ROLLBACK if anything throws.
+   */
+  async #transaction<T>(body: (client: pg.PoolClient) => Promise<T>, commit: (result: T) => boolean = () => true): Promise<T> {
     const client = await this.#pool.connect();
     let broken = false;
     try {
       await client.query('BEGIN');
-      await body(client);
-      await client.query('COMMIT');
+      const result = await body(client);
+      await client.query(commit(result) ? 'COMMIT' : 'ROLLBACK');
+      return result;
     } catch (error) {
+      // A failed ROLLBACK means the connection is broken: discard it rather than reuse it.
       try {
         await client.query('ROLLBACK');
       } catch {

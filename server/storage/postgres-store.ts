@@ -195,7 +195,7 @@ const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[
  * unchanged: no NUL character (PostgreSQL refuses it) and no lone surrogate (it would be
  * replaced, so two different names would share one partition).
  */
-export function requirePartitionName(partition: string): void {
+function requirePartitionName(partition: string): void {
   if (typeof partition !== 'string' || partition.length < 1 || partition.length > MAX_PARTITION_NAME_LENGTH) {
     const got = typeof partition === 'string' ? `${partition.length} characters` : typeof partition;
     throw new RangeError(`PostgreSQL store: a partition name must be a string of 1..${MAX_PARTITION_NAME_LENGTH} characters, got ${got}`);
@@ -273,7 +273,7 @@ async function migrate(pool: pg.Pool): Promise<void> {
 }
 
 /** host:port/database of a connection URL: never the password. */
-export function describeUrl(url: string): string {
+function describeUrl(url: string): string {
   try {
     const parsed = new URL(url);
     return `postgres://${parsed.username ? `${decodeURIComponent(parsed.username)}@` : ''}${parsed.host}${parsed.pathname}`;

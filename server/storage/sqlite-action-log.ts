@@ -90,6 +90,7 @@ export class SqliteActionLog implements ActionLog {
     } catch (cause) {
       throw new Error(`action log: cannot open ${file}: ${errorMessage(cause)}`, { cause });
     }
+    let marker: HeadMarker;
     try {
       // journal_mode must be set outside a transaction; it is persistent in the file.
       const mode = db.pragma('journal_mode = WAL', { simple: true });
@@ -99,12 +100,6 @@ export class SqliteActionLog implements ActionLog {
       migrate(db);
       const damage = db.pragma('quick_check', { simple: true });
       if (damage !== 'ok') throw new Error(`the database file is damaged (quick_check: ${String(damage)}); restore it from a backup`);
-    } catch (cause) {
-      db.close();
-      throw new Error(`action log: cannot open ${file}: ${errorMessage(cause)}`, { cause });
-    }
-    let marker: HeadMarker;
-    try {
       marker = HeadMarker.open(`${file}.head`);
     } catch (cause) {
       db.close();
