@@ -14,7 +14,7 @@ import { randomUUID } from 'node:crypto';
 import { cpus } from 'node:os';
 import { parseArgs } from 'node:util';
 import pg from 'pg';
-import WebSocket from 'ws';
+import type WebSocket from 'ws';
 import { nowUs, scanString } from './clock.js';
 import { Histogram } from './histogram.js';
 import { openSocket } from './open-socket.js';
