@@ -13,7 +13,7 @@ import { el, markdownInto, replaceChildren } from './dom.js';
 import { colorFor, displayTitle, errorInWords, newId, relativeTime, sessionIdOf, statusClass, statusLabel } from './format.js';
 import type { AppContext } from './main.js';
 import { createPartView, type PartView } from './parts.js';
-import { APPROVED_TOOLS_META, DENIED_TOOLS_META, rememberedTools } from '../shared/state/selectors.js';
+import { APPROVED_TOOLS_META, DENIED_TOOLS_META, rememberedTools, turnDuration } from '../shared/state/selectors.js';
 
 
 export class ChatPage {
@@ -677,8 +677,7 @@ class ChatView {
   async #stop(): Promise<void> {
     const turn = this.#view?.state.activeTurn;
     if (!turn || !this.ctx.canWrite) return;
-    const duration = Math.max(0, Date.now() - Date.parse(turn.startedAt));
-    const result = await this.#view!.dispatch({ type: 'chat/turnCancelled', turnId: turn.id, duration });
+    const result = await this.#view!.dispatch({ type: 'chat/turnCancelled', turnId: turn.id, duration: turnDuration(turn.startedAt, Date.now()) });
     if (!result.accepted) this.#composerError.textContent = `Could not stop: ${result.reason}`;
   }
 
