@@ -6,24 +6,21 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RpcClient } from '../helpers/rpc-client.js';
 import { startScriptTurn } from '../helpers/turns.js';
-import { startCluster, subscribeWhenKnown, type Cluster } from './cluster.js';
+import { clusterPerFile, subscribeWhenKnown } from './cluster.js';
 
 describe('agent lease across nodes', () => {
-  let cluster: Cluster;
-  const clients: RpcClient[] = [];
-  beforeAll(async () => {
+  beforeAll(() => {
     // Short lease so the test waits about a second, not five (the hub's children inherit this).
     process.env['HUB_AGENT_LEASE_TTL_MS'] = '1000';
-    cluster = await startCluster(3);
-  }, 60_000);
+  });
+  const fx = clusterPerFile(3);
+  const clients = fx.clients;
   afterAll(async () => {
     delete process.env['HUB_AGENT_LEASE_TTL_MS'];
-    await Promise.all(clients.splice(0).map((c) => c.close()));
-    await cluster?.stop();
   });
 
   it('the agent runs once, on the node that started the turn; when that node dies the turn ends as chat/error with a clear reason', async () => {
-    const [n1, n2, n3] = cluster.nodes;
+    const [n1, n2, n3] = fx.cluster.nodes;
     const starter = await RpcClient.open(n1!.wsUrl);
     const watcher = await RpcClient.open(n2!.wsUrl);
     const other = await RpcClient.open(n3!.wsUrl);

@@ -2,11 +2,11 @@
  * Three hub processes on one PostgreSQL log behave like one hub: clients on different nodes see
  * the same actions in the same order, answers merge, and roll-up reaches a dashboard on a third node.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { ActionEnvelope, ReconnectResult } from '../../shared/protocol/messages.js';
 import { RpcClient } from '../helpers/rpc-client.js';
 import { startScriptTurn, TWO_QUESTION_REQUEST } from '../helpers/turns.js';
-import { startCluster, subscribeWhenKnown, type Cluster } from './cluster.js';
+import { clusterPerFile, subscribeWhenKnown } from './cluster.js';
 
 const IN_PROGRESS = 8;
 const INPUT_NEEDED = 24;
@@ -17,18 +17,11 @@ interface ChatLike {
 }
 
 describe('a three-node cluster on one PostgreSQL log', () => {
-  let cluster: Cluster;
-  const clients: RpcClient[] = [];
-  beforeAll(async () => {
-    cluster = await startCluster(3);
-  }, 60_000);
-  afterAll(async () => {
-    await Promise.all(clients.splice(0).map((c) => c.close()));
-    await cluster?.stop();
-  });
+  const fx = clusterPerFile(3);
+  const clients = fx.clients;
 
   async function open(node: number, subscribe: string[] = []): Promise<RpcClient> {
-    const client = await RpcClient.open(cluster.nodes[node]!.wsUrl, { subscribe });
+    const client = await RpcClient.open(fx.cluster.nodes[node]!.wsUrl, { subscribe });
     clients.push(client);
     return client;
   }
@@ -87,7 +80,7 @@ describe('a three-node cluster on one PostgreSQL log', () => {
     const last = await a.waitForEnvelope((e) => e.action['id'] === 'm19', 'the last echo');
     await a.close();
     // Straight to node 3, which may not have folded the session or the last actions yet.
-    const moved = await RpcClient.open(cluster.nodes[2]!.wsUrl, { clientId: a.clientId });
+    const moved = await RpcClient.open(fx.cluster.nodes[2]!.wsUrl, { clientId: a.clientId });
     clients.push(moved);
     const result = await moved.request<ReconnectResult>('reconnect', { channel: 'ahp-root://', clientId: a.clientId, lastSeenServerSeq: last.serverSeq, subscriptions: [chat] });
     expect(result).toEqual({ type: 'replay', actions: [], missing: [] });

@@ -4,28 +4,23 @@
  * into the shared log, and each node merges folded drafts into its document. Presence travels on
  * the cluster bus (PostgreSQL NOTIFY, never the log) and expires with a node that stops.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { RpcClient } from '../helpers/rpc-client.js';
 import { startScriptTurn, TWO_QUESTION_REQUEST } from '../helpers/turns.js';
 import { waitFor } from '../helpers/wait-for.js';
 import { Peer } from '../helpers/yjs-peer.js';
-import { startCluster, subscribeWhenKnown, type Cluster } from './cluster.js';
+import { clusterPerFile, subscribeWhenKnown } from './cluster.js';
 
 describe('Yjs collaboration across nodes', () => {
-  let cluster: Cluster;
-  const clients: RpcClient[] = [];
   const peers: Peer[] = [];
-  beforeAll(async () => {
-    cluster = await startCluster(2);
-  }, 60_000);
+  const fx = clusterPerFile(2);
+  const clients = fx.clients;
   afterAll(async () => {
     for (const p of peers.splice(0)) p.destroy();
-    await Promise.all(clients.splice(0).map((c) => c.close()));
-    await cluster?.stop();
   });
 
   it('text typed on node 1 reaches a Y.Doc on node 2 and back, and both end as the same AHP draft', async () => {
-    const [n1, n2] = cluster.nodes;
+    const [n1, n2] = fx.cluster.nodes;
     const alice = await RpcClient.open(n1!.wsUrl);
     const bob = await RpcClient.open(n2!.wsUrl);
     clients.push(alice, bob);
@@ -51,7 +46,7 @@ describe('Yjs collaboration across nodes', () => {
     expect(a.text('notes').toString()).toBe(b.text('notes').toString());
   });
   it('presence travels between nodes: each sees the other, a disconnect removes it, and a killed node\'s people expire', async () => {
-    const [n1, n2] = cluster.nodes;
+    const [n1, n2] = fx.cluster.nodes;
     const alice = await RpcClient.open(n1!.wsUrl);
     const bob = await RpcClient.open(n2!.wsUrl);
     clients.push(alice, bob);
@@ -81,7 +76,7 @@ describe('Yjs collaboration across nodes', () => {
     await waitFor(() => (names(b).join() === 'bob' ? true : undefined), { what: 'alice to disappear on node 2', timeoutMs: 15_000 });
 
     // Carol on a third node, which is then SIGKILLed: nobody tells the others, her presence expires.
-    const n3 = await cluster.addNode();
+    const n3 = await fx.cluster.addNode();
     const carol = await RpcClient.open(n3.wsUrl);
     clients.push(carol);
     await subscribeWhenKnown(carol, chat);

@@ -4,25 +4,18 @@
  * serverSeq, then re-send what was not echoed with the same clientSeq) and everyone converges.
  * Every action any client saw echoed is in the final state, and in the log exactly once.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { RpcClient } from '../helpers/rpc-client.js';
 import { waitFor } from '../helpers/wait-for.js';
-import { headOf, queuedMessageCountsInLog, startCluster, subscribeWhenKnown, type Cluster } from './cluster.js';
+import { clusterPerFile, headOf, queuedMessageCountsInLog, subscribeWhenKnown } from './cluster.js';
 import { Writer } from './writer.js';
 
 describe('SIGKILL a node under load', () => {
-  let cluster: Cluster;
-  const clients: RpcClient[] = [];
-  beforeAll(async () => {
-    cluster = await startCluster(3);
-  }, 60_000);
-  afterAll(async () => {
-    await Promise.all(clients.splice(0).map((c) => c.close()));
-    await cluster?.stop();
-  });
+  const fx = clusterPerFile(3);
+  const clients = fx.clients;
 
   it("its clients reconnect to another node and converge; every echoed action is in the final state, none twice", async () => {
-    const [n1, n2, n3] = cluster.nodes as [typeof cluster.nodes[0], typeof cluster.nodes[0], typeof cluster.nodes[0]];
+    const [n1, n2, n3] = fx.cluster.nodes as [typeof fx.cluster.nodes[0], typeof fx.cluster.nodes[0], typeof fx.cluster.nodes[0]];
     const owner = await RpcClient.open(n1!.wsUrl);
     clients.push(owner);
     // One chat per writer: a chat holds at most 100 queued messages.
@@ -68,7 +61,7 @@ describe('SIGKILL a node under load', () => {
     }
 
     // In the log exactly once each.
-    const counts = await queuedMessageCountsInLog(cluster.storeUrl);
+    const counts = await queuedMessageCountsInLog(fx.cluster.storeUrl);
     for (const id of allEchoed) expect(counts.get(id), id).toBe(1);
     expect([...counts.values()].every((n) => n === 1)).toBe(true);
   });

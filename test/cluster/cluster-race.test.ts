@@ -3,26 +3,22 @@
  * three hub processes and three surfaces (AHP dispatch, DataWorks HTTP, Qwen HTTP), while an SSE
  * listener on every node watches the request and its resolution.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { RpcClient } from '../helpers/rpc-client.js';
 import { replyDataWorks, replyQwen, sessionIdOfUri, SseClient } from '../helpers/sse.js';
 import { startScriptTurn, TWO_QUESTION_REQUEST } from '../helpers/turns.js';
 import { waitFor } from '../helpers/wait-for.js';
-import { headOf, startCluster, subscribeWhenKnown, type Cluster } from './cluster.js';
+import { clusterPerFile, headOf, subscribeWhenKnown } from './cluster.js';
 
 describe('100 replies racing for one request across three nodes', () => {
-  let cluster: Cluster;
+  const fx = clusterPerFile(3);
   const closers: Array<() => Promise<void>> = [];
-  beforeAll(async () => {
-    cluster = await startCluster(3);
-  }, 60_000);
   afterAll(async () => {
     for (const c of closers.splice(0).reverse()) await c();
-    await cluster?.stop();
   });
 
   it('exactly one wins, every other gets the already-resolved outcome, every replica ends in the same state', async () => {
-    const nodes = cluster.nodes;
+    const nodes = fx.cluster.nodes;
     const tabs: RpcClient[] = [];
     for (let i = 0; i < 6; i++) {
       const tab = await RpcClient.open(nodes[i % 3]!.wsUrl);

@@ -4,26 +4,19 @@
  * cluster's (decided under the write turn), and any node answers a receipt, also after the
  * accepting node died.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { RpcClient } from '../helpers/rpc-client.js';
 import { startScriptTurn } from '../helpers/turns.js';
 import { waitFor } from '../helpers/wait-for.js';
 import { answer, askStep, chatState, SteeringHttp, waitForOpenRequest, waitForTurnEnd } from '../cli/steering-support.js';
-import { startCluster, subscribeWhenKnown, type Cluster } from './cluster.js';
+import { clusterPerFile, subscribeWhenKnown } from './cluster.js';
 
 describe('steering inputs across nodes', () => {
-  let cluster: Cluster;
-  const clients: RpcClient[] = [];
-  beforeAll(async () => {
-    cluster = await startCluster(2);
-  }, 60_000);
-  afterAll(async () => {
-    await Promise.all(clients.splice(0).map((c) => c.close()));
-    await cluster?.stop();
-  });
+  const fx = clusterPerFile(2);
+  const clients = fx.clients;
 
   it('an input sent to node 2 for a turn running on node 1 is consumed by that turn, and node 2 reports the receipt as consumed', async () => {
-    const [n1, n2] = cluster.nodes;
+    const [n1, n2] = fx.cluster.nodes;
     const alice = await RpcClient.open(n1!.wsUrl);
     const bob = await RpcClient.open(n2!.wsUrl);
     clients.push(alice, bob);
@@ -57,7 +50,7 @@ describe('steering inputs across nodes', () => {
     }, { what: 'the steering message to be removed' });
   });
   it('inputs submitted concurrently on two nodes get distinct consecutive ordinals, and the per-turn quota holds for the whole cluster', async () => {
-    const [n1, n2] = cluster.nodes;
+    const [n1, n2] = fx.cluster.nodes;
     const alice = await RpcClient.open(n1!.wsUrl);
     const bob = await RpcClient.open(n2!.wsUrl);
     clients.push(alice, bob);
@@ -100,7 +93,7 @@ describe('steering inputs across nodes', () => {
   });
 
   it('a receipt is answered by another node, also after the accepting node was SIGKILLed, and by a node that started later', async () => {
-    const [n1, n2] = cluster.nodes;
+    const [n1, n2] = fx.cluster.nodes;
     const alice = await RpcClient.open(n1!.wsUrl);
     clients.push(alice);
     const { session, chat } = await alice.createSession('steer-kill');
@@ -128,7 +121,7 @@ describe('steering inputs across nodes', () => {
     expect(retried.body).toMatchObject({ duplicate: true, receipt: { ordinal: original.ordinal } });
 
     // A node that starts now learns the input from the chat state it loads.
-    const n3 = await cluster.addNode();
+    const n3 = await fx.cluster.addNode();
     const viaNode3 = new SteeringHttp(n3.url);
     const onNode3 = await waitFor(async () => {
       const r = await viaNode3.status(session, 'dies-with-node-2', target);

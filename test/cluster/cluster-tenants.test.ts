@@ -3,26 +3,19 @@
  * Two tenants may use the same session id from different nodes, each node routes each client to
  * its tenant's state, and one tenant's serverSeq has no gaps for another tenant's actions.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { RpcClient } from '../helpers/rpc-client.js';
 import { tempDir, TOKENS, writeAuthFile } from '../helpers/start-server.js';
 import { userMessage } from '../helpers/turns.js';
-import { startCluster, subscribeWhenKnown, type Cluster } from './cluster.js';
+import { clusterPerFile, subscribeWhenKnown } from './cluster.js';
 
 const draft = (text: string): Record<string, unknown> => ({ type: 'chat/draftChanged', draft: userMessage(text) });
 
 describe('tenants across cluster nodes', () => {
-  let cluster: Cluster;
   const dir = tempDir();
-  const clients: RpcClient[] = [];
-  beforeAll(async () => {
-    cluster = await startCluster(2, undefined, ['--auth', writeAuthFile(dir.dir)]);
-  }, 60_000);
-  afterAll(async () => {
-    await Promise.all(clients.splice(0).map((c) => c.close()));
-    await cluster?.stop();
-    dir.remove();
-  });
+  const fx = clusterPerFile(2, ['--auth', writeAuthFile(dir.dir)]);
+  const clients = fx.clients;
+  afterAll(() => dir.remove());
 
   const open = async (wsUrl: string, token: string): Promise<RpcClient> => {
     const c = await RpcClient.open(wsUrl, { token });
@@ -31,7 +24,7 @@ describe('tenants across cluster nodes', () => {
   };
 
   it('the same session id in two tenants on two nodes stays two sessions, each with its own gap-free serverSeq', async () => {
-    const [n1, n2] = cluster.nodes;
+    const [n1, n2] = fx.cluster.nodes;
     const alice = await open(n1!.wsUrl, TOKENS.alice);
     const mallory = await open(n2!.wsUrl, TOKENS.mallory);
     const id = 'ahp-session:/shared-name';

@@ -4,6 +4,7 @@
  * minus the load balancer (tests pick the node each client talks to).
  */
 import pg from 'pg';
+import { afterAll, beforeAll } from 'vitest';
 import { freshDatabase } from '../helpers/postgres.js';
 import { startHubProcess, type HubProcess } from '../helpers/hub-process.js';
 import { RpcClient } from '../helpers/rpc-client.js';
@@ -89,4 +90,28 @@ export async function queuedMessageCountsInLog(storeUrl: string): Promise<Map<st
   } finally {
     await db.end();
   }
+}
+
+/**
+ * One cluster for a `describe`: started before its tests, stopped after them, with the clients the
+ * tests push onto `clients` closed first. A `beforeAll` registered before this call runs before
+ * the cluster starts; an `afterAll` registered after it runs before the cluster stops.
+ */
+export function clusterPerFile(size: number, args: readonly string[] = []): { readonly cluster: Cluster; readonly clients: RpcClient[] } {
+  let cluster: Cluster | undefined;
+  const clients: RpcClient[] = [];
+  beforeAll(async () => {
+    cluster = await startCluster(size, undefined, args);
+  }, 60_000);
+  afterAll(async () => {
+    await Promise.all(clients.splice(0).map((c) => c.close()));
+    await cluster?.stop();
+  });
+  return {
+    get cluster(): Cluster {
+      if (!cluster) throw new Error('clusterPerFile: the cluster is not started (use it inside a test)');
+      return cluster;
+    },
+    clients,
+  };
 }
