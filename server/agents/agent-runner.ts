@@ -3,6 +3,11 @@
  * on a chat whose session has an in-process provider starts one run; a cancel, an end of the
  * turn by someone else, a truncation or a disposal aborts it. Each run talks to the hub only
  * through `TurnContext`, whose calls become validated, sequenced AHP actions.
+ *
+ * An agent hears only what is durable: runs start and abort in the hooks' delivered phase, and
+ * what a run waits for (an answer, a decision) is found in the commit phase but handed to the
+ * run only once that commit is in the log — an agent is never told about an answer a crash could
+ * take back.
  */
 import type { KnownAction } from '../../shared/protocol/actions.js';
 import type { WireAction } from '../../shared/protocol/messages.js';
@@ -43,7 +48,8 @@ class AbortedError extends Error {
 }
 
 interface Waiter {
-  check(state: ChatState): boolean;
+  /** What to do once the commit that satisfied it is durable, or undefined when not satisfied. */
+  check(state: ChatState): (() => void) | undefined;
   fail(err: Error): void;
 }
 
@@ -52,6 +58,12 @@ interface Run {
   readonly turnId: string;
   readonly controller: AbortController;
   readonly waiters: Set<Waiter>;
+}
+
+/** A waiter satisfied by commit `serverSeq`, told once that commit is durable. */
+interface HeldWake {
+  readonly serverSeq: number;
+  readonly wake: () => void;
 }
 
 /** Markdown is streamed in chunks of about this many characters (whole words). */
@@ -73,6 +85,8 @@ export function chunkText(text: string, size = DELTA_CHUNK): string[] {
 
 export class AgentRunner implements SteeringHost {
   readonly #runs = new Map<string, Run>();
+  /** Waiters satisfied in the commit phase, oldest commit first (see the file header). */
+  #held: HeldWake[] = [];
   #unsubscribe: (() => void) | undefined;
 
   constructor(
@@ -105,7 +119,8 @@ export class AgentRunner implements SteeringHost {
         if (run) this.#abort(run);
       },
       afterCommit: (e) => this.#onCommit(e),
-      turnEnded: (e) => {
+      afterDurable: (e) => this.#onDurable(e),
+      turnEndedDurable: (e) => {
         // Cancelled, completed by someone else, truncated, or errored: this run may not write any more.
         const run = this.#runs.get(e.chat);
         if (run && run.turnId === e.turnId) this.#abort(run);
@@ -126,20 +141,36 @@ export class AgentRunner implements SteeringHost {
     return this.#runs.size;
   }
 
+  /** Commit phase: which waiters this commit satisfies (their runs are told once it is durable). */
   #onCommit(e: CommitEvent): void {
-    const { channel, known: action } = e;
-    const chat = this.hub.chatEntry(channel);
-    if (!chat) return;
-    const run = this.#runs.get(channel);
-    if (action?.type === 'chat/turnStarted') {
-      // In a cluster the process that sequenced the turn start runs the agent: at most once.
-      if (!e.remote) this.#maybeStart(channel, chat.session, action);
-      return;
+    const run = this.#runs.get(e.channel);
+    if (!run || run.waiters.size === 0) return;
+    const state = this.hub.chatEntry(e.channel)?.state;
+    // A run whose turn is no longer active is aborted in the delivered phase of the turn's end.
+    if (!state || state.activeTurn?.id !== run.turnId) return;
+    for (const w of [...run.waiters]) {
+      const wake = w.check(state);
+      if (!wake) continue;
+      run.waiters.delete(w);
+      this.#held.push({ serverSeq: e.serverSeq, wake });
     }
-    // A run whose turn is no longer active is aborted by the `turnEnded` hook.
-    if (run && chat.state.activeTurn?.id === run.turnId) {
-      for (const w of [...run.waiters]) if (w.check(chat.state)) run.waiters.delete(w);
+  }
+
+  /** Delivered phase: wake the waiters this commit satisfied; start a run for a turn start. */
+  #onDurable(e: CommitEvent): void {
+    if (this.#held.length > 0) {
+      const due = this.#held.filter((h) => h.serverSeq <= e.serverSeq);
+      if (due.length > 0) {
+        this.#held = this.#held.filter((h) => h.serverSeq > e.serverSeq);
+        for (const h of due) h.wake();
+      }
     }
+    const action = e.known;
+    if (action?.type !== 'chat/turnStarted' || e.remote) return;
+    // In a cluster the process that sequenced the turn start runs the agent: at most once. The
+    // turn may have ended already (a later commit): the run then stops at its end's delivery.
+    const chat = this.hub.chatEntry(e.channel);
+    if (chat) this.#maybeStart(e.channel, chat.session, action);
   }
 
   /** The provider running the session's agent, if the session exists and its provider is installed. */
@@ -194,19 +225,21 @@ export class AgentRunner implements SteeringHost {
     if (this.#runs.get(run.chat) === run) this.#runs.delete(run.chat);
   }
 
-  /** Resolves with the first non-undefined value of `pick` on the chat's state (now or after a commit). */
+  /**
+   * Resolves with the first non-undefined value of `pick` on the chat's state (now or after a
+   * commit), once the state it was read from is durable.
+   */
   #waitFor<T>(run: Run, pick: (state: ChatState) => T | undefined): Promise<T> {
     return new Promise<T>((resolve, reject) => {
       if (run.controller.signal.aborted) return reject(new AbortedError());
       const state = this.hub.chatEntry(run.chat)?.state;
       const now = state ? pick(state) : undefined;
-      if (now !== undefined) return resolve(now);
+      // The state may hold commits not appended yet: answer once everything so far is durable.
+      if (now !== undefined) return void this.hub.drain().then(() => resolve(now), reject);
       run.waiters.add({
         check: (s) => {
           const v = pick(s);
-          if (v === undefined) return false;
-          resolve(v);
-          return true;
+          return v === undefined ? undefined : () => resolve(v);
         },
         fail: reject,
       });

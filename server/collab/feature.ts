@@ -20,7 +20,7 @@ import { findOpenInputRequest } from '../../shared/state/selectors.js';
 import type { WireAction } from '../../shared/protocol/messages.js';
 import { canWrite, type Principal } from '../auth/auth.js';
 import type { Connection } from '../hub/connection.js';
-import type { HubPort, SubmitOutcome } from '../hub/hub-port.js';
+import type { HubPort } from '../hub/hub-port.js';
 import type { RpcContext } from '../hub/rpc.js';
 import { encodeError } from '../hub/rpc.js';
 import type { Logger } from '../log.js';
@@ -58,12 +58,10 @@ export class CollabEngine {
   /** Per room: question id → who edited last, waiting to be mirrored. */
   readonly #dirty = new Map<CollabRoom, Map<string, Principal>>();
   readonly #timers = new Map<CollabRoom, NodeJS.Timeout>();
-  #mirroring = false;
   /**
    * Drafts this engine is writing (room, question → values), so their own commits are not merged
-   * back into the text. In cluster mode `submitAs` first waits for the write turn, so the commit
-   * comes after `#mirroring` was reset, when members may have typed more: merging that older
-   * draft back would delete what they typed since.
+   * back into the text. Commits reach the engine in the hooks' delivered phase, after the append,
+   * when members may have typed more: merging that older draft back would delete what they typed since.
    */
   readonly #inFlight = new Map<string, string[]>();
   /** Cluster mode: the ephemeral bus presence travels on, and when each other process was last heard. */
@@ -252,7 +250,7 @@ export class CollabEngine {
 
   /** Hub commits: drafts from non-Yjs clients flow into the text; resolution drops documents. */
   onCommitted(channel: string, action: KnownAction | undefined): void {
-    if (this.#mirroring || !action) return;
+    if (!action) return;
     if (action.type === 'chat/inputCompleted' && action.requestId !== CHAT_PRESENCE_DOC) {
       const room = this.rooms.get(roomKey(channel, action.requestId));
       if (room) this.drop(room, `input request ${room.requestId} was answered (${String(action.response)})`);
@@ -273,7 +271,6 @@ export class CollabEngine {
 
   /** The chat's turn ended: its input requests are gone, and so are their documents. */
   onTurnEnded(channel: string): void {
-    if (this.#mirroring) return;
     this.dropWhere((r) => r.channel === channel && r.requestId !== CHAT_PRESENCE_DOC, 'the turn ended');
   }
 
@@ -338,19 +335,12 @@ export class CollabEngine {
       if (currentText === value) continue;
       const action: WireAction = { type: 'chat/inputAnswerChanged', requestId: room.requestId, questionId };
       if (value !== '') action['answer'] = { state: 'draft', value: { kind: 'text', value } };
-      this.#mirroring = true;
       const key = draftKey(room, questionId);
       const inFlight = this.#inFlight.get(key) ?? [];
       inFlight.push(value);
       this.#inFlight.set(key, inFlight);
-      let pending: Promise<SubmitOutcome>;
       try {
-        pending = this.hub.submitAs(principal, room.channel, action);
-      } finally {
-        this.#mirroring = false;
-      }
-      try {
-        const result = await pending;
+        const result = await this.hub.submitAs(principal, room.channel, action);
         if (!result.ok) this.logger.debug('collab mirror not applied', { channel: room.channel, doc: room.requestId, questionId, reason: result.message });
       } catch (err) {
         this.logger.warn('collab mirror failed', { channel: room.channel, ...errorFields(err) });
@@ -397,9 +387,10 @@ export function installCollab(ctx: Pick<FeatureContext, 'hub' | 'rpc' | 'logger'
   rpc.notification(CollabMethod.Awareness, { params: dataParamsSchema, handle: guarded((c, ch, d, b) => engine.awareness(c, ch, d, b)) });
   rpc.notification(CollabMethod.Leave, { params: leaveParamsSchema, handle: (c, p) => engine.leave(c.conn, p.channel, p.doc) });
 
+  // Every reaction sends frames to members (or drops documents they hold): delivered phase only.
   const off = hub.hook('collab', {
-    afterCommit: (e) => engine.onCommitted(e.channel, e.known),
-    turnEnded: (e) => engine.onTurnEnded(e.chat),
+    afterDurable: (e) => engine.onCommitted(e.channel, e.known),
+    turnEndedDurable: (e) => engine.onTurnEnded(e.chat),
     chatDisposed: (e) => engine.dropWhere((r) => r.channel === e.chat, 'the chat was disposed'),
     sessionDisposed: (e) => engine.dropWhere((r) => r.session === e.session, 'the session was disposed'),
     disconnected: (conn) => engine.disconnect(conn),

@@ -35,7 +35,8 @@ export class AgentLeaseKeeper {
     this.#logger = logger;
     this.#now = now;
     this.#off = hub.hook('leases', {
-      afterCommit: (e) => {
+      // Delivered phase: the lease is taken (a database write) for a turn start that is durable.
+      afterDurable: (e) => {
         if (e.remote || e.action.type !== 'chat/turnStarted') return;
         const session = hub.chatEntry(e.channel)?.session;
         if (session === undefined) return;

@@ -14,6 +14,13 @@
  * sent earlier. When an append fails, the envelopes of that batch are never delivered (the hub
  * stops accepting actions, see `onAppendFailed`).
  *
+ * The same rule holds for every other way out of the process (SSE streams, answers written to an
+ * agent, collaboration frames, follow-up dispatches): those happen in the hooks' delivered phase
+ * (`hub-port.ts`), which the hub hands to `sequence` / `adoptDurable` as `onDelivered` and which
+ * runs here, right after that record's envelope, in serverSeq order. Commit-phase hooks only fold
+ * state. A dispatch made while delivering is sequenced after everything being delivered and goes
+ * out with the next batch.
+ *
  * The pipeline also writes a snapshot every `snapshotEvery` records (the image is the hub's,
  * see `recovery.ts`), so recovery replays at most that many records.
  *
@@ -64,7 +71,7 @@ export interface CommitPipelineOptions {
 
 type OutboxItem =
   /** A sequenced envelope for the channel's subscribers; `source` (the dispatching connection) gets its echo too. */
-  | { readonly kind: 'envelope'; readonly envelope: ActionEnvelope; readonly source?: Connection | undefined }
+  | { readonly kind: 'envelope'; readonly envelope: ActionEnvelope; readonly source?: Connection | undefined; readonly onDelivered?: (() => void) | undefined }
   /** An envelope for one connection only (a rejection echo, the original echo of a re-sent action). */
   | { readonly kind: 'private'; readonly conn: Connection; readonly envelope: ActionEnvelope }
   /** An encoded root-catalogue notification for one tenant's root subscribers. */
@@ -73,6 +80,8 @@ type OutboxItem =
   | { readonly kind: 'reply'; readonly conn: Connection; readonly text: string }
   | { readonly kind: 'call'; readonly fn: () => void }
   | { readonly kind: 'durable'; readonly resolve: () => void };
+
+type EnvelopeItem = Extract<OutboxItem, { kind: 'envelope' }>;
 
 /** The envelope clients get for a record: never the actor (stored for the ledger only). */
 export function envelopeOf(record: LogRecord): ActionEnvelope {
@@ -159,30 +168,35 @@ export class CommitPipeline {
    * Gives the action the next serverSeq, applies it to the state and queues it for the log and
    * (unless it is a catalogue record, which clients never see) for delivery. `source` is the
    * connection that dispatched it; `actor` is stored in the log's origin, never sent.
+   * `onDelivered` (the hooks' delivered phase) runs once the record is durable, after its envelope.
    */
-  sequence(channel: string, action: WireAction, origin?: ActionOrigin, source?: Connection, actor?: Actor): number {
+  sequence(channel: string, action: WireAction, origin?: ActionOrigin, source?: Connection, actor?: Actor, onDelivered?: () => void): number {
     const serverSeq = ++this.#seq;
     const record: LogRecord = origin
       ? { serverSeq, channel, action, origin: actor ? { ...origin, actor } : origin }
       : { serverSeq, channel, action };
     this.#state.applyRecord(record);
     this.#pendingRecords.push(record);
-    if (channel !== CATALOG_CHANNEL) this.#outbox.push({ kind: 'envelope', envelope: envelopeOf(record), source });
-    this.#scheduleFlush();
+    this.#queueDelivery(record, source, onDelivered);
     return serverSeq;
+  }
+
+  #queueDelivery(record: LogRecord, source: Connection | undefined, onDelivered: (() => void) | undefined): void {
+    if (record.channel !== CATALOG_CHANNEL) this.#outbox.push({ kind: 'envelope', envelope: envelopeOf(record), source, onDelivered });
+    else if (onDelivered) this.#outbox.push({ kind: 'call', fn: onDelivered });
+    this.#scheduleFlush();
   }
 
   /**
    * Cluster mode: a record another process appended (so already durable), applied and queued for
    * delivery like a local one. Only while nothing local is pending, and only the next seq.
    */
-  adoptDurable(record: LogRecord): void {
+  adoptDurable(record: LogRecord, onDelivered?: () => void): void {
     if (this.hasPendingRecords) throw new Error('internal: folding remote records while local ones are pending');
     if (record.serverSeq !== this.#seq + 1) throw new Error(`folding record ${record.serverSeq} after ${this.#seq}: the log has a gap`);
     this.#state.applyRecord(record);
     this.#seq = this.#durableSeq = record.serverSeq;
-    if (record.channel !== CATALOG_CHANNEL) this.#outbox.push({ kind: 'envelope', envelope: envelopeOf(record) });
-    this.#scheduleFlush();
+    this.#queueDelivery(record, undefined, onDelivered);
   }
 
   /** An envelope for `conn` alone (a rejection, an original echo), in order with the rest. */
@@ -291,8 +305,10 @@ export class CommitPipeline {
           // Adjacent envelopes may leave as one (fanout.ts decides); `consumed` says how many followed.
           this.#runStart = i;
           const run = deliverEnvelopeRun(this.#receivers.fanoutOf(item.envelope.channel), item, this.#followingEnvelope, limits, this.#keepForReplay);
-          i += run.consumed;
           this.#deliveredSeq = run.lastSeq;
+          // The delivered phase of each envelope of the run, in serverSeq order.
+          for (let k = 0; k <= run.consumed; k++) (outbox[i + k] as EnvelopeItem).onDelivered?.();
+          i += run.consumed;
           break;
         }
         case 'private':

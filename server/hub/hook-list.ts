@@ -1,13 +1,18 @@
 /**
- * The owners' hooks, kept in `HOOK_ORDER`, and the one place that turns a commit into hook calls:
- * every owner's `afterCommit`, then, when the commit ended the chat's active turn, every owner's
- * `turnEnded`. The hub and the tests' fake port both use it, so the fake cannot drift from the
- * order and the turn-end rule features rely on.
+ * The owners' hooks, kept in `HOOK_ORDER`, and the one place that turns a commit into hook calls
+ * in its two phases (see `hub-port.ts`): the commit phase now — every owner's `afterCommit`, then,
+ * when the commit ended the chat's active turn, every owner's `turnEnded` — and the delivered
+ * phase handed back to the caller, who runs it once the record is durable. The hub and the tests'
+ * fake port both use it, so the fake cannot drift from the order and the turn-end rule features
+ * rely on.
  */
-import { HOOK_ORDER, turnEndReasonOf, type CommitEvent, type HookOwner, type HubHooks } from './hub-port.js';
+import { HOOK_ORDER, turnEndReasonOf, type CommitEvent, type HookOwner, type HubHooks, type TurnEndedEvent } from './hub-port.js';
 
 export class HookList {
   #entries: Array<{ readonly owner: HookOwner; readonly hooks: HubHooks }> = [];
+  /** True while a commit phase runs: a commit a hook causes then waits in `#later`. */
+  #announcing = false;
+  readonly #later: Array<() => void> = [];
 
   /** `onError`: what to do with a hook that threw (the hub logs it and calls the rest). */
   constructor(private readonly onError: (err: unknown) => void) {}
@@ -39,14 +44,36 @@ export class HookList {
   }
 
   /**
-   * Announces a commit. `chat` is the chat it was committed to (undefined for other channels),
-   * `turnBefore` that chat's active turn before the commit: when the commit ended it, owners are
-   * told `turnEnded` after all of them have seen `afterCommit`.
+   * Announces a commit: runs its commit phase and returns its delivered phase. `chat` is the chat
+   * it was committed to (undefined for other channels) as it is right after the commit,
+   * `turnBefore` that chat's active turn before it: when the commit ended it, owners are told
+   * `turnEnded` (and later `turnEndedDurable`) after all of them have seen the commit itself.
+   *
+   * A commit sequenced while another's commit phase runs (a hook dispatched) is announced once
+   * that one's is over, so no owner sees a later serverSeq before an earlier one.
    */
-  announceCommit(event: CommitEvent, chat: { readonly uri: string; readonly session: string; readonly activeTurnId: string | undefined } | undefined, turnBefore: string | undefined): void {
-    this.call((h) => h.afterCommit?.(event));
-    if (turnBefore === undefined || !chat || chat.activeTurnId === turnBefore) return;
-    const ended = { chat: chat.uri, session: chat.session, turnId: turnBefore, reason: turnEndReasonOf(event.action.type), commit: event };
-    this.call((h) => h.turnEnded?.(ended));
+  announceCommit(event: CommitEvent, chat: { readonly uri: string; readonly session: string; readonly activeTurnId: string | undefined } | undefined, turnBefore: string | undefined): () => void {
+    const ended: TurnEndedEvent | undefined = turnBefore !== undefined && chat && chat.activeTurnId !== turnBefore
+      ? { chat: chat.uri, session: chat.session, turnId: turnBefore, reason: turnEndReasonOf(event.action.type), commit: event }
+      : undefined;
+    const commitPhase = (): void => {
+      this.call((h) => h.afterCommit?.(event));
+      if (ended) this.call((h) => h.turnEnded?.(ended));
+    };
+    if (this.#announcing) {
+      this.#later.push(commitPhase);
+    } else {
+      this.#announcing = true;
+      try {
+        commitPhase();
+        for (let next = this.#later.shift(); next; next = this.#later.shift()) next();
+      } finally {
+        this.#announcing = false;
+      }
+    }
+    return () => {
+      this.call((h) => h.afterDurable?.(event));
+      if (ended) this.call((h) => h.turnEndedDurable?.(ended));
+    };
   }
 }

@@ -9,8 +9,18 @@
  * turn this process starts), then the agent runner (it aborts a run before anyone reacts to the
  * turn's end), then the server's own metrics, then the features in the order `npm start` installs
  * them. Owners named `extension` (tests, third-party features) come last, in registration order.
- * For one commit, every owner's `afterCommit` runs first, then (when the commit ended the chat's
- * active turn) every owner's `turnEnded`, so a turn-end reaction sees every owner up to date.
+ *
+ * Two phases per commit (the rule itself is stated and enforced in `commit-pipeline.ts`):
+ * - commit phase (`afterCommit`, then `turnEnded` when the commit ended the chat's active turn):
+ *   synchronous, as the action is sequenced, before it is durable. It folds state a feature
+ *   decides from and nothing else: no I/O, no dispatch, nothing that leaves the process.
+ * - delivered phase (`afterDurable`, then `turnEndedDurable`; `sessionDisposed`, `chatDisposed`):
+ *   once the record is in the log, in serverSeq order, right after its envelope went to WebSocket
+ *   subscribers. Everything that leaves the process happens here: SSE frames, answers to agents,
+ *   collaboration frames, starting or aborting agent runs, follow-up dispatches. Never runs for a
+ *   record whose append failed.
+ * A dispatch made from a hook is sequenced after the current commit and announced after every
+ * owner has seen the current one, so each owner sees serverSeq strictly increasing in each phase.
  *
  * A hook that throws is logged and does not stop the others (nor the commit, which is already
  * sequenced).
@@ -27,10 +37,9 @@ export const HOOK_ORDER = ['leases', 'agents', 'metrics', 'steering', 'interacti
 export type HookOwner = (typeof HOOK_ORDER)[number];
 
 /**
- * One committed action, as features see it. "Committed" means sequenced and applied: hooks run
- * synchronously in serverSeq order as the hub accepts the action, before the log append that
- * makes it durable (clients receive it only after that append, see `commit-pipeline.ts`). A
- * reaction that must wait for durability awaits `drain()`. Remote actions are durable already.
+ * One committed action, as features see it: sequenced and applied. Commit-phase hooks get it as
+ * the hub accepts it (before the log append); delivered-phase hooks get the same event once it
+ * is durable. Remote actions are durable already.
  */
 export interface CommitEvent {
   readonly channel: string;
@@ -67,10 +76,17 @@ export interface TurnEndedEvent {
 }
 
 export interface HubHooks {
+  /** Commit phase: fold the commit into feature state (synchronous, no side effects). */
   afterCommit?(e: CommitEvent): void;
+  /** Commit phase: the commit ended the chat's active turn (after every owner's `afterCommit`). */
   turnEnded?(e: TurnEndedEvent): void;
-  /** The session and its chats are gone from the catalogue already. */
+  /** Delivered phase: the commit is in the log; act on it (send, answer, dispatch). */
+  afterDurable?(e: CommitEvent): void;
+  /** Delivered phase: the turn end is in the log (after every owner's `afterDurable`). */
+  turnEndedDurable?(e: TurnEndedEvent): void;
+  /** Delivered phase: the session's disposal is in the log; it and its chats are gone from the catalogue. */
   sessionDisposed?(e: { readonly session: string }): void;
+  /** Delivered phase: the chat's disposal is in the log. */
   chatDisposed?(e: { readonly chat: string; readonly session: string }): void;
   /** A client connection closed; features drop what they hold for it (presence, listeners). */
   disconnected?(conn: Connection): void;

@@ -427,13 +427,14 @@ export class Hub implements HubPort {
     this.#rootCatalogue.sessionRemoved(session);
     for (const chat of chats) this.#dropChannel(chat);
     this.#dropChannel(session.uri);
-    this.#hooks.call((h) => h.sessionDisposed?.({ session: session.uri }));
+    // Delivered phase: the owners act once the disposal is durable.
+    this.#pipeline.afterDelivered(() => this.#hooks.call((h) => h.sessionDisposed?.({ session: session.uri })));
   }
 
   /** After a chat's disposal is sequenced (here or by another process). */
   #chatGone(chat: string, session: string): void {
     this.#dropChannel(chat);
-    this.#hooks.call((h) => h.chatDisposed?.({ chat, session }));
+    this.#pipeline.afterDelivered(() => this.#hooks.call((h) => h.chatDisposed?.({ chat, session })));
   }
 
   #dropChannel(channel: string): void {
@@ -617,11 +618,13 @@ export class Hub implements HubPort {
    */
   #accept(channel: string, action: WireAction, origin: ActionOrigin | undefined, source?: Connection, actor?: Actor): number {
     const turnBefore = this.#state.chats.get(channel)?.state.activeTurn?.id;
-    const seq = this.#pipeline.sequence(channel, action, origin, source, actor);
+    // The delivered phase is known only once the commit phase ran, after sequencing.
+    let delivered: (() => void) | undefined;
+    const seq = this.#pipeline.sequence(channel, action, origin, source, actor, () => delivered?.());
     const chat = this.#state.chats.get(channel);
     if (chat && !STREAMING_ONLY_ACTIONS.has(action.type)) this.#rollUpChat(chat);
     else if (!chat) this.#rollUpSession(channel);
-    this.#announceCommit({ channel, action, known: isKnownAction(action) ? action : undefined, serverSeq: seq, origin }, turnBefore);
+    delivered = this.#announceCommit({ channel, action, known: isKnownAction(action) ? action : undefined, serverSeq: seq, origin }, turnBefore);
     return seq;
   }
 
@@ -639,10 +642,13 @@ export class Hub implements HubPort {
     if (session) this.#rootCatalogue.sessionChanged(session);
   }
 
-  /** Announces a commit to the owners' hooks (the turn-end rule lives in `HookList`). */
-  #announceCommit(event: CommitEvent, turnBefore: string | undefined): void {
+  /**
+   * Runs a commit's commit phase in the owners' hooks and returns its delivered phase, which the
+   * pipeline runs once the record is durable (the phases and the turn-end rule live in `HookList`).
+   */
+  #announceCommit(event: CommitEvent, turnBefore: string | undefined): () => void {
     const chat = this.#state.chats.get(event.channel);
-    this.#hooks.announceCommit(event, chat && { uri: chat.uri, session: chat.session, activeTurnId: chat.state.activeTurn?.id }, turnBefore);
+    return this.#hooks.announceCommit(event, chat && { uri: chat.uri, session: chat.session, activeTurnId: chat.state.activeTurn?.id }, turnBefore);
   }
 
   // ─── Cluster mode ───────────────────────────────────────────────────────────
@@ -681,7 +687,8 @@ export class Hub implements HubPort {
       const disposedSession = lifecycle?.type === CatalogAction.SessionDisposed ? this.#state.sessions.get(lifecycle.session) : undefined;
       const disposedChat = lifecycle?.type === CatalogAction.ChatDisposed ? this.#state.chats.get(lifecycle.chat) : undefined;
       const turnBefore = this.#state.chats.get(r.channel)?.state.activeTurn?.id;
-      this.#pipeline.adoptDurable(r);
+      let delivered: (() => void) | undefined;
+      this.#pipeline.adoptDurable(r, () => delivered?.());
       this.#channelBudget.applied(r.channel, r.action);
       this.#ledger.acceptedFromLog(r);
       if (lifecycle) {
@@ -698,7 +705,7 @@ export class Hub implements HubPort {
       const action = r.action as WireAction;
       const session = this.#state.sessionOf(r.channel);
       if (session && !STREAMING_ONLY_ACTIONS.has(action.type)) this.#rootCatalogue.sessionChanged(session);
-      this.#announceCommit({ channel: r.channel, action, known: isKnownAction(action) ? action : undefined, serverSeq: r.serverSeq, origin: r.origin, remote: true }, turnBefore);
+      delivered = this.#announceCommit({ channel: r.channel, action, known: isKnownAction(action) ? action : undefined, serverSeq: r.serverSeq, origin: r.origin, remote: true }, turnBefore);
     }
   }
 

@@ -81,7 +81,7 @@ export function createInteractionsFeature(options: InteractionsOptions = {}): Fe
           // Fresh listener (or a gap we cannot replay): what is still pending, tagged with the
           // head id so a reconnect resumes right after it.
           const head = streams.headId(session);
-          for (const it of registry.pending(session)) sse.write(sseMessage(JSON.stringify(registry.requestFrame(it)), head));
+          for (const it of registry.announced(session)) sse.write(sseMessage(JSON.stringify(registry.requestFrame(it)), head));
         }
         if (!sse.closed) streams.attach(session, listener);
       });

@@ -15,6 +15,10 @@
  *
  * Resolved ids are remembered in a bounded FIFO only to tell late replies apart in the SSE
  * stream (`permission_already_resolved`); callers get the same `false`/404 either way.
+ *
+ * The registry folds in the hooks' commit phase (so a reply decided right after finds it up to
+ * date) but publishes in the delivered phase: the frames a commit causes are held, tagged with
+ * its serverSeq, and go to the SSE streams only once that commit is in the log.
  */
 import type { WireAction } from '../../shared/protocol/messages.js';
 import {
@@ -59,6 +63,8 @@ export interface Interaction {
   readonly toolCall: Record<string, unknown>;
   /** Set for the duration of a reply's commit so the resolution records the exact option chosen. */
   claimed?: PermissionOutcome | undefined;
+  /** Its `permission_request` went out: the commit that opened it is durable. */
+  announced?: boolean;
 }
 
 export type Lookup = { state: 'pending'; interaction: Interaction } | { state: 'resolved' } | { state: 'unknown' };
@@ -94,6 +100,10 @@ export class InteractionRegistry {
   readonly #resolved = new Map<string, { outcome: PermissionOutcome; chat: string; turnId: string }>();
   /** chat URI → id of its active turn as last seen (to notice turn ends of any kind). */
   readonly #activeTurns = new Map<string, string>();
+  /** The serverSeq whose commit phase is running (frames it causes are held), else undefined. */
+  #folding: number | undefined;
+  /** What commit phases caused, waiting for their commit to be durable; oldest first. */
+  #held: Array<{ readonly serverSeq: number; readonly run: () => void }> = [];
   #unsubscribe: (() => void) | undefined;
   #closed = false;
 
@@ -108,8 +118,9 @@ export class InteractionRegistry {
     this.#unsubscribe = this.hub.hook('interactions', {
       sessionDisposed: (e) => this.#onSessionDisposed(e.session),
       chatDisposed: (e) => this.#onChatDisposed(e.chat, e.session),
-      afterCommit: (e) => this.#onCommit(e),
-      turnEnded: (e) => this.#onTurnEnded(e),
+      afterCommit: (e) => this.#folded(e.serverSeq, () => this.#onCommit(e)),
+      turnEnded: (e) => this.#folded(e.commit.serverSeq, () => this.#onTurnEnded(e)),
+      afterDurable: (e) => this.#release(e.serverSeq),
     });
   }
 
@@ -118,9 +129,43 @@ export class InteractionRegistry {
     this.#unsubscribe?.();
   }
 
+  /** Runs a commit-phase reaction; what it publishes (or schedules) is held for that commit. */
+  #folded(serverSeq: number, fold: () => void): void {
+    this.#folding = serverSeq;
+    try {
+      fold();
+    } finally {
+      this.#folding = undefined;
+    }
+  }
+
+  /** Delivered phase: commit `serverSeq` (and every one before it) is durable. */
+  #release(serverSeq: number): void {
+    if (this.#held.length === 0 || this.#held[0]!.serverSeq > serverSeq) return;
+    const at = this.#held.findIndex((h) => h.serverSeq > serverSeq);
+    const due = at === -1 ? this.#held : this.#held.slice(0, at);
+    this.#held = at === -1 ? [] : this.#held.slice(at);
+    for (const h of due) h.run();
+  }
+
+  /** Now outside the commit phase; inside it, once the commit being folded is durable. */
+  #whenDurable(run: () => void): void {
+    if (this.#folding === undefined) run();
+    else this.#held.push({ serverSeq: this.#folding, run });
+  }
+
+  #publish(session: string, event: Parameters<SessionStreams['publish']>[1]): void {
+    this.#whenDurable(() => this.streams.publish(session, event));
+  }
+
   /** Pending interactions of a session, oldest first. */
   pending(session: string): Interaction[] {
     return [...(this.#bySession.get(session)?.values() ?? [])];
+  }
+
+  /** Pending interactions whose request is durable (what a late listener may be shown), oldest first. */
+  announced(session: string): Interaction[] {
+    return this.pending(session).filter((it) => it.announced === true);
   }
 
   /** Sessions with a pending interaction of that id (qwen's session-less `POST /permission/{requestId}`). */
@@ -345,7 +390,7 @@ export class InteractionRegistry {
     if (!chat) return;
     const turnId = chat.state.activeTurn?.id ?? (known && 'turnId' in known && typeof known.turnId === 'string' ? known.turnId : undefined);
     if (this.streams.isStreamed(chat.session)) for (const update of acpUpdatesFor(known)) {
-      this.streams.publish(chat.session, { chat: channel, turnId, payload: sessionUpdate(sessionIdOf(chat.session), update, channel, turnId) });
+      this.#publish(chat.session, { chat: channel, turnId, payload: sessionUpdate(sessionIdOf(chat.session), update, channel, turnId) });
     }
     if (STREAMING_ONLY_ACTIONS.has(action.type)) return;
     this.#reconcile(chat.session, channel, chat.state);
@@ -365,7 +410,7 @@ export class InteractionRegistry {
   #publishTurnEnd(session: string, chat: string, turnId: string, end: TurnEnd): void {
     const data: Record<string, unknown> = { sessionId: sessionIdOf(session), turnId, stopReason: end.stopReason };
     if (end.error) data['error'] = end.error;
-    this.streams.publish(session, { chat, turnId, turnEnd: end, payload: hubNotify('turn_end', data) });
+    this.#publish(session, { chat, turnId, turnEnd: end, payload: hubNotify('turn_end', data) });
   }
 
   #reconcile(session: string, chat: string, state: ChatState): void {
@@ -389,7 +434,7 @@ export class InteractionRegistry {
       const it = w.input ? this.#questionInteraction(session, chat, turn.id, key, w.input) : this.#toolInteraction(session, chat, turn.id, key, w.tool!);
       this.#register(it);
       const remembered = it.kind === 'permission' ? this.#remembered(session, it.toolName) : undefined;
-      if (remembered) setImmediate(() => this.#autoAnswer(it, remembered));
+      if (remembered) this.#whenDurable(() => setImmediate(() => this.#autoAnswer(it, remembered)));
     }
   }
 
@@ -401,7 +446,10 @@ export class InteractionRegistry {
     if (!c) this.#byChat.set(it.chat, (c = new Map()));
     c.set(it.key, it);
     this.#resolved.delete(`${it.session}\n${it.requestId}`);
-    this.streams.publish(it.session, { chat: it.chat, turnId: it.turnId, payload: this.requestFrame(it) });
+    this.#whenDurable(() => {
+      it.announced = true;
+      this.streams.publish(it.session, { chat: it.chat, turnId: it.turnId, payload: this.requestFrame(it) });
+    });
   }
 
   #resolve(it: Interaction, outcome: PermissionOutcome): void {
@@ -417,7 +465,7 @@ export class InteractionRegistry {
     this.#resolved.delete(key);
     this.#resolved.set(key, { outcome, chat: it.chat, turnId: it.turnId });
     if (this.#resolved.size > RESOLVED_FIFO) this.#resolved.delete(this.#resolved.keys().next().value!);
-    this.streams.publish(it.session, {
+    this.#publish(it.session, {
       chat: it.chat,
       turnId: it.turnId,
       payload: qwenNotify('permission_resolved', { requestId: it.requestId, sessionId: sessionIdOf(it.session), outcome }),

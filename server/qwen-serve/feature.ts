@@ -310,7 +310,7 @@ export function createQwenServeFeature(options: QwenServeOptions = {}): Feature 
             }));
           }
           // What is still pending, so a late listener can answer it.
-          for (const it of registry.pending(session)) {
+          for (const it of registry.announced(session)) {
             const frame = (registry.requestFrame(it) as { params: { data: Record<string, unknown> } }).params.data;
             sse.write(qwenSseMessage(undefined, 'permission_request', frame));
           }

@@ -138,6 +138,10 @@ export class SteeringEngine implements SteeringPort {
   readonly quotaPerTurn: number;
   readonly #shared: boolean;
   readonly #books = new Map<string, SessionBook>();
+  /** The serverSeq whose commit phase is folding (follow-up dispatches wait for it), else undefined. */
+  #folding: number | undefined;
+  /** Follow-up dispatches commit phases caused, each waiting for its commit to be durable. */
+  #held: Array<{ readonly serverSeq: number; readonly chat: string; readonly action: WireAction }> = [];
   #unavailable: (session: string) => SteeringUnavailable | undefined = () => undefined;
 
   constructor(
@@ -362,9 +366,28 @@ export class SteeringEngine implements SteeringPort {
       const book = this.#books.get(e.session);
       if (book?.current?.chat === e.chat) this.#endTurn(book, book.current, 'closed', 'chat_disposed', false);
     },
-    afterCommit: (e) => this.#onCommit(e),
-    turnEnded: (e) => this.#onTurnEnded(e),
+    afterCommit: (e) => this.#folded(e.serverSeq, () => this.#onCommit(e)),
+    turnEnded: (e) => this.#folded(e.commit.serverSeq, () => this.#onTurnEnded(e)),
+    afterDurable: (e) => this.#release(e.serverSeq),
   };
+
+  /** Runs a commit-phase reaction: the book changes now, its follow-up dispatches wait (see `#dispatch`). */
+  #folded(serverSeq: number, fold: () => void): void {
+    this.#folding = serverSeq;
+    try {
+      fold();
+    } finally {
+      this.#folding = undefined;
+    }
+  }
+
+  /** Delivered phase: commit `serverSeq` is durable, so the dispatches it caused go out now, in order. */
+  #release(serverSeq: number): void {
+    if (this.#held.length === 0 || this.#held[0]!.serverSeq > serverSeq) return;
+    const due = this.#held.filter((h) => h.serverSeq <= serverSeq);
+    this.#held = this.#held.filter((h) => h.serverSeq > serverSeq);
+    for (const h of due) void this.#dispatchAwait(h.chat, h.action);
+  }
 
   #onCommit(e: CommitEvent): void {
     const { channel, known: action, origin } = e;
@@ -523,8 +546,10 @@ export class SteeringEngine implements SteeringPort {
     entry.receipt = reason === undefined ? next : { ...next, reason };
   }
 
+  /** Dispatches now, or (from a commit phase) once the commit being folded is durable. */
   #dispatch(chat: string, action: WireAction): void {
-    void this.#dispatchAwait(chat, action);
+    if (this.#folding !== undefined) this.#held.push({ serverSeq: this.#folding, chat, action });
+    else void this.#dispatchAwait(chat, action);
   }
 
   #dispatchAwait(chat: string, action: WireAction): Promise<unknown> {

@@ -3,6 +3,8 @@
  * no log, no sockets, no validation beyond tenant visibility. Actions go through the real shared
  * reducers, so a feature reads the state it would read from the hub; hooks are called in
  * `HOOK_ORDER`, and `turnEnded` is derived from the state before and after by the hub's own `HookList`.
+ * Every commit is "durable" at once: its delivered phase runs right after its commit phase (after
+ * the delivered phases already waiting, so a dispatch from a hook is delivered in order too).
  * A test can make the next submission fail with `refuseNext`.
  */
 import { isKnownAction } from '../../shared/protocol/actions.js';
@@ -29,6 +31,11 @@ export class FakeHubPort implements HubPort {
     throw err;
   });
   #seq = 0;
+  /** Delivered phases waiting to run, oldest commit first; drained by the outermost caller. */
+  readonly #toDeliver: Array<{ readonly serverSeq: number; readonly phase: () => void }> = [];
+  #delivering = false;
+  /** Commit phases running (a hook that dispatches commits inside one): delivery waits for them. */
+  #committing = 0;
   #refusal: { code: RejectionCode; message: string } | undefined;
 
   /** A session of `tenant` with one chat, its default (`<uri>/chat`). Returns the chat's URI. */
@@ -73,8 +80,28 @@ export class FakeHubPort implements HubPort {
     const serverSeq = ++this.#seq;
     this.committed.push({ channel, action, via, surface });
     const event: CommitEvent = { channel, action, known: isKnownAction(action) ? action : undefined, serverSeq, remote };
-    this.#hooks.announceCommit(event, chat && { uri: channel, session: chat.session, activeTurnId: chat.state.activeTurn?.id }, turnBefore);
+    this.#committing++;
+    let delivered: () => void;
+    try {
+      delivered = this.#hooks.announceCommit(event, chat && { uri: channel, session: chat.session, activeTurnId: chat.state.activeTurn?.id }, turnBefore);
+    } finally {
+      this.#committing--;
+    }
+    this.#deliver(serverSeq, delivered);
     return serverSeq;
+  }
+
+  /** Queues a delivered phase in serverSeq order and runs the queue unless a phase is running. */
+  #deliver(serverSeq: number, phase: () => void): void {
+    const at = this.#toDeliver.findIndex((d) => d.serverSeq > serverSeq);
+    this.#toDeliver.splice(at === -1 ? this.#toDeliver.length : at, 0, { serverSeq, phase });
+    if (this.#delivering || this.#committing > 0) return;
+    this.#delivering = true;
+    try {
+      for (let next = this.#toDeliver.shift(); next; next = this.#toDeliver.shift()) next.phase();
+    } finally {
+      this.#delivering = false;
+    }
   }
 
   visibleSession(principal: Principal, uri: string): SessionEntry | undefined {
@@ -109,7 +136,7 @@ export class FakeHubPort implements HubPort {
     if (!session) throw new Error(`no session ${uri}`);
     for (const chat of session.chats) this.chats.delete(chat);
     this.sessions.delete(uri);
-    this.#hooks.call((h) => h.sessionDisposed?.({ session: uri }));
+    this.#deliver(this.#seq, () => this.#hooks.call((h) => h.sessionDisposed?.({ session: uri })));
   }
 
   disposeChat(chat: string): void {
@@ -117,7 +144,7 @@ export class FakeHubPort implements HubPort {
     if (!entry) return;
     this.chats.delete(chat);
     this.sessions.get(entry.session)?.chats.delete(chat);
-    this.#hooks.call((h) => h.chatDisposed?.({ chat, session: entry.session }));
+    this.#deliver(this.#seq, () => this.#hooks.call((h) => h.chatDisposed?.({ chat, session: entry.session })));
   }
 
   disconnect(conn: Connection): void {

@@ -60,6 +60,55 @@ describe('hub hooks and submit outcomes', () => {
     await hub.close();
   });
 
+  it('announces a commit a hook dispatches from its own hook after the current one: later hooks see serverSeq strictly increasing', async () => {
+    const { hub, chat } = await openHub();
+    const seen: number[] = [];
+    let dispatched = false;
+    // An early owner that reacts to a commit by dispatching another action (as steering does).
+    hub.hook('steering', {
+      afterCommit: (e) => {
+        if (e.action.type !== 'chat/turnStarted' || dispatched) return;
+        dispatched = true;
+        void hub.dispatchServer(chat, { type: 'chat/responsePart', turnId: 't1', part: { kind: 'markdown', id: 'p1', content: 'from a hook' } });
+      },
+    });
+    hub.hook('extension', { afterCommit: (e) => void seen.push(e.serverSeq) });
+    await hub.submitAs(DEV_PRINCIPAL, chat, start('t1'));
+    await hub.drain();
+    expect(dispatched).toBe(true);
+    expect(seen.length).toBe(2);
+    expect(seen[1]!).toBeGreaterThan(seen[0]!);
+    await hub.close();
+  });
+
+  it('runs the delivered phase only once the commit is in the log, in serverSeq order, also for dispatches made from it', async () => {
+    const log = new MemoryActionLog();
+    const appended: number[] = [];
+    const append = log.append.bind(log);
+    log.append = async (head, records) => {
+      const result = await append(head, records);
+      for (const r of records) appended.push(r.serverSeq);
+      return result;
+    };
+    let n = 0;
+    const hub = await Hub.open({ log, logger: silentLogger, now: () => 1_000, newId: () => `id-${++n}`, agents: [{ provider: 'remote', displayName: 'Remote' }], defaultProvider: 'remote' });
+    const { defaultChat: chat } = await hub.createSession(DEV_PRINCIPAL, { uri: 'ahp-session:/delivered' });
+    const delivered: Array<{ seq: number; durable: boolean }> = [];
+    hub.hook('steering', {
+      afterDurable: (e) => {
+        if (e.action.type === 'chat/turnStarted') void hub.dispatchServer(chat, { type: 'chat/responsePart', turnId: 't1', part: { kind: 'markdown', id: 'p1', content: 'x' } });
+      },
+    });
+    hub.hook('extension', { afterDurable: (e) => void delivered.push({ seq: e.serverSeq, durable: appended.includes(e.serverSeq) }) });
+    await hub.submitAs(DEV_PRINCIPAL, chat, start('t1'));
+    await hub.submitAs(DEV_PRINCIPAL, chat, { type: 'chat/turnCancelled', turnId: 't1', duration: 1 });
+    await hub.drain();
+    expect(delivered.length).toBe(3);
+    expect(delivered.every((d) => d.durable)).toBe(true);
+    expect(delivered.map((d) => d.seq)).toEqual([...delivered.map((d) => d.seq)].sort((a, b) => a - b));
+    await hub.close();
+  });
+
   it('refuses with stable codes: NotFound, PermissionDenied, TurnInProgress, InvalidParams', async () => {
     const { hub, chat } = await openHub();
     expect(await hub.submitAs(DEV_PRINCIPAL, 'ahp-chat:/nowhere', start('x'))).toMatchObject({ ok: false, code: ErrorCode.NotFound });
