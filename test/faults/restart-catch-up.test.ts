@@ -12,7 +12,7 @@ import { Hub } from '../../server/hub/hub.js';
 import { silentLogger } from '../../server/log.js';
 import type { LogRecord } from '../../server/storage/action-log.js';
 import { PostgresStore } from '../../server/storage/postgres-store.js';
-import { PostgresActionLog } from '../../server/storage/postgres-action-log.js';
+import type { PostgresActionLog } from '../../server/storage/postgres-action-log.js';
 import { freshDatabase } from '../helpers/postgres.js';
 import { waitFor } from '../helpers/wait-for.js';
 
