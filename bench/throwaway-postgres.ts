@@ -28,8 +28,8 @@ export interface RunningPostgres {
   stop(): void;
   /** Fast shutdown then start again on the same port and data directory (tests of outages). */
   restart(): void;
-  /** Fast shutdown only; `start()` brings it back. */
-  stopServer(): void;
+  /** Fast shutdown (or `immediate`: no clean shutdown, crash recovery at start) only; `start()` brings it back. */
+  stopServer(mode?: 'fast' | 'immediate'): void;
   start(): void;
 }
 
@@ -97,13 +97,13 @@ export async function startPostgres(options: { fsync?: boolean } = {}): Promise<
     ...(options.fsync === true ? [] : ['-c fsync=off', '-c full_page_writes=off']),
   ].join(' ');
   const start = (): void => run('pg_ctl', ['-D', data, '-l', join(dir, 'server.log'), '-o', serverOptions, '-w', '-t', '60', 'start']);
-  const stopServer = (): void => run('pg_ctl', ['-D', data, '-m', 'fast', '-w', '-t', '60', 'stop']);
+  const stopServer = (mode: 'fast' | 'immediate' = 'fast'): void => run('pg_ctl', ['-D', data, '-m', mode, '-w', '-t', '60', 'stop']);
   start();
   let stopped = false;
   return {
     url: `postgres://postgres@127.0.0.1:${port}/postgres`,
     start,
-    stopServer,
+    stopServer: (mode) => stopServer(mode),
     restart: () => {
       stopServer();
       start();

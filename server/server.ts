@@ -31,7 +31,7 @@ import { migrateSingleLogDataDir } from './migrate-data-dir.js';
 import { TenantStack } from './tenant-stack.js';
 import { HttpError, HttpRouter, sendError, sendJson, type HttpRegistrar } from './transport/http-router.js';
 import { serveStatic } from './transport/static-files.js';
-import { WsTransport } from './transport/ws-transport.js';
+import { TransportCloseCode, WsTransport } from './transport/ws-transport.js';
 import { capHttpConnections } from './transport/http-connection-cap.js';
 import { loopbackRefusal } from './transport/loopback-guard.js';
 import { lockDataDir, type DataDirLock } from './storage/data-dir-lock.js';
@@ -149,14 +149,11 @@ export async function startHubServer(config: HubServerConfig): Promise<HubServer
   const stacks = new Map<string, TenantStack>();
   // This process's name on the cluster's agent leases (every tenant's keeper holds leases as it).
   const node = newId();
-  try {
-    for (const tenant of config.auth.tenants) {
-      stacks.set(
-        tenant,
-        await TenantStack.open({
+  const openStack = async (tenant: string, leaseNode: string): Promise<TenantStack> =>
+    TenantStack.open({
           tenant,
           log: await storage.logs.open(tenant),
-          leases: storage.leasesFor?.(tenant, node),
+          leases: storage.leasesFor?.(tenant, leaseNode),
           agentLeaseTtlMs: config.agentLeaseTtlMs ?? 5_000,
           providers: providersFor(tenant, config.dataDir === undefined ? undefined : tenantDir(config.dataDir, tenant)),
           defaultProvider: config.defaultProvider,
@@ -169,9 +166,9 @@ export async function startHubServer(config: HubServerConfig): Promise<HubServer
           logger,
           now,
           newId,
-        }),
-      );
-    }
+        });
+  try {
+    for (const tenant of config.auth.tenants) stacks.set(tenant, await openStack(tenant, node));
   } catch (err) {
     for (const stack of stacks.values()) {
       await stack.stopAgents().catch(() => undefined);
@@ -276,15 +273,39 @@ export async function startHubServer(config: HubServerConfig): Promise<HubServer
   server.on('upgrade', (req, socket, head) => {
     if (!ws.handleUpgrade(req, socket, head)) socket.end('HTTP/1.1 404 Not Found\r\nConnection: close\r\n\r\n');
   });
-  for (const stack of stacks.values()) {
-    stack.hub.onFatal(() => {
-      // The log refused an append: state in memory can no longer be made durable. Stop serving so a
-      // supervisor restarts the process, which recovers from what the log holds.
-      logger.error('fatal storage failure; exiting', { tenant: stack.tenant });
-      process.exitCode = 1;
-      void close();
-    });
-  }
+  /**
+   * A tenant's memory no longer matches its log (a batch in doubt was overtaken by another
+   * process's records): that tenant alone is reloaded from the log, as a restart would, while the
+   * process and every other tenant keep running. Its connections are closed (4503) so clients
+   * reconnect and resume on the new hub; its agents stop, and in cluster mode the new stack holds
+   * leases under a new name, so the turns the old one ran expire and are ended like a lost node's.
+   */
+  const reload = async (old: TenantStack): Promise<void> => {
+    logger.error('reloading a tenant from its log', { tenant: old.tenant });
+    await old.stopAgents().catch((err: unknown) => logger.warn('stopping agents of a reloaded tenant failed', errorFields(err)));
+    ws.closeTenant(old.tenant, TransportCloseCode.TenantReloaded, 'the hub reloaded this tenant from its log: reconnect');
+    await old.close().catch((err: unknown) => logger.warn('closing a reloaded tenant failed', errorFields(err)));
+    for (let wait = 250; closing === undefined; wait = Math.min(wait * 2, 5_000)) {
+      try {
+        const fresh = await openStack(old.tenant, newId());
+        if (closing !== undefined) {
+          await fresh.stopAgents();
+          await fresh.close();
+          return;
+        }
+        stacks.set(old.tenant, fresh);
+        watch(fresh);
+        ws.closeTenant(old.tenant, TransportCloseCode.TenantReloaded, 'the hub reloaded this tenant from its log: reconnect');
+        logger.warn('tenant reloaded from its log', { tenant: old.tenant });
+        return;
+      } catch (err) {
+        logger.warn('reloading a tenant failed; retrying', { tenant: old.tenant, ...errorFields(err) });
+        await new Promise((resolve) => setTimeout(resolve, wait).unref());
+      }
+    }
+  };
+  const watch = (stack: TenantStack): void => stack.hub.onFatal(() => void reload(stack));
+  for (const stack of stacks.values()) watch(stack);
 
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);

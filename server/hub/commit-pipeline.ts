@@ -11,8 +11,17 @@
  * per event-loop turn the pending records are appended in one batch (group commit); only after
  * that append resolves is the outbox delivered, front to back. So an echo means "durable", a
  * snapshot in an answer never shows state a crash could take back, and nothing queued later is
- * sent earlier. When an append fails, the envelopes of that batch are never delivered (the hub
- * stops accepting actions, see `onAppendFailed`).
+ * sent earlier.
+ *
+ * When an append fails (database away, disk full), the batch is IN DOUBT: its records are in
+ * memory but maybe not in the log (or, when the failure hit the commit's answer, maybe in it).
+ * Nothing of it is delivered. The pipeline retries (`Appender.retry`) with backoff until the log
+ * either takes the batch or shows that it already holds it — then it is delivered as usual — or
+ * holds other records at those positions (another cluster process appended there): then the
+ * batch is abandoned, its senders get a `StorageUnavailable` rejection, and `onAppendFailed`
+ * tells the hub its memory is no longer the log's. While in doubt, `storageProblem` says why,
+ * the hub refuses new writes, and refusals and answers are sent at once rather than held behind
+ * the batch (see `sendPrivate`, `sendInOrder`).
  *
  * The same rule holds for every other way out of the process (SSE streams, answers written to an
  * agent, collaboration frames, follow-up dispatches): those happen in the hooks' delivered phase
@@ -30,7 +39,7 @@
 import type { ActionEnvelope, ActionOrigin, WireAction } from '../../shared/protocol/messages.js';
 import { isSharedActionLog, type ActionLog, type AppendResult, type LogRecord } from '../storage/action-log.js';
 import type { Logger } from '../log.js';
-import { errorFields } from '../log.js';
+import { errorFields, errorMessage } from '../log.js';
 import { CATALOG_CHANNEL } from './catalog.js';
 import type { Actor } from './client-ledger.js';
 import { CloseCode, type Connection } from './connection.js';
@@ -46,7 +55,17 @@ export interface Receivers {
 /** Where records are appended: the log itself, or the cluster's write gate in front of it. */
 export interface Appender {
   append(expectedHead: number, records: readonly LogRecord[]): Promise<AppendResult>;
+  /**
+   * After `append` failed: appends the same batch at the same head again, or finds it already
+   * there. Resolves true when the log holds the batch, false when it holds other records at those
+   * positions; throws while the log is still unreachable. Without it, the log is asked directly.
+   */
+  retry?(expectedHead: number, records: readonly LogRecord[]): Promise<boolean>;
 }
+
+/** Backoff between retries of a batch in doubt. */
+const RETRY_FIRST_MS = 100;
+const RETRY_MAX_MS = 2_000;
 
 export interface CommitPipelineOptions {
   readonly log: ActionLog;
@@ -65,7 +84,7 @@ export interface CommitPipelineOptions {
   readonly snapshotImage: () => unknown;
   /** The last serverSeq already in the log (recovered): sequencing continues after it. */
   readonly headSeq: number;
-  /** An append failed: the hub must stop accepting actions. */
+  /** A batch in doubt was abandoned (the log holds other records there): memory is not the log's. */
   readonly onAppendFailed: (err: unknown) => void;
 }
 
@@ -79,7 +98,7 @@ type OutboxItem =
   /** A JSON-RPC answer. */
   | { readonly kind: 'reply'; readonly conn: Connection; readonly text: string }
   | { readonly kind: 'call'; readonly fn: () => void }
-  | { readonly kind: 'durable'; readonly resolve: () => void };
+  | { readonly kind: 'durable'; readonly resolve: () => void; readonly reject: (err: Error) => void };
 
 type EnvelopeItem = Extract<OutboxItem, { kind: 'envelope' }>;
 
@@ -116,6 +135,11 @@ export class CommitPipeline {
   #outbox: OutboxItem[] = [];
   #flushScheduled = false;
   #flushing: Promise<void> | undefined;
+  /** Why the batch in doubt could not be appended yet (see the header), else undefined. */
+  #storageProblem: string | undefined;
+  /** Resolved (and replaced) each time a batch goes into doubt: start-up stops waiting then. */
+  #inDoubt = deferred();
+  #stopping = false;
   /** Characters of answers waiting in the outbox per connection (see `sendInOrder`). */
   readonly #heldReplyChars = new WeakMap<Connection, number>();
 
@@ -152,6 +176,21 @@ export class CommitPipeline {
   /** Last serverSeq sequenced: what the in-memory state reflects (maybe not durable yet). */
   get serverSeq(): number {
     return this.#seq;
+  }
+
+  /** While a batch is in doubt: why the log refuses it. */
+  get storageProblem(): string | undefined {
+    return this.#storageProblem;
+  }
+
+  /** Resolves when a batch next goes into doubt. */
+  whenInDoubt(): Promise<void> {
+    return this.#inDoubt.promise;
+  }
+
+  /** At shutdown: stop retrying a batch in doubt (its envelopes are never delivered). */
+  stopRetrying(): void {
+    this.#stopping = true;
   }
 
   /** Last serverSeq whose envelope was handed to subscribers. */
@@ -201,6 +240,8 @@ export class CommitPipeline {
 
   /** An envelope for `conn` alone (a rejection, an original echo), in order with the rest. */
   sendPrivate(conn: Connection, envelope: ActionEnvelope): void {
+    // In doubt: a refusal must not wait behind a batch that may never be delivered.
+    if (this.#storageProblem !== undefined) return deliverPrivate(this.#receivers.fanoutOf(envelope.channel), conn, envelope, this.#fanoutLimits);
     this.#outbox.push({ kind: 'private', conn, envelope });
     this.#scheduleFlush();
   }
@@ -220,7 +261,9 @@ export class CommitPipeline {
    * envelopes that follow it.
    */
   sendInOrder(conn: Connection, text: string): void {
-    if (this.#outbox.length === 0 && this.#pendingRecords.length === 0 && !this.#flushing) {
+    // In doubt, the hub answers only with errors or state that excludes the batch (it refuses
+    // reads that would show it), so nothing here waits for the batch.
+    if (this.#storageProblem !== undefined || (this.#outbox.length === 0 && this.#pendingRecords.length === 0 && !this.#flushing)) {
       sendOrCloseSlow(conn, text, this.#fanoutLimits);
       return;
     }
@@ -243,10 +286,10 @@ export class CommitPipeline {
     this.#scheduleFlush();
   }
 
-  /** Resolves once everything sequenced so far is durable and delivered (never, after a failed append). */
+  /** Resolves once everything sequenced so far is durable and delivered; rejects if its batch is abandoned. */
   durable(): Promise<void> {
-    return new Promise((resolve) => {
-      this.#outbox.push({ kind: 'durable', resolve });
+    return new Promise((resolve, reject) => {
+      this.#outbox.push({ kind: 'durable', resolve, reject });
       this.#scheduleFlush();
     });
   }
@@ -279,12 +322,15 @@ export class CommitPipeline {
       this.#pendingRecords = [];
       this.#outbox = [];
       if (records.length > 0) {
+        let failure: unknown;
         try {
           const result = await this.#appender.append(this.#durableSeq, records);
-          if (!result.ok) throw new Error(`action log head moved to ${result.head}; another writer appended (expected ${this.#durableSeq})`);
+          if (!result.ok) failure = new Error(`action log head moved to ${result.head}; another writer appended (expected ${this.#durableSeq})`);
         } catch (err) {
-          // This batch's outbox holds envelopes of records that are not durable: it is dropped.
-          this.#onAppendFailed(err);
+          failure = err;
+        }
+        if (failure !== undefined && !(await this.#settleInDoubt(records, failure))) {
+          this.#abandon(outbox, failure);
           return;
         }
         this.#durableSeq = records[records.length - 1]!.serverSeq;
@@ -293,6 +339,65 @@ export class CommitPipeline {
       this.#deliver(outbox);
       if (this.#recordsSinceSnapshot >= this.#snapshotEvery) await this.#writeSnapshot();
     }
+  }
+
+  /**
+   * A batch whose append failed: retries until the log holds it (true) or holds other records at
+   * its positions, or the hub is closing (false). See the header.
+   */
+  async #settleInDoubt(records: readonly LogRecord[], failure: unknown): Promise<boolean> {
+    const expectedHead = this.#durableSeq;
+    this.#storageProblem = errorMessage(failure);
+    this.#logger.error('action log append failed; the batch is kept and retried, writes are refused meanwhile', { ...errorFields(failure), records: records.length, expectedHead });
+    const signal = this.#inDoubt;
+    this.#inDoubt = deferred();
+    signal.resolve();
+    let wait = RETRY_FIRST_MS;
+    try {
+      while (!this.#stopping) {
+        await new Promise((resolve) => setTimeout(resolve, wait).unref());
+        wait = Math.min(wait * 2, RETRY_MAX_MS);
+        if (this.#stopping) break;
+        try {
+          const landed = await (this.#appender.retry ? this.#appender.retry(expectedHead, records) : this.#retryOnLog(expectedHead, records));
+          this.#logger.warn(landed ? 'the action log took the batch in doubt; writes resume' : 'the action log holds other records where the batch in doubt was to go', { expectedHead, records: records.length });
+          return landed;
+        } catch (err) {
+          this.#storageProblem = errorMessage(err);
+        }
+      }
+      return false;
+    } finally {
+      this.#storageProblem = undefined;
+    }
+  }
+
+  /** `Appender.retry` on the log itself (one writer: SQLite, memory). */
+  async #retryOnLog(expectedHead: number, records: readonly LogRecord[]): Promise<boolean> {
+    const result = await this.#log.append(expectedHead, records);
+    if (result.ok) return true;
+    return sameRecords(await this.#log.read(expectedHead, records.length), records);
+  }
+
+  /**
+   * The batch in doubt is not in the log: its senders are told (a `StorageUnavailable`
+   * rejection, so they may send it again), durability waiters fail, and nothing else of its
+   * outbox is delivered (answers and notifications that showed its state).
+   */
+  #abandon(outbox: readonly OutboxItem[], failure: unknown): void {
+    const reason = `${STORAGE_UNAVAILABLE_REASON}: the action was not applied (${errorMessage(failure)}); send it again`;
+    const error = new Error(reason);
+    for (const item of outbox) {
+      if (item.kind === 'envelope' && item.source && item.envelope.origin) {
+        deliverPrivate(this.#receivers.fanoutOf(item.envelope.channel), item.source, { ...item.envelope, serverSeq: this.#durableSeq, rejectionReason: reason }, this.#fanoutLimits);
+      } else if (item.kind === 'durable') {
+        item.reject(error);
+      }
+    }
+    // Everything queued behind the batch is dropped too: it was decided on state that included it.
+    for (const item of this.#outbox.splice(0)) if (item.kind === 'durable') item.reject(error);
+    this.#pendingRecords = [];
+    if (!this.#stopping) this.#onAppendFailed(failure);
   }
 
   #deliver(outbox: OutboxItem[]): void {
@@ -353,4 +458,25 @@ export class CommitPipeline {
       this.#logger.warn('snapshot failed; recovery will replay more records', errorFields(err));
     }
   }
+}
+
+/**
+ * How every `StorageUnavailable` refusal of an action begins (rejection echoes have no code
+ * field, so this prefix is what clients match; JSON-RPC errors carry `ErrorCode.StorageUnavailable`).
+ */
+export const STORAGE_UNAVAILABLE_REASON = 'the action log is unavailable';
+
+/** True when the log's records are exactly `records` (same positions, channels, actions, origins). */
+export function sameRecords(stored: readonly LogRecord[], records: readonly LogRecord[]): boolean {
+  if (stored.length !== records.length) return false;
+  return records.every((r, i) => {
+    const s = stored[i]!;
+    return s.serverSeq === r.serverSeq && s.channel === r.channel && JSON.stringify(s.action) === JSON.stringify(r.action) && JSON.stringify(s.origin ?? null) === JSON.stringify(r.origin ?? null);
+  });
+}
+
+function deferred(): { promise: Promise<void>; resolve: () => void } {
+  let resolve!: () => void;
+  const promise = new Promise<void>((r) => (resolve = r));
+  return { promise, resolve };
 }

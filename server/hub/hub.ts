@@ -40,7 +40,7 @@ import { WriteGate } from './write-gate.js';
 import { ReplayWindow } from './replay-window.js';
 import type { CommitEvent, HookOwner, HubHooks, HubPort, RejectionCode, SubmitOutcome } from './hub-port.js';
 import { HookList } from './hook-list.js';
-import { CommitPipeline } from './commit-pipeline.js';
+import { CommitPipeline, STORAGE_UNAVAILABLE_REASON } from './commit-pipeline.js';
 import { Subscriptions } from './subscriptions.js';
 import { RootCatalogue } from './root-catalogue.js';
 import { interruptedTurnEnds, recoverFromLog, snapshotImageOf, type RecoveredHub } from './recovery.js';
@@ -177,6 +177,9 @@ export class Hub implements HubPort {
         get serverSeq() {
           return pipeline.serverSeq;
         },
+        get inDoubt() {
+          return pipeline.storageProblem;
+        },
         hasPendingRecords: () => pipeline.hasPendingRecords,
         foldRemote: (records) => hub.#foldRemote(records),
         fail: (err) => hub.#fail(err),
@@ -185,7 +188,9 @@ export class Hub implements HubPort {
     } else {
       for (const { chat, action } of interruptedTurnEnds(hub.#state, options.now)) hub.#accept(chat, action, undefined);
     }
-    await hub.drain();
+    // A log that refuses the first batch (a full disk at start) must not keep the hub from
+    // starting: it refuses writes until the log takes the batch (commit-pipeline.ts, "in doubt").
+    await Promise.race([hub.drain(), hub.#pipeline.whenInDoubt()]);
     return hub;
   }
 
@@ -196,9 +201,12 @@ export class Hub implements HubPort {
     return this.#pipeline.serverSeq;
   }
 
-  /** Cluster mode: why the shared log refuses writes right now (unreachable), else undefined. */
+  /**
+   * Why this hub refuses writes right now: a batch in doubt (its append failed and is retried),
+   * the shared log unreachable, or memory no longer the log's (the tenant is being reloaded).
+   */
   get storageProblem(): string | undefined {
-    return this.#gate?.unavailable;
+    return this.#pipeline.storageProblem ?? this.#gate?.unavailable ?? (this.#failed ? `memory no longer matches the log (${this.#failed.message})` : undefined);
   }
 
   get agents(): readonly AgentInfo[] {
@@ -268,6 +276,7 @@ export class Hub implements HubPort {
   // ─── Subscriptions (subscriptions.ts) ───────────────────────────────────────
 
   subscribe(conn: Connection, principal: Principal, channel: string, maxLatencyMs = 0): Snapshot {
+    this.#assertReadable();
     const snapshot = this.snapshot(principal, channel);
     this.#subscriptions.attach(conn, principal.tenant, channel, snapshot.fromSeq, this.#pipeline.deliveredSeq, maxLatencyMs);
     return snapshot;
@@ -296,6 +305,7 @@ export class Hub implements HubPort {
    * still covers the gap, else snapshots; invisible channels are `missing` (see subscriptions.ts).
    */
   reconnect(conn: Connection, principal: Principal, params: ReconnectParams): ReconnectResult {
+    this.#assertReadable();
     const result = this.#subscriptions.reconnect(conn, principal.tenant, params, {
       visible: (channel) => channel === ROOT_URI || this.#sessionOfVisibleChannel(principal, channel) !== undefined,
       snapshot: (channel) => this.snapshot(principal, channel),
@@ -319,8 +329,7 @@ export class Hub implements HubPort {
   // ─── Commands ───────────────────────────────────────────────────────────────
 
   async createSession(principal: Principal, params: { uri: string; provider?: string | undefined; title?: string | undefined }): Promise<{ defaultChat: string }> {
-    this.#assertOpen();
-    if (this.#gate) await this.#writeTurn();
+    await this.#enterWrite();
     if (!canWrite(principal)) throw new ProtocolError(ErrorCode.PermissionDenied, 'viewers cannot create sessions');
     if (channelKind(params.uri) !== 'session') {
       throw new ProtocolError(ErrorCode.InvalidParams, 'channel must be an ahp-session:/<id> URI');
@@ -358,8 +367,7 @@ export class Hub implements HubPort {
   }
 
   async disposeSession(principal: Principal, uri: string): Promise<void> {
-    this.#assertOpen();
-    if (this.#gate) await this.#writeTurn();
+    await this.#enterWrite();
     const session = this.visibleSession(principal, uri);
     if (!session) throw new ProtocolError(ErrorCode.SessionNotFound, `session ${uri} not found`);
     if (!canWrite(principal)) throw new ProtocolError(ErrorCode.PermissionDenied, 'viewers cannot dispose sessions');
@@ -370,8 +378,7 @@ export class Hub implements HubPort {
   }
 
   async createChat(principal: Principal, sessionUri: string, params: { chat?: string | undefined; title?: string | undefined }): Promise<{ chat: string }> {
-    this.#assertOpen();
-    if (this.#gate) await this.#writeTurn();
+    await this.#enterWrite();
     const session = this.visibleSession(principal, sessionUri);
     if (!session) throw new ProtocolError(ErrorCode.SessionNotFound, `session ${sessionUri} not found`);
     if (!canWrite(principal)) throw new ProtocolError(ErrorCode.PermissionDenied, 'viewers cannot create chats');
@@ -388,8 +395,7 @@ export class Hub implements HubPort {
   }
 
   async disposeChat(principal: Principal, chatUri: string): Promise<void> {
-    this.#assertOpen();
-    if (this.#gate) await this.#writeTurn();
+    await this.#enterWrite();
     const chat = this.visibleChat(principal, chatUri);
     if (!chat) throw new ProtocolError(ErrorCode.NotFound, `chat ${chatUri} not found`);
     if (!canWrite(principal)) throw new ProtocolError(ErrorCode.PermissionDenied, 'viewers cannot dispose chats');
@@ -450,7 +456,15 @@ export class Hub implements HubPort {
    * to its sender alone with a `rejectionReason` and not applied.
    */
   dispatchFromClient(client: ClientHandle, channel: string, clientSeq: number, rawAction: WireAction): void {
-    if (this.#failed || this.#closed) return;
+    const refusal = this.#writeRefusal();
+    if (refusal === undefined && this.#closed) return;
+    if (refusal !== undefined) {
+      this.#observer?.dispatchRejected(refusal);
+      this.#pipeline.sendPrivate(client.conn, {
+        channel, action: echoableRejected(rawAction), serverSeq: this.#pipeline.serverSeq, origin: { clientId: client.clientId, clientSeq }, rejectionReason: refusal,
+      });
+      return;
+    }
     if (this.#gate && !this.#gate.isOpen) {
       // Cluster mode: decide once this process holds the write turn (in arrival order).
       this.#writeTurn().then(
@@ -494,8 +508,7 @@ export class Hub implements HubPort {
    * `{ok: false, code: ErrorCode.NotFound}`.
    */
   async submitAs(principal: Principal, channel: string, rawAction: WireAction, surface = 'hub'): Promise<SubmitOutcome> {
-    this.#assertOpen();
-    if (this.#gate) await this.#writeTurn();
+    await this.#enterWrite();
     const decision = this.#decide(principal, `hub:${principal.user}`, channel, rawAction, surface);
     if (!decision) return { ok: false, code: ErrorCode.NotFound, message: `no channel ${channel}` };
     if (!decision.ok) return { ok: false, code: decision.code, message: decision.reason };
@@ -597,8 +610,7 @@ export class Hub implements HubPort {
    * (like a remote agent's), sequenced, and resolved once durable. Rejections throw.
    */
   async dispatchServer(channel: string, action: WireAction): Promise<number> {
-    this.#assertOpen();
-    if (this.#gate) await this.#writeTurn();
+    await this.#enterWrite();
     const parsed = parseAction(action);
     if (!parsed.ok) throw new Error(`invalid server action ${action.type}: ${parsed.message}`);
     const chat = this.#state.chats.get(channel);
@@ -672,8 +684,39 @@ export class Hub implements HubPort {
     try {
       await this.#gate!.turn();
     } catch (err) {
-      throw new ProtocolError(ErrorCode.InternalError, errorMessage(err));
+      throw new ProtocolError(this.#closed ? ErrorCode.InternalError : ErrorCode.StorageUnavailable, errorMessage(err));
     }
+  }
+
+  /** Where every decision that writes starts: open, writable, then (cluster) the write turn. */
+  async #enterWrite(): Promise<void> {
+    this.#assertOpen();
+    this.#assertWritable();
+    if (!this.#gate) return;
+    await this.#writeTurn();
+    // The log may have failed while this call waited for the turn.
+    this.#assertWritable();
+  }
+
+  /** Why a write would be refused now (a `StorageUnavailable` reason), or undefined. */
+  #writeRefusal(): string | undefined {
+    // Not the gate's last failure: taking the turn finds out whether the log is back.
+    const problem = this.#pipeline.storageProblem ?? (this.#failed ? this.storageProblem : undefined);
+    return problem === undefined ? undefined : `${STORAGE_UNAVAILABLE_REASON}: ${problem}`;
+  }
+
+  #assertWritable(): void {
+    const refusal = this.#writeRefusal();
+    if (refusal !== undefined) throw new ProtocolError(ErrorCode.StorageUnavailable, refusal);
+  }
+
+  /**
+   * While a batch is in doubt memory holds records the log may never take: a snapshot now could
+   * show them, so reads that answer with state are refused until the batch is settled.
+   */
+  #assertReadable(): void {
+    const refusal = this.#writeRefusal();
+    if (refusal !== undefined) throw new ProtocolError(ErrorCode.StorageUnavailable, refusal);
   }
 
   /**
@@ -711,19 +754,25 @@ export class Hub implements HubPort {
 
   // ─── Failure and shutdown ───────────────────────────────────────────────────
 
+  /**
+   * Memory no longer matches the log (a batch in doubt was abandoned because the log holds other
+   * records in its place, or folding failed): this hub refuses everything from now on and the
+   * composition root replaces it with one recovered from the log (`onFatal`).
+   */
   #fail(err: unknown): void {
+    if (this.#failed) return;
     this.#failed = err instanceof Error ? err : new Error(String(err));
-    this.#logger.error('action log append failed: the hub stops accepting actions', errorFields(err));
+    this.#logger.error('memory no longer matches the action log: the hub refuses actions and is reloaded from the log', errorFields(err));
     this.#onFatal?.(this.#failed);
   }
 
-  /** Set by the composition root: what to do when the log fails (exit so a supervisor restarts). */
+  /** Set by the composition root: what to do when memory no longer matches the log (reload the tenant). */
   onFatal(handler: (err: Error) => void): void {
     this.#onFatal = handler;
   }
 
   #assertOpen(): void {
-    if (this.#failed) throw new ProtocolError(ErrorCode.InternalError, 'the hub cannot persist actions right now');
+    if (this.#closed && this.#failed) throw new ProtocolError(ErrorCode.StorageUnavailable, `${STORAGE_UNAVAILABLE_REASON}: this tenant is being reloaded from its log`);
     if (this.#closed) throw new ProtocolError(ErrorCode.InternalError, 'the hub is shutting down');
   }
 
@@ -749,7 +798,9 @@ export class Hub implements HubPort {
   /** Stops accepting work, flushes, writes a final snapshot. Idempotent. */
   async close(): Promise<void> {
     if (this.#closed) return;
-    await this.drain();
+    // A batch in doubt is not waited for: it was never acknowledged, and the log may stay away.
+    if (this.#pipeline.storageProblem === undefined && !this.#failed) await Promise.race([this.drain(), this.#pipeline.whenInDoubt()]).catch(() => undefined);
+    this.#pipeline.stopRetrying();
     this.#closed = true;
     await this.#gate?.close();
     this.#subscriptions.flushAll();

@@ -51,6 +51,11 @@ const REPLAY_PAGE = 2_000;
  * restart with another agents file lists what runs now.
  */
 export async function recoverFromLog(log: ActionLog, agents: readonly AgentInfo[], replay?: ReplayWindow): Promise<RecoveredHub> {
+  // The head is read FIRST: with a shared log other processes append while this one replays, and
+  // a head read after the replay could name records the replay never saw (the hub would then
+  // continue after them, missing them for good, and snapshot that hole). Read first, it is a
+  // floor the replay must reach.
+  const headBefore = await log.head();
   const snapshot = await log.latestSnapshot();
   const image = snapshot?.data as SnapshotImage | undefined;
   const state = image ? HubState.fromImage(image.catalog) : new HubState(initialRootState(agents.map((a) => ({ ...a }))));
@@ -67,8 +72,12 @@ export async function recoverFromLog(log: ActionLog, agents: readonly AgentInfo[
     }
     if (records.length < REPLAY_PAGE) break;
   }
-  // The head may be past the last readable record (compaction never moves it back).
-  return { state, ledger, headSeq: Math.max(seq, await log.head()) };
+  if (seq < headBefore) {
+    // Only when the records between the snapshot and the head are gone (damaged or compacted
+    // past the newest snapshot): state would silently miss them.
+    throw new Error(`recovery: the log's head is ${headBefore} but its records end at ${seq}; records after the newest snapshot are missing`);
+  }
+  return { state, ledger, headSeq: seq };
 }
 
 /** The action that ends each turn still running in `state`, as an error the user can see. */

@@ -21,6 +21,7 @@
 import type { AppendResult, LogRecord, SharedActionLog, WriteTurn } from '../storage/action-log.js';
 import type { Logger } from '../log.js';
 import { errorFields, errorMessage } from '../log.js';
+import { STORAGE_UNAVAILABLE_REASON, sameRecords } from './commit-pipeline.js';
 
 /** What the gate needs from the hub. */
 export interface FoldTarget {
@@ -28,6 +29,8 @@ export interface FoldTarget {
   readonly serverSeq: number;
   /** True while records sequenced locally are not yet appended. */
   hasPendingRecords(): boolean;
+  /** Why a batch whose append failed is still in doubt (see commit-pipeline.ts), else undefined. */
+  readonly inDoubt: string | undefined;
   /** Applies records another process appended, in order, and delivers them to local subscribers. */
   foldRemote(records: readonly LogRecord[]): void;
   /** The log failed in a way this process cannot recover from. */
@@ -91,6 +94,10 @@ export class WriteGate {
   turn(): Promise<void> {
     if (this.#state === 'open') return Promise.resolve();
     if (this.#state === 'closed') return Promise.reject(new Error('the hub is shutting down'));
+    // A turn taken now could decide nothing (the hub refuses writes while a batch is in doubt)
+    // and would hold the head lock the retry of that batch needs.
+    const inDoubt = this.#target.inDoubt;
+    if (inDoubt !== undefined) return Promise.reject(new Error(`${STORAGE_UNAVAILABLE_REASON}: ${inDoubt}`));
     return new Promise((resolve, reject) => {
       this.#waiters.push({ resolve, reject });
       if (this.#state === 'idle') this.#acquire();
@@ -117,6 +124,37 @@ export class WriteGate {
     } finally {
       this.#afterTurn();
     }
+  }
+
+  /**
+   * After the append of a turn failed (commit-pipeline.ts, "in doubt"): takes a new turn at the
+   * same head and appends the same batch, or finds it is already there (the commit went through
+   * but its answer was lost). False when other processes appended there instead. Throws while
+   * the log is unreachable.
+   */
+  retry(expectedHead: number, records: readonly LogRecord[]): Promise<boolean> {
+    return new Promise((resolve, reject) => {
+      this.#enqueue(async () => {
+        if (this.#state === 'closed') return reject(new Error('the hub is shutting down'));
+        try {
+          const turn = await this.#log.beginWriteTurn(expectedHead);
+          if (turn.missed.length === 0) {
+            const result = await turn.append(records);
+            if (result.ok) this.#noteHead(result.head);
+            this.#unavailable = undefined;
+            return resolve(result.ok);
+          }
+          await turn.release();
+          this.#unavailable = undefined;
+          this.#noteHead(turn.head);
+          // Whatever others appended after the batch is folded by the next follow.
+          resolve(sameRecords(turn.missed.slice(0, records.length), records));
+        } catch (error) {
+          this.#unavailable = errorMessage(error);
+          reject(error instanceof Error ? error : new Error(String(error)));
+        }
+      });
+    });
   }
 
   /**
@@ -147,6 +185,12 @@ export class WriteGate {
     this.#state = 'acquiring';
     this.#enqueue(async () => {
       if (this.#state !== 'acquiring') return;
+      const inDoubt = this.#target.inDoubt;
+      if (inDoubt !== undefined) {
+        this.#state = 'idle';
+        for (const w of this.#waiters.splice(0)) w.reject(new Error(`${STORAGE_UNAVAILABLE_REASON}: ${inDoubt}`));
+        return;
+      }
       let turn: WriteTurn;
       try {
         turn = await this.#log.beginWriteTurn(this.#target.serverSeq);
@@ -157,7 +201,7 @@ export class WriteGate {
         this.#logger.warn('cannot take the write turn; refusing writes until the log is reachable', errorFields(error));
         const waiters = this.#waiters.splice(0);
         if (this.#state === 'acquiring') this.#state = 'idle';
-        for (const w of waiters) w.reject(new Error(`the action log is unavailable: ${this.#unavailable}`));
+        for (const w of waiters) w.reject(new Error(`${STORAGE_UNAVAILABLE_REASON}: ${this.#unavailable}`));
         return;
       }
       this.#unavailable = undefined;

@@ -73,6 +73,12 @@ export class PostgresStore {
     const poolSize = options.poolSize ?? DEFAULT_POOL_SIZE;
     if (!Number.isSafeInteger(poolSize) || poolSize < 1) throw new RangeError(`PostgreSQL store: poolSize must be a positive integer, got ${String(poolSize)}`);
     const pool = new pg.Pool({ connectionString: options.url, max: poolSize });
+    // The pool listens for errors only on idle clients. A checked-out client (a held write turn, a
+    // transaction between two statements) that loses its backend (PostgreSQL restarting,
+    // pg_terminate_backend: 57P01) emits `error` too, and an unheard `error` event ends the
+    // process. Every client gets a listener for its whole life; the statement in flight fails on
+    // its own and the broken client is discarded when released.
+    pool.on('connect', (client) => client.on('error', (error) => options.onConnectionError?.(error)));
     pool.on('error', (error) => options.onConnectionError?.(error));
     const where = describeUrl(options.url);
     try {

@@ -10,6 +10,7 @@ import { tokenFromRequest } from '../auth/auth.js';
 import type { Logger } from '../log.js';
 import { errorFields } from '../log.js';
 import { HttpError } from './http-error.js';
+import { ErrorCode, ProtocolError } from '../../shared/protocol/errors.js';
 
 export interface HttpContext {
   readonly params: Readonly<Record<string, string>>;
@@ -135,6 +136,11 @@ export class HttpRouter {
           res.destroy();
         } else if (err instanceof HttpError) {
           sendError(res, err);
+        } else if (err instanceof ProtocolError && err.code === ErrorCode.StorageUnavailable) {
+          // The log cannot take writes (database away, disk full): retry later, elsewhere.
+          sendError(res, new HttpError(503, 'storage_unavailable', err.message));
+        } else if (err instanceof ProtocolError && err.code === ErrorCode.StorageQuotaExceeded) {
+          sendError(res, new HttpError(507, 'storage_quota_exceeded', err.message));
         } else {
           this.logger.error('http handler failed', { path: url.pathname, ...errorFields(err) });
           sendError(res, new HttpError(500, 'internal_error', 'internal error'));

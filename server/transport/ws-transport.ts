@@ -22,6 +22,8 @@ import type { GuardRefusal } from './loopback-guard.js';
 export const TransportCloseCode = {
   /** The client did not complete `initialize` in time after the upgrade. */
   InitializeTimeout: 4408,
+  /** The tenant's hub was reloaded from its log (storage failure): reconnect and resume. */
+  TenantReloaded: 4503,
 } as const;
 
 export interface WsTransportOptions {
@@ -117,6 +119,8 @@ class WsConnection implements Connection {
 export class WsTransport {
   readonly #wss: WebSocketServer;
   readonly #connections = new Set<WsConnection>();
+  /** The tenant of each open connection (see `closeTenant`). */
+  readonly #tenantOf = new Map<WsConnection, string>();
   /** Open connections per principal key and per tenant (entries removed at zero). */
   readonly #perPrincipal = new Map<string, number>();
   readonly #perTenant = new Map<string, number>();
@@ -184,6 +188,7 @@ export class WsTransport {
   #accept(ws: WebSocket, raw: Duplex, principal: Principal, release: () => void): void {
     const conn = new WsConnection(ws, raw, this.options.maxBufferedBytes, this.options.onServerClose);
     this.#connections.add(conn);
+    this.#tenantOf.set(conn, principal.tenant);
     const router = this.options.routerFor(principal);
     const ctx: RpcContext = { conn, principal, state: router.newConnectionState() };
     // A socket that never initializes holds a slot and memory for nothing: close it after a while.
@@ -215,6 +220,7 @@ export class WsTransport {
       clearTimeout(initializeTimer);
       release();
       this.#connections.delete(conn);
+      this.#tenantOf.delete(conn);
       this.options.onClose(conn, principal);
     });
   }
@@ -228,6 +234,11 @@ export class WsTransport {
       conn.alive = false;
       conn.socket.ping();
     }
+  }
+
+  /** Closes every connection of one tenant (its hub was replaced: they must reconnect to the new one). */
+  closeTenant(tenant: string, code: number, reason: string): void {
+    for (const [conn, t] of this.#tenantOf) if (t === tenant) conn.close(code, reason);
   }
 
   /** Closes every connection with 1001 (going away). */

@@ -37,6 +37,14 @@ export const ErrorCode = {
   NotInitialized: -32021,
   /** A steering input refused as closed or rejected (HTTP 409/422); `data.code` says which. */
   InputRejected: -32030,
+  /**
+   * The durable log cannot take writes right now (database away, disk full, data dir read-only):
+   * nothing was applied; retry later (HTTP 503). Action rejections say the same with a
+   * `rejectionReason` starting "the action log is unavailable".
+   */
+  StorageUnavailable: -32040,
+  /** The tenant's log and snapshots are over its disk quota (`--tenant-disk-quota`): writes are refused (HTTP 507). */
+  StorageQuotaExceeded: -32041,
 } as const;
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
 

@@ -1,9 +1,10 @@
 /**
  * PostgreSQL restarts (fast shutdown) while clients on two hub processes keep dispatching. While
  * it is down, the nodes say so (/healthz 503 naming the log) and refuse writes with a clear
- * reason instead of hanging or accepting what they cannot make durable. A node whose batch was
- * mid-commit exits (its memory may hold what the log does not) and is restarted, as a supervisor
- * would. Afterwards nothing acknowledged is lost and nothing is applied twice.
+ * reason instead of hanging or accepting what they cannot make durable. No node exits: a batch
+ * that was mid-commit is retried, or, when another node appended in its place, its tenant is
+ * reloaded from the log in-process (test/faults/postgres-outages.test.ts has the heavier run).
+ * Afterwards nothing acknowledged is lost and nothing is applied twice.
  *
  * This file stops its server, so it runs its own PostgreSQL instead of the run's shared one.
  */
@@ -59,8 +60,7 @@ describe('PostgreSQL restarts under load', () => {
     const echoedBefore = writers.reduce((n, w) => n + w.echoed.size, 0);
 
     server.stopServer();
-    // Every node still running says the log is unavailable, by name, on its health check. (At
-    // most one node can be mid-commit, since only one holds the write turn, so one always stays.)
+    // Every node says the log is unavailable, by name, on its health check.
     const reporting = await waitFor(async () => {
       const live = cluster.nodes.filter(alive);
       const checks = await Promise.all(live.map(health));
@@ -76,14 +76,7 @@ describe('PostgreSQL restarts under load', () => {
     expect(writers.reduce((n, w) => n + w.echoed.size, 0)).toBeLessThanOrEqual(echoedBefore + writers.length * 4);
 
     server.start();
-    // The supervisor's part: restart any node that exited, then move its clients.
-    const replacements = new Map<HubProcess, HubProcess>();
-    for (const node of [n1, n2]) {
-      if (!alive(node)) {
-        expect((await node.exited()).code).toBe(1);
-        replacements.set(node, await cluster.addNode());
-      }
-    }
+    for (const node of [n1, n2]) expect(alive(node), node.stderr().slice(-1000)).toBe(true);
     await waitFor(async () => {
       const checks = await Promise.all(cluster.nodes.filter(alive).map(health));
       return checks.every((c) => c?.status === 200) ? true : undefined;
@@ -91,7 +84,7 @@ describe('PostgreSQL restarts under load', () => {
     for (const w of writers) {
       if (!w.client.closed) continue;
       const home = [n1, n2].find((n) => w.client.ws.url.startsWith(n.wsUrl))!;
-      await w.moveTo((replacements.get(home) ?? home).wsUrl);
+      await w.moveTo(home.wsUrl);
       clients.push(w.client);
     }
     await Promise.all(runs);

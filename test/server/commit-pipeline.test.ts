@@ -112,19 +112,63 @@ describe('commit pipeline', () => {
     expect(subscriber.envelopes().map((e) => e.serverSeq)).toEqual([2]);
   });
 
-  it('drops the envelopes of a batch whose append failed and reports the failure; nothing of that batch is ever sent', async () => {
+  it('keeps a batch whose append failed in doubt and retries it: nothing of it is sent meanwhile, answers are, and it is delivered once the log takes it', async () => {
     const log = new GatedLog();
     const { pipeline, subscriber, failures } = pipelineOn(log);
     log.failNext = new Error('disk full');
-    pipeline.sequence(CHAT, delta('lost'));
-    await waitFor(() => failures[0]);
-    expect((failures[0] as Error).message).toBe('disk full');
+    pipeline.sequence(CHAT, delta('kept'));
+    const durable = pipeline.durable();
+    await waitFor(() => pipeline.storageProblem);
+    expect(pipeline.storageProblem).toBe('disk full');
     expect(await log.head()).toBe(0);
-    // The record is not durable, so later answers still flow but never the envelope.
-    pipeline.sendInOrder(subscriber, '{"jsonrpc":"2.0","id":2,"result":{}}');
-    await pipeline.durable();
-    expect(subscriber.envelopes()).toEqual([]);
+    // In doubt: an answer (an error, say) goes out at once, the envelope does not.
+    pipeline.sendInOrder(subscriber, '{"jsonrpc":"2.0","id":2,"error":{}}');
     expect(subscriber.messages().map((m) => m['id'])).toEqual([2]);
+    expect(subscriber.envelopes()).toEqual([]);
+    // The retry (the next append, which succeeds) lands it: delivered once, in order.
+    await durable;
+    expect(pipeline.storageProblem).toBeUndefined();
+    expect((await log.read(0, 10)).map((r) => r.serverSeq)).toEqual([1]);
+    expect(subscriber.envelopes().map((e) => e.serverSeq)).toEqual([1]);
+    expect(failures).toEqual([]);
+  });
+
+  it('finds a batch whose commit went through although the append reported a failure, and delivers it once', async () => {
+    const log = new (class extends GatedLog {
+      lostAnswer = true;
+      override async append(expectedHead: number, records: readonly LogRecord[]): Promise<AppendResult> {
+        const result = await super.append(expectedHead, records);
+        if (this.lostAnswer) {
+          this.lostAnswer = false;
+          throw new Error('connection terminated during COMMIT');
+        }
+        return result;
+      }
+    })();
+    const { pipeline, subscriber, failures } = pipelineOn(log);
+    pipeline.sequence(CHAT, delta('committed'));
+    await pipeline.durable();
+    expect((await log.read(0, 10)).map((r) => r.serverSeq)).toEqual([1]);
+    expect(subscriber.envelopes().map((e) => e.serverSeq)).toEqual([1]);
+    expect(failures).toEqual([]);
+  });
+
+  it('abandons a batch in doubt when the log holds other records in its place: its sender gets a StorageUnavailable rejection, waiters fail, the hub is told', async () => {
+    const log = new GatedLog();
+    const { pipeline, subscriber, failures } = pipelineOn(log);
+    const sender = new FakeConnection('sender');
+    log.failNext = new Error('connection terminated');
+    pipeline.sequence(CHAT, delta('mine'), { clientId: 'c1', clientSeq: 1 }, sender);
+    const durable = pipeline.durable();
+    await waitFor(() => pipeline.storageProblem);
+    // Another process appended at the same position meanwhile.
+    await log.append(0, [{ serverSeq: 1, channel: CHAT, action: delta('theirs') }]);
+    await expect(durable).rejects.toThrow(/action log is unavailable/);
+    expect(failures).toHaveLength(1);
+    const [rejection] = sender.envelopes();
+    expect(rejection?.origin).toEqual({ clientId: 'c1', clientSeq: 1 });
+    expect(rejection?.rejectionReason).toMatch(/^the action log is unavailable: the action was not applied/);
+    expect(subscriber.envelopes()).toEqual([]);
   });
 
   it('writes a snapshot of the image every snapshotEvery records, labelled with the durable seq, and compacts what it covers beyond the kept window', async () => {
