@@ -22,7 +22,7 @@ import {
   type ToolOutcome,
   type TurnContext,
 } from './agent.js';
-import { TurnReplay } from './turn-replay.js';
+import { resumedTurnOf, TurnReplay, withCarriedAnswers } from './turn-replay.js';
 
 /** Where accepted steering inputs come from; the steering engine implements it. */
 export interface SteeringPort {
@@ -343,7 +343,10 @@ export class AgentRunner implements SteeringHost {
       requestInput: async (request: ChatInputRequest): Promise<InputOutcome> => {
         // Replaying: a question already asked is waited on (drafts and all), not asked again.
         const asked = replay && (findOpenInputRequest(this.#stateOf(run), request.id) ?? findAnsweredInputRequest(this.#stateOf(run), request.id));
-        if (!asked) await dispatch({ type: 'chat/inputRequested', request });
+        const resumed = resumedTurnOf(message);
+        const chatState = this.hub.chatEntry(chat)?.state;
+        const carried = resumed && chatState ? withCarriedAnswers(chatState, resumed, request) : request;
+        if (!asked) await dispatch({ type: 'chat/inputRequested', request: carried });
         return this.#waitFor(run, (state) => {
           const answered = findAnsweredInputRequest(state, request.id);
           return answered?.response ? { response: answered.response, answers: answered.request.answers ?? {} } : undefined;

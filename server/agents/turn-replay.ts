@@ -9,8 +9,44 @@
  * from there the agent runs as usual. So the position is derived from the chat state alone:
  * nothing besides the log needs to survive the restart.
  */
-import type { ResponsePart } from '../../shared/protocol/state.js';
+import type { ChatInputRequest, ChatState, Message, ResponsePart } from '../../shared/protocol/state.js';
 import { isPartOfKind } from '../../shared/protocol/state.js';
+import { turnResponseParts } from '../../shared/state/selectors.js';
+
+/**
+ * `_meta` key of a turn's message that names the turn it resumes: one a restart ended because
+ * its agent died with the hub (the app's **Resume**). Questions the new turn asks start with the
+ * answers people had given there.
+ */
+export const RESUMES_META_KEY = 'hub/resumes';
+
+/** The turn id a message resumes, if it names one. */
+export function resumedTurnOf(message: Message): string | undefined {
+  const id = message._meta?.[RESUMES_META_KEY];
+  return typeof id === 'string' ? id : undefined;
+}
+
+/**
+ * `request` with the answers given to the same questions (same id and kind) in the resumed turn,
+ * newest request first, as drafts: pre-filled, still to be submitted. Unchanged when nothing matches.
+ */
+export function withCarriedAnswers(chat: ChatState, resumedTurn: string, request: ChatInputRequest): ChatInputRequest {
+  const questions = request.questions ?? [];
+  if (questions.length === 0) return request;
+  const earlier = turnResponseParts(chat, resumedTurn).filter((p) => isPartOfKind(p, 'inputRequest')).reverse();
+  const answers: Record<string, NonNullable<ChatInputRequest['answers']>[string]> = { ...request.answers };
+  for (const q of questions) {
+    if (answers[q.id] !== undefined) continue;
+    for (const part of earlier) {
+      const before = part.request.answers?.[q.id];
+      const sameQuestion = part.request.questions?.some((e) => e.id === q.id && e.kind === q.kind);
+      if (!before || !sameQuestion || before.state === 'skipped') continue;
+      answers[q.id] = { ...before, state: 'draft' };
+      break;
+    }
+  }
+  return Object.keys(answers).length === 0 ? request : { ...request, answers };
+}
 
 /** Where a `say` of the replayed agent lands. */
 export type ReplayedSay =
