@@ -220,11 +220,15 @@ class TurnView {
       const state = t.state === 'complete' ? 'Completed' : t.state === 'cancelled' ? 'Stopped' : 'Failed';
       const duration = typeof t.duration === 'number' ? ` in ${(t.duration / 1000).toFixed(1)} s` : '';
       // A failed last turn says what happened in words and offers the next step.
+      // A turn a restart stopped is resumed: a new turn whose questions start with the answers given.
+      const restarted = t.error?.errorType === 'hubRestarted';
       const nextSteps = t.error && isLast && this.ctx.canWrite
         ? el(
             'div',
             { class: 'actions' },
-            el('button', { class: 'primary', attrs: { type: 'button', 'data-testid': 'retry' }, text: 'Retry', on: { click: () => handlers.onRetry(t.message.text) } }),
+            restarted
+              ? el('button', { class: 'primary', attrs: { type: 'button', 'data-testid': 'resume' }, text: 'Resume', on: { click: () => handlers.onResume(t.message.text, t.id) } })
+              : el('button', { class: 'primary', attrs: { type: 'button', 'data-testid': 'retry' }, text: 'Retry', on: { click: () => handlers.onRetry(t.message.text) } }),
             el('button', { attrs: { type: 'button', 'data-testid': 'new-turn' }, text: 'Write a new message', on: { click: handlers.onNewTurn } }),
           )
         : null;
@@ -236,7 +240,7 @@ class TurnView {
           ? el('div', { class: 'turn-error', attrs: { role: 'alert', 'data-testid': 'turn-error' } },
               // The error part (when the agent sent one) already says what failed.
               t.responseParts.some((p) => p.kind === 'error') ? null : el('div', { class: 'error-words', text: errorInWords(t.error.errorType, t.error.message) }),
-              el('div', { class: 'muted small', text: t.error.errorType === 'hubRestarted' ? 'Nothing you sent was lost. Retry to run it again, or write a new message.' : 'Retry runs the same message again as a new turn; or write a new message.' }),
+              el('div', { class: 'muted small', text: restarted ? 'Nothing you sent was lost. Resume runs it again with the answers already given, or write a new message.' : 'Retry runs the same message again as a new turn; or write a new message.' }),
               nextSteps)
           : null,
       );
@@ -274,6 +278,8 @@ interface TurnHandlers {
   readonly isLast: boolean;
   onStop(): void;
   onRetry(text: string): void;
+  /** Starts a new turn that resumes `turnId` (its questions start with the answers given there). */
+  onResume(text: string, turnId: string): void;
   onNewTurn(): void;
 }
 
@@ -433,6 +439,7 @@ class ChatView {
       isLast,
       onStop: () => void this.#stop(),
       onRetry: (text) => void this.#startTurn(text),
+      onResume: (text, turnId) => void this.#startTurn(text, { 'hub/resumes': turnId }),
       onNewTurn: () => {
         this.#textarea.focus();
         this.#scrollToBottom();
@@ -586,14 +593,14 @@ class ChatView {
     );
   }
 
-  async #startTurn(text: string): Promise<boolean> {
+  async #startTurn(text: string, meta?: Record<string, string>): Promise<boolean> {
     const view = this.#view;
     if (!view || !this.ctx.canWrite) return false;
     const result = await view.dispatch({
       type: 'chat/turnStarted',
       turnId: newId(),
       startedAt: new Date().toISOString(),
-      message: { text, origin: { kind: 'user' } },
+      message: { text, origin: { kind: 'user' }, ...(meta ? { _meta: meta } : {}) },
     });
     if (!result.accepted) this.#composerError.textContent = `Not sent: ${result.reason}`;
     else this.#scrollToBottom();

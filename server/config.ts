@@ -23,6 +23,8 @@ export interface CliConfig {
   store: string | undefined;
   /** Cluster mode: how long a dead process's agent lease lasts (HUB_AGENT_LEASE_TTL_MS; default 5000). */
   agentLeaseTtlMs: number | undefined;
+  /** How long a remote agent's turn interrupted by a restart waits for the agent (HUB_REMOTE_AGENT_GRACE_MS; default 120000). */
+  remoteAgentGraceMs: number | undefined;
 }
 
 export class ConfigError extends Error {}
@@ -72,7 +74,11 @@ export function parseArgs(argv: readonly string[], env: NodeJS.ProcessEnv = proc
     agentsFile: flag('agents') ?? (env['HUB_AGENTS'] || undefined),
     store: flag('store') ?? (env['HUB_STORE'] || undefined),
     agentLeaseTtlMs: env['HUB_AGENT_LEASE_TTL_MS'] ? Number(env['HUB_AGENT_LEASE_TTL_MS']) : undefined,
+    remoteAgentGraceMs: env['HUB_REMOTE_AGENT_GRACE_MS'] ? Number(env['HUB_REMOTE_AGENT_GRACE_MS']) : undefined,
   };
+  if (config.remoteAgentGraceMs !== undefined && (!Number.isInteger(config.remoteAgentGraceMs) || config.remoteAgentGraceMs < 0)) {
+    throw new ConfigError('HUB_REMOTE_AGENT_GRACE_MS must be a non-negative integer (milliseconds)');
+  }
   if (config.agentLeaseTtlMs !== undefined && (!Number.isInteger(config.agentLeaseTtlMs) || config.agentLeaseTtlMs < 200)) {
     throw new ConfigError('HUB_AGENT_LEASE_TTL_MS must be an integer of at least 200 (milliseconds)');
   }

@@ -48,6 +48,8 @@ export interface HubServerConfig {
   readonly storeUrl?: string | undefined;
   /** Cluster mode: a session's agent lease expires this long after its process stops renewing it. */
   readonly agentLeaseTtlMs?: number;
+  /** A remote agent's turn interrupted by a restart stays open this long for the agent to come back (docs/continuity.md). */
+  readonly remoteAgentGraceMs?: number;
   readonly auth: Authenticator;
   readonly logger: Logger;
   /** Built browser app to serve at `/`; absent → `/` answers 404. */
@@ -155,6 +157,7 @@ export async function startHubServer(config: HubServerConfig): Promise<HubServer
           log: await storage.logs.open(tenant),
           leases: storage.leasesFor?.(tenant, leaseNode),
           agentLeaseTtlMs: config.agentLeaseTtlMs ?? 5_000,
+          remoteAgentGraceMs: config.remoteAgentGraceMs,
           providers: providersFor(tenant, config.dataDir === undefined ? undefined : tenantDir(config.dataDir, tenant)),
           defaultProvider: config.defaultProvider,
           limits: config.limits,

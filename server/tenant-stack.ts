@@ -10,7 +10,7 @@
  */
 import type { Authenticator } from './auth/auth.js';
 import type { AgentProvider } from './agents/agent.js';
-import { AgentRunner } from './agents/agent-runner.js';
+import { AgentRunner, DEFAULT_REMOTE_AGENT_GRACE_MS, noSteering } from './agents/agent-runner.js';
 import { Hub, type HubLimits } from './hub/hub.js';
 import { registerAhpMethods, throttledDispatchHandler } from './hub/ahp-methods.js';
 import { RpcRouter, type RateLimit } from './hub/rpc.js';
@@ -29,6 +29,7 @@ export interface TenantStackOptions {
   /** Cluster mode: this tenant's agent leases. */
   readonly leases?: AgentLeaseStore | undefined;
   readonly agentLeaseTtlMs: number;
+  readonly remoteAgentGraceMs?: number | undefined;
   readonly providers: readonly AgentProvider[];
   readonly defaultProvider: string | undefined;
   readonly limits?: Partial<HubLimits> | undefined;
@@ -77,7 +78,9 @@ export class TenantStack {
           tickMs: Math.max(50, Math.floor(options.agentLeaseTtlMs / 4)),
         })
       : undefined;
-    this.#runner = new AgentRunner(hub, new Map(options.providers.map((p) => [p.info.provider, p])), logger.child({ component: 'agents' }), now, newId);
+    this.#runner = new AgentRunner(hub, new Map(options.providers.map((p) => [p.info.provider, p])), logger.child({ component: 'agents' }), now, newId, noSteering, {
+      remoteAgentGraceMs: options.remoteAgentGraceMs ?? DEFAULT_REMOTE_AGENT_GRACE_MS,
+    });
     this.#runner.start();
 
     this.rpc = new RpcRouter(logger.child({ component: 'rpc' }), now, options.rateLimit, throttledDispatchHandler(hub), (conn, text) => hub.sendInOrder(conn, text));
@@ -109,6 +112,8 @@ export class TenantStack {
       });
       if (installed?.close) this.#closers.push(() => installed.close!());
     }
+    // Turns a restart left open carry on or end (per provider), once every feature is listening.
+    this.#runner.resumeInterrupted(hub.interruptedTurns);
   }
 
   /** First step of shutting down: no new agent work while connections drain. */

@@ -12,8 +12,10 @@
 import type { KnownAction } from '../../shared/protocol/actions.js';
 import type { WireAction } from '../../shared/protocol/messages.js';
 import type { ChatInputRequest, ChatState, Message } from '../../shared/protocol/state.js';
-import { findActiveToolCall, findAnsweredInputRequest, findDecidedToolCall } from '../../shared/state/selectors.js';
+import { findActiveToolCall, findAnsweredInputRequest, findDecidedToolCall, findOpenInputRequest, turnDuration } from '../../shared/state/selectors.js';
+import { canActAsAgent } from '../auth/auth.js';
 import type { CommitEvent, HubPort } from '../hub/hub-port.js';
+import type { InterruptedTurn } from '../hub/recovery.js';
 import type { Logger } from '../log.js';
 import { errorFields } from '../log.js';
 import {
@@ -25,6 +27,7 @@ import {
   type ToolOutcome,
   type TurnContext,
 } from './agent.js';
+import { resumedTurnOf, TurnReplay, withCarriedAnswers } from './turn-replay.js';
 
 /** Where accepted steering inputs come from; the steering engine implements it. */
 export interface SteeringPort {
@@ -83,10 +86,19 @@ export function chunkText(text: string, size = DELTA_CHUNK): string[] {
   return chunks;
 }
 
+export interface AgentRunnerOptions {
+  /** How long a remote agent's turn interrupted by a hub restart waits for the agent to come back. */
+  readonly remoteAgentGraceMs: number;
+}
+
+export const DEFAULT_REMOTE_AGENT_GRACE_MS = 120_000;
+
 export class AgentRunner implements SteeringHost {
   readonly #runs = new Map<string, Run>();
   /** Waiters satisfied in the commit phase, oldest commit first (see the file header). */
   #held: HeldWake[] = [];
+  /** chat → the timer that ends its interrupted remote-agent turn unless the agent comes back. */
+  readonly #graces = new Map<string, NodeJS.Timeout>();
   #unsubscribe: (() => void) | undefined;
 
   constructor(
@@ -96,6 +108,7 @@ export class AgentRunner implements SteeringHost {
     private readonly now: () => number,
     private readonly newId: () => string,
     private steering: SteeringPort = noSteering,
+    private readonly options: AgentRunnerOptions = { remoteAgentGraceMs: DEFAULT_REMOTE_AGENT_GRACE_MS },
   ) {}
 
   /** Installed by the steering feature: where barrier() takes accepted inputs from. */
@@ -110,6 +123,9 @@ export class AgentRunner implements SteeringHost {
 
   start(): void {
     this.#unsubscribe = this.hub.hook('agents', {
+      subscribed: (e) => {
+        if (canActAsAgent(e.principal)) this.#agentCameBack(e.channel);
+      },
       sessionDisposed: (e) => {
         for (const run of this.#runs.values()) if (!this.hub.chatEntry(run.chat)) this.#abort(run);
         for (const provider of new Set(this.providers.values())) provider.disposeSession?.(e.session);
@@ -119,8 +135,14 @@ export class AgentRunner implements SteeringHost {
         if (run) this.#abort(run);
       },
       afterCommit: (e) => this.#onCommit(e),
-      afterDurable: (e) => this.#onDurable(e),
+      afterDurable: (e) => {
+        // A remote agent dispatching on its interrupted turn is back, whatever it subscribed to
+        // (a timer is a side effect: delivered phase).
+        if (e.origin && this.#graces.has(e.channel)) this.#agentCameBack(e.channel);
+        this.#onDurable(e);
+      },
       turnEndedDurable: (e) => {
+        this.#clearGrace(e.chat);
         // Cancelled, completed by someone else, truncated, or errored: this run may not write any more.
         const run = this.#runs.get(e.chat);
         if (run && run.turnId === e.turnId) this.#abort(run);
@@ -131,6 +153,8 @@ export class AgentRunner implements SteeringHost {
   /** Aborts every run (shutdown) and lets providers release what they hold (agent processes). */
   async stop(): Promise<void> {
     this.#unsubscribe?.();
+    for (const timer of this.#graces.values()) clearTimeout(timer);
+    this.#graces.clear();
     for (const run of this.#runs.values()) this.#abort(run);
     for (const provider of new Set(this.providers.values())) {
       await provider.close?.().catch((err: unknown) => this.logger.warn('agent provider did not close cleanly', errorFields(err)));
@@ -181,19 +205,81 @@ export class AgentRunner implements SteeringHost {
 
   #maybeStart(chat: string, sessionUri: string, action: Extract<KnownAction, { type: 'chat/turnStarted' }>): void {
     const provider = this.#providerOf(sessionUri);
-    if (!provider) return;
-    const turnId = action.turnId;
+    if (provider) this.#run(provider, chat, sessionUri, action.turnId, action.message, action.startedAt, undefined);
+  }
+
+  #run(provider: AgentProvider, chat: string, session: string, turnId: string, message: Message, startedAtIso: string, replay: TurnReplay | undefined): void {
     const existing = this.#runs.get(chat);
     if (existing) this.#abort(existing);
     const run: Run = { chat, turnId, controller: new AbortController(), waiters: new Set() };
     this.#runs.set(chat, run);
-    const message: Message = action.message;
-    const startedAt = Date.parse(action.startedAt);
-    void this.#execute(run, provider, sessionUri, message, Number.isFinite(startedAt) ? startedAt : this.now());
+    const startedAt = Date.parse(startedAtIso);
+    void this.#execute(run, provider, session, message, Number.isFinite(startedAt) ? startedAt : this.now(), replay);
   }
 
-  async #execute(run: Run, provider: AgentProvider, session: string, message: Message, startedAt: number): Promise<void> {
-    const ctx = this.#context(run, session, message);
+  /**
+   * Turns that were running when the previous hub process stopped (`Hub.interruptedTurns`). A
+   * provider whose agent can carry on keeps its turn (see `AgentProvider.afterHubRestart`); every
+   * other turn ends with a `chat/error` that says why and that the answers given are kept.
+   */
+  resumeInterrupted(turns: readonly InterruptedTurn[]): void {
+    for (const { chat, turnId } of turns) {
+      const entry = this.hub.chatEntry(chat);
+      const turn = entry?.state.activeTurn;
+      if (!entry || turn?.id !== turnId) continue;
+      const provider = this.#providerOf(entry.session);
+      if (provider?.afterHubRestart === 'replay') {
+        this.logger.info('resuming a turn interrupted by the restart', { chat, turnId, provider: provider.info.provider });
+        this.#run(provider, chat, entry.session, turnId, turn.message, turn.startedAt, new TurnReplay(turn.responseParts));
+      } else if (provider?.afterHubRestart === 'reconnect') {
+        this.#awaitAgent(chat, turnId, turn.startedAt);
+      } else {
+        void this.#endInterrupted(chat, turnId, turn.startedAt, provider
+          ? `The hub restarted and ${provider.info.displayName} with it, so this turn was stopped. Resume runs it again with the answers already given.`
+          : 'The hub restarted while this turn was running; the turn was ended.');
+      }
+    }
+  }
+
+  /**
+   * A remote agent's turn stays open for `remoteAgentGraceMs` after a restart; it carries on once
+   * a principal that may act as the agent subscribes to the chat again (or dispatches on it).
+   */
+  #awaitAgent(chat: string, turnId: string, startedAt: string): void {
+    const timer = setTimeout(() => {
+      this.#graces.delete(chat);
+      const turn = this.hub.chatEntry(chat)?.state.activeTurn;
+      if (turn?.id !== turnId) return;
+      void this.#endInterrupted(chat, turnId, startedAt, `The hub restarted and the remote agent did not come back within ${Math.round(this.options.remoteAgentGraceMs / 1000)} s; the turn was ended.`);
+    }, this.options.remoteAgentGraceMs);
+    timer.unref();
+    this.#graces.set(chat, timer);
+  }
+
+  #agentCameBack(chat: string): void {
+    if (this.#clearGrace(chat)) this.logger.info('the remote agent is back for an interrupted turn', { chat });
+  }
+
+  #clearGrace(chat: string): boolean {
+    const timer = this.#graces.get(chat);
+    if (!timer) return false;
+    clearTimeout(timer);
+    return this.#graces.delete(chat);
+  }
+
+  async #endInterrupted(chat: string, turnId: string, startedAt: string, message: string): Promise<void> {
+    await this.hub
+      .dispatchServer(chat, {
+        type: 'chat/error',
+        turnId,
+        duration: turnDuration(startedAt, this.now()),
+        error: { errorType: 'hubRestarted', message },
+      })
+      .catch((err: unknown) => this.logger.debug('interrupted turn already ended', { chat, ...errorFields(err) }));
+  }
+
+  async #execute(run: Run, provider: AgentProvider, session: string, message: Message, startedAt: number, replay: TurnReplay | undefined): Promise<void> {
+    const ctx = this.#context(run, session, message, replay);
     const duration = (): number => Math.max(0, this.now() - startedAt);
     try {
       const result = await provider.runTurn(ctx);
@@ -246,7 +332,28 @@ export class AgentRunner implements SteeringHost {
     });
   }
 
-  #context(run: Run, session: string, message: Message): TurnContext {
+  #stateOf(run: Run): ChatState {
+    const state = this.hub.chatEntry(run.chat)?.state;
+    if (!state || run.controller.signal.aborted) throw new AbortedError();
+    return state;
+  }
+
+  /** A tool call past `toolCallReady`: waits for its decision, runs it once approved, reports the result. */
+  async #continueTool(run: Run, call: ToolCallRequest, displayName: string, dispatch: (action: WireAction) => Promise<number>): Promise<ToolOutcome> {
+    const decided = await this.#waitFor(run, (state) => findDecidedToolCall(state, call.id));
+    if (decided.status !== 'running') return { approved: false, state: decided };
+    const output = call.execute ? await call.execute(call.input) : `${displayName} finished.`;
+    await dispatch({
+      type: 'chat/toolCallComplete',
+      turnId: run.turnId,
+      toolCallId: call.id,
+      result: { success: true, pastTenseMessage: `Ran ${displayName}`, content: [{ type: 'text', text: output }] },
+    });
+    const final = await this.#waitFor(run, (state) => findActiveToolCall(state, call.id));
+    return { approved: true, state: final };
+  }
+
+  #context(run: Run, session: string, message: Message, replay: TurnReplay | undefined): TurnContext {
     const { chat, turnId } = run;
     const signal = run.controller.signal;
     const dispatch = (action: WireAction): Promise<number> => {
@@ -260,13 +367,20 @@ export class AgentRunner implements SteeringHost {
       message,
       signal,
       say: async (text) => {
-        const partId = this.newId();
-        const pending = [dispatch({ type: 'chat/responsePart', turnId, part: { kind: 'markdown', id: partId, content: '' } })];
-        for (const chunk of chunkText(text)) pending.push(dispatch({ type: 'chat/delta', turnId, partId, content: chunk }));
+        const replayed = replay?.say(text) ?? { kind: 'new' };
+        if (replayed.kind === 'said') return;
+        const partId = replayed.kind === 'partial' ? replayed.partId : this.newId();
+        const pending = replayed.kind === 'partial' ? [] : [dispatch({ type: 'chat/responsePart', turnId, part: { kind: 'markdown', id: partId, content: '' } })];
+        for (const chunk of chunkText(replayed.kind === 'partial' ? replayed.rest : text)) pending.push(dispatch({ type: 'chat/delta', turnId, partId, content: chunk }));
         await Promise.all(pending);
       },
       requestInput: async (request: ChatInputRequest): Promise<InputOutcome> => {
-        await dispatch({ type: 'chat/inputRequested', request });
+        // Replaying: a question already asked is waited on (drafts and all), not asked again.
+        const asked = replay && (findOpenInputRequest(this.#stateOf(run), request.id) ?? findAnsweredInputRequest(this.#stateOf(run), request.id));
+        const resumed = resumedTurnOf(message);
+        const chatState = this.hub.chatEntry(chat)?.state;
+        const carried = resumed && chatState ? withCarriedAnswers(chatState, resumed, request) : request;
+        if (!asked) await dispatch({ type: 'chat/inputRequested', request: carried });
         return this.#waitFor(run, (state) => {
           const answered = findAnsweredInputRequest(state, request.id);
           return answered?.response ? { response: answered.response, answers: answered.request.answers ?? {} } : undefined;
@@ -274,7 +388,10 @@ export class AgentRunner implements SteeringHost {
       },
       runTool: async (call: ToolCallRequest): Promise<ToolOutcome> => {
         const displayName = call.displayName ?? call.name;
-        await dispatch({ type: 'chat/toolCallStart', turnId, toolCallId: call.id, toolName: call.name, displayName });
+        // Replaying: a tool call already started continues from the status the log holds.
+        const started = replay ? findActiveToolCall(this.#stateOf(run), call.id) : undefined;
+        if (started && started.status !== 'streaming') return this.#continueTool(run, call, displayName, dispatch);
+        if (!started) await dispatch({ type: 'chat/toolCallStart', turnId, toolCallId: call.id, toolName: call.name, displayName });
         const ready: WireAction = {
           type: 'chat/toolCallReady',
           turnId,
@@ -289,17 +406,7 @@ export class AgentRunner implements SteeringHost {
           ready['confirmed'] = 'not-needed';
         }
         await dispatch(ready);
-        const decided = await this.#waitFor(run, (state) => findDecidedToolCall(state, call.id));
-        if (decided.status !== 'running') return { approved: false, state: decided };
-        const output = call.execute ? await call.execute(call.input) : `${displayName} finished.`;
-        await dispatch({
-          type: 'chat/toolCallComplete',
-          turnId,
-          toolCallId: call.id,
-          result: { success: true, pastTenseMessage: `Ran ${displayName}`, content: [{ type: 'text', text: output }] },
-        });
-        const final = await this.#waitFor(run, (state) => findActiveToolCall(state, call.id));
-        return { approved: true, state: final };
+        return this.#continueTool(run, call, displayName, dispatch);
       },
       sleep: (ms) =>
         new Promise<void>((resolve, reject) => {

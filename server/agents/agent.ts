@@ -87,6 +87,15 @@ export interface AgentProvider {
    * it cannot deliver). Absent = the provider passes barriers (`TurnContext.barrier`).
    */
   steeringUnavailable?(session: string): { code: string; message: string } | undefined;
+  /**
+   * What becomes of this provider's turn that was running when the hub process stopped:
+   * `replay` — the hub runs `runTurn` again with a context that matches each step against what
+   * the log holds (turn-replay.ts), so a deterministic agent carries on where it was;
+   * `reconnect` — the agent lives outside the hub: the turn stays open while it reconnects
+   * (`remoteAgentGraceMs`). Absent: the agent died with the hub, so the turn ends with a
+   * `hubRestarted` error (docs/continuity.md, "Turns").
+   */
+  readonly afterHubRestart?: 'replay' | 'reconnect';
   /** The hub session is gone: release whatever the provider holds for it (an agent process). */
   disposeSession?(session: string): void;
   /** Hub shutdown: release everything. */

@@ -157,6 +157,9 @@ function demoSteps(turnId: string): ScriptStep[] {
 
 export const demoAgent: AgentProvider = {
   info: { provider: 'demo', displayName: 'Demo agent', description: 'Scripted agent that shows every AHP input kind' },
+  // Its steps follow from the message and the turn id alone: after a restart it runs them again
+  // and the runner matches each against the log, so the turn carries on where it was.
+  afterHubRestart: 'replay',
   async runTurn(ctx: TurnContext): Promise<TurnResult> {
     const script = parseScript(ctx.message.text);
     if (script && 'error' in script) throw new TurnFailure(script.error, 'invalidScript');
@@ -176,6 +179,7 @@ export const demoAgent: AgentProvider = {
  */
 export const remoteAgent: AgentProvider = {
   info: { provider: 'remote', displayName: 'Remote agent', description: 'An agent that connects with an agent token and drives turns itself' },
+  afterHubRestart: 'reconnect',
   async runTurn(): Promise<TurnResult> {
     return 'external';
   },

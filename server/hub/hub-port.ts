@@ -90,6 +90,8 @@ export interface HubHooks {
   chatDisposed?(e: { readonly chat: string; readonly session: string }): void;
   /** A client connection closed; features drop what they hold for it (presence, listeners). */
   disconnected?(conn: Connection): void;
+  /** A client subscribed to a channel (`subscribe`, or rejoined it with `reconnect`). */
+  subscribed?(e: { readonly channel: string; readonly principal: Principal }): void;
 }
 
 /** How a submitted action fared: committed (durable), or refused with a stable code. */

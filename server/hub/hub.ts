@@ -10,7 +10,7 @@
  * - `commit-pipeline.ts`: sequencing, group commit, delivery in order, durability waiters, held
  *   answers, snapshot cadence — where "nothing reaches a client before it is durable; answers
  *   never overtake envelopes" is enforced;
- * - `recovery.ts`: open from snapshot + replay, ledger rebuild, ending interrupted turns;
+ * - `recovery.ts`: open from snapshot + replay, ledger rebuild, listing interrupted turns;
  * - `subscriptions.ts`: who is subscribed to what, reconnect (replay or snapshots);
  * - `root-catalogue.ts`: the session summaries root subscribers were last sent;
  * - `write-gate.ts`: cluster mode (decisions wait for the write turn).
@@ -43,7 +43,7 @@ import { HookList } from './hook-list.js';
 import { CommitPipeline, STORAGE_UNAVAILABLE_REASON } from './commit-pipeline.js';
 import { Subscriptions } from './subscriptions.js';
 import { RootCatalogue } from './root-catalogue.js';
-import { interruptedTurnEnds, recoverFromLog, snapshotImageOf, type RecoveredHub } from './recovery.js';
+import { interruptedTurns, recoverFromLog, snapshotImageOf, type InterruptedTurn, type RecoveredHub } from './recovery.js';
 import { hasTurn } from '../../shared/state/selectors.js';
 
 export interface HubLimits {
@@ -161,9 +161,9 @@ export class Hub implements HubPort {
   }
 
   /**
-   * Opens a hub on a log (see recovery.ts): loads the newest snapshot, replays the records after
-   * it, then ends every turn that was running when the previous process stopped (as errored,
-   * never silently).
+   * Opens a hub on a log (see recovery.ts): loads the newest snapshot and replays the records
+   * after it. Turns that were running when the previous process stopped stay open and are listed
+   * in `interruptedTurns`: the agent runner resumes or ends each (never silently).
    */
   static async open(options: HubOptions): Promise<Hub> {
     const limits = { ...DEFAULT_HUB_LIMITS, ...options.limits };
@@ -186,13 +186,20 @@ export class Hub implements HubPort {
       }, options.logger);
       pipeline.appendThrough(hub.#gate);
     } else {
-      for (const { chat, action } of interruptedTurnEnds(hub.#state, options.now)) hub.#accept(chat, action, undefined);
+      // Left running: the agent runner decides, per provider, whether each one continues or ends.
+      hub.interruptedTurns = interruptedTurns(hub.#state);
     }
     // A log that refuses the first batch (a full disk at start) must not keep the hub from
     // starting: it refuses writes until the log takes the batch (commit-pipeline.ts, "in doubt").
     await Promise.race([hub.drain(), hub.#pipeline.whenInDoubt()]);
     return hub;
   }
+
+  /**
+   * The turns that were running when the previous process stopped (a single hub's own log only;
+   * empty in cluster mode, where another process may be running them). See recovery.ts.
+   */
+  interruptedTurns: readonly InterruptedTurn[] = [];
 
   // ─── Queries ────────────────────────────────────────────────────────────────
 
@@ -279,6 +286,7 @@ export class Hub implements HubPort {
     this.#assertReadable();
     const snapshot = this.snapshot(principal, channel);
     this.#subscriptions.attach(conn, principal.tenant, channel, snapshot.fromSeq, this.#pipeline.deliveredSeq, maxLatencyMs);
+    this.#hooks.call((h) => h.subscribed?.({ channel, principal }));
     return snapshot;
   }
 
@@ -313,6 +321,8 @@ export class Hub implements HubPort {
       deliveredSeq: this.#pipeline.deliveredSeq,
     });
     this.#observer?.reconnectServed(result.type);
+    const missing = new Set(result.missing);
+    for (const channel of params.subscriptions) if (!missing.has(channel)) this.#hooks.call((h) => h.subscribed?.({ channel, principal }));
     return result;
   }
 

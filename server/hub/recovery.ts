@@ -7,16 +7,14 @@
  * (a client dispatch's stored origin names its actor) and refill the replay window, so a client
  * that reconnects right after a restart can still get a replay instead of snapshots.
  *
- * Turns that were running when the previous process stopped cannot continue: `interruptedTurnEnds`
- * gives, for each, the `chat/error` (`errorType: 'hubRestarted'`) that ends it, never silently.
- * The hub commits those on a log of its own only: in cluster mode another process may be running
- * the turns (see the README's Cluster section for what ends them there).
+ * Turns that were running when the previous process stopped are listed by `interruptedTurns`
+ * (on a log of the hub's own only: in cluster mode another process may be running them, see the
+ * README's Cluster section). They stay open: the agent runner resumes each whose agent can carry
+ * on and ends the others with a `chat/error` that says so (docs/continuity.md, "Turns").
  *
  * The snapshot image is defined here too (`snapshotImageOf`), next to the code that reads it.
  */
-import type { ErrorAction } from '../../shared/protocol/actions.js';
 import { initialRootState } from '../../shared/protocol/state.js';
-import { turnDuration } from '../../shared/state/selectors.js';
 import type { AgentInfo } from '../agents/agent.js';
 import type { ActionLog } from '../storage/action-log.js';
 import { CATALOG_CHANNEL, HubState, type CatalogImage } from './catalog.js';
@@ -80,21 +78,15 @@ export async function recoverFromLog(log: ActionLog, agents: readonly AgentInfo[
   return { state, ledger, headSeq: seq };
 }
 
-/** The action that ends each turn still running in `state`, as an error the user can see. */
-export function interruptedTurnEnds(state: HubState, now: () => number): Array<{ readonly chat: string; readonly action: ErrorAction }> {
-  const ends: Array<{ chat: string; action: ErrorAction }> = [];
-  for (const chat of state.chats.values()) {
-    const turn = chat.state.activeTurn;
-    if (!turn) continue;
-    ends.push({
-      chat: chat.uri,
-      action: {
-        type: 'chat/error',
-        turnId: turn.id,
-        duration: turnDuration(turn.startedAt, now()),
-        error: { errorType: 'hubRestarted', message: 'The hub restarted while this turn was running; the turn was ended.' },
-      },
-    });
-  }
-  return ends;
+/** A turn that was running when the previous process stopped. */
+export interface InterruptedTurn {
+  readonly chat: string;
+  readonly turnId: string;
+}
+
+/** Every turn still running in the recovered `state`. */
+export function interruptedTurns(state: HubState): InterruptedTurn[] {
+  const turns: InterruptedTurn[] = [];
+  for (const chat of state.chats.values()) if (chat.state.activeTurn) turns.push({ chat: chat.uri, turnId: chat.state.activeTurn.id });
+  return turns;
 }

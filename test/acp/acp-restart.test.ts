@@ -1,10 +1,14 @@
 /**
  * A hub restart on the same data directory: the agent list is the one configured now, and a
  * session's next turn resumes the agent's own conversation with `session/load` (when the agent
- * supports it) instead of starting a new one.
+ * supports it) instead of starting a new one. A turn the restart interrupted ends (the agent
+ * process died with the hub) and its Resume carries the answers given (docs/continuity.md).
  */
 import { afterEach, expect, it } from 'vitest';
+import { isPartOfKind } from '../../shared/protocol/state.js';
 import { RpcClient } from '../helpers/rpc-client.js';
+import { userMessage } from '../helpers/turns.js';
+import { waitFor } from '../helpers/wait-for.js';
 import { tempDir, type TestServer } from '../helpers/start-server.js';
 import { acpConfig, capturingLogger, createSessionWith, script, startAcpHub, startTurn, text, waitForEnd } from './support.js';
 
@@ -44,4 +48,59 @@ it('after a restart the root state lists the agents configured now, and the next
   expect(started.providers.get('scripted')!.processOf(session)!.acpSessionId).toBe(acpSessionId);
   expect(secondLog.lines.some((l) => l.msg === 'agent session loaded' && l.fields['acpSessionId'] === acpSessionId)).toBe(true);
   expect(secondLog.lines.some((l) => l.msg === 'agent stderr' && l.fields['line'] === `scripted agent: load session ${acpSessionId}`)).toBe(true);
+});
+
+it('a hub restart in the middle of an ACP agent\'s question ends that turn saying why; Resume starts a new turn whose question starts with the answers given', async () => {
+  const config = acpConfig({ cwd: data.dir, env: { SCRIPTED_AGENT_LOAD: '1' } });
+  let started = await startAcpHub([{ provider: 'scripted', config }], capturingLogger(), { dataDir: data.dir });
+  server = started.server;
+  client = await RpcClient.open(server.wsUrl);
+  const { chat } = await createSessionWith(client, 'scripted');
+  await client.subscribe(chat);
+  const requestedSchema = {
+    type: 'object',
+    properties: { email: { type: 'string', title: 'Email' }, runtime: { type: 'string', title: 'Runtime', enum: ['node', 'deno'] }, note: { type: 'string', title: 'Note' } },
+    required: ['email'],
+  };
+  const steps = script({ elicit: { mode: 'form', message: 'Tell me about it', requestedSchema } });
+  const first = await startTurn(client, chat, steps);
+  const openRequest = () =>
+    waitFor(() => {
+      const s = server!.hub.chatEntry(chat)!.state;
+      for (const p of s.activeTurn?.responseParts ?? []) if (isPartOfKind(p, 'inputRequest') && !p.response) return p.request;
+      return undefined;
+    }, { what: 'the open question' });
+  const asked = await openRequest();
+  const draft = (value: unknown) => ({ state: 'draft', value });
+  await client.dispatchAndWait(chat, { type: 'chat/inputAnswerChanged', requestId: asked.id, questionId: 'email', answer: draft({ kind: 'text', value: 'ada@example.com' }) });
+  await client.dispatchAndWait(chat, { type: 'chat/inputAnswerChanged', requestId: asked.id, questionId: 'runtime', answer: draft({ kind: 'selected', value: 'deno' }) });
+  await client.close();
+  await server.close();
+
+  started = await startAcpHub([{ provider: 'scripted', config }], capturingLogger(), { dataDir: data.dir });
+  server = started.server;
+  client = await RpcClient.open(server.wsUrl);
+  // The agent process died with the hub: the turn ends, and says what happened and what to do.
+  const ended = await waitForEnd(server, chat, first);
+  expect(ended.state).toBe('error');
+  expect(ended.error).toMatchObject({ errorType: 'hubRestarted' });
+  expect(ended.error?.message).toMatch(/Resume runs it again with the answers already given/);
+  await client.subscribe(chat);
+
+  const resumed = `turn-resume-${Date.now()}`;
+  const echo = await client.dispatchAndWait(chat, {
+    type: 'chat/turnStarted', turnId: resumed, startedAt: new Date().toISOString(),
+    message: { ...userMessage(steps), _meta: { 'hub/resumes': first } },
+  });
+  expect(echo.rejectionReason).toBeUndefined();
+  const again = await openRequest();
+  expect(again.id).not.toBe(asked.id);
+  // Pre-filled with what people had typed, never an empty form; still a draft until submitted.
+  expect(again.answers).toEqual({ email: draft({ kind: 'text', value: 'ada@example.com' }), runtime: draft({ kind: 'selected', value: 'deno' }) });
+  const submitted = await client.dispatchAndWait(chat, {
+    type: 'chat/inputCompleted', requestId: again.id, response: 'accept',
+    answers: { email: { state: 'submitted', value: { kind: 'text', value: 'ada@example.com' } }, runtime: { state: 'submitted', value: { kind: 'selected', value: 'deno' } } },
+  });
+  expect(submitted.rejectionReason).toBeUndefined();
+  expect((await waitForEnd(server, chat, resumed)).state).toBe('complete');
 });

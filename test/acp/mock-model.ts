@@ -18,8 +18,12 @@ export interface MockModel {
   readonly baseUrl: string;
   /** Chat-completion requests received, in order (parsed bodies). */
   readonly requests: Array<Record<string, unknown>>;
-  /** While set, text streams send their first chunk and then wait until `release()`. */
+  /** While set, text streams send their first `holdAfterWords` words and then wait until `release()`. */
   holdText: boolean;
+  /** Words streamed before a held text stream waits (default 1). */
+  holdAfterWords: number;
+  /** The text answer streamed next (settable per turn). */
+  answer: string;
   release(): void;
   close(): Promise<void>;
 }
@@ -28,7 +32,6 @@ type ChatMessage = { role?: string; content?: unknown; tool_calls?: unknown };
 
 export async function startMockModel(options: MockModelOptions = {}): Promise<MockModel> {
   const command = options.command ?? 'touch hub-acp-test.txt';
-  const answer = options.answer ?? 'The command ran and printed hello-from-shell. All done.';
   const requests: Array<Record<string, unknown>> = [];
   const held = new Set<() => void>();
   let toolCalls = 0;
@@ -48,9 +51,11 @@ export async function startMockModel(options: MockModelOptions = {}): Promise<Mo
 
   const streamText = async (res: ServerResponse, text: string): Promise<void> => {
     const words = text.split(/(?<= )/);
+    const before = model.holdText ? Math.max(1, model.holdAfterWords) : words.length;
     sse(res, frame({ role: 'assistant', content: words[0] ?? '' }));
+    for (const w of words.slice(1, before)) sse(res, frame({ content: w }));
     if (model.holdText) await new Promise<void>((resolve) => held.add(resolve));
-    for (const w of words.slice(1)) sse(res, frame({ content: w }));
+    for (const w of words.slice(before)) sse(res, frame({ content: w }));
     sse(res, frame({}, 'stop'));
     sse(res, { ...frame({}), choices: [], usage });
     if (!res.writableEnded) res.end('data: [DONE]\n\n');
@@ -98,7 +103,7 @@ export async function startMockModel(options: MockModelOptions = {}): Promise<Mo
     }
     res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive' });
     if (wantsTool) streamToolCall(res);
-    else await streamText(res, answer);
+    else await streamText(res, model.answer);
   };
 
   const server: Server = createServer((req, res) => {
@@ -117,6 +122,8 @@ export async function startMockModel(options: MockModelOptions = {}): Promise<Mo
     baseUrl: `http://127.0.0.1:${port}/v1`,
     requests,
     holdText: false,
+    holdAfterWords: 1,
+    answer: options.answer ?? 'The command ran and printed hello-from-shell. All done.',
     release() {
       for (const r of held) r();
       held.clear();

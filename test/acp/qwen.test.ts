@@ -159,8 +159,10 @@ describe('Qwen Code behind the hub (real ACP agent, loopback mock model)', () =>
     await a.subscribe(chat);
 
     model.holdText = true;
+    model.holdAfterWords = 9;
+    model.answer = 'Slow answer, part 0. part 1. part 2. part 3. part 4. part 5.';
     const turnId = await startTurn(a, chat, '[no-tools] Tell me a story.');
-    await waitFor(() => markdownOf(chatState(server, chat), turnId).length > 0 || undefined, { what: 'the first streamed words', timeoutMs: SLOW });
+    await waitFor(() => (markdownOf(chatState(server, chat), turnId).includes('part 2.') ? true : undefined), { what: 'several streamed words', timeoutMs: SLOW });
     const first = provider.processOf(session)!;
     process.kill(first.pid!, 'SIGKILL');
     const failed = await waitForEnd(server, chat, turnId, SLOW);
@@ -169,10 +171,12 @@ describe('Qwen Code behind the hub (real ACP agent, loopback mock model)', () =>
     expect(failed.error?.message).toContain('killed by SIGKILL');
 
     model.holdText = false;
+    model.answer = 'The command ran and printed hello-from-shell. All done.';
     model.release();
     const next = await startTurn(a, chat, '[no-tools] Are you still there?');
     expect((await waitForEnd(server, chat, next, SLOW)).state).toBe('complete');
-    expect(markdownOf(chatState(server, chat), next)).toContain('All done.');
+    // Only the new turn's own answer: nothing the earlier (killed) turn streamed is folded in.
+    expect(markdownOf(chatState(server, chat), next)).toBe('The command ran and printed hello-from-shell. All done.');
     expect(provider.processOf(session)!.pid).not.toBe(first.pid);
   }, 180_000);
 });
