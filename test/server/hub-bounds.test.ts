@@ -88,17 +88,20 @@ describe('agent actions that name other resources', () => {
 
 describe('channel size budget', () => {
   it('refuses growth past the limit, measures the real state before refusing, and never refuses shrinking actions', () => {
-    const budget = new ChannelSizeBudget(1_000);
     let state = { items: [] as string[] };
+    const budget = new ChannelSizeBudget(
+      { maxChannelJsonChars: 1_000, maxUserStateChars: 1e9, maxTenantStateChars: 1e9 },
+      { stateOf: (c) => (c === 'c' ? state : undefined), ownerOf: () => 'alice', channels: () => ['c'] },
+    );
     const add = (text: string) => ({ type: 'chat/pendingMessageSet', text });
-    expect(budget.charge('c', () => state, add('x'.repeat(400)))).toBeUndefined();
+    expect(budget.charge('c', add('x'.repeat(400)))).toBeUndefined();
     state = { items: ['x'.repeat(400)] };
-    expect(budget.charge('c', () => state, add('x'.repeat(400)))).toBeUndefined();
+    expect(budget.charge('c', add('x'.repeat(400)))).toBeUndefined();
     state = { items: ['x'.repeat(400), 'x'.repeat(400)] };
-    expect(budget.charge('c', () => state, add('x'.repeat(400)))).toMatch(/channel_too_large/);
-    expect(budget.charge('c', () => state, { type: 'chat/truncated' })).toBeUndefined();
+    expect(budget.charge('c', add('x'.repeat(400)))?.reason).toMatch(/channel_too_large/);
+    expect(budget.charge('c', { type: 'chat/truncated' })).toBeUndefined();
     // The estimate is only an upper bound: once the state really shrank, growth is allowed again.
     state = { items: [] };
-    expect(budget.charge('c', () => state, add('x'.repeat(400)))).toBeUndefined();
+    expect(budget.charge('c', add('x'.repeat(400)))).toBeUndefined();
   });
 });
