@@ -33,7 +33,7 @@ import { CATALOG_CHANNEL, CatalogAction, catalogActionOf, type CatalogRecordActi
 import type { Connection } from './connection.js';
 import { DEFAULT_FANOUT_LIMITS, type FanoutLimits } from './fanout.js';
 import { chatRollUpActions, sessionSummary, type SessionSummaryView } from './rollup.js';
-import { actorOf, type Actor, type ClientLedger } from './client-ledger.js';
+import { actorOf, LEDGER_LIMITS, type Actor, type ClaimOutcome, type ClientLedger, type LedgerLimits } from './client-ledger.js';
 import { validateAgentAction } from './agent-actions.js';
 import { ChannelSizeBudget, DEFAULT_MAX_CHANNEL_JSON_CHARS, DEFAULT_MAX_TENANT_STATE_CHARS, DEFAULT_MAX_USER_STATE_CHARS, type StateRefusal } from './channel-budget.js';
 import { WriteGate } from './write-gate.js';
@@ -63,6 +63,8 @@ export interface HubLimits {
   /** A snapshot is written after this many records, so recovery replays at most that many. */
   readonly snapshotEvery: number;
   readonly fanout: FanoutLimits;
+  /** The duplicate ledger's bounds per principal (client-ledger.ts). */
+  readonly ledger: LedgerLimits;
 }
 
 export const DEFAULT_HUB_LIMITS: HubLimits = {
@@ -76,6 +78,7 @@ export const DEFAULT_HUB_LIMITS: HubLimits = {
   maxTenantStateChars: DEFAULT_MAX_TENANT_STATE_CHARS,
   snapshotEvery: 5_000,
   fanout: DEFAULT_FANOUT_LIMITS,
+  ledger: LEDGER_LIMITS,
 };
 
 export interface HubOptions {
@@ -186,7 +189,7 @@ export class Hub implements HubPort {
   static async open(options: HubOptions): Promise<Hub> {
     const limits = { ...DEFAULT_HUB_LIMITS, ...options.limits };
     const replay = new ReplayWindow(limits.replayBufferSize, limits.replayBufferChars);
-    const hub = new Hub(options, limits, replay, await recoverFromLog(options.log, options.agents, replay));
+    const hub = new Hub(options, limits, replay, await recoverFromLog(options.log, options.agents, replay, { now: options.now, ledger: limits.ledger }));
     if (isSharedActionLog(options.log)) {
       // Other processes share this log and may be running the turns recovery finds active, so
       // they are not ended here (see the README's Cluster section for what ends them).
@@ -614,11 +617,14 @@ export class Hub implements HubPort {
 
   /**
    * Binds a clientId to the principal for this hub's lifetime (and across restarts, through the
-   * ledger). False when another principal already uses it: echoes carry only the clientId, so
-   * sharing one would let each take the other's echoes for its own.
+   * ledger). `in_use` when another principal already uses it: echoes carry only the clientId, so
+   * sharing one would let each take the other's echoes for its own. `client_id_quota` when the
+   * principal has as many clientIds as it may hold (client-ledger.ts; counted as a quota refusal).
    */
-  claimClientId(principal: Principal, clientId: string): boolean {
-    return this.#ledger.claim(actorOf(principal), clientId);
+  claimClientId(principal: Principal, clientId: string): ClaimOutcome {
+    const outcome = this.#ledger.claim(actorOf(principal), clientId);
+    if (outcome === 'client_id_quota') this.#observer?.quotaRefused?.(outcome);
+    return outcome;
   }
 
   /** Echoes a rejection to the sender without looking at the action (e.g. rate limits), in order. */
