@@ -9,7 +9,7 @@ import { isSharedActionLog, type ActionLog, type SharedActionLog } from './stora
 import type { HubObserver } from './hub/hub.js';
 
 /** Rejection reasons are free text; metrics group them into a fixed set of kinds. */
-export type RejectionKind = 'rate_limited' | 'read_only' | 'duplicate' | 'invalid' | 'forbidden' | 'limit' | 'state';
+export type RejectionKind = 'rate_limited' | 'read_only' | 'duplicate' | 'invalid' | 'forbidden' | 'quota' | 'limit' | 'state';
 
 export function rejectionKind(reason: string): RejectionKind {
   if (/rate limit|slow down/i.test(reason)) return 'rate_limited';
@@ -17,6 +17,7 @@ export function rejectionKind(reason: string): RejectionKind {
   if (/clientSeq/i.test(reason)) return 'duplicate';
   if (/^invalid /i.test(reason)) return 'invalid';
   if (/not client-dispatchable|not allowed|forbidden|only (agents|the)|may not|permission/i.test(reason)) return 'forbidden';
+  if (/quota exceeded/i.test(reason)) return 'quota';
   if (/at most|too (many|large|long)|limit/i.test(reason)) return 'limit';
   return 'state';
 }
@@ -28,6 +29,7 @@ export class HubMetrics implements HubObserver {
   readonly #serverCloses: Counter<'code'>;
   readonly #logAppend: Histogram;
   readonly #reconnects: Counter<'kind'>;
+  readonly #quotaRefusals: Counter<'quota'>;
   /** Readers per gauge name (see `gauge`). */
   readonly #gaugeReaders = new Map<string, Array<() => number>>();
 
@@ -52,6 +54,12 @@ export class HubMetrics implements HubObserver {
       name: 'ahp_hub_reconnects_total',
       help: 'reconnect requests answered from the in-memory replay window (kind="replay", a hit) or with snapshots (kind="snapshot").',
       labelNames: ['kind'],
+      registers,
+    });
+    this.#quotaRefusals = new Counter({
+      name: 'ahp_hub_quota_refusals_total',
+      help: 'Actions, sessions, chats and clientIds refused because a user or tenant quota was used up (quota="user_state_quota", "tenant_state_quota", "client_id_quota").',
+      labelNames: ['quota'],
       registers,
     });
   }
@@ -86,6 +94,10 @@ export class HubMetrics implements HubObserver {
 
   dispatchRejected(reason: string): void {
     this.#dispatches.inc({ outcome: 'rejected', reason: rejectionKind(reason) });
+  }
+
+  quotaRefused(quota: string): void {
+    this.#quotaRefusals.inc({ quota });
   }
 
   reconnectServed(kind: 'replay' | 'snapshot'): void {

@@ -87,6 +87,7 @@ export class TenantStack {
     registerAhpMethods(this.rpc, hub);
     this.http = new HttpRouter(options.auth, logger.child({ component: 'http' }));
     metrics.gauge('ahp_hub_subscriptions', 'Channel subscriptions held by all connections.', () => hub.subscriptionCount);
+    metrics.gauge('ahp_hub_state_chars', 'Upper estimate of the JSON characters all sessions and chats hold (bounded per user and tenant).', () => hub.stateChars);
     hub.hook('metrics', {
       // Records another cluster process sequenced were counted there.
       afterCommit: (e) => {

@@ -55,8 +55,16 @@ export function registerAhpMethods(router: RpcRouter, hub: Hub): void {
           { supportedVersions: [...SUPPORTED_VERSIONS] },
         );
       }
-      if (!hub.claimClientId(ctx.principal, params.clientId)) {
+      const claim = hub.claimClientId(ctx.principal, params.clientId);
+      if (claim === 'in_use') {
         throw new ProtocolError(ErrorCode.AlreadyExists, 'clientId is in use by another principal: generate a fresh random clientId', { code: 'client_id_in_use' });
+      }
+      if (claim === 'client_id_quota') {
+        throw new ProtocolError(
+          ErrorCode.QuotaExceeded,
+          'quota exceeded (client_id_quota): this principal has used too many fresh clientIds recently; reconnect with a clientId it used before',
+          { code: 'client_id_quota' },
+        );
       }
       ctx.state.protocolVersion = version;
       ctx.state.clientId = params.clientId;

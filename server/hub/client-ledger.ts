@@ -14,22 +14,50 @@
  * That floor only ever rises to seqs that were really accepted and then forgotten, so one huge
  * clientSeq (2^53−1) cannot poison the seqs after it, and rejections never move it at all.
  *
+ * Eviction (issue 18.4): nothing one principal does can make the ledger forget another's entries.
+ * Each principal has its own bounded set: its least recently active clients are retired (kept as
+ * a floor — every clientSeq up to the highest accepted counts as decided — and as the clientId's
+ * binding), so a retired client that comes back still never gets an action applied twice and its
+ * clientId cannot be taken over. A retired entry is forgotten only after a week without activity
+ * and only to make room for the same principal's fresh clientId; when none is that old, the fresh
+ * clientId is refused (`client_id_quota`) rather than anything being forgotten early.
+ *
  * The ledger is saved with every snapshot (`toImage`), and records after the snapshot carry their
  * actor, so a restart rebuilds it exactly and never re-applies a re-sent clientSeq.
  */
 import type { Principal } from '../auth/auth.js';
 import type { LogRecord } from '../storage/action-log.js';
 
-export const LEDGER_LIMITS = {
-  /** Clients remembered (least recently active forgotten first). */
-  maxClients: 10_000,
+export interface LedgerLimits {
+  /** Clients remembered in full per principal (their least recently active one is retired first). */
+  readonly maxClientsPerPrincipal: number;
+  /**
+   * Retired clients remembered per principal: only the clientSeq up to which everything counts as
+   * decided, and that the clientId is the principal's. Forgotten (oldest first) only after
+   * `forgetRetiredAfterMs` without activity; a fresh clientId that would need a younger one
+   * forgotten is refused (`client_id_quota`).
+   */
+  readonly maxRetiredPerPrincipal: number;
+  readonly forgetRetiredAfterMs: number;
   /** Accepted clientSeqs remembered exactly per client. */
-  maxAcceptedPerClient: 256,
+  readonly maxAcceptedPerClient: number;
   /** Rejection reasons remembered per client. */
-  maxRejectionsPerClient: 64,
+  readonly maxRejectionsPerClient: number;
   /** Accepted clientSeqs per client written into a snapshot (older ones become the floor). */
+  readonly maxAcceptedPerClientInImage: number;
+}
+
+export const LEDGER_LIMITS: LedgerLimits = {
+  maxClientsPerPrincipal: 1_000,
+  maxRetiredPerPrincipal: 20_000,
+  forgetRetiredAfterMs: 7 * 24 * 3600_000,
+  maxAcceptedPerClient: 256,
+  maxRejectionsPerClient: 64,
   maxAcceptedPerClientInImage: 32,
-} as const;
+};
+
+/** How `claim` decided: the clientId is the caller's now, another principal's, or one too many. */
+export type ClaimOutcome = 'claimed' | 'in_use' | 'client_id_quota';
 
 /** Who dispatched: stored in a record's origin so recovery can rebuild the ledger. */
 export interface Actor {
@@ -50,6 +78,19 @@ interface ClientRecord {
   highest: number;
 }
 
+/** A retired client: what is left once it was pushed out of its principal's full records. */
+interface RetiredClient {
+  readonly floor: number;
+  /** When it was retired (ms, the hub's clock): it was last active then at the latest. */
+  readonly retiredAt: number;
+}
+
+/** One principal's part of the ledger; Map order = recency (re-inserted on use). */
+interface PrincipalEntries {
+  readonly clients: Map<string, ClientRecord>;
+  readonly retired: Map<string, RetiredClient>;
+}
+
 /** What the hub answers when a client re-sends a clientSeq it already dispatched. */
 export type DuplicateVerdict =
   | { readonly kind: 'accepted'; readonly serverSeq: number }
@@ -63,6 +104,9 @@ export interface LedgerImage {
     readonly clientId: string;
     readonly floor: number;
     readonly accepted: ReadonlyArray<readonly [number, number]>;
+    /** Set for retired clients (only the floor is kept), with when they were retired. */
+    readonly retired?: true;
+    readonly retiredAt?: number;
   }>;
 }
 
@@ -91,36 +135,45 @@ function ownerKey(actor: Actor): string {
 }
 
 export class ClientLedger {
-  /** Keyed by owner + clientId; Map order = recency (re-inserted on use). */
-  readonly #clients = new Map<string, ClientRecord>();
-  /** clientId → owner key of the principal it belongs to. */
+  /** Owner key → that principal's clients. */
+  readonly #principals = new Map<string, PrincipalEntries>();
+  /** clientId → owner key of the principal it belongs to (kept while the client is remembered or retired). */
   readonly #owners = new Map<string, string>();
 
+  constructor(
+    readonly now: () => number = Date.now,
+    readonly limits: LedgerLimits = LEDGER_LIMITS,
+  ) {}
+
   /**
-   * Binds `clientId` to `actor` unless another principal already uses it. False means "in use by
-   * someone else": the caller must refuse, or that principal would receive echoes meant for
-   * this one (and the other way round).
+   * Binds `clientId` to `actor`. `in_use`: another principal uses it (the caller must refuse, or
+   * that principal would receive echoes meant for this one and the other way round).
+   * `client_id_quota`: a fresh clientId, and the principal has as many as it may hold with none
+   * idle long enough to forget.
    */
-  claim(actor: Actor, clientId: string): boolean {
+  claim(actor: Actor, clientId: string): ClaimOutcome {
     const owner = ownerKey(actor);
     const current = this.#owners.get(clientId);
-    if (current !== undefined && current !== owner) return false;
+    if (current !== undefined && current !== owner) return 'in_use';
+    if (current === undefined && !this.#roomForFresh(owner)) return 'client_id_quota';
     this.#record(owner, clientId);
-    return true;
+    return 'claimed';
   }
 
   /** How a re-sent `clientSeq` was decided for this principal, or undefined when it is new. */
   duplicate(actor: Actor, clientId: string, clientSeq: number): DuplicateVerdict | undefined {
-    const rec = this.#clients.get(recordKey(ownerKey(actor), clientId));
-    if (!rec) return undefined;
-    const serverSeq = rec.accepted.get(clientSeq);
+    const entries = this.#principals.get(ownerKey(actor));
+    const rec = entries?.clients.get(clientId);
+    const floor = rec?.floor ?? entries?.retired.get(clientId)?.floor;
+    if (floor === undefined) return undefined;
+    const serverSeq = rec?.accepted.get(clientSeq);
     if (serverSeq !== undefined) return { kind: 'accepted', serverSeq };
-    const reason = rec.rejections.get(clientSeq);
+    const reason = rec?.rejections.get(clientSeq);
     if (reason !== undefined) return { kind: 'rejected', reason };
-    if (clientSeq <= rec.floor) {
+    if (clientSeq <= floor) {
       return {
         kind: 'rejected',
-        reason: `duplicate clientSeq ${clientSeq}: this client's actions up to clientSeq ${rec.floor} were already decided; an action is never applied twice`,
+        reason: `duplicate clientSeq ${clientSeq}: this client's actions up to clientSeq ${floor} were already decided; an action is never applied twice`,
       };
     }
     return undefined;
@@ -132,7 +185,7 @@ export class ClientLedger {
     rec.highest = Math.max(rec.highest, clientSeq);
     rec.accepted.set(clientSeq, serverSeq);
     rec.rejections.delete(clientSeq);
-    while (rec.accepted.size > LEDGER_LIMITS.maxAcceptedPerClient) forgetLowest(rec);
+    while (rec.accepted.size > this.limits.maxAcceptedPerClient) forgetLowest(rec);
   }
 
   /**
@@ -148,7 +201,7 @@ export class ClientLedger {
     const rec = this.#record(ownerKey(actor), clientId);
     if (rec.rejections.has(clientSeq)) return;
     rec.rejections.set(clientSeq, reason);
-    while (rec.rejections.size > LEDGER_LIMITS.maxRejectionsPerClient) {
+    while (rec.rejections.size > this.limits.maxRejectionsPerClient) {
       const oldest = rec.rejections.keys().next().value;
       if (oldest === undefined) break;
       rec.rejections.delete(oldest);
@@ -157,49 +210,90 @@ export class ClientLedger {
 
   toImage(): LedgerImage {
     const clients: Array<LedgerImage['clients'][number]> = [];
-    for (const rec of this.#clients.values()) {
-      const [tenant, user] = JSON.parse(rec.owner) as [string, string];
-      const seqs = [...rec.accepted.entries()].sort((a, b) => a[0] - b[0]);
-      const kept = seqs.slice(-LEDGER_LIMITS.maxAcceptedPerClientInImage);
-      const dropped = seqs.length - kept.length;
-      const floor = dropped > 0 ? Math.max(rec.floor, seqs[dropped - 1]![0]) : rec.floor;
-      clients.push({ tenant, user, clientId: rec.clientId, floor, accepted: kept });
+    for (const [owner, entries] of this.#principals) {
+      const [tenant, user] = JSON.parse(owner) as [string, string];
+      for (const [clientId, retired] of entries.retired) {
+        clients.push({ tenant, user, clientId, floor: retired.floor, accepted: [], retired: true, retiredAt: retired.retiredAt });
+      }
+      for (const rec of entries.clients.values()) {
+        const seqs = [...rec.accepted.entries()].sort((a, b) => a[0] - b[0]);
+        const kept = seqs.slice(-this.limits.maxAcceptedPerClientInImage);
+        const dropped = seqs.length - kept.length;
+        const floor = dropped > 0 ? Math.max(rec.floor, seqs[dropped - 1]![0]) : rec.floor;
+        clients.push({ tenant, user, clientId: rec.clientId, floor, accepted: kept });
+      }
     }
     return { clients };
   }
 
-  static fromImage(image: LedgerImage | undefined): ClientLedger {
-    const ledger = new ClientLedger();
+  /** Rebuilds a ledger from its image; retired clients without a recorded time count as retired now. */
+  static fromImage(image: LedgerImage | undefined, now: () => number = Date.now, limits: LedgerLimits = LEDGER_LIMITS): ClientLedger {
+    const ledger = new ClientLedger(now, limits);
     for (const c of image?.clients ?? []) {
-      const rec = ledger.#record(ownerKey(c), c.clientId);
+      const owner = ownerKey(c);
+      if (c.retired) {
+        ledger.#entries(owner).retired.set(c.clientId, { floor: c.floor, retiredAt: c.retiredAt ?? now() });
+        ledger.#owners.set(c.clientId, owner);
+        continue;
+      }
+      const rec = ledger.#record(owner, c.clientId);
       rec.floor = c.floor;
       for (const [clientSeq, serverSeq] of c.accepted) ledger.accepted(c, c.clientId, clientSeq, serverSeq);
     }
     return ledger;
   }
 
+  #entries(owner: string): PrincipalEntries {
+    let entries = this.#principals.get(owner);
+    if (!entries) {
+      entries = { clients: new Map(), retired: new Map() };
+      this.#principals.set(owner, entries);
+    }
+    return entries;
+  }
+
+  /** Whether the principal may take one more fresh clientId without forgetting a retired one too early. */
+  #roomForFresh(owner: string): boolean {
+    const entries = this.#principals.get(owner);
+    if (!entries || entries.clients.size < this.limits.maxClientsPerPrincipal || entries.retired.size < this.limits.maxRetiredPerPrincipal) return true;
+    const oldest = entries.retired.values().next().value;
+    return oldest !== undefined && this.now() - oldest.retiredAt >= this.limits.forgetRetiredAfterMs;
+  }
+
   #record(owner: string, clientId: string): ClientRecord {
-    const key = recordKey(owner, clientId);
-    let rec = this.#clients.get(key);
+    const entries = this.#entries(owner);
+    let rec = entries.clients.get(clientId);
     if (rec) {
       // Refresh recency: Map iteration order is insertion order, so re-insert.
-      this.#clients.delete(key);
+      entries.clients.delete(clientId);
     } else {
-      rec = { owner, clientId, floor: -1, accepted: new Map(), rejections: new Map(), ascending: true, highest: -1 };
+      const retired = entries.retired.get(clientId);
+      entries.retired.delete(clientId);
+      const floor = retired?.floor ?? -1;
+      rec = { owner, clientId, floor, accepted: new Map(), rejections: new Map(), ascending: true, highest: floor };
       this.#owners.set(clientId, owner);
     }
-    this.#clients.set(key, rec);
-    if (this.#clients.size > LEDGER_LIMITS.maxClients) {
-      const [oldestKey, oldest] = this.#clients.entries().next().value!;
-      this.#clients.delete(oldestKey);
-      if (this.#owners.get(oldest.clientId) === oldest.owner) this.#owners.delete(oldest.clientId);
-    }
+    entries.clients.set(clientId, rec);
+    if (entries.clients.size > this.limits.maxClientsPerPrincipal) this.#retireOldest(entries);
     return rec;
   }
-}
 
-function recordKey(owner: string, clientId: string): string {
-  return `${owner}\n${clientId}`;
+  /**
+   * Moves the principal's least recently active client to its retired ones (everything it had
+   * accepted now counts as decided), forgetting the oldest retired one past the bound. Only
+   * `claim` adds fresh clientIds on the live path, and it refuses one that would make this forget
+   * a client active within `forgetRetiredAfterMs`; records read from the log cannot be refused.
+   */
+  #retireOldest(entries: PrincipalEntries): void {
+    const [clientId, oldest] = entries.clients.entries().next().value!;
+    entries.clients.delete(clientId);
+    entries.retired.set(clientId, { floor: Math.max(oldest.floor, oldest.highest), retiredAt: this.now() });
+    while (entries.retired.size > this.limits.maxRetiredPerPrincipal) {
+      const forgotten = entries.retired.keys().next().value!;
+      entries.retired.delete(forgotten);
+      this.#owners.delete(forgotten);
+    }
+  }
 }
 
 /** Forgets the lowest accepted clientSeq; it and everything below it now count as applied. */

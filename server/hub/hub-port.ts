@@ -108,6 +108,7 @@ export type RejectionCode =
   | typeof ErrorCode.PermissionDenied
   | typeof ErrorCode.TurnInProgress
   | typeof ErrorCode.LimitExceeded
+  | typeof ErrorCode.QuotaExceeded
   | typeof ErrorCode.InvalidParams;
 
 export interface HubPort {

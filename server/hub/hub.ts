@@ -33,9 +33,9 @@ import { CATALOG_CHANNEL, CatalogAction, catalogActionOf, type CatalogRecordActi
 import type { Connection } from './connection.js';
 import { DEFAULT_FANOUT_LIMITS, type FanoutLimits } from './fanout.js';
 import { chatRollUpActions, sessionSummary, type SessionSummaryView } from './rollup.js';
-import { actorOf, type Actor, type ClientLedger } from './client-ledger.js';
+import { actorOf, LEDGER_LIMITS, type Actor, type ClaimOutcome, type ClientLedger, type LedgerLimits } from './client-ledger.js';
 import { validateAgentAction } from './agent-actions.js';
-import { ChannelSizeBudget, DEFAULT_MAX_CHANNEL_JSON_CHARS } from './channel-budget.js';
+import { ChannelSizeBudget, DEFAULT_MAX_CHANNEL_JSON_CHARS, DEFAULT_MAX_TENANT_STATE_CHARS, DEFAULT_MAX_USER_STATE_CHARS, type StateRefusal } from './channel-budget.js';
 import { WriteGate } from './write-gate.js';
 import { ReplayWindow } from './replay-window.js';
 import type { CommitEvent, HookOwner, HubHooks, HubPort, RejectionCode, SubmitOutcome } from './hub-port.js';
@@ -56,9 +56,15 @@ export interface HubLimits {
   readonly replayBufferChars: number;
   /** Largest encoded state (JSON characters) one chat or session may grow to. */
   readonly maxChannelJsonChars: number;
+  /** Everything the sessions one user owns may hold together (JSON characters; channel-budget.ts). */
+  readonly maxUserStateChars: number;
+  /** Everything this tenant's sessions may hold together (JSON characters). */
+  readonly maxTenantStateChars: number;
   /** A snapshot is written after this many records, so recovery replays at most that many. */
   readonly snapshotEvery: number;
   readonly fanout: FanoutLimits;
+  /** The duplicate ledger's bounds per principal (client-ledger.ts). */
+  readonly ledger: LedgerLimits;
 }
 
 export const DEFAULT_HUB_LIMITS: HubLimits = {
@@ -68,8 +74,11 @@ export const DEFAULT_HUB_LIMITS: HubLimits = {
   replayBufferSize: 20_000,
   replayBufferChars: 64 * 1024 * 1024,
   maxChannelJsonChars: DEFAULT_MAX_CHANNEL_JSON_CHARS,
+  maxUserStateChars: DEFAULT_MAX_USER_STATE_CHARS,
+  maxTenantStateChars: DEFAULT_MAX_TENANT_STATE_CHARS,
   snapshotEvery: 5_000,
   fanout: DEFAULT_FANOUT_LIMITS,
+  ledger: LEDGER_LIMITS,
 };
 
 export interface HubOptions {
@@ -90,6 +99,8 @@ export interface HubOptions {
 export interface HubObserver {
   dispatchRejected(reason: string): void;
   reconnectServed(kind: 'replay' | 'snapshot'): void;
+  /** A quota on what a user or tenant holds refused something (`StateRefusal.kind`, `client_id_quota`). */
+  quotaRefused?(quota: string): void;
 }
 
 /** Answers and approvals, stamped with who gave them (see `#stampAnswer`). */
@@ -97,6 +108,8 @@ const ANSWER_ACTIONS: ReadonlySet<string> = new Set(['chat/inputCompleted', 'cha
 export const ANSWERED_BY_META = 'hub/answeredBy';
 /** The surface of a WebSocket (AHP) client that does not name itself. */
 const CLIENT_SURFACE = 'AHP client';
+/** What a new session or chat is charged before it is measured (an empty one is a few hundred characters). */
+const NEW_CHANNEL_CHARS = 1_024;
 
 /** A client that dispatches actions: the connection it speaks on and who it is. */
 export interface ClientHandle {
@@ -141,7 +154,15 @@ export class Hub implements HubPort {
     this.#state = recovered.state;
     this.#ledger = recovered.ledger;
     this.#replay = replay;
-    this.#channelBudget = new ChannelSizeBudget(limits.maxChannelJsonChars);
+    const state = recovered.state;
+    this.#channelBudget = new ChannelSizeBudget(limits, {
+      stateOf: (channel) => state.chats.get(channel)?.state ?? state.sessions.get(channel)?.state,
+      ownerOf: (channel) => state.sessionOf(channel)?.owner,
+      *channels() {
+        yield* state.sessions.keys();
+        yield* state.chats.keys();
+      },
+    });
     this.#subscriptions = new Subscriptions(limits.maxSubscriptionsPerConnection, limits.fanout, replay);
     this.#pipeline = new CommitPipeline({
       log: options.log,
@@ -168,7 +189,7 @@ export class Hub implements HubPort {
   static async open(options: HubOptions): Promise<Hub> {
     const limits = { ...DEFAULT_HUB_LIMITS, ...options.limits };
     const replay = new ReplayWindow(limits.replayBufferSize, limits.replayBufferChars);
-    const hub = new Hub(options, limits, replay, await recoverFromLog(options.log, options.agents, replay));
+    const hub = new Hub(options, limits, replay, await recoverFromLog(options.log, options.agents, replay, { now: options.now, ledger: limits.ledger }));
     if (isSharedActionLog(options.log)) {
       // Other processes share this log and may be running the turns recovery finds active, so
       // they are not ended here (see the README's Cluster section for what ends them).
@@ -299,6 +320,11 @@ export class Hub implements HubPort {
     this.#hooks.call((h) => h.disconnected?.(conn));
   }
 
+  /** Upper estimate of the JSON characters every session and chat holds together (metrics; channel-budget.ts). */
+  get stateChars(): number {
+    return this.#channelBudget.totalChars;
+  }
+
   /** Channel subscriptions held by every connection together (metrics). */
   get subscriptionCount(): number {
     return this.#subscriptions.count;
@@ -358,6 +384,7 @@ export class Hub implements HubPort {
     if (count >= this.limits.maxSessionsPerTenant) {
       throw new ProtocolError(ErrorCode.LimitExceeded, `at most ${this.limits.maxSessionsPerTenant} sessions per tenant`);
     }
+    this.#refuseOverQuota(this.#channelBudget.chargeNew(principal.user, NEW_CHANNEL_CHARS * 2));
     const createdAt = new Date(this.#now()).toISOString();
     const title = params.title ?? 'New session';
     this.#sequenceLifecycle({
@@ -371,6 +398,8 @@ export class Hub implements HubPort {
     });
     const defaultChat = this.#createChatRecord(params.uri, CHAT_SCHEME + this.#newId(), 'Chat', createdAt);
     this.#pipeline.sequence(params.uri, { type: 'session/defaultChatChanged', defaultChat });
+    this.#channelBudget.opened(params.uri);
+    this.#channelBudget.opened(defaultChat);
     this.#rootCatalogue.sessionAdded(this.#state.sessions.get(params.uri)!);
     await this.#pipeline.durable();
     return { defaultChat };
@@ -398,7 +427,10 @@ export class Hub implements HubPort {
     const chat = params.chat ?? CHAT_SCHEME + this.#newId();
     if (channelKind(chat) !== 'chat') throw new ProtocolError(ErrorCode.InvalidParams, 'chat must be an ahp-chat:/<id> URI');
     if (this.#state.chats.has(chat)) throw new ProtocolError(ErrorCode.AlreadyExists, `chat ${chat} already exists`);
+    this.#refuseOverQuota(this.#channelBudget.chargeNew(session.owner, NEW_CHANNEL_CHARS));
     this.#createChatRecord(sessionUri, chat, params.title ?? 'Chat', new Date(this.#now()).toISOString());
+    this.#channelBudget.opened(chat);
+    this.#channelBudget.opened(sessionUri);
     this.#rootCatalogue.sessionChanged(session);
     await this.#pipeline.durable();
     return { chat };
@@ -421,6 +453,20 @@ export class Hub implements HubPort {
     this.#chatGone(chatUri, session.uri);
     this.#rootCatalogue.sessionChanged(session);
     await this.#pipeline.durable();
+  }
+
+  /** Throws the quota refusal, if any, as the named error (and counts it). */
+  #refuseOverQuota(refusal: StateRefusal | undefined): void {
+    if (!refusal) return;
+    this.#observer?.quotaRefused?.(refusal.kind);
+    throw new ProtocolError(ErrorCode.QuotaExceeded, refusal.reason);
+  }
+
+  /** A budget refusal as a decision: the channel's size is a limit, the user's and tenant's totals quotas. */
+  #budgetRefusal(refusal: StateRefusal): { ok: false; code: RejectionCode; reason: string } {
+    if (refusal.kind === 'channel_too_large') return { ok: false, code: ErrorCode.LimitExceeded, reason: refusal.reason };
+    this.#observer?.quotaRefused?.(refusal.kind);
+    return { ok: false, code: ErrorCode.QuotaExceeded, reason: refusal.reason };
   }
 
   /** Sequences a session or chat lifecycle record (the internal catalogue channel; never sent). */
@@ -565,8 +611,8 @@ export class Hub implements HubPort {
       return { ok: false, code, reason };
     }
     const decided = ANSWER_ACTIONS.has(action.type) ? this.#stampAnswer(action, principal, surface) : action;
-    const full = this.#channelBudget.charge(channel, () => (chat ? chat.state : session.state), decided);
-    return full === undefined ? { ok: true, action: decided } : { ok: false, code: ErrorCode.LimitExceeded, reason: full };
+    const full = this.#channelBudget.charge(channel, decided);
+    return full === undefined ? { ok: true, action: decided } : this.#budgetRefusal(full);
   }
 
   /** True when some chat of the session has, or had, a turn with this id. */
@@ -595,11 +641,14 @@ export class Hub implements HubPort {
 
   /**
    * Binds a clientId to the principal for this hub's lifetime (and across restarts, through the
-   * ledger). False when another principal already uses it: echoes carry only the clientId, so
-   * sharing one would let each take the other's echoes for its own.
+   * ledger). `in_use` when another principal already uses it: echoes carry only the clientId, so
+   * sharing one would let each take the other's echoes for its own. `client_id_quota` when the
+   * principal has as many clientIds as it may hold (client-ledger.ts; counted as a quota refusal).
    */
-  claimClientId(principal: Principal, clientId: string): boolean {
-    return this.#ledger.claim(actorOf(principal), clientId);
+  claimClientId(principal: Principal, clientId: string): ClaimOutcome {
+    const outcome = this.#ledger.claim(actorOf(principal), clientId);
+    if (outcome === 'client_id_quota') this.#observer?.quotaRefused?.(outcome);
+    return outcome;
   }
 
   /** Echoes a rejection to the sender without looking at the action (e.g. rate limits), in order. */
@@ -626,9 +675,13 @@ export class Hub implements HubPort {
     const chat = this.#state.chats.get(channel);
     const session = this.#state.sessionOf(channel);
     if (!chat && !this.#state.sessions.has(channel)) throw new ProtocolError(ErrorCode.NotFound, `no channel ${channel}`);
-    const reason = validateAgentAction(parsed.action as WireAction, chat?.state, session && { session: session.uri, chats: session.chats }) ??
-      this.#channelBudget.charge(channel, () => (chat ? chat.state : session?.state), parsed.action);
+    const reason = validateAgentAction(parsed.action as WireAction, chat?.state, session && { session: session.uri, chats: session.chats });
     if (reason !== undefined) throw new ProtocolError(ErrorCode.InvalidParams, reason);
+    const full = this.#channelBudget.charge(channel, parsed.action);
+    if (full) {
+      const refusal = this.#budgetRefusal(full);
+      throw new ProtocolError(refusal.code, refusal.reason);
+    }
     const seq = this.#accept(channel, parsed.action as WireAction, undefined);
     await this.#pipeline.durable();
     return seq;
@@ -748,6 +801,9 @@ export class Hub implements HubPort {
         if (lifecycle.type === CatalogAction.SessionCreated) {
           const session = this.#state.sessions.get(lifecycle.session);
           if (session) this.#rootCatalogue.sessionAdded(session);
+          this.#channelBudget.opened(lifecycle.session);
+        } else if (lifecycle.type === CatalogAction.ChatCreated) {
+          this.#channelBudget.opened(lifecycle.chat);
         } else if (disposedSession) {
           this.#sessionGone(disposedSession, disposedSession.chats);
         } else if (disposedChat) {

@@ -18,7 +18,7 @@ import { initialRootState } from '../../shared/protocol/state.js';
 import type { AgentInfo } from '../agents/agent.js';
 import type { ActionLog } from '../storage/action-log.js';
 import { CATALOG_CHANNEL, HubState, type CatalogImage } from './catalog.js';
-import { ClientLedger, type LedgerImage } from './client-ledger.js';
+import { ClientLedger, type LedgerImage, type LedgerLimits } from './client-ledger.js';
 import { envelopeOf } from './commit-pipeline.js';
 import type { ReplayWindow } from './replay-window.js';
 
@@ -48,7 +48,12 @@ const REPLAY_PAGE = 2_000;
  * envelope of every replayed record clients can see. `agents` is configuration, not history: a
  * restart with another agents file lists what runs now.
  */
-export async function recoverFromLog(log: ActionLog, agents: readonly AgentInfo[], replay?: ReplayWindow): Promise<RecoveredHub> {
+export async function recoverFromLog(
+  log: ActionLog,
+  agents: readonly AgentInfo[],
+  replay?: ReplayWindow,
+  ledgerOptions?: { readonly now: () => number; readonly ledger: LedgerLimits },
+): Promise<RecoveredHub> {
   // The head is read FIRST: with a shared log other processes append while this one replays, and
   // a head read after the replay could name records the replay never saw (the hub would then
   // continue after them, missing them for good, and snapshot that hole). Read first, it is a
@@ -58,7 +63,7 @@ export async function recoverFromLog(log: ActionLog, agents: readonly AgentInfo[
   const image = snapshot?.data as SnapshotImage | undefined;
   const state = image ? HubState.fromImage(image.catalog) : new HubState(initialRootState(agents.map((a) => ({ ...a }))));
   state.root = { ...state.root, agents: agents.map((a) => ({ ...a })) };
-  const ledger = ClientLedger.fromImage(image?.ledger);
+  const ledger = ClientLedger.fromImage(image?.ledger, ledgerOptions?.now, ledgerOptions?.ledger);
   let seq = snapshot?.serverSeq ?? 0;
   for (;;) {
     const records = await log.read(seq, REPLAY_PAGE);

@@ -207,6 +207,7 @@ export function createQwenServeFeature(options: QwenServeOptions = {}): Feature 
             if (err instanceof ProtocolError) {
               if (err.code === ErrorCode.SessionAlreadyExists) throw qwenHttpError(409, 'session_exists', `session id ${id} is taken`);
               if (err.code === ErrorCode.LimitExceeded) throw qwenHttpError(429, 'session_limit', err.message);
+              if (err.code === ErrorCode.QuotaExceeded) throw qwenHttpError(429, 'state_quota', err.message);
               if (err.code === ErrorCode.PermissionDenied) throw qwenHttpError(403, 'permission_denied', err.message);
             }
             throw err;

@@ -33,6 +33,12 @@ export const ErrorCode = {
   AlreadyExists: -32010,
   /** A limit was hit (too many subscriptions, sessions, chats, rate). Not retryable as is. */
   LimitExceeded: -32020,
+  /**
+   * A quota on what one user or tenant makes the hub hold is used up (state, fresh clientIds);
+   * the message names which (`user_state_quota`, `tenant_state_quota`, `client_id_quota`) and
+   * what frees some. Retry after freeing some, not as is.
+   */
+  QuotaExceeded: -32024,
   /** `initialize` must come first. */
   NotInitialized: -32021,
   /** A steering input refused as closed or rejected (HTTP 409/422); `data.code` says which. */

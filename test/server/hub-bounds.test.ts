@@ -36,8 +36,8 @@ describe('client ledger', () => {
     ledger.accepted(alice, 'c1', 7, 100);
     expect(ledger.duplicate(alice, 'c1', 7)).toEqual({ kind: 'accepted', serverSeq: 100 });
     expect(ledger.duplicate(mallory, 'c1', 7)).toBeUndefined();
-    expect(ledger.claim(mallory, 'c1')).toBe(false);
-    expect(ledger.claim(alice, 'c1')).toBe(true);
+    expect(ledger.claim(mallory, 'c1')).toBe('in_use');
+    expect(ledger.claim(alice, 'c1')).toBe('claimed');
   });
 
   it('a rejected 2^53−1 does not make later clientSeqs duplicates; an accepted one neither', () => {
@@ -59,7 +59,51 @@ describe('client ledger', () => {
     expect(restored.duplicate(alice, 'c', n)).toEqual({ kind: 'accepted', serverSeq: 1000 + n });
     expect(restored.duplicate(alice, 'c', n - LEDGER_LIMITS.maxAcceptedPerClientInImage)?.kind).toBe('rejected');
     expect(restored.duplicate(alice, 'c', n + 1)).toBeUndefined();
-    expect(restored.claim(mallory, 'c')).toBe(false);
+    expect(restored.claim(mallory, 'c')).toBe('in_use');
+  });
+});
+
+describe('client ledger eviction (issue 18.4)', () => {
+  const alice = { tenant: 'acme', user: 'alice' };
+  const viewer = { tenant: 'acme', user: 'victor' };
+
+  it("a viewer initializing 10,100 fresh clientIds evicts nothing of a user's: the re-sent action stays decided and the clientId stays the user's", () => {
+    const ledger = new ClientLedger();
+    expect(ledger.claim(alice, 'alice-tab')).toBe('claimed');
+    ledger.accepted(alice, 'alice-tab', 7, 100);
+    const outcomes = new Set<string>();
+    for (let i = 0; i < 10_100; i++) outcomes.add(ledger.claim(viewer, `fresh-${i}`));
+    expect([...outcomes]).toEqual(['claimed']);
+    expect(ledger.duplicate(alice, 'alice-tab', 7)).toEqual({ kind: 'accepted', serverSeq: 100 });
+    expect(ledger.claim(viewer, 'alice-tab')).toBe('in_use');
+  });
+
+  it("a principal's own churn retires its idle clients (still decided, still bound), and forgets one only after the idle window, refusing fresh clientIds before", () => {
+    let clock = 0;
+    const limits = { ...LEDGER_LIMITS, maxClientsPerPrincipal: 10, maxRetiredPerPrincipal: 50, forgetRetiredAfterMs: 1_000 };
+    const ledger = new ClientLedger(() => clock, limits);
+    for (let i = 0; i < 60; i++) {
+      expect(ledger.claim(alice, `tab-${i}`)).toBe('claimed');
+      ledger.accepted(alice, `tab-${i}`, 1, 1_000 + i);
+    }
+    // All 60 are remembered: 10 in full, 50 retired with their floor. None is applied twice.
+    for (let i = 0; i < 60; i++) expect(ledger.duplicate(alice, `tab-${i}`, 1)).toBeDefined();
+    expect(ledger.duplicate(alice, 'tab-0', 1)?.kind).toBe('rejected');
+    expect(ledger.duplicate(alice, 'tab-59', 1)).toEqual({ kind: 'accepted', serverSeq: 1_059 });
+    expect(ledger.duplicate(alice, 'tab-0', 2)).toBeUndefined();
+    expect(ledger.claim(viewer, 'tab-0')).toBe('in_use');
+    // One more fresh clientId would forget a client retired less than the window ago: refused.
+    expect(ledger.claim(alice, 'tab-60')).toBe('client_id_quota');
+    // A clientId it used before is always welcome (revived from its retired floor).
+    expect(ledger.claim(alice, 'tab-3')).toBe('claimed');
+    expect(ledger.duplicate(alice, 'tab-3', 1)?.kind).toBe('rejected');
+    clock += 1_000;
+    expect(ledger.claim(alice, 'tab-60')).toBe('claimed');
+    // Retired clients survive a snapshot image, bindings included.
+    const restored = ClientLedger.fromImage(JSON.parse(JSON.stringify(ledger.toImage())), () => clock, limits);
+    expect(restored.duplicate(alice, 'tab-5', 1)?.kind).toBe('rejected');
+    expect(restored.claim(viewer, 'tab-5')).toBe('in_use');
+    expect(restored.duplicate(alice, 'tab-60', 2)).toBeUndefined();
   });
 });
 
@@ -88,17 +132,20 @@ describe('agent actions that name other resources', () => {
 
 describe('channel size budget', () => {
   it('refuses growth past the limit, measures the real state before refusing, and never refuses shrinking actions', () => {
-    const budget = new ChannelSizeBudget(1_000);
     let state = { items: [] as string[] };
+    const budget = new ChannelSizeBudget(
+      { maxChannelJsonChars: 1_000, maxUserStateChars: 1e9, maxTenantStateChars: 1e9 },
+      { stateOf: (c) => (c === 'c' ? state : undefined), ownerOf: () => 'alice', channels: () => ['c'] },
+    );
     const add = (text: string) => ({ type: 'chat/pendingMessageSet', text });
-    expect(budget.charge('c', () => state, add('x'.repeat(400)))).toBeUndefined();
+    expect(budget.charge('c', add('x'.repeat(400)))).toBeUndefined();
     state = { items: ['x'.repeat(400)] };
-    expect(budget.charge('c', () => state, add('x'.repeat(400)))).toBeUndefined();
+    expect(budget.charge('c', add('x'.repeat(400)))).toBeUndefined();
     state = { items: ['x'.repeat(400), 'x'.repeat(400)] };
-    expect(budget.charge('c', () => state, add('x'.repeat(400)))).toMatch(/channel_too_large/);
-    expect(budget.charge('c', () => state, { type: 'chat/truncated' })).toBeUndefined();
+    expect(budget.charge('c', add('x'.repeat(400)))?.reason).toMatch(/channel_too_large/);
+    expect(budget.charge('c', { type: 'chat/truncated' })).toBeUndefined();
     // The estimate is only an upper bound: once the state really shrank, growth is allowed again.
     state = { items: [] };
-    expect(budget.charge('c', () => state, add('x'.repeat(400)))).toBeUndefined();
+    expect(budget.charge('c', add('x'.repeat(400)))).toBeUndefined();
   });
 });

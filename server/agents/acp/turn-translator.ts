@@ -37,8 +37,11 @@ import {
   toolLocations,
 } from './mapping.js';
 
-/** What one turn may make the hub hold: response parts and streamed characters. */
-const TURN_LIMITS = { parts: 2_000, chars: 5_000_000 } as const;
+/**
+ * What one turn may make the hub hold and log: response parts, and the characters of every
+ * update the agent sends (text, tool input and output, usage), since each one is a log record.
+ */
+export const TURN_LIMITS = { parts: 2_000, chars: 5_000_000 } as const;
 
 type LocalToolStatus = 'streaming' | 'pending-confirmation' | 'running' | 'done';
 
@@ -50,6 +53,12 @@ interface TrackedTool {
   rawInput: unknown;
   locations: readonly acp.ToolCallLocation[] | null | undefined;
   status: LocalToolStatus;
+  /** JSON of the content last dispatched: a re-send of the same content is not sent again. */
+  sentContent?: string;
+  /** True while a content change is not yet durable; newer content then waits in `nextContent`. */
+  contentInFlight?: boolean;
+  /** The newest content waiting: a newer whole-content re-send replaces it, so only the latest is logged. */
+  nextContent?: { readonly content: ReturnType<typeof toolContent>; readonly json: string };
 }
 
 class TurnAbortedError extends Error {}
@@ -93,6 +102,7 @@ export class TurnTranslator {
       case 'usage_update': {
         const usage: Record<string, unknown> = { inputTokens: Math.max(0, update.used), contextWindow: update.size };
         if (update.cost) usage['cost'] = update.cost;
+        if (!this.#budget(JSON.stringify(usage).length, 0)) return;
         this.#dispatch({ type: 'chat/usage', turnId: this.ctx.turnId, usage });
         return;
       }
@@ -112,7 +122,7 @@ export class TurnTranslator {
       const v = usage[key];
       if (typeof v === 'number' && Number.isFinite(v) && v >= 0) out[key] = v;
     }
-    if (Object.keys(out).length > 0) this.#dispatch({ type: 'chat/usage', turnId: this.ctx.turnId, usage: out });
+    if (Object.keys(out).length > 0 && this.#budget(JSON.stringify(out).length, 0)) this.#dispatch({ type: 'chat/usage', turnId: this.ctx.turnId, usage: out });
   }
 
   #text(kind: 'markdown' | 'reasoning', text: string): void {
@@ -223,10 +233,11 @@ export class TurnTranslator {
         const ready: WireAction = { type: 'chat/toolCallReady', turnId, toolCallId: tool.id, invocationMessage: tool.title, confirmed: 'not-needed', _meta: meta };
         const input = toolInputText(tool.rawInput);
         if (input !== undefined) ready['toolInput'] = input;
+        if (!this.#budget(tool.title.length + (input?.length ?? 0), 0)) return;
         this.#dispatch(ready);
         tool.status = 'running';
       } else {
-        if (update.title) this.#dispatch({ type: 'chat/toolCallDelta', turnId, toolCallId: tool.id, invocationMessage: tool.title });
+        if (update.title && this.#budget(tool.title.length, 0)) this.#dispatch({ type: 'chat/toolCallDelta', turnId, toolCallId: tool.id, invocationMessage: tool.title });
         return;
       }
     }
@@ -236,11 +247,41 @@ export class TurnTranslator {
       const result: Record<string, unknown> = { success: status === 'completed', pastTenseMessage: tool.title };
       if (content.length > 0) result['content'] = content;
       if (status === 'failed') result['error'] = { message: firstText(content) ?? `${tool.title} failed` };
-      this.#dispatch({ type: 'chat/toolCallComplete', turnId, toolCallId: tool.id, result, _meta: meta });
+      // The result carries the whole content: what still waited is replaced by it.
+      tool.nextContent = undefined;
       tool.status = 'done';
+      if (!this.#budget(JSON.stringify(result).length, 0)) return;
+      this.#dispatch({ type: 'chat/toolCallComplete', turnId, toolCallId: tool.id, result, _meta: meta });
     } else if (update.content && update.content.length > 0) {
-      this.#dispatch({ type: 'chat/toolCallContentChanged', turnId, toolCallId: tool.id, content: toolContent(update.content), _meta: meta });
+      const content = toolContent(update.content);
+      this.#changeContent(tool, { content, json: JSON.stringify(content) });
     }
+  }
+
+  /**
+   * ACP tools re-send their whole output with every update, and AHP replaces a tool's content
+   * with each `chat/toolCallContentChanged`; the log would still keep every version. So the
+   * same content is never sent twice, at most one change per tool is on its way at a time, and
+   * newer content waiting behind it replaces the older: a tool that re-sends its output 10,000
+   * times costs as many records as the log could take in meanwhile, not 10,000 whole copies.
+   * Every version sent is charged to the turn's budget.
+   */
+  #changeContent(tool: TrackedTool, next: NonNullable<TrackedTool['nextContent']>): void {
+    if (tool.contentInFlight) {
+      tool.nextContent = next;
+      return;
+    }
+    if (next.json === tool.sentContent || tool.status !== 'running' || this.ctx.signal.aborted) return;
+    if (!this.#budget(next.json.length, 0)) return;
+    tool.sentContent = next.json;
+    tool.contentInFlight = true;
+    const sent = this.#dispatch({ type: 'chat/toolCallContentChanged', turnId: this.ctx.turnId, toolCallId: tool.id, content: next.content, _meta: this.#toolMeta(tool) });
+    void sent.then(() => {
+      tool.contentInFlight = false;
+      const waiting = tool.nextContent;
+      tool.nextContent = undefined;
+      if (waiting) this.#changeContent(tool, waiting);
+    });
   }
 
   /**
@@ -349,7 +390,8 @@ export class TurnTranslator {
 
   /** Waits until every action dispatched so far is durable. */
   async flush(): Promise<void> {
-    await Promise.allSettled([...this.#pending]);
+    // A settled tool-content change may send the content that waited behind it: wait for that too.
+    while (this.#pending.size > 0) await Promise.allSettled([...this.#pending]);
   }
 
   #abortable<T>(promise: Promise<T>): Promise<T> {
@@ -360,18 +402,23 @@ export class TurnTranslator {
     });
   }
 
-  #dispatch(action: WireAction): void {
+  /** Dispatches; the promise settles (never rejects) once the action is durable or refused. */
+  #dispatch(action: WireAction): Promise<void> {
     let p: Promise<unknown>;
     try {
       p = this.ctx.dispatch(action);
     } catch (err) {
       p = Promise.reject(err);
     }
-    const tracked = p.catch((err: unknown) => {
-      if (!this.ctx.signal.aborted) this.logger.warn('agent update not applied', { type: action.type, ...errorFields(err) });
-    });
+    const tracked = p.then(
+      () => undefined,
+      (err: unknown) => {
+        if (!this.ctx.signal.aborted) this.logger.warn('agent update not applied', { type: action.type, ...errorFields(err) });
+      },
+    );
     this.#pending.add(tracked);
     void tracked.finally(() => this.#pending.delete(tracked));
+    return tracked;
   }
 }
 
