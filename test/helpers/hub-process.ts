@@ -16,9 +16,14 @@ export interface HubProcess {
   exited(): Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
 }
 
-export async function startHubProcess(args: string[]): Promise<HubProcess> {
+/** `openFiles`: the hub runs under `ulimit -n openFiles` (a shell sets it, then execs node). */
+export async function startHubProcess(args: string[], options: { openFiles?: number } = {}): Promise<HubProcess> {
   ensureBuilt();
-  const child = spawn(process.execPath, ['dist/server/main.js', '--port', '0', ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const argv = ['dist/server/main.js', '--port', '0', ...args];
+  const child =
+    options.openFiles === undefined
+      ? spawn(process.execPath, argv, { stdio: ['ignore', 'pipe', 'pipe'] })
+      : spawn('bash', ['-c', `ulimit -n ${options.openFiles} && exec "$0" "$@"`, process.execPath, ...argv], { stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   let err = '';
   child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
