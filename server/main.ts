@@ -10,8 +10,10 @@ import { createLogger } from './log.js';
 import { startHubServer } from './server.js';
 import { defaultFeatures } from './features.js';
 import { demoAgent, remoteAgent } from './agents/demo-agent.js';
-import { AgentsConfigError, loadAgentsConfig, type NamedAcpAgent } from './agents/acp/agents-config.js';
+import { AgentsConfigError, loadAgentsConfig, type AgentsFile } from './agents/acp/agents-config.js';
 import { createAcpProviders } from './agents/acp/acp-provider.js';
+import { AgentProcessBudget } from './agents/agent-budget.js';
+import { openPermissions, tenantSegment } from './agents/agent-workspace.js';
 
 async function main(): Promise<void> {
   let config: ReturnType<typeof parseArgs>;
@@ -24,9 +26,9 @@ async function main(): Promise<void> {
     }
     throw err;
   }
-  let acpAgents: NamedAcpAgent[] = [];
+  let agentsFile: AgentsFile = { agents: [], limits: new AgentProcessBudget().limits };
   try {
-    if (config.agentsFile) acpAgents = loadAgentsConfig(config.agentsFile);
+    if (config.agentsFile) agentsFile = loadAgentsConfig(config.agentsFile);
   } catch (err) {
     if (!(err instanceof AgentsConfigError)) throw err;
     process.stderr.write(err.message + '\n');
@@ -34,6 +36,14 @@ async function main(): Promise<void> {
   }
   const logger = createLogger(config.logLevel);
   const auth = config.authFile ? loadAuthFile(config.authFile) : devAuthenticator();
+  if (config.authFile && openPermissions(config.authFile) !== 0) {
+    // Agents run as another user must not read the tokens; refuse rather than hand them over.
+    if (agentsFile.agents.some((a) => a.config.uid !== undefined)) {
+      process.stderr.write(`the token file ${config.authFile} is readable by other users, and agents run as another user: chmod 600 it\n`);
+      process.exit(2);
+    }
+    logger.warn('the token file is readable by other users; chmod 600 it', { file: config.authFile });
+  }
   if (!auth.enforced) logger.warn('no --auth given: single-user dev mode, loopback only');
   const fileLimit = openFileLimit();
   // Each tenant's SQLite log holds descriptors for the life of the process (PostgreSQL: pooled sockets).
@@ -49,6 +59,8 @@ async function main(): Promise<void> {
   if (caps.maxConnections < 10_000) {
     logger.warn('the open-file limit lowers the connection caps; raise it (ulimit -n) for more', { openFileLimit: fileLimit, ...caps });
   }
+  // One process budget for the whole hub: every tenant's agents count against it.
+  const budget = new AgentProcessBudget(agentsFile.limits);
   const appDir = join(dirname(fileURLToPath(import.meta.url)), '..', 'app');
   const server = await startHubServer({
     host: config.host,
@@ -62,7 +74,11 @@ async function main(): Promise<void> {
     logger,
     staticDir: existsSync(appDir) ? appDir : undefined,
     features: defaultFeatures(),
-    providers: (_tenant, stateDir) => [demoAgent, remoteAgent, ...createAcpProviders(acpAgents, logger, stateDir)],
+    providers: (tenant, stateDir) => [
+      demoAgent,
+      remoteAgent,
+      ...createAcpProviders(agentsFile.agents, logger, { tenant, stateDir, budget, workspaceRoot: join(config.dataDir, 'agents', tenantSegment(tenant)) }),
+    ],
     ...caps,
   });
   process.stdout.write(`listening on ${server.url}\n`);

@@ -36,6 +36,7 @@ import { capHttpConnections } from './transport/http-connection-cap.js';
 import { loopbackRefusal } from './transport/loopback-guard.js';
 import { lockDataDir, type DataDirLock } from './storage/data-dir-lock.js';
 import { HubMetrics } from './metrics.js';
+import { secureDataDir } from './agents/agent-workspace.js';
 
 export interface HubServerConfig {
   readonly host: string;
@@ -132,6 +133,8 @@ export async function startHubServer(config: HubServerConfig): Promise<HubServer
   const metrics = new HubMetrics();
   // The lock comes first: a second process must not even read a log another one is writing.
   const lock: DataDirLock | undefined = config.dataDir && !config.storeUrl ? lockDataDir(config.dataDir) : undefined;
+  // Logs and snapshots unreadable to anything but the hub's user (agents may run as another one).
+  if (lock) secureDataDir(config.dataDir!);
   let storage: Storage;
   try {
     storage = await openStorage(config, logger);

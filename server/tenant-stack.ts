@@ -88,6 +88,10 @@ export class TenantStack {
     this.http = new HttpRouter(options.auth, logger.child({ component: 'http' }));
     metrics.gauge('ahp_hub_subscriptions', 'Channel subscriptions held by all connections.', () => hub.subscriptionCount);
     metrics.gauge('ahp_hub_state_chars', 'Upper estimate of the JSON characters all sessions and chats hold (bounded per user and tenant).', () => hub.stateChars);
+    const agentStat = (key: 'processes' | 'refusals' | 'startFailures') => (): number => options.providers.reduce((n, p) => n + (p.stats?.()[key] ?? 0), 0);
+    metrics.gauge('ahp_hub_agent_processes', 'Live agent processes (ACP providers).', agentStat('processes'));
+    metrics.gauge('ahp_hub_agent_start_refusals', 'Agent starts refused at a process cap (agentLimitReached), since start.', agentStat('refusals'));
+    metrics.gauge('ahp_hub_agent_start_failures', 'Agent processes that could not be started (spawn errors such as EMFILE), since start.', agentStat('startFailures'));
     hub.hook('metrics', {
       // Records another cluster process sequenced were counted there.
       afterCommit: (e) => {

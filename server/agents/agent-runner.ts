@@ -362,6 +362,7 @@ export class AgentRunner implements SteeringHost {
     };
     return {
       session,
+      owner: this.hub.sessionEntry(session)?.owner,
       chat,
       turnId,
       message,

@@ -46,6 +46,8 @@ export interface SteeringInput {
 
 export interface TurnContext {
   readonly session: string;
+  /** The session owner (a user of the session's tenant): agent process caps count per owner. */
+  readonly owner?: string | undefined;
   readonly chat: string;
   readonly turnId: string;
   readonly message: Message;
@@ -100,6 +102,8 @@ export interface AgentProvider {
   disposeSession?(session: string): void;
   /** Hub shutdown: release everything. */
   close?(): Promise<void>;
+  /** Providers that run processes: how many live, and starts refused at a cap or failed (metrics). */
+  stats?(): { processes: number; refusals: number; startFailures: number };
 }
 
 /** `complete`: the hub dispatches chat/turnComplete. `external`: someone else ends the turn. */

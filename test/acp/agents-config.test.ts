@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { AgentsConfigError, parseAgentsConfig } from '../../server/agents/acp/agents-config.js';
+import { AgentsConfigError, parseAgentsConfig, parseAgentsFile, systemAccounts } from '../../server/agents/acp/agents-config.js';
+import { DEFAULT_AGENT_LIMITS } from '../../server/agents/agent-budget.js';
 import { parseArgs } from '../../server/config.js';
 
 describe('agents file', () => {
@@ -11,7 +12,28 @@ describe('agents file', () => {
     expect(agents.map((a) => a.provider)).toEqual(['qwen', 'gemini']);
     expect(agents[0]!.config).toMatchObject({ command: 'qwen', args: ['--acp'], env: { OPENAI_MODEL: 'm' }, cwd: '/srv/hub/work', startupTimeoutMs: 60_000 });
     expect(agents[1]!.config.env).toEqual({});
-    expect(agents[1]!.config.cwd).toBe(process.cwd());
+    expect(agents[1]!.config.passEnv).toEqual([]);
+    // No cwd: the hub gives each session a directory under <data>/agents/<tenant>/.
+    expect(agents[1]!.config.cwd).toBeUndefined();
+  });
+
+  it('reads the process caps (defaults when absent), passEnv, and resolves user and group to ids', () => {
+    const accounts = systemAccounts('root:x:0:0::/root:/bin/sh\nagent:x:1500:1600::/home/agent:/bin/sh\n', 'root:x:0:\nagents:x:1700:\n');
+    const file = parseAgentsFile(
+      JSON.stringify({
+        agents: { q: { kind: 'acp', command: 'q', passEnv: ['OPENAI_API_KEY'], user: 'agent' }, r: { kind: 'acp', command: 'r', user: 1500, group: 'agents' } },
+        limits: { maxProcessesPerUser: 2 },
+      }),
+      '/',
+      accounts,
+    );
+    expect(file.limits).toEqual({ ...DEFAULT_AGENT_LIMITS, maxProcessesPerUser: 2 });
+    expect(file.agents[0]!.config).toMatchObject({ passEnv: ['OPENAI_API_KEY'], uid: 1500, gid: 1600 });
+    expect(file.agents[1]!.config).toMatchObject({ uid: 1500, gid: 1700 });
+    expect(parseAgentsFile(JSON.stringify({ agents: {} }), '/').limits).toEqual(DEFAULT_AGENT_LIMITS);
+    expect(() => parseAgentsFile(JSON.stringify({ agents: { q: { kind: 'acp', command: 'q', user: 'ghost' } } }), '/', accounts)).toThrow(/no user "ghost"/);
+    expect(() => parseAgentsFile(JSON.stringify({ agents: { q: { kind: 'acp', command: 'q', passEnv: ['A=B'] } } }), '/', accounts)).toThrow(/passEnv/);
+    expect(() => parseAgentsFile(JSON.stringify({ agents: {}, limits: { maxProcesses: 0 } }), '/', accounts)).toThrow(/limits\.maxProcesses/);
   });
 
   it('refuses broken files with a message that names the problem', () => {

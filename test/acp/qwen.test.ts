@@ -33,7 +33,7 @@ async function setup(): Promise<{ server: TestServer; provider: AcpAgentProvider
   model = await startMockModel();
   home = makeQwenHome(model.baseUrl);
   const logger = capturingLogger();
-  const started = await startAcpHub([{ provider: 'qwen', config: { kind: 'acp', command: home.command, args: home.args, env: home.env, cwd: home.workDir, startupTimeoutMs: SLOW } }], logger);
+  const started = await startAcpHub([{ provider: 'qwen', config: { kind: 'acp', command: home.command, args: home.args, env: home.env, passEnv: [], cwd: home.workDir, startupTimeoutMs: SLOW } }], logger);
   server = started.server;
   return { server, provider: started.providers.get('qwen')!, home, model, logger };
 }
@@ -67,7 +67,7 @@ afterEach(async () => {
 
 describe('Qwen Code behind the hub (real ACP agent, loopback mock model)', () => {
   it('two clients on one chat: B approves, A\'s approval arrives second and is refused as already answered; the turn ends Idle; the dashboard saw InputNeeded and back', async () => {
-    const { server, home, logger } = await setup();
+    const { server, provider, logger } = await setup();
     const dashboard = await open(['ahp-root://']);
     const a = await open();
     const b = await open();
@@ -100,7 +100,8 @@ describe('Qwen Code behind the hub (real ACP agent, loopback mock model)', () =>
     const turn = await waitForEnd(server, chat, turnId, SLOW);
     expect(turn.state).toBe('complete');
     expect(activity(chatState(server, chat).status)).toBe(IDLE);
-    expect(existsSync(join(home.workDir, 'hub-acp-test.txt'))).toBe(true);
+    // The tool ran in the session's own working directory (under the configured root).
+    expect(existsSync(join(provider.workspaceOf(session), 'hub-acp-test.txt'))).toBe(true);
     const tool = turnParts(chatState(server, chat), turnId).find((p) => isPartOfKind(p, 'toolCall')) as { toolCall: { status: string; success?: boolean } };
     expect(tool.toolCall, `the tool call as the agent reported it: ${JSON.stringify(tool.toolCall)}`).toMatchObject({ status: 'completed', success: true });
     expect(markdownOf(chatState(server, chat), turnId)).toContain('All done.');
@@ -121,9 +122,9 @@ describe('Qwen Code behind the hub (real ACP agent, loopback mock model)', () =>
   }, 180_000);
 
   it('a rejection denies the tool (nothing runs) and the turn ends; a cancel mid-stream ends the next turn cancelled and the one after works', async () => {
-    const { server, home, model } = await setup();
+    const { server, provider, model } = await setup();
     const a = await open();
-    const { chat } = await createSessionWith(a, 'qwen');
+    const { session, chat } = await createSessionWith(a, 'qwen');
     await a.subscribe(chat);
 
     const turnId = await startTurn(a, chat, 'Please create the marker file.');
@@ -137,7 +138,7 @@ describe('Qwen Code behind the hub (real ACP agent, loopback mock model)', () =>
     expect(turn.state).toBe('complete');
     const tool = turnParts(chatState(server, chat), turnId).find((p) => isPartOfKind(p, 'toolCall')) as { toolCall: { status: string; reason?: string } };
     expect(tool.toolCall).toMatchObject({ status: 'cancelled', reason: 'denied' });
-    expect(existsSync(join(home.workDir, 'hub-acp-test.txt'))).toBe(false);
+    expect(existsSync(join(provider.workspaceOf(session), 'hub-acp-test.txt'))).toBe(false);
 
     // Cancel while the model is streaming text.
     model.holdText = true;

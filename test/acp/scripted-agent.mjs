@@ -5,11 +5,11 @@
 //
 // Steps: {"update": SessionUpdate} · {"permission": {toolCall, options}} · {"elicit": params}
 // · {"elicitComplete": elicitationId} · {"waitCancel": true} · {"stop": StopReason}
-// · {"exit": code} · {"reportInit": true} · {"spawnChild": true} · {"awaitSteering": n} · {"elicit": params, "background": true} then
+// · {"exit": code} · {"reportInit": true} · {"probe": {"paths": [...]}} · {"spawnChild": true} · {"awaitSteering": n} · {"elicit": params, "background": true} then
 // {"awaitElicitation": true}. With SCRIPTED_AGENT_LOG set, every answer the client gives is also
 // appended there as a JSON line (answers that arrive after a turn was cancelled are seen only there).
 import { spawn } from 'node:child_process';
-import { appendFileSync } from 'node:fs';
+import { appendFileSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { Readable, Writable } from 'node:stream';
 import * as acp from '@agentclientprotocol/sdk';
 
@@ -113,6 +113,20 @@ const app = acp
         const taken = [...inputs.values()].filter((r) => r.state === 'accepted');
         for (const r of taken) r.state = 'consumed';
         await report({ steered: taken.map((r) => r.text) });
+      } else if (step.probe) {
+        // What this process can reach: its whole environment, who it runs as, where, and which of
+        // the named paths it can read (a file's bytes or a directory's listing).
+        const reads = {};
+        for (const path of step.probe.paths ?? []) {
+          try {
+            if (statSync(path).isDirectory()) readdirSync(path);
+            else readFileSync(path);
+            reads[path] = 'readable';
+          } catch (err) {
+            reads[path] = err.code ?? String(err);
+          }
+        }
+        await report({ probe: { env: process.env, uid: process.getuid?.(), gid: process.getgid?.(), cwd: process.cwd(), reads } });
       } else if (step.reportInit) {
         await report({ clientCapabilities: initParams?.clientCapabilities ?? null });
       } else if (step.exit !== undefined) {

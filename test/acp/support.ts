@@ -3,8 +3,10 @@ import { randomUUID } from 'node:crypto';
 import { join, resolve } from 'node:path';
 import type { Logger } from '../../server/log.js';
 import { AcpAgentProvider } from '../../server/agents/acp/acp-provider.js';
-import type { AcpAgentConfig } from '../../server/agents/acp/agents-config.js';
+import type { ResolvedAcpAgentConfig } from '../../server/agents/acp/agents-config.js';
 import { demoAgent, remoteAgent } from '../../server/agents/demo-agent.js';
+import type { AgentProcessBudget } from '../../server/agents/agent-budget.js';
+import { tenantSegment } from '../../server/agents/agent-workspace.js';
 import type { ChatState, ResponsePart, ToolCallState } from '../../shared/protocol/state.js';
 import { isPartOfKind } from '../../shared/protocol/state.js';
 import { startTestServer, type TestServer } from '../helpers/start-server.js';
@@ -27,15 +29,15 @@ export function capturingLogger(): Logger & { lines: Array<{ level: string; msg:
   return Object.assign(make({}), { lines });
 }
 
-export function acpConfig(overrides: Partial<AcpAgentConfig> & { cwd: string }): AcpAgentConfig & { cwd: string } {
-  return { kind: 'acp', command: process.execPath, args: [SCRIPTED_AGENT], env: {}, startupTimeoutMs: 60_000, ...overrides };
+export function acpConfig(overrides: Partial<ResolvedAcpAgentConfig> = {}): ResolvedAcpAgentConfig {
+  return { kind: 'acp', command: process.execPath, args: [SCRIPTED_AGENT], env: {}, passEnv: [], startupTimeoutMs: 60_000, ...overrides };
 }
 
 export async function startAcpHub(
-  agents: Array<{ provider: string; config: AcpAgentConfig & { cwd: string } }>,
+  agents: Array<{ provider: string; config: ResolvedAcpAgentConfig }>,
   logger: Logger,
-  options: { dataDir?: string; withAuth?: boolean } = {},
-): Promise<{ server: TestServer; providers: Map<string, AcpAgentProvider> }> {
+  options: { dataDir?: string; withAuth?: boolean; budget?: AgentProcessBudget } = {},
+): Promise<{ server: TestServer; providers: Map<string, AcpAgentProvider>; providersOf: (tenant: string) => Map<string, AcpAgentProvider> | undefined }> {
   // Every tenant gets its own provider instances (they keep per-session state); the map returned
   // holds the first tenant's, which is the one the tests drive.
   const perTenant = new Map<string, Map<string, AcpAgentProvider>>();
@@ -43,14 +45,23 @@ export async function startAcpHub(
     let own = perTenant.get(tenant);
     if (!own) {
       const stateFile = (provider: string): string | undefined => (stateDir ? join(stateDir, `acp-sessions.${provider}.json`) : undefined);
-      own = new Map(agents.map((a) => [a.provider, new AcpAgentProvider({ provider: a.provider, config: a.config, logger, newId: randomUUID, stateFile: stateFile(a.provider) })]));
+      // As `npm start` lays them out: `<cwd>/<tenant>/…` when the agent names a cwd, else `<data>/agents/<tenant>/…`.
+      const workspaceRoot = (cwd: string | undefined): string | undefined =>
+        cwd !== undefined ? join(cwd, tenantSegment(tenant)) : options.dataDir ? join(options.dataDir, 'agents', tenantSegment(tenant)) : undefined;
+      own = new Map(
+        agents.map((a) => [
+          a.provider,
+          new AcpAgentProvider({ provider: a.provider, config: a.config, logger, newId: randomUUID, stateFile: stateFile(a.provider), tenant, budget: options.budget, workspaceRoot: workspaceRoot(a.config.cwd) }),
+        ]),
+      );
       perTenant.set(tenant, own);
     }
     return own;
   };
-  const server = await startTestServer({ providers: (tenant, stateDir) => [demoAgent, remoteAgent, ...providersOf(tenant, stateDir).values()], ...options });
+  const { budget: _budget, ...serverOptions } = options;
+  const server = await startTestServer({ providers: (tenant, stateDir) => [demoAgent, remoteAgent, ...providersOf(tenant, stateDir).values()], ...serverOptions });
   const providers = perTenant.values().next().value!;
-  return { server, providers };
+  return { server, providers, providersOf: (tenant) => perTenant.get(tenant) };
 }
 
 export async function createSessionWith(client: RpcClient, provider: string): Promise<{ session: string; chat: string }> {

@@ -16,9 +16,18 @@ export interface HubProcess {
   exited(): Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
 }
 
-export async function startHubProcess(args: string[], env?: Record<string, string>): Promise<HubProcess> {
+/**
+ * `openFiles`: the hub runs under `ulimit -n openFiles` (a shell sets it, then execs node).
+ * `env`: variables added to this process's environment for the hub.
+ */
+export async function startHubProcess(args: string[], options: { openFiles?: number; env?: Record<string, string> } = {}): Promise<HubProcess> {
   ensureBuilt();
-  const child = spawn(process.execPath, ['dist/server/main.js', '--port', '0', ...args], { stdio: ['ignore', 'pipe', 'pipe'], ...(env ? { env: { ...process.env, ...env } } : {}) });
+  const argv = ['dist/server/main.js', '--port', '0', ...args];
+  const spawnOptions = { stdio: ['ignore', 'pipe', 'pipe'] as const, ...(options.env ? { env: { ...process.env, ...options.env } } : {}) };
+  const child =
+    options.openFiles === undefined
+      ? spawn(process.execPath, argv, spawnOptions)
+      : spawn('bash', ['-c', `ulimit -n ${options.openFiles} && exec "$0" "$@"`, process.execPath, ...argv], spawnOptions);
   let out = '';
   let err = '';
   child.stdout!.on('data', (d: Buffer) => (out += d.toString()));

@@ -59,7 +59,7 @@ function request(s: ChatState, id: string): InputRequestPart | undefined {
 async function restart(hub: HubProcess, signal: 'SIGTERM' | 'SIGKILL', args: string[], env?: Record<string, string>): Promise<HubProcess> {
   hub.child.kill(signal);
   expect((await hub.exited()).signal ?? signal).toBe(signal);
-  const next = await startHubProcess(args, env);
+  const next = await startHubProcess(args, env ? { env } : {});
   procs.push(next);
   return next;
 }

@@ -19,7 +19,9 @@ import * as acp from '@agentclientprotocol/sdk';
 import type { Logger } from '../../log.js';
 import { errorFields } from '../../log.js';
 import { TurnFailure, type AgentInfo, type AgentProvider, type TurnContext, type TurnResult } from '../agent.js';
-import type { AcpAgentConfig, NamedAcpAgent } from './agents-config.js';
+import type { NamedAcpAgent, ResolvedAcpAgentConfig } from './agents-config.js';
+import { AGENT_LIMIT_ERROR, AgentProcessBudget, agentLimitMessage, DEFAULT_AGENT_LIMITS, type BudgetHolder } from '../agent-budget.js';
+import { agentEnvironment, AgentWorkspaces, tenantSegment } from '../agent-workspace.js';
 import { STOP_REASON_MESSAGES } from './mapping.js';
 import { offersMidTurnInput, SteeringRelay } from './steering-relay.js';
 import { TurnTranslator } from './turn-translator.js';
@@ -34,10 +36,20 @@ const MAX_MESSAGE_BYTES = 8 * 1024 * 1024;
 /** How long a new turn waits for the agent to finish a cancelled one before giving up. */
 const CANCEL_GRACE_MS = 30_000;
 const HUB_CLIENT_INFO = { name: 'ahp-hub', title: 'AHP hub', version: '0.1.0' };
+const DEFAULT_IDLE_TIMEOUT_MS = DEFAULT_AGENT_LIMITS.idleTimeoutMs;
 
 export interface AcpProviderOptions {
   readonly provider: string;
-  readonly config: AcpAgentConfig & { cwd: string };
+  readonly config: ResolvedAcpAgentConfig;
+  /** The tenant whose sessions this provider runs (budget scope, working directories). */
+  readonly tenant?: string | undefined;
+  /** Shared by every tenant's providers; absent: a budget of this provider's own, default caps. */
+  readonly budget?: AgentProcessBudget | undefined;
+  /**
+   * Where this tenant's sessions get their working directories (`<root>/<session-hash>/`).
+   * Absent: `config.cwd`, or a temporary directory.
+   */
+  readonly workspaceRoot?: string | undefined;
   readonly logger: Logger;
   readonly newId: () => string;
   /**
@@ -55,8 +67,14 @@ export class AcpAgentProvider implements AgentProvider {
   readonly #sessions = new Map<string, AgentProcess>();
   /** hub session URI → the ACP session id its agent last used (persisted in `stateFile`). */
   readonly #acpSessions = new Map<string, string>();
+  readonly #budget: AgentProcessBudget;
+  readonly #workspaces: AgentWorkspaces;
+  #refusals = 0;
+  #startFailures = 0;
 
   constructor(private readonly options: AcpProviderOptions) {
+    this.#budget = options.budget ?? new AgentProcessBudget();
+    this.#workspaces = new AgentWorkspaces(options.workspaceRoot ?? options.config.cwd, options.config);
     this.#loadState();
     this.info = {
       provider: options.provider,
@@ -68,10 +86,45 @@ export class AcpAgentProvider implements AgentProvider {
   async runTurn(ctx: TurnContext): Promise<TurnResult> {
     let agent = this.#sessions.get(ctx.session);
     if (!agent || agent.exited) {
-      agent = new AgentProcess(this.options, ctx.session, agent?.acpSessionId ?? this.#acpSessions.get(ctx.session), (id) => this.#rememberAcpSession(ctx.session, id));
-      this.#sessions.set(ctx.session, agent);
+      const previous = agent?.acpSessionId ?? this.#acpSessions.get(ctx.session);
+      agent = this.#start(ctx);
+      agent.connect(previous, (id) => this.#rememberAcpSession(ctx.session, id));
     }
     return agent.runTurn(ctx);
+  }
+
+  /** A new agent process for the session, within the budget; a refusal or a failed start is a TurnFailure. */
+  #start(ctx: TurnContext): AgentProcess {
+    const owner = { tenant: this.options.tenant ?? '', user: ctx.owner ?? '' };
+    let cwd: string;
+    try {
+      cwd = this.#workspaces.prepare(ctx.session);
+    } catch (err) {
+      this.#startFailures++;
+      this.options.logger.warn('could not prepare the agent working directory', { session: ctx.session, ...errorFields(err) });
+      throw new TurnFailure(`The agent could not be started: its working directory could not be prepared (${(err as Error).message}).`, 'agentStartFailed');
+    }
+    const agent = new AgentProcess(this.options, ctx.session, cwd, owner, () => this.#budget.release(agent));
+    const answer = this.#budget.acquire(agent);
+    if (!answer.ok) {
+      this.#refusals++;
+      this.options.logger.warn('agent start refused: process cap reached', { session: ctx.session, scope: answer.scope, limit: answer.limit });
+      throw new TurnFailure(agentLimitMessage(answer.scope, answer.limit), AGENT_LIMIT_ERROR);
+    }
+    this.#sessions.set(ctx.session, agent);
+    const env = agentEnvironment(this.options.config, cwd);
+    if (!agent.spawn(env)) this.#startFailures++;
+    return agent;
+  }
+
+  /** The working directory a session's agent runs (or will run) in. */
+  workspaceOf(session: string): string {
+    return this.#workspaces.pathOf(session);
+  }
+
+  /** Gauges: live processes, starts refused at a cap, starts that failed (spawn errors). */
+  stats(): { processes: number; refusals: number; startFailures: number } {
+    return { processes: this.processes, refusals: this.#refusals, startFailures: this.#startFailures };
   }
 
   #loadState(): void {
@@ -148,59 +201,99 @@ export class AcpAgentProvider implements AgentProvider {
 }
 
 /** One agent process serving one hub session. */
-class AgentProcess {
-  readonly #child: ChildProcess;
-  readonly #connection: acp.ClientConnection;
+class AgentProcess implements BudgetHolder {
+  #child: ChildProcess | undefined;
+  #connection: acp.ClientConnection | undefined;
   readonly #logger: Logger;
-  readonly #ready: Promise<void>;
+  #ready: Promise<void> = Promise.resolve();
   readonly #exit: Promise<never>;
+  #fail!: (reason: string, errorType?: string) => void;
   #exitReason: string | undefined;
   #turn: TurnTranslator | undefined;
   #busy: { signal: AbortSignal; done: Promise<void> } | undefined;
   #loadSupported = false;
+  /** When the last turn ended; undefined while starting or running a turn. */
+  #idleSince: number | undefined;
+  #idleTimer: NodeJS.Timeout | undefined;
   acpSessionId: string | undefined;
   /** The agent advertised the seed-003 mid-turn input extension. */
   midTurnInput = false;
+  readonly tenant: string;
+  readonly user: string;
 
   constructor(
     private readonly options: AcpProviderOptions,
     hubSession: string,
-    previousAcpSession: string | undefined,
-    private readonly onSession: (acpSessionId: string) => void,
+    private readonly cwd: string,
+    owner: { tenant: string; user: string },
+    private readonly onExit: () => void,
   ) {
-    const { config } = options;
+    this.tenant = owner.tenant;
+    this.user = owner.user;
     this.#logger = options.logger.child({ provider: options.provider, session: hubSession });
-    this.#child = spawn(config.command, config.args, {
-      cwd: config.cwd,
-      env: { ...process.env, ...config.env },
-      stdio: ['pipe', 'pipe', 'pipe'],
-      // Its own process group: agents relaunch themselves or start tools as children (Qwen Code
-      // re-executes itself), and stopping the agent must stop all of them.
-      detached: true,
-    });
-    this.#logger.info('agent process started', { pid: this.#child.pid, command: config.command });
-    this.#pipeStderr();
     this.#exit = new Promise<never>((_resolve, reject) => {
-      const fail = (reason: string): void => {
+      this.#fail = (reason, errorType = 'agentExited') => {
         if (this.#exitReason !== undefined) return;
         this.#exitReason = reason;
+        this.#clearIdle();
+        this.onExit();
         this.#logger.warn('agent process ended', { reason });
-        reject(new TurnFailure(`The agent process ended: ${reason}.`, 'agentExited'));
+        reject(new TurnFailure(errorType === 'agentStartFailed' ? `The agent could not be started: ${reason}.` : `The agent process ended: ${reason}.`, errorType));
       };
-      this.#child.once('error', (err) => fail(`it could not be started (${err.message})`));
-      this.#child.once('exit', (code, signal) => {
-        // Whatever the agent left running in its group goes with it.
-        this.#signalGroup('SIGKILL');
-        fail(signal ? `killed by ${signal}` : `exited with code ${code}`);
-      });
     });
     this.#exit.catch(() => undefined);
-    // Writes to a dead agent must not crash the hub.
-    this.#child.stdin!.on('error', (err) => this.#logger.debug('agent stdin closed', errorFields(err)));
+  }
 
+  /**
+   * Starts the process. False when it could not be (EMFILE, ENFILE, EAGAIN, ENOENT, a bad uid…):
+   * the agent is then exited and its turn fails with `agentStartFailed`; the hub carries on.
+   */
+  spawn(env: NodeJS.ProcessEnv): boolean {
+    const { config } = this.options;
+    let child: ChildProcess;
+    try {
+      child = spawn(config.command, config.args, {
+        cwd: this.cwd,
+        env,
+        stdio: ['pipe', 'pipe', 'pipe'],
+        // Its own process group: agents relaunch themselves or start tools as children (Qwen Code
+        // re-executes itself), and stopping the agent must stop all of them.
+        detached: true,
+        ...(config.uid === undefined ? {} : { uid: config.uid }),
+        ...(config.gid === undefined ? {} : { gid: config.gid }),
+      });
+    } catch (err) {
+      this.#fail(`spawn failed (${(err as Error).message})`, 'agentStartFailed');
+      this.#ready = this.#exit;
+      return false;
+    }
+    this.#child = child;
+    // Registered before anything else: Node reports EMFILE/ENFILE/EAGAIN/ENOENT as an 'error' event
+    // on the next tick, and an 'error' nobody listens to would end the hub.
+    child.once('error', (err) => this.#fail(`it could not be started (${err.message})`, child.pid === undefined ? 'agentStartFailed' : 'agentExited'));
+    if (child.pid === undefined || !child.stdin || !child.stdout || !child.stderr) {
+      this.#ready = this.#exit;
+      return false;
+    }
+    this.#logger.info('agent process started', { pid: child.pid, command: config.command, cwd: this.cwd });
+    child.once('exit', (code, signal) => {
+      // Whatever the agent left running in its group goes with it.
+      this.#signalGroup('SIGKILL');
+      this.#fail(signal ? `killed by ${signal}` : `exited with code ${code}`);
+    });
+    this.#pipeStderr(child);
+    // Writes to a dead agent must not crash the hub.
+    child.stdin.on('error', (err) => this.#logger.debug('agent stdin closed', errorFields(err)));
+    return true;
+  }
+
+  /** Opens the ACP connection and the session (loading `previousAcpSession` when the agent can). */
+  connect(previousAcpSession: string | undefined, onSession: (acpSessionId: string) => void): void {
+    const child = this.#child;
+    if (child?.pid === undefined || !child.stdin || !child.stdout || this.exited) return;
     const stream = acp.ndJsonStream(
-      Writable.toWeb(this.#child.stdin!) as WritableStream<Uint8Array>,
-      Readable.toWeb(this.#child.stdout!) as ReadableStream<Uint8Array>,
+      Writable.toWeb(child.stdin) as WritableStream<Uint8Array>,
+      Readable.toWeb(child.stdout) as ReadableStream<Uint8Array>,
       { maxMessageBytes: MAX_MESSAGE_BYTES },
     );
     const app = acp
@@ -223,18 +316,40 @@ class AgentProcess {
         throw acp.RequestError.methodNotFound(method);
       })
       .onNotification('*', () => undefined);
-    this.#connection = app.connect(stream);
+    const connection = app.connect(stream);
+    this.#connection = connection;
     // A connection that breaks (bad output, a message over the limit) leaves the process useless.
-    void this.#connection.closed.then(() => {
+    void connection.closed.then(() => {
       if (!this.exited) void this.stop('its ACP connection closed');
     });
-    this.#ready = this.#handshake(previousAcpSession);
+    this.#ready = this.#handshake(connection, previousAcpSession, onSession);
     // An agent that cannot start its session is replaced on the next turn.
     this.#ready.catch(() => void this.stop('the handshake failed'));
   }
 
+  idleSince(): number | undefined {
+    return this.exited ? 0 : this.#idleSince;
+  }
+
+  /** Stopped by the budget to make room for another session's agent. */
+  evict(): void {
+    void this.stop('making room for another agent (process cap)');
+  }
+
+  #markIdle(): void {
+    this.#idleSince = Date.now();
+    this.#clearIdle();
+    this.#idleTimer = setTimeout(() => void this.stop('idle'), this.options.budget?.limits.idleTimeoutMs ?? DEFAULT_IDLE_TIMEOUT_MS);
+    this.#idleTimer.unref();
+  }
+
+  #clearIdle(): void {
+    if (this.#idleTimer) clearTimeout(this.#idleTimer);
+    this.#idleTimer = undefined;
+  }
+
   #signalGroup(signal: NodeJS.Signals): void {
-    const pid = this.#child.pid;
+    const pid = this.#child?.pid;
     if (pid === undefined) return;
     try {
       process.kill(-pid, signal);
@@ -248,10 +363,10 @@ class AgentProcess {
   }
 
   get pid(): number | undefined {
-    return this.#child.pid;
+    return this.#child?.pid;
   }
 
-  #pipeStderr(): void {
+  #pipeStderr(child: ChildProcess): void {
     let pending = '';
     let windowStart = Date.now();
     let inWindow = 0;
@@ -267,8 +382,8 @@ class AgentProcess {
       if (++inWindow > STDERR_LINES_PER_WINDOW) dropped++;
       else this.#logger.info('agent stderr', { line: line.slice(0, STDERR_LINE_MAX) });
     };
-    this.#child.stderr!.setEncoding('utf8');
-    this.#child.stderr!.on('data', (chunk: string) => {
+    child.stderr!.setEncoding('utf8');
+    child.stderr!.on('data', (chunk: string) => {
       pending += chunk;
       let nl: number;
       while ((nl = pending.indexOf('\n')) !== -1) {
@@ -306,9 +421,9 @@ class AgentProcess {
     }
   }
 
-  async #handshake(previousAcpSession: string | undefined): Promise<void> {
+  async #handshake(connection: acp.ClientConnection, previousAcpSession: string | undefined, onSession: (acpSessionId: string) => void): Promise<void> {
     const timeout = this.options.config.startupTimeoutMs;
-    const agent = this.#connection.agent;
+    const agent = connection.agent;
     const initialize: acp.InitializeRequest = {
         protocolVersion: acp.PROTOCOL_VERSION,
         clientInfo: HUB_CLIENT_INFO,
@@ -321,13 +436,13 @@ class AgentProcess {
     const init = await this.#guard('initialize', agent.request(acp.methods.agent.initialize, initialize), timeout);
     this.#loadSupported = init.agentCapabilities?.loadSession === true;
     this.midTurnInput = offersMidTurnInput(init.agentCapabilities);
-    const cwd = this.options.config.cwd;
+    const cwd = this.cwd;
     if (previousAcpSession && this.#loadSupported) {
       try {
         // History replayed by the agent arrives while no turn is active and is not re-sent to the hub.
         await this.#guard('session/load', agent.request(acp.methods.agent.session.load, { sessionId: previousAcpSession, cwd, mcpServers: [] }), timeout);
         this.acpSessionId = previousAcpSession;
-        this.onSession(previousAcpSession);
+        onSession(previousAcpSession);
         this.#logger.info('agent session loaded', { acpSessionId: previousAcpSession });
         return;
       } catch (err) {
@@ -337,7 +452,7 @@ class AgentProcess {
     }
     const created = await this.#guard('session/new', agent.request(acp.methods.agent.session.new, { cwd, mcpServers: [] }), timeout);
     this.acpSessionId = created.sessionId;
-    this.onSession(created.sessionId);
+    onSession(created.sessionId);
     this.#logger.info('agent session created', { acpSessionId: created.sessionId });
   }
 
@@ -360,24 +475,27 @@ class AgentProcess {
     let finished!: () => void;
     const done = new Promise<void>((resolve) => (finished = resolve));
     this.#busy = { signal: ctx.signal, done };
+    this.#idleSince = undefined;
+    this.#clearIdle();
+    const connection = this.#connection!;
     const sessionId = this.acpSessionId!;
     const turn = new TurnTranslator(ctx, this.options.newId, this.#logger);
     this.#turn = turn;
     const onAbort = (): void => {
       turn.cancelPending();
-      void this.#connection.agent.notify(acp.methods.agent.session.cancel, { sessionId }).catch((err: unknown) => this.#logger.debug('session/cancel not delivered', errorFields(err)));
+      void connection.agent.notify(acp.methods.agent.session.cancel, { sessionId }).catch((err: unknown) => this.#logger.debug('session/cancel not delivered', errorFields(err)));
     };
     ctx.signal.addEventListener('abort', onAbort, { once: true });
     let relay: SteeringRelay | undefined;
     if (this.midTurnInput) {
-      const agent = this.#connection.agent;
+      const agent = connection.agent;
       relay = new SteeringRelay(ctx, { request: (method, params) => agent.request(method, params) }, sessionId, this.#logger);
       void relay.run();
     }
     try {
       const response = await this.#guard(
         'session/prompt',
-        this.#connection.agent.request(acp.methods.agent.session.prompt, { sessionId, prompt: [{ type: 'text', text: ctx.message.text }] }),
+        connection.agent.request(acp.methods.agent.session.prompt, { sessionId, prompt: [{ type: 'text', text: ctx.message.text }] }),
       );
       await turn.flush();
       await relay?.settle();
@@ -398,6 +516,7 @@ class AgentProcess {
       turn.cancelPending();
       if (this.#turn === turn) this.#turn = undefined;
       if (this.#busy?.done === done) this.#busy = undefined;
+      if (!this.#busy && !this.exited) this.#markIdle();
       finished();
     }
   }
@@ -405,8 +524,9 @@ class AgentProcess {
   async stop(reason: string): Promise<void> {
     if (this.exited) return;
     this.#logger.info('stopping agent process', { reason });
-    this.#connection.close();
-    this.#child.stdin?.end();
+    this.#clearIdle();
+    this.#connection?.close();
+    this.#child?.stdin?.end();
     this.#signalGroup('SIGTERM');
     const killer = setTimeout(() => this.#signalGroup('SIGKILL'), 3_000);
     await this.#exit.catch(() => undefined);
@@ -414,15 +534,31 @@ class AgentProcess {
   }
 }
 
+export interface AcpProvidersOptions {
+  readonly tenant?: string | undefined;
+  /** The tenant's directory under the data directory (ACP session ids are kept there). */
+  readonly stateDir?: string | undefined;
+  /** `<data>/agents/<tenant>`: the default root of the sessions' working directories. */
+  readonly workspaceRoot?: string | undefined;
+  /** One for the whole hub, shared by every tenant's providers. */
+  readonly budget?: AgentProcessBudget | undefined;
+  readonly newId?: () => string;
+}
+
 /** One provider per configured ACP agent. */
-export function createAcpProviders(agents: readonly NamedAcpAgent[], logger: Logger, stateDir?: string, newId: () => string = randomUUID): AcpAgentProvider[] {
+export function createAcpProviders(agents: readonly NamedAcpAgent[], logger: Logger, options: AcpProvidersOptions = {}): AcpAgentProvider[] {
+  const { stateDir, tenant } = options;
   return agents.map(
     (a) =>
       new AcpAgentProvider({
         provider: a.provider,
         config: a.config,
         logger: logger.child({ component: 'acp' }),
-        newId,
+        newId: options.newId ?? randomUUID,
+        tenant,
+        budget: options.budget,
+        // An agent's own `cwd` is a root shared by tenants: each gets a directory of its own in it.
+        workspaceRoot: a.config.cwd !== undefined && tenant !== undefined ? join(a.config.cwd, tenantSegment(tenant)) : options.workspaceRoot,
         stateFile: stateDir === undefined ? undefined : join(stateDir, `acp-sessions.${a.provider}.json`),
       }),
   );
