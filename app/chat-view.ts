@@ -13,6 +13,7 @@ import { el, markdownInto, replaceChildren } from './dom.js';
 import { colorFor, displayTitle, errorInWords, newId, relativeTime, sessionIdOf, statusClass, statusLabel } from './format.js';
 import type { AppContext } from './main.js';
 import { createPartView, type PartView } from './parts.js';
+import { AnswerStamps } from './answer-stamps.js';
 import { APPROVED_TOOLS_META, DENIED_TOOLS_META, rememberedTools, turnDuration } from '../shared/state/selectors.js';
 
 
@@ -305,6 +306,8 @@ class ChatView {
   readonly #turns = new Map<string, TurnView>();
   readonly #inputs: TrackedInput[] = [];
   #view: ChannelView<ChatState> | undefined;
+  /** Who answered each input request (kept beside the chat state by the hub). */
+  #answers: AnswerStamps | undefined;
   #presence: CollabDoc | undefined;
   #offs: Array<() => void> = [];
   #poll: number | undefined;
@@ -385,7 +388,13 @@ class ChatView {
       const view = (await this.ctx.client.subscribe(this.uri as `ahp-chat:/${string}`)) as ChannelView<ChatState>;
       if (this.#destroyed) return;
       this.#view = view;
-      this.#offs.push(view.onChange(() => this.#render()));
+      this.#answers = new AnswerStamps(view.snapshotMeta);
+      this.#offs.push(
+        view.onChange((v, change) => {
+          this.#answers?.note(change, v.snapshotMeta);
+          this.#render();
+        }),
+      );
       this.#render();
     } catch (err) {
       replaceChildren(this.#transcript, el('p', { class: 'error', text: `Could not open this chat: ${(err as Error).message}` }));
@@ -421,8 +430,10 @@ class ChatView {
     this.#status.textContent = label;
     this.#status.setAttribute('data-status', label);
     this.#activity.textContent = chat.activity ?? '';
-    const wanted: Array<[Turn | ActiveTurn, boolean]> = chat.turns.map((t) => [t, false]);
-    if (chat.activeTurn) wanted.push([chat.activeTurn, true]);
+    const shown = this.#answers;
+    const decorate = <T extends Turn | ActiveTurn>(t: T): T => (shown ? shown.decorate(t) : t);
+    const wanted: Array<[Turn | ActiveTurn, boolean]> = chat.turns.map((t) => [decorate(t), false]);
+    if (chat.activeTurn) wanted.push([decorate(chat.activeTurn), true]);
     const keep = new Set(wanted.map(([t]) => t.id));
     for (const [id, tv] of this.#turns) {
       if (!keep.has(id)) {

@@ -65,6 +65,8 @@ export class InputRequestView implements PartView {
   #checking = false;
   #request: ChatInputRequest;
   #resolved = false;
+  /** The resolved record was built from this `_meta` (the who-answered stamp is in it). */
+  #recordMeta: unknown;
   #busy = false;
   #urlOpened = false;
   #collab: CollabDoc | undefined;
@@ -92,7 +94,8 @@ export class InputRequestView implements PartView {
   update(raw: ResponsePart, active: boolean): void {
     const part = raw as InputRequestPart;
     if (this.#resolved) {
-      if (part.request !== this.#request) this.#buildRecord(part);
+      // The who-answered stamp may arrive after the record (the answer's echo carries it).
+      if (part.request !== this.#request || part._meta !== this.#recordMeta) this.#buildRecord(part);
       return;
     }
     if (part.response !== undefined || !active) {
@@ -566,6 +569,7 @@ export class InputRequestView implements PartView {
 
   #buildRecord(part: InputRequestPart): void {
     this.#resolved = true;
+    this.#recordMeta = part._meta;
     this.#request = part.request;
     this.#destroyFields();
     const outcome = part.response === 'accept' ? 'Answered' : part.response === 'decline' ? 'Declined' : part.response === 'cancel' ? 'Cancelled' : 'Not answered (the turn ended first)';

@@ -22,7 +22,7 @@ import {
   type Snapshot,
 } from '../../shared/protocol/messages.js';
 import { ROOT_URI, channelKind } from '../../shared/protocol/uris.js';
-import { negotiateVersion, SUPPORTED_VERSIONS } from '../../shared/protocol/version.js';
+import { negotiateVersion, parseSemVer, SUPPORTED_VERSIONS } from '../../shared/protocol/version.js';
 import { CloseCode } from './connection.js';
 import type { Hub } from './hub.js';
 import type { RpcContext, RpcRouter } from './rpc.js';
@@ -35,6 +35,12 @@ function requireRoot(channel: string, method: string): void {
 
 function clientOf(ctx: RpcContext) {
   return { conn: ctx.conn, principal: ctx.principal, clientId: ctx.state.clientId ?? ctx.conn.id };
+}
+
+function unsupportedVersionMessage(offered: readonly string[]): string {
+  const shown = offered.slice(0, 8).map((v) => JSON.stringify(v.slice(0, 40))).join(', ');
+  const malformed = offered.some((v) => parseSemVer(v) === undefined) ? ' (versions are MAJOR.MINOR.PATCH, no pre-release part)' : '';
+  return `none of the offered protocol versions (${shown || 'none'}) is supported${malformed}; this hub accepts ^${SUPPORTED_VERSIONS.join(', ^')}`;
 }
 
 export function registerAhpMethods(router: RpcRouter, hub: Hub): void {
@@ -51,7 +57,7 @@ export function registerAhpMethods(router: RpcRouter, hub: Hub): void {
         setImmediate(() => hub.afterDelivered(() => ctx.conn.close(CloseCode.UnsupportedVersion, 'unsupported protocol version')));
         throw new ProtocolError(
           ErrorCode.UnsupportedProtocolVersion,
-          `none of the offered protocol versions (${params.protocolVersions.join(', ')}) is supported`,
+          unsupportedVersionMessage(params.protocolVersions),
           { supportedVersions: [...SUPPORTED_VERSIONS] },
         );
       }

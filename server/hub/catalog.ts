@@ -18,7 +18,9 @@ import {
   type RootState,
   type SessionState,
 } from '../../shared/protocol/state.js';
+import { isKnownAction, type InputCompletedAction } from '../../shared/protocol/actions.js';
 import { channelKind } from '../../shared/protocol/uris.js';
+import { answeredByIn, withAnswer, type AnswerIndex } from '../../shared/state/answered-by.js';
 import type { LogRecord } from '../storage/action-log.js';
 
 /** Internal channel for lifecycle records; not an AHP URI, so no client can subscribe to it. */
@@ -73,6 +75,12 @@ export interface ChatEntry {
   readonly uri: string;
   readonly session: string;
   state: ChatState;
+  /**
+   * Who answered each input request (from the `chat/inputCompleted` stamps), kept beside the
+   * state so the state stays what standard reducers make of it; absent until the first answer
+   * and in images written before it existed. Sent as the chat snapshot's `_meta`.
+   */
+  answeredBy?: AnswerIndex;
 }
 
 /** JSON image stored in log snapshots. */
@@ -80,6 +88,12 @@ export interface CatalogImage {
   root: RootState;
   sessions: Array<Omit<SessionEntry, 'chats'> & { chats: string[] }>;
   chats: ChatEntry[];
+}
+
+/** Records the stamp of an applied `chat/inputCompleted` in the chat's answer index. */
+function indexAnswer(chat: ChatEntry, action: InputCompletedAction): void {
+  const by = answeredByIn(action._meta);
+  if (by) chat.answeredBy = withAnswer(chat.answeredBy, action.requestId, by);
 }
 
 export class HubState {
@@ -130,7 +144,11 @@ export class HubState {
       }
       case 'chat': {
         const chat = this.chats.get(record.channel);
-        if (chat) chat.state = chatReducer(chat.state, record.action);
+        if (!chat) return;
+        const before = chat.state;
+        chat.state = chatReducer(before, record.action);
+        const action = record.action;
+        if (isKnownAction(action) && action.type === 'chat/inputCompleted' && chat.state !== before) indexAnswer(chat, action);
         return;
       }
       default:

@@ -45,6 +45,7 @@ import { Subscriptions } from './subscriptions.js';
 import { RootCatalogue } from './root-catalogue.js';
 import { interruptedTurns, recoverFromLog, snapshotImageOf, type InterruptedTurn, type RecoveredHub } from './recovery.js';
 import { hasTurn } from '../../shared/state/selectors.js';
+import { ANSWERED_BY_META } from '../../shared/state/answered-by.js';
 
 export interface HubLimits {
   readonly maxSessionsPerTenant: number;
@@ -105,7 +106,6 @@ export interface HubObserver {
 
 /** Answers and approvals, stamped with who gave them (see `#stampAnswer`). */
 const ANSWER_ACTIONS: ReadonlySet<string> = new Set(['chat/inputCompleted', 'chat/toolCallConfirmed', 'chat/toolCallResultConfirmed']);
-export const ANSWERED_BY_META = 'hub/answeredBy';
 /** The surface of a WebSocket (AHP) client that does not name itself. */
 const CLIENT_SURFACE = 'AHP client';
 /** What a new session or chat is charged before it is measured (an empty one is a few hundred characters). */
@@ -296,7 +296,8 @@ export class Hub implements HubPort {
     if (kind === 'chat') {
       const c = this.visibleChat(principal, channel);
       if (!c) throw new ProtocolError(ErrorCode.NotFound, `chat ${channel} not found`);
-      return { resource: channel, state: c.state, fromSeq };
+      // Who answered stays beside the state (see shared/state/answered-by.ts).
+      return c.answeredBy ? { resource: channel, state: c.state, fromSeq, _meta: { [ANSWERED_BY_META]: c.answeredBy } } : { resource: channel, state: c.state, fromSeq };
     }
     throw new ProtocolError(ErrorCode.InvalidParams, `unsupported channel URI ${JSON.stringify(channel)}`);
   }
@@ -626,7 +627,8 @@ export class Hub implements HubPort {
 
   /**
    * Records who answered, from which surface and when, in the answer's `_meta["hub/answeredBy"]`
-   * (kept by the reducers on the tool call and the input request), so every client can say
+   * (the standard reducers carry it onto the tool call; for input requests it is indexed beside
+   * the chat state and sent as the snapshot's `_meta`, see answered-by.ts), so every client can say
    * "approved by alice in the app, 10:42" whichever surface the answer came from. The user is
    * always the authenticated one; a WebSocket client may only name itself (`hub/client`, e.g.
    * "app"), which becomes the surface "<name> (AHP)".

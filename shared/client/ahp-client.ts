@@ -225,6 +225,13 @@ function isFatalHandshakeError(error: unknown): boolean {
   );
 }
 
+/** A subscribe result's snapshot: `meta` is the snapshot's own `_meta` (outside `state`). */
+interface WireSnapshot {
+  readonly state: unknown;
+  readonly fromSeq: number;
+  readonly meta: Readonly<Record<string, unknown>> | undefined;
+}
+
 // ─── Client ──────────────────────────────────────────────────────────────────
 
 export class AhpClient {
@@ -513,6 +520,7 @@ export class AhpClient {
           reducer,
           state: snapshot.state,
           fromSeq: snapshot.fromSeq,
+          snapshotMeta: snapshot.meta,
           subscribeParams,
           host: this.#viewHost,
         }),
@@ -964,15 +972,16 @@ export class AhpClient {
 
   // ─── Internals: subscribe and recovery ───────────────────────────────────
 
-  async #subscribeOnce(channel: string, params: Record<string, unknown>): Promise<{ state: unknown; fromSeq: number }> {
+  async #subscribeOnce(channel: string, params: Record<string, unknown>): Promise<WireSnapshot> {
     const raw = await this.#request(Method.Subscribe, params, { handshake: false });
     return this.#snapshotFrom(channel, raw);
   }
 
-  #snapshotFrom(channel: string, raw: unknown): { state: unknown; fromSeq: number } {
+  #snapshotFrom(channel: string, raw: unknown): WireSnapshot {
     const parsed = subscribeResultSchema.safeParse(raw);
     if (!parsed.success || !parsed.data.snapshot) throw new AhpProtocolError(`subscribe ${channel}: no snapshot in result`);
-    return { state: parsed.data.snapshot.state, fromSeq: parsed.data.snapshot.fromSeq };
+    const { state, fromSeq, _meta } = parsed.data.snapshot;
+    return { state, fromSeq, meta: _meta };
   }
 
   #reducerFor(kind: 'root' | 'session' | 'chat'): WireReducer<unknown> {
@@ -1049,7 +1058,7 @@ export class AhpClient {
         const view = this.#views.get(snapshot.resource);
         if (!view) continue;
         covered.add(snapshot.resource);
-        view.resetFromSnapshot(snapshot.state, snapshot.fromSeq);
+        view.resetFromSnapshot(snapshot.state, snapshot.fromSeq, snapshot._meta);
         this.#noteServerSeq(snapshot.fromSeq);
       }
       // A snapshot result should cover every channel; fetch any it left out one by one.
@@ -1068,7 +1077,7 @@ export class AhpClient {
     for (const channel of channels) {
       const view = this.#views.get(channel);
       if (!view) continue;
-      let snapshot: { state: unknown; fromSeq: number };
+      let snapshot: WireSnapshot;
       try {
         snapshot = this.#snapshotFrom(channel, await this.#request(Method.Subscribe, { ...view.subscribeParams }, { handshake: true }));
       } catch (error) {
@@ -1078,7 +1087,7 @@ export class AhpClient {
         continue;
       }
       this.#assertCurrent(generation);
-      view.resetFromSnapshot(snapshot.state, snapshot.fromSeq);
+      view.resetFromSnapshot(snapshot.state, snapshot.fromSeq, snapshot.meta);
       this.#noteServerSeq(snapshot.fromSeq);
     }
   }

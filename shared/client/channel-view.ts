@@ -54,6 +54,11 @@ export interface ChannelView<S> {
   /** Highest serverSeq reflected in `confirmed`. */
   readonly lastAppliedSeq: number;
   /**
+   * The `_meta` of the latest snapshot (outside `state`): facts the server keeps beside the
+   * reducer state, e.g. a chat's `hub/answeredBy` index. Undefined when the snapshot had none.
+   */
+  readonly snapshotMeta: Readonly<Record<string, unknown>> | undefined;
+  /**
    * Called after every change of `state` or `confirmed`, including envelopes replayed after a
    * reconnect. Returns an unsubscribe function. Listener exceptions are logged, not rethrown.
    */
@@ -93,6 +98,7 @@ export class ChannelViewImpl<S> implements ChannelView<S> {
   readonly #goneListeners = new Set<(reason: string) => void>();
   #status: ChannelViewStatus = 'active';
   #endReason: string | undefined;
+  #snapshotMeta: Readonly<Record<string, unknown>> | undefined;
 
   constructor(init: {
     channel: string;
@@ -101,6 +107,7 @@ export class ChannelViewImpl<S> implements ChannelView<S> {
     /** Snapshot state from the wire; trusted to match the reducer's state type. */
     state: S;
     fromSeq: number;
+    snapshotMeta?: Readonly<Record<string, unknown>> | undefined;
     subscribeParams: Readonly<Record<string, unknown>>;
     host: ChannelViewHost;
   }) {
@@ -108,6 +115,7 @@ export class ChannelViewImpl<S> implements ChannelView<S> {
     this.kind = init.kind;
     this.subscribeParams = init.subscribeParams;
     this.#host = init.host;
+    this.#snapshotMeta = init.snapshotMeta;
     this.#reconciler = new Reconciler(init.reducer, init.state, init.fromSeq, (error, action) =>
       init.host.reportError(`reducer threw on ${action.type} for ${init.channel}; action skipped locally`, error),
     );
@@ -130,6 +138,9 @@ export class ChannelViewImpl<S> implements ChannelView<S> {
   }
   get lastAppliedSeq(): number {
     return this.#reconciler.lastAppliedSeq;
+  }
+  get snapshotMeta(): Readonly<Record<string, unknown>> | undefined {
+    return this.#snapshotMeta;
   }
 
   onChange(listener: ChannelChangeListener<S>): () => void {
@@ -165,7 +176,8 @@ export class ChannelViewImpl<S> implements ChannelView<S> {
   }
 
   /** Replaces confirmed state with a snapshot received from the wire. */
-  resetFromSnapshot(state: S, fromSeq: number): void {
+  resetFromSnapshot(state: S, fromSeq: number, snapshotMeta?: Readonly<Record<string, unknown>>): void {
+    this.#snapshotMeta = snapshotMeta;
     this.#reconciler.reset(state, fromSeq);
     this.emit({ type: 'reset', fromSeq });
   }

@@ -81,6 +81,8 @@ export const snapshotSchema = z.object({
   resource: uri,
   state: z.unknown(),
   fromSeq: z.number().int().nonnegative(),
+  /** Outside `state` on purpose: facts no standard reducer keeps (a chat's `hub/answeredBy` index). */
+  _meta: z.record(z.string(), z.unknown()).optional(),
 });
 export type Snapshot = z.infer<typeof snapshotSchema>;
 

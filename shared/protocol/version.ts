@@ -4,14 +4,20 @@
  * - 0.8.0: upstream main 2026-08-04 (the conformance fixtures' tree); input requests as response parts.
  * - 0.9.0: idempotent chat/turnStarted, steering-message list, error response parts (additive).
  * - 1.0.0: first stable line; same wire shapes as 0.9.0 for everything this hub implements.
+ *
+ * SUPPORTED_VERSIONS are compatibility baselines, not an exhaustive list: a client offering any
+ * version caret-compatible with one of them (1.x.y ≥ 1.0.0, 0.9.y, 0.8.y) is accepted, and the
+ * hub answers with the client's own string. Within such a range the newer peer's additions are
+ * optional by the protocol's SemVer rules, so they are safe to ignore here.
  */
 export const PROTOCOL_VERSION = '1.0.0';
 export const SUPPORTED_VERSIONS = ['1.0.0', '0.9.0', '0.8.0'] as const;
 
 interface SemVer { major: number; minor: number; patch: number }
 
-function parseSemVer(v: string): SemVer | undefined {
-  const m = /^(\d{1,6})\.(\d{1,6})\.(\d{1,6})$/.exec(v);
+/** MAJOR.MINOR.PATCH, non-negative integers without leading zeros; no pre-release or build part. */
+export function parseSemVer(v: string): SemVer | undefined {
+  const m = /^(0|[1-9]\d{0,5})\.(0|[1-9]\d{0,5})\.(0|[1-9]\d{0,5})$/.exec(v);
   if (!m) return undefined;
   return { major: Number(m[1]), minor: Number(m[2]), patch: Number(m[3]) };
 }
@@ -27,22 +33,21 @@ function caretCompatible(offered: SemVer, baseline: SemVer): boolean {
   return offered.major === baseline.major;
 }
 
+const BASELINES = SUPPORTED_VERSIONS.map((v) => parseSemVer(v)).filter((v): v is SemVer => v !== undefined);
+
 /**
- * Picks the highest offered version that is caret-compatible with one of ours, and answers with
- * our own baseline string for it (the server never claims a version it has not implemented).
- * Returns undefined when nothing fits: the caller answers -32005 with SUPPORTED_VERSIONS.
+ * Picks the highest offered version (by SemVer, whatever the offer order) that is caret-compatible
+ * with one of our baselines, and returns that exact offered string: the server answers with one
+ * of the client's `protocolVersions`, never a string the client did not send. Malformed entries
+ * are never chosen. Returns undefined when nothing fits: the caller answers -32005 with
+ * SUPPORTED_VERSIONS.
  */
 export function negotiateVersion(offered: readonly string[]): string | undefined {
-  let best: { offered: SemVer; ours: string } | undefined;
+  let best: { version: SemVer; offered: string } | undefined;
   for (const o of offered) {
     const ov = parseSemVer(o);
-    if (!ov) continue;
-    for (const ours of SUPPORTED_VERSIONS) {
-      const bv = parseSemVer(ours);
-      if (bv && caretCompatible(ov, bv) && (!best || compare(ov, best.offered) > 0)) {
-        best = { offered: ov, ours };
-      }
-    }
+    if (!ov || !BASELINES.some((b) => caretCompatible(ov, b))) continue;
+    if (!best || compare(ov, best.version) > 0) best = { version: ov, offered: o };
   }
-  return best?.ours;
+  return best?.offered;
 }

@@ -379,9 +379,9 @@ function inputAnswerChanged(state: ChatState, action: InputAnswerChangedAction):
 function inputCompleted(state: ChatState, action: InputCompletedAction): ChatState {
   const next = updateOpenRequest(state, action.requestId, (part) => {
     const answers = nonEmptyRecord({ ...part.request.answers, ...action.answers });
-    // Who answered (the hub's `hub/answeredBy` stamp) stays on the part as a record.
-    const resolved = { ...part, request: withField(part.request, 'answers', answers), response: action.response };
-    return action._meta === undefined ? resolved : { ...resolved, _meta: action._meta };
+    // As upstream, the part's `_meta` is left alone: who answered (the hub's stamp on the action)
+    // is indexed beside the state, see shared/state/answered-by.ts.
+    return { ...part, request: withField(part.request, 'answers', answers), response: action.response };
   });
   return next === state ? state : withDerivedStatus(next);
 }

@@ -55,12 +55,33 @@ describe('JSON-RPC errors keep the connection up', () => {
     await waitFor(() => (client.closed ? true : undefined));
   });
 
-  it('negotiates the highest compatible offered version', async () => {
-    const r = await client.request<{ protocolVersion: string }>('initialize', {
-      channel: 'ahp-root://', protocolVersions: ['0.8.3', '1.2.0'], clientId: 'c1',
+  // AHP versioning: the server answers the highest offered version (by SemVer, not offer order)
+  // inside a range it implements (^1.0.0, ^0.9.0, ^0.8.0), with the client's exact string.
+  const offers: { offered: string[]; answer: string | -32005 }[] = [
+    { offered: ['1.1.0'], answer: '1.1.0' },
+    { offered: ['0.9.2'], answer: '0.9.2' },
+    { offered: ['1.1.0', '0.8.0'], answer: '1.1.0' },
+    { offered: ['0.8.3', '1.2.0'], answer: '1.2.0' },
+    { offered: ['1.0.0'], answer: '1.0.0' },
+    { offered: ['0.8.1', '0.9.0'], answer: '0.9.0' },
+    { offered: ['2.0.0', '1.0.7'], answer: '1.0.7' },
+    { offered: ['2.0.0', '0.10.0', '0.7.9'], answer: -32005 },
+    { offered: ['1.0', '01.0.0', '1.0.0-rc.1'], answer: -32005 },
+  ];
+  for (const { offered, answer } of offers) {
+    it(`answers the offer ${JSON.stringify(offered)} with ${answer === -32005 ? '-32005' : JSON.stringify(answer)}`, async () => {
+      const reply = client.request<{ protocolVersion: string }>('initialize', { channel: 'ahp-root://', protocolVersions: offered, clientId: 'c1' });
+      if (answer === -32005) {
+        const err = await reply.catch((e: RpcError) => e);
+        expect(err).toMatchObject({ code: -32005 });
+        expect((err as RpcError).data).toEqual({ supportedVersions: ['1.0.0', '0.9.0', '0.8.0'] });
+      } else {
+        const r = await reply;
+        expect(offered).toContain(r.protocolVersion);
+        expect(r.protocolVersion).toBe(answer);
+      }
     });
-    expect(r.protocolVersion).toBe('1.0.0');
-  });
+  }
 
   it('refuses createSession for a taken URI with -32003 and unknown providers with -32002', async () => {
     await client.initialize();
