@@ -10,6 +10,8 @@
  * plus the action would exceed it. Actions that only shrink a state are never refused, so a full
  * chat can always be cleaned up (truncated, messages removed, its turn ended).
  */
+import { actionJson } from '../action-json.js';
+
 export const DEFAULT_MAX_CHANNEL_JSON_CHARS = 8 * 1024 * 1024;
 
 /** Actions that never grow a channel's state: always allowed, even on a full channel. */
@@ -36,7 +38,7 @@ export class ChannelSizeBudget {
    */
   charge(channel: string, state: () => unknown, action: { type: string }): string | undefined {
     if (NEVER_GROWS.has(action.type)) return undefined;
-    const size = JSON.stringify(action).length;
+    const size = actionJson(action).length;
     let estimate = this.#estimates.get(channel) ?? measure(state());
     if (estimate + size > this.maxJsonChars) estimate = measure(state());
     if (estimate + size > this.maxJsonChars) {
@@ -54,7 +56,7 @@ export class ChannelSizeBudget {
   applied(channel: string, action: { type: string }): void {
     const estimate = this.#estimates.get(channel);
     if (estimate === undefined || NEVER_GROWS.has(action.type)) return;
-    this.#estimates.set(channel, estimate + JSON.stringify(action).length);
+    this.#estimates.set(channel, estimate + actionJson(action).length);
   }
 
   forget(channel: string): void {
