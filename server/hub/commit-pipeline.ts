@@ -27,7 +27,7 @@ import { errorFields } from '../log.js';
 import { CATALOG_CHANNEL } from './catalog.js';
 import type { Actor } from './client-ledger.js';
 import { CloseCode, type Connection } from './connection.js';
-import { deliverEnvelopeRun, deliverPrivate, encodeNotification, sendOrCloseSlow, type ChannelFanout, type FanoutLimits, type QueuedEnvelope } from './fanout.js';
+import { deliverEnvelopeRun, deliverPrivate, encodeNotification, mergeStreamingActions, sendOrCloseSlow, type ChannelFanout, type FanoutLimits, type QueuedEnvelope } from './fanout.js';
 import type { ReplayWindow } from './replay-window.js';
 
 /** Who receives what the pipeline delivers (implemented by `Subscriptions`). */
@@ -104,6 +104,8 @@ export class CommitPipeline {
   #recordsSinceSnapshot = 0;
 
   #pendingRecords: LogRecord[] = [];
+  /** The last record sequenced, while a following streaming action may still merge into it. */
+  #mergeable: LogRecord | undefined;
   #outbox: OutboxItem[] = [];
   #flushScheduled = false;
   #flushing: Promise<void> | undefined;
@@ -140,8 +142,13 @@ export class CommitPipeline {
     this.#appender = appender;
   }
 
-  /** Last serverSeq sequenced: what the in-memory state reflects (maybe not durable yet). */
+  /**
+   * Last serverSeq sequenced: what the in-memory state reflects (maybe not durable yet). Whoever
+   * reads it may hand it out (a snapshot's `fromSeq`, `initialize`), so the record at that seq is
+   * sealed: nothing merges into it any more (see `sequence`).
+   */
   get serverSeq(): number {
+    this.#mergeable = undefined;
     return this.#seq;
   }
 
@@ -161,6 +168,10 @@ export class CommitPipeline {
    * connection that dispatched it; `actor` is stored in the log's origin, never sent.
    */
   sequence(channel: string, action: WireAction, origin?: ActionOrigin, source?: Connection, actor?: Actor): number {
+    if (origin === undefined && source === undefined) {
+      const merged = this.#mergeIntoLast(channel, action);
+      if (merged !== undefined) return merged;
+    }
     const serverSeq = ++this.#seq;
     const record: LogRecord = origin
       ? { serverSeq, channel, action, origin: actor ? { ...origin, actor } : origin }
@@ -168,8 +179,43 @@ export class CommitPipeline {
     this.#state.applyRecord(record);
     this.#pendingRecords.push(record);
     if (channel !== CATALOG_CHANNEL) this.#outbox.push({ kind: 'envelope', envelope: envelopeOf(record), source });
+    this.#mergeable = origin === undefined && source === undefined && channel !== CATALOG_CHANNEL ? record : undefined;
     this.#scheduleFlush();
     return serverSeq;
+  }
+
+  /**
+   * THE MERGE RULE (ingest). A streaming-only action without origin (a server-side agent's
+   * `chat/delta` / `chat/reasoning`) that continues the record sequenced just before it — same
+   * channel, turn and part, no `_meta`, nothing queued in between, not yet appended, and its
+   * serverSeq not yet handed out (`serverSeq` seals it) — is folded into that record: one log
+   * record, one envelope, one serverSeq for both, and the state is exactly the one applying both
+   * gives. Nobody can tell: the record was neither durable nor seen. Returns the record's seq
+   * (so `dispatchServer` callers of both fragments get the same one).
+   *
+   * Client dispatches (with an origin) never merge into one record: AHP confirms one pending
+   * action per echo, and a client drops an echo whose serverSeq is not above the last it applied,
+   * so every clientSeq keeps its own record and echo (other receivers still get a run of them as
+   * one envelope, see `deliverEnvelopeRun`).
+   */
+  #mergeIntoLast(channel: string, action: WireAction): number | undefined {
+    const last = this.#mergeable;
+    if (last === undefined || last.channel !== channel || last.serverSeq !== this.#seq) return undefined;
+    const pendingAt = this.#pendingRecords.length - 1;
+    // Durability waiters queued after it (each `dispatchServer` adds one) resolve at the same
+    // point whether or not more is folded in, so they do not stand in the way.
+    let queuedAt = this.#outbox.length - 1;
+    while (this.#outbox[queuedAt]?.kind === 'durable') queuedAt--;
+    const queued = this.#outbox[queuedAt];
+    if (this.#pendingRecords[pendingAt] !== last || queued?.kind !== 'envelope' || queued.envelope.serverSeq !== last.serverSeq) return undefined;
+    const combined = mergeStreamingActions(last.action as WireAction, action);
+    if (combined === undefined) return undefined;
+    this.#state.applyRecord({ serverSeq: last.serverSeq, channel, action });
+    const record: LogRecord = { serverSeq: last.serverSeq, channel, action: combined };
+    this.#pendingRecords[pendingAt] = record;
+    this.#outbox[queuedAt] = { kind: 'envelope', envelope: envelopeOf(record) };
+    this.#mergeable = record;
+    return record.serverSeq;
   }
 
   /**
