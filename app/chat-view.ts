@@ -13,6 +13,7 @@ import { el, markdownInto, replaceChildren } from './dom.js';
 import { colorFor, displayTitle, errorInWords, newId, relativeTime, sessionIdOf, statusClass, statusLabel } from './format.js';
 import type { AppContext } from './main.js';
 import { createPartView, type PartView } from './parts.js';
+import { nextFrame } from './markdown-stream.js';
 import { APPROVED_TOOLS_META, DENIED_TOOLS_META, rememberedTools, turnDuration } from '../shared/state/selectors.js';
 
 
@@ -302,6 +303,7 @@ class ChatView {
   #presence: CollabDoc | undefined;
   #offs: Array<() => void> = [];
   #poll: number | undefined;
+  #renderScheduled = false;
   #destroyed = false;
   #sending = false;
   readonly #steering: SessionInputs;
@@ -379,7 +381,8 @@ class ChatView {
       const view = (await this.ctx.client.subscribe(this.uri as `ahp-chat:/${string}`)) as ChannelView<ChatState>;
       if (this.#destroyed) return;
       this.#view = view;
-      this.#offs.push(view.onChange(() => this.#render()));
+      // Envelopes arrive far faster than frames: the transcript is brought up to date once per frame.
+      this.#offs.push(view.onChange(() => this.#scheduleRender()));
       this.#render();
     } catch (err) {
       replaceChildren(this.#transcript, el('p', { class: 'error', text: `Could not open this chat: ${(err as Error).message}` }));
@@ -404,6 +407,15 @@ class ChatView {
       el('span', { class: 'chip me-chip', attrs: { style: `--c:${colorFor(this.ctx.user)}`, 'data-testid': 'me-chip' }, text: `${this.ctx.user} (you)` }),
       ...names.map((n) => el('span', { class: 'chip', attrs: { style: `--c:${colorFor(n)}`, 'data-user': n }, text: n })),
     );
+  }
+
+  #scheduleRender(): void {
+    if (this.#renderScheduled) return;
+    this.#renderScheduled = true;
+    nextFrame(() => {
+      this.#renderScheduled = false;
+      this.#render();
+    });
   }
 
   #render(): void {
