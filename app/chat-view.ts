@@ -14,6 +14,7 @@ import { colorFor, displayTitle, errorInWords, newId, relativeTime, sessionIdOf,
 import type { AppContext } from './main.js';
 import { createPartView, type PartView } from './parts.js';
 import { AnswerStamps } from './answer-stamps.js';
+import { nextFrame } from './markdown-stream.js';
 import { APPROVED_TOOLS_META, DENIED_TOOLS_META, rememberedTools, turnDuration } from '../shared/state/selectors.js';
 
 
@@ -311,6 +312,7 @@ class ChatView {
   #presence: CollabDoc | undefined;
   #offs: Array<() => void> = [];
   #poll: number | undefined;
+  #renderScheduled = false;
   #destroyed = false;
   #sending = false;
   readonly #steering: SessionInputs;
@@ -389,10 +391,12 @@ class ChatView {
       if (this.#destroyed) return;
       this.#view = view;
       this.#answers = new AnswerStamps(view.snapshotMeta);
+      // Envelopes arrive far faster than frames: the stamps are noted per change (each carries
+      // its own action), the transcript is brought up to date once per frame.
       this.#offs.push(
         view.onChange((v, change) => {
           this.#answers?.note(change, v.snapshotMeta);
-          this.#render();
+          this.#scheduleRender();
         }),
       );
       this.#render();
@@ -419,6 +423,15 @@ class ChatView {
       el('span', { class: 'chip me-chip', attrs: { style: `--c:${colorFor(this.ctx.user)}`, 'data-testid': 'me-chip' }, text: `${this.ctx.user} (you)` }),
       ...names.map((n) => el('span', { class: 'chip', attrs: { style: `--c:${colorFor(n)}`, 'data-user': n }, text: n })),
     );
+  }
+
+  #scheduleRender(): void {
+    if (this.#renderScheduled) return;
+    this.#renderScheduled = true;
+    nextFrame(() => {
+      this.#renderScheduled = false;
+      this.#render();
+    });
   }
 
   #render(): void {

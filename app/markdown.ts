@@ -1,34 +1,20 @@
 /**
- * A small, safe markdown renderer for agent text.
- *
- * Two steps: `parseMarkdown` turns source into a tree of plain objects (no DOM), and
- * `renderMarkdown` builds DOM nodes from that tree with `createElement` + text nodes only. Raw
- * HTML in the source is never interpreted: `<img onerror=…>` stays literal text. The only
+ * Safe markdown for agent text: `marked`'s lexer (CommonMark + GitHub tables, task lists,
+ * strikethrough, autolinks) turns source into tokens, and this file builds DOM from them with
+ * `createElement` and text nodes only. No HTML string is ever produced or parsed, so no sanitizer
+ * is needed: raw HTML in the source (`<img onerror=…>`, `<script>`) stays literal text. The only
  * attribute that carries source text is `href`, and only for http(s) and mailto URLs; any other
- * link (javascript:, data:, relative, malformed) renders as inert text. Images are shown as
- * links, never loaded.
+ * link (javascript:, data:, relative, malformed) renders as inert text. Images are shown as links,
+ * never loaded.
  *
- * Supported: paragraphs, ATX headings, fenced and indented code, block quotes, bullet and numbered
- * lists (one level, with nested content as text), horizontal rules, `code`, **strong**, *em*,
- * ~~strike~~, [links](url), <autolinks>, bare http(s) URLs, backslash escapes, hard line breaks.
+ * `renderTokens` renders a slice of tokens, which is what the streaming renderer
+ * (`markdown-stream.ts`) uses to re-render only the unfinished tail of a part.
  */
-
-export type Inline =
-  | { readonly t: 'text'; readonly v: string }
-  | { readonly t: 'code'; readonly v: string }
-  | { readonly t: 'strong' | 'em' | 'del'; readonly c: Inline[] }
-  | { readonly t: 'link'; readonly href: string | undefined; readonly c: Inline[] }
-  | { readonly t: 'br' };
-
-export type Block =
-  | { readonly t: 'p'; readonly c: Inline[] }
-  | { readonly t: 'h'; readonly level: number; readonly c: Inline[] }
-  | { readonly t: 'code'; readonly lang: string; readonly v: string }
-  | { readonly t: 'quote'; readonly c: Block[] }
-  | { readonly t: 'list'; readonly ordered: boolean; readonly start: number; readonly items: Block[][] }
-  | { readonly t: 'hr' };
+import { Lexer, type Token, type Tokens } from 'marked';
 
 const SAFE_PROTOCOLS = new Set(['http:', 'https:', 'mailto:']);
+/** Deeper block nesting than this renders as plain text (a hostile `>>>>…` cannot blow the stack). */
+const MAX_DEPTH = 32;
 
 /** The URL to put in `href`, or undefined when the link must stay inert. */
 export function safeHref(raw: string): string | undefined {
@@ -46,270 +32,9 @@ export function safeHref(raw: string): string | undefined {
   return SAFE_PROTOCOLS.has(parsed.protocol) ? parsed.href : undefined;
 }
 
-// ─── Blocks ──────────────────────────────────────────────────────────────────
-
-const FENCE = /^ {0,3}(`{3,}|~{3,})\s*([^`\s]*)/;
-const HEADING = /^ {0,3}(#{1,6})(?:\s+(.*?))?\s*#*\s*$/;
-const HR = /^ {0,3}([-*_])(?:\s*\1){2,}\s*$/;
-const BULLET = /^ {0,3}[-*+]\s+(.*)$/;
-const ORDERED = /^ {0,3}(\d{1,9})[.)]\s+(.*)$/;
-const QUOTE = /^ {0,3}>\s?(.*)$/;
-const BLANK = /^\s*$/;
-
-export function parseMarkdown(source: string, depth = 0): Block[] {
-  const lines = source.replace(/\r\n?/g, '\n').split('\n');
-  const blocks: Block[] = [];
-  let i = 0;
-  while (i < lines.length) {
-    const line = lines[i]!;
-    if (BLANK.test(line)) {
-      i++;
-      continue;
-    }
-    const fence = FENCE.exec(line);
-    if (fence) {
-      const marker = fence[1]!;
-      const body: string[] = [];
-      i++;
-      while (i < lines.length && !lines[i]!.trimStart().startsWith(marker)) body.push(lines[i++]!);
-      i++; // closing fence (or end of input while streaming)
-      blocks.push({ t: 'code', lang: fence[2] ?? '', v: body.join('\n') });
-      continue;
-    }
-    if (/^( {4}|\t)/.test(line)) {
-      const body: string[] = [];
-      while (i < lines.length && (/^( {4}|\t)/.test(lines[i]!) || (BLANK.test(lines[i]!) && /^( {4}|\t)/.test(lines[i + 1] ?? '')))) {
-        body.push(lines[i++]!.replace(/^( {4}|\t)/, ''));
-      }
-      blocks.push({ t: 'code', lang: '', v: body.join('\n') });
-      continue;
-    }
-    const heading = HEADING.exec(line);
-    if (heading) {
-      blocks.push({ t: 'h', level: heading[1]!.length, c: parseInline(heading[2] ?? '') });
-      i++;
-      continue;
-    }
-    if (HR.test(line)) {
-      blocks.push({ t: 'hr' });
-      i++;
-      continue;
-    }
-    if (QUOTE.test(line)) {
-      const body: string[] = [];
-      while (i < lines.length && QUOTE.test(lines[i]!)) body.push(QUOTE.exec(lines[i++]!)![1]!);
-      // Bounded nesting: deeper quotes are shown as text.
-      blocks.push(depth < 8 ? { t: 'quote', c: parseMarkdown(body.join('\n'), depth + 1) } : { t: 'p', c: [{ t: 'text', v: body.join('\n') }] });
-      continue;
-    }
-    const bullet = BULLET.exec(line);
-    const ordered = bullet ? undefined : ORDERED.exec(line);
-    if (bullet || ordered) {
-      const isOrdered = ordered !== undefined && ordered !== null;
-      const itemRe = isOrdered ? ORDERED : BULLET;
-      const items: string[][] = [];
-      while (i < lines.length) {
-        const l = lines[i]!;
-        const m = itemRe.exec(l);
-        if (m) {
-          items.push([isOrdered ? m[2]! : m[1]!]);
-          i++;
-        } else if (!BLANK.test(l) && /^\s{2,}/.test(l) && items.length > 0) {
-          items[items.length - 1]!.push(l.trim());
-          i++;
-        } else if (BLANK.test(l) && itemRe.test(lines[i + 1] ?? '')) {
-          i++;
-        } else break;
-      }
-      blocks.push({
-        t: 'list',
-        ordered: isOrdered,
-        start: isOrdered ? Number(ordered![1]) : 1,
-        items: items.map((item) => (depth < 8 ? parseMarkdown(item.join('\n'), depth + 1) : [{ t: 'p', c: [{ t: 'text', v: item.join('\n') }] }])),
-      });
-      continue;
-    }
-    // Paragraph: until a blank line or the start of another block.
-    const body: string[] = [];
-    while (i < lines.length) {
-      const l = lines[i]!;
-      if (BLANK.test(l) || (body.length > 0 && (FENCE.test(l) || HEADING.test(l) || HR.test(l) || QUOTE.test(l) || BULLET.test(l) || ORDERED.test(l)))) break;
-      body.push(l);
-      i++;
-    }
-    blocks.push({ t: 'p', c: parseParagraph(body) });
-  }
-  return blocks;
-}
-
-/** Lines of a paragraph: joined with a space, or a hard break after two trailing spaces / a backslash. */
-function parseParagraph(lines: string[]): Inline[] {
-  const out: Inline[] = [];
-  lines.forEach((line, index) => {
-    const last = index === lines.length - 1;
-    const hard = !last && (/ {2,}$/.test(line) || /\\$/.test(line));
-    const text = hard ? line.replace(/( {2,}|\\)$/, '') : line.trim();
-    out.push(...parseInline(text.trim()));
-    if (!last) out.push(hard ? { t: 'br' } : { t: 'text', v: ' ' });
-  });
-  return mergeText(out);
-}
-
-// ─── Inlines ─────────────────────────────────────────────────────────────────
-
-const ESCAPABLE = /[\\`*_{}[\]()#+\-.!<>~|"']/;
-const BARE_URL = /^https?:\/\/[^\s<>]*[^\s<>.,:;"')\]!?*_~]/;
-const AUTOLINK = /^<((?:https?:\/\/|mailto:)[^\s<>]+)>/i;
-
-export function parseInline(s: string, depth = 0): Inline[] {
-  const out: Inline[] = [];
-  let text = '';
-  const flush = (): void => {
-    if (text) out.push({ t: 'text', v: text });
-    text = '';
-  };
-  const nested = (inner: string): Inline[] => (depth < 16 ? parseInline(inner, depth + 1) : [{ t: 'text', v: inner }]);
-  let i = 0;
-  while (i < s.length) {
-    const ch = s[i]!;
-    const rest = s.slice(i);
-    if (ch === '\\' && i + 1 < s.length && ESCAPABLE.test(s[i + 1]!)) {
-      text += s[i + 1];
-      i += 2;
-      continue;
-    }
-    if (ch === '`') {
-      const run = /^`+/.exec(rest)![0];
-      const close = s.indexOf(run, i + run.length);
-      if (close > 0) {
-        flush();
-        out.push({ t: 'code', v: s.slice(i + run.length, close).replace(/^ (.*) $/, '$1') });
-        i = close + run.length;
-        continue;
-      }
-      text += run;
-      i += run.length;
-      continue;
-    }
-    const delim = rest.startsWith('**') ? '**' : rest.startsWith('__') ? '__' : rest.startsWith('~~') ? '~~' : ch === '*' || ch === '_' ? ch : undefined;
-    if (delim && !/\s/.test(s[i + delim.length] ?? ' ') && !(ch === '_' && /\w/.test(s[i - 1] ?? ''))) {
-      const close = findClose(s, delim, i + delim.length);
-      if (close > 0) {
-        flush();
-        const kind = delim === '~~' ? 'del' : delim.length === 2 ? 'strong' : 'em';
-        out.push({ t: kind, c: nested(s.slice(i + delim.length, close)) });
-        i = close + delim.length;
-        continue;
-      }
-    }
-    if (ch === '!' && s[i + 1] === '[') {
-      const link = readLink(s, i + 1);
-      if (link) {
-        flush();
-        // Never load images from agent text: show them as a link to the image.
-        out.push({ t: 'link', href: safeHref(link.url), c: [{ t: 'text', v: `image: ${link.label || link.url}` }] });
-        i = link.end;
-        continue;
-      }
-    }
-    if (ch === '[') {
-      const link = readLink(s, i);
-      if (link) {
-        flush();
-        out.push({ t: 'link', href: safeHref(link.url), c: nested(link.label) });
-        i = link.end;
-        continue;
-      }
-    }
-    if (ch === '<') {
-      const auto = AUTOLINK.exec(rest);
-      if (auto) {
-        flush();
-        out.push({ t: 'link', href: safeHref(auto[1]!), c: [{ t: 'text', v: auto[1]! }] });
-        i += auto[0].length;
-        continue;
-      }
-    }
-    if ((ch === 'h' || ch === 'H') && !/\w/.test(s[i - 1] ?? '')) {
-      const bare = BARE_URL.exec(rest);
-      if (bare) {
-        flush();
-        out.push({ t: 'link', href: safeHref(bare[0]), c: [{ t: 'text', v: bare[0] }] });
-        i += bare[0].length;
-        continue;
-      }
-    }
-    text += ch;
-    i++;
-  }
-  flush();
-  return mergeText(out);
-}
-
-function findClose(s: string, delim: string, from: number): number {
-  let j = from;
-  while (j < s.length) {
-    if (s[j] === '\\') {
-      j += 2;
-      continue;
-    }
-    if (s[j] === '`') {
-      const run = /^`+/.exec(s.slice(j))![0];
-      const close = s.indexOf(run, j + run.length);
-      j = close > 0 ? close + run.length : j + run.length;
-      continue;
-    }
-    if (s.startsWith(delim, j) && j > from && !/\s/.test(s[j - 1]!)) {
-      // `**` must not be taken for the end of an `*` span.
-      if (delim.length === 1 && s[j + 1] === delim) {
-        j += 2;
-        continue;
-      }
-      if (delim === '_' && /\w/.test(s[j + 1] ?? '')) {
-        j++;
-        continue;
-      }
-      return j;
-    }
-    j++;
-  }
-  return -1;
-}
-
-/** `[label](url "title")` starting at `start` (the `[`). */
-function readLink(s: string, start: number): { label: string; url: string; end: number } | undefined {
-  let depth = 0;
-  let j = start;
-  for (; j < s.length; j++) {
-    if (s[j] === '\\') {
-      j++;
-      continue;
-    }
-    if (s[j] === '[') depth++;
-    else if (s[j] === ']' && --depth === 0) break;
-  }
-  if (j >= s.length || s[j + 1] !== '(') return undefined;
-  const label = s.slice(start + 1, j);
-  let k = j + 2;
-  let parens = 1;
-  for (; k < s.length; k++) {
-    if (s[k] === '(') parens++;
-    else if (s[k] === ')' && --parens === 0) break;
-  }
-  if (k >= s.length) return undefined;
-  const inside = s.slice(j + 2, k).trim();
-  const url = /^<([^>]*)>/.exec(inside)?.[1] ?? inside.split(/\s+/)[0] ?? '';
-  return { label, url, end: k + 1 };
-}
-
-function mergeText(parts: Inline[]): Inline[] {
-  const out: Inline[] = [];
-  for (const p of parts) {
-    const prev = out[out.length - 1];
-    if (p.t === 'text' && prev?.t === 'text') out[out.length - 1] = { t: 'text', v: prev.v + p.v };
-    else out.push(p);
-  }
-  return out;
+/** Block tokens of a markdown source (GFM). */
+export function lexMarkdown(source: string): Token[] {
+  return Lexer.lex(source, { gfm: true });
 }
 
 // ─── DOM ─────────────────────────────────────────────────────────────────────
@@ -329,95 +54,194 @@ export interface MarkdownElement extends MarkdownNode {
   setAttribute(name: string, value: string): void;
 }
 
-type Append = (parent: MarkdownNode, child: unknown) => void;
-const appendTo: Append = (parent, child) => {
+const appendTo = (parent: MarkdownNode, child: unknown): void => {
   (parent.appendChild as (c: unknown) => unknown)(child);
 };
 
 /** Renders markdown into a fragment of elements and text nodes. */
 export function renderMarkdown<F extends MarkdownNode>(source: string, doc: MarkdownDocument<F>): F {
+  return renderTokens(lexMarkdown(source), doc);
+}
+
+/** Renders block tokens (from `lexMarkdown`) into a fragment. */
+export function renderTokens<F extends MarkdownNode>(tokens: readonly Token[], doc: MarkdownDocument<F>): F {
   const fragment = doc.createDocumentFragment();
-  for (const block of parseMarkdown(source)) appendTo(fragment, renderBlock(block, doc));
+  renderBlocks(fragment, tokens, doc, 0);
   return fragment;
 }
 
-function renderBlock(block: Block, doc: MarkdownDocument): MarkdownElement {
-  switch (block.t) {
-    case 'p':
-      return withInlines(doc.createElement('p'), block.c, doc);
-    case 'h':
+function renderBlocks(parent: MarkdownNode, tokens: readonly Token[], doc: MarkdownDocument, depth: number): void {
+  for (const token of tokens) {
+    const node = renderBlock(token, doc, depth);
+    if (node !== undefined) appendTo(parent, node);
+  }
+}
+
+function renderBlock(token: Token, doc: MarkdownDocument, depth: number): unknown {
+  if (depth > MAX_DEPTH) return doc.createTextNode(token.raw);
+  const t = token as Tokens.Generic;
+  switch (t.type) {
+    case 'space':
+    case 'def':
+      return undefined;
+    case 'paragraph':
+      return inlinesInto(doc.createElement('p'), (t as Tokens.Paragraph).tokens, doc, depth);
+    case 'heading':
       // Agent headings sit inside a message: keep them below the page's own headings.
-      return withInlines(doc.createElement(`h${Math.min(6, block.level + 2)}`), block.c, doc);
+      return inlinesInto(doc.createElement(`h${Math.min(6, (t as Tokens.Heading).depth + 2)}`), (t as Tokens.Heading).tokens, doc, depth);
     case 'code': {
+      const block = t as Tokens.Code;
       const pre = doc.createElement('pre');
       const code = doc.createElement('code');
       if (block.lang && /^[\w+-]{1,32}$/.test(block.lang)) code.setAttribute('data-lang', block.lang);
-      appendTo(code, doc.createTextNode(block.v));
+      appendTo(code, doc.createTextNode(block.text));
       appendTo(pre, code);
       return pre;
     }
-    case 'quote': {
-      const q = doc.createElement('blockquote');
-      for (const b of block.c) appendTo(q, renderBlock(b, doc));
-      return q;
+    case 'blockquote': {
+      const quote = doc.createElement('blockquote');
+      renderBlocks(quote, (t as Tokens.Blockquote).tokens, doc, depth + 1);
+      return quote;
     }
     case 'list': {
+      const block = t as Tokens.List;
       const list = doc.createElement(block.ordered ? 'ol' : 'ul');
-      if (block.ordered && block.start !== 1) list.setAttribute('start', String(block.start));
+      if (block.ordered && typeof block.start === 'number' && block.start !== 1) list.setAttribute('start', String(block.start));
       for (const item of block.items) {
         const li = doc.createElement('li');
-        // A single paragraph item renders without the <p> wrapper (tight list).
-        if (item.length === 1 && item[0]!.t === 'p') withInlines(li, item[0]!.c, doc);
-        else for (const b of item) appendTo(li, renderBlock(b, doc));
+        renderListItem(li, item, doc, depth + 1);
         appendTo(list, li);
       }
       return list;
     }
+    case 'table':
+      return renderTable(t as Tokens.Table, doc, depth);
     case 'hr':
       return doc.createElement('hr');
+    case 'text': {
+      // A text block (list items without a paragraph): its inline tokens, or its text.
+      const text = t as Tokens.Text;
+      return text.tokens ? inlinesInto(doc.createDocumentFragment() as unknown as MarkdownElement, text.tokens, doc, depth) : doc.createTextNode(text.text);
+    }
+    case 'html':
+      // Raw HTML is shown as the text it is, never interpreted.
+      return inlinesInto(doc.createElement('p'), [{ type: 'text', raw: t.raw, text: t.raw.replace(/\n+$/, '') }], doc, depth);
+    default:
+      return doc.createTextNode(t.raw);
   }
 }
 
-function withInlines(parent: MarkdownElement, inlines: readonly Inline[], doc: MarkdownDocument): MarkdownElement {
-  for (const inline of inlines) appendTo(parent, renderInline(inline, doc));
+function renderListItem(li: MarkdownElement, item: Tokens.ListItem, doc: MarkdownDocument, depth: number): void {
+  for (const token of item.tokens) {
+    if (token.type === 'checkbox') {
+      // A task box as text, not an input element: nothing here is interactive.
+      appendTo(li, doc.createTextNode((token as Tokens.Checkbox).checked ? '☑ ' : '☐ '));
+      continue;
+    }
+    const node = renderBlock(token, doc, depth);
+    if (node !== undefined) appendTo(li, node);
+  }
+}
+
+function renderTable(table: Tokens.Table, doc: MarkdownDocument, depth: number): MarkdownElement {
+  const node = doc.createElement('table');
+  const head = doc.createElement('thead');
+  const headRow = doc.createElement('tr');
+  for (const cell of table.header) appendTo(headRow, cellInto(doc.createElement('th'), cell, doc, depth));
+  appendTo(head, headRow);
+  appendTo(node, head);
+  if (table.rows.length > 0) {
+    const body = doc.createElement('tbody');
+    for (const row of table.rows) {
+      const tr = doc.createElement('tr');
+      for (const cell of row) appendTo(tr, cellInto(doc.createElement('td'), cell, doc, depth));
+      appendTo(body, tr);
+    }
+    appendTo(node, body);
+  }
+  return node;
+}
+
+function cellInto(cell: MarkdownElement, token: Tokens.TableCell, doc: MarkdownDocument, depth: number): MarkdownElement {
+  if (token.align) cell.setAttribute('class', `md-align-${token.align}`);
+  return inlinesInto(cell, token.tokens, doc, depth);
+}
+
+function inlinesInto(parent: MarkdownElement, tokens: readonly Token[], doc: MarkdownDocument, depth: number): MarkdownElement {
+  for (const token of tokens) appendTo(parent, renderInline(token, doc, depth + 1));
   return parent;
 }
 
-function renderInline(inline: Inline, doc: MarkdownDocument): unknown {
-  switch (inline.t) {
+function renderInline(token: Token, doc: MarkdownDocument, depth: number): unknown {
+  const t = token as Tokens.Generic;
+  if (depth > MAX_DEPTH) return doc.createTextNode(t.raw);
+  switch (t.type) {
     case 'text':
-      return doc.createTextNode(inline.v);
-    case 'code': {
+      return (t as Tokens.Text).tokens ? inlinesInto(doc.createDocumentFragment() as unknown as MarkdownElement, (t as Tokens.Text).tokens!, doc, depth) : doc.createTextNode((t as Tokens.Text).text);
+    case 'escape':
+      return doc.createTextNode((t as Tokens.Escape).text);
+    case 'codespan': {
       const code = doc.createElement('code');
-      appendTo(code, doc.createTextNode(inline.v));
+      appendTo(code, doc.createTextNode((t as Tokens.Codespan).text));
       return code;
     }
     case 'strong':
     case 'em':
     case 'del':
-      return withInlines(doc.createElement(inline.t), inline.c, doc);
+      return inlinesInto(doc.createElement(t.type), (t as Tokens.Strong).tokens, doc, depth);
     case 'br':
       return doc.createElement('br');
-    case 'link': {
-      if (inline.href === undefined) {
+    case 'link':
+    case 'image': {
+      const link = t as Tokens.Link | Tokens.Image;
+      const href = safeHref(link.href);
+      if (href === undefined) {
         const span = doc.createElement('span');
         span.setAttribute('class', 'md-inert-link');
         span.setAttribute('title', 'link disabled: only http(s) and mailto links are allowed');
-        return withInlines(span, inline.c, doc);
+        return t.type === 'image' ? inlinesInto(span, [{ type: 'text', raw: link.text, text: link.text }], doc, depth) : inlinesInto(span, link.tokens, doc, depth);
       }
       const a = doc.createElement('a');
-      a.setAttribute('href', inline.href);
+      a.setAttribute('href', href);
       a.setAttribute('target', '_blank');
       a.setAttribute('rel', 'noopener noreferrer nofollow');
-      return withInlines(a, inline.c, doc);
+      // An image is a link to it, labelled with its alt text: never loaded.
+      return t.type === 'image' ? inlinesInto(a, [{ type: 'text', raw: link.text, text: link.text || href }], doc, depth) : inlinesInto(a, link.tokens, doc, depth);
     }
+    default:
+      // Inline HTML (`<b>`, `<img …>`) and anything unknown: the source text, as text.
+      return doc.createTextNode(t.raw);
   }
 }
 
 /** Plain text of a markdown source (for previews). */
 export function markdownToText(source: string): string {
-  const inlineText = (c: readonly Inline[]): string => c.map((i) => (i.t === 'text' || i.t === 'code' ? i.v : i.t === 'br' ? ' ' : inlineText(i.c))).join('');
-  const blockText = (b: Block): string =>
-    b.t === 'p' || b.t === 'h' ? inlineText(b.c) : b.t === 'code' ? b.v : b.t === 'quote' ? b.c.map(blockText).join(' ') : b.t === 'list' ? b.items.map((it) => it.map(blockText).join(' ')).join(' ') : '';
-  return parseMarkdown(source).map(blockText).join(' ');
+  const inline = (tokens: readonly Token[] | undefined): string =>
+    (tokens ?? []).map((t) => {
+      const g = t as Tokens.Generic;
+      if (g.type === 'br') return ' ';
+      if (g.tokens) return inline(g.tokens);
+      return g.type === 'html' ? g.raw : typeof g['text'] === 'string' ? (g['text'] as string) : '';
+    }).join('');
+  const block = (t: Token): string => {
+    const g = t as Tokens.Generic;
+    switch (g.type) {
+      case 'code':
+        return (g as Tokens.Code).text;
+      case 'list':
+        return (g as Tokens.List).items.map((item) => item.tokens.map(block).join(' ')).join(' ');
+      case 'blockquote':
+        return (g as Tokens.Blockquote).tokens.map(block).join(' ');
+      case 'table':
+        return [(g as Tokens.Table).header, ...(g as Tokens.Table).rows].map((row) => row.map((c) => inline(c.tokens)).join(' ')).join(' ');
+      case 'space':
+      case 'def':
+      case 'hr':
+      case 'checkbox':
+        return '';
+      default:
+        return g.tokens ? inline(g.tokens) : typeof g['text'] === 'string' ? (g['text'] as string) : '';
+    }
+  };
+  return lexMarkdown(source).map(block).filter((s) => s !== '').join(' ');
 }

@@ -9,6 +9,7 @@ import { el, markdownInto, replaceChildren } from './dom.js';
 import { answeredByOf, answeredByText, errorInWords, FROM_APP_META } from './format.js';
 import type { AppContext } from './main.js';
 import { InputRequestView } from './input-form.js';
+import { StreamingMarkdown } from './markdown-stream.js';
 
 export interface PartContext {
   readonly app: AppContext;
@@ -39,33 +40,31 @@ export function createPartView(part: ResponsePart, ctx: PartContext, active: boo
   }
 }
 
+/** Streamed text: only the unfinished tail block is rendered again, once per frame (markdown-stream.ts). */
 class MarkdownView implements PartView {
   readonly el: HTMLElement;
-  #content: string | undefined;
+  readonly #body: StreamingMarkdown;
   constructor(cls: string) {
     this.el = el('div', { class: `part ${cls} markdown` });
+    this.#body = new StreamingMarkdown(this.el);
   }
   update(part: ResponsePart): void {
-    const content = typeof (part as { content?: unknown }).content === 'string' ? (part as { content: string }).content : '';
-    if (content === this.#content) return;
-    this.#content = content;
-    markdownInto(this.el, content);
+    this.#body.set(typeof (part as { content?: unknown }).content === 'string' ? (part as { content: string }).content : '');
   }
   destroy(): void {}
 }
 
 class ReasoningView implements PartView {
   readonly el: HTMLElement;
-  readonly #body = el('div', { class: 'markdown' });
-  #content: string | undefined;
+  readonly #body: StreamingMarkdown;
   constructor() {
-    this.el = el('details', { class: 'part reasoning' }, el('summary', { text: 'Thinking' }), this.#body);
+    const body = el('div', { class: 'markdown' });
+    this.el = el('details', { class: 'part reasoning' }, el('summary', { text: 'Thinking' }), body);
+    this.#body = new StreamingMarkdown(body);
   }
   update(part: ResponsePart): void {
-    const content = (part as { content?: string }).content ?? '';
-    if (content === this.#content) return;
-    this.#content = content;
-    markdownInto(this.#body, content);
+    const content = (part as { content?: unknown }).content;
+    this.#body.set(typeof content === 'string' ? content : '');
   }
   destroy(): void {}
 }

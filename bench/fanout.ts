@@ -33,8 +33,8 @@ import type { SubscriberKind, SubscriberWorkerData, WorkerCommand, WorkerReport 
 type ServerKind = 'raw' | 'hub' | 'hub-coalesced' | 'hocuspocus';
 /**
  * `unpaced`: one producer connection (one agent) sends `unpacedCount` deltas as fast as its socket
- * takes them, to `unpacedSubscribers` subscribers of the hub; the hub's flow control slows it to
- * its per-connection budget, and the row shows that nothing is lost and what that costs.
+ * takes them, to `unpacedSubscribers` subscribers (of the hub, and of plain ws as the baseline);
+ * the row shows that nothing is lost and how fast the hub takes and fans out one fast agent.
  */
 type Load = 'sustained' | 'overload' | 'unpaced';
 
@@ -427,7 +427,8 @@ async function runScenario(s: Scenario, cfg: Config): Promise<Result> {
     const paced = s.load === 'unpaced' ? await blast(producer, cfg.unpacedCount, startUs, onWindow) : await pace(producer, s.rate, startUs, fromUs, endUs, onWindow);
     const firstSendUs = t0;
     // The unpaced producer is done when the hub has taken (echoed) everything, not when it wrote it.
-    if (s.load === 'unpaced') await waitUntil(() => producer!.stats().echoed + producer!.stats().rejected >= paced.total, 120);
+    // (Plain ws has no echoes: its row ends when the subscribers have everything, below.)
+    if (s.load === 'unpaced' && s.server !== 'raw') await waitUntil(() => producer!.stats().echoed + producer!.stats().rejected >= paced.total, 120);
     const cpu1 = cpuSeconds(server.pid);
     const benchCpu = process.cpuUsage(benchCpu0);
     const busy1 = machineBusySeconds();
@@ -591,6 +592,7 @@ const k = (v: number): string => (!Number.isFinite(v) ? '—' : v >= 10_000 ? `$
 function label(r: Result, cfg: Config): string {
   if (r.server === 'hub-coalesced') return `hub, maxLatencyMs ${cfg.coalesceMs}`;
   if (r.server === 'hub' && r.load === 'unpaced') return 'hub, one unpaced agent';
+  if (r.server === 'raw' && r.load === 'unpaced') return 'plain ws, one unpaced producer';
   if (r.server === 'hub') return 'hub (immediate)';
   if (r.server === 'raw') return 'plain ws broadcast';
   return 'Hocuspocus 2 (in-memory)';
@@ -671,8 +673,10 @@ async function main(): Promise<void> {
     }
   }
   if (cfg.loads.includes('unpaced') && cfg.servers.some((s) => s.startsWith('hub'))) {
+    // Plain ws gets the same unpaced stream, so the hub's row has a baseline in the same run.
+    const unpacedServers = cfg.servers.includes('raw') ? (['raw', 'hub'] as const) : (['hub'] as const);
     for (let rep = 0; rep < cfg.repeat; rep++) {
-      scenarios.push({ load: 'unpaced', server: 'hub', n: cfg.unpacedSubscribers, rate: cfg.unpacedCount, seconds: 0, maxLatencyMs: 0 });
+      for (const server of unpacedServers) scenarios.push({ load: 'unpaced', server, n: cfg.unpacedSubscribers, rate: cfg.unpacedCount, seconds: 0, maxLatencyMs: 0 });
     }
   }
   const cpu = cpus();

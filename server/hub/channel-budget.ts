@@ -19,6 +19,8 @@
  * agent's output and other users' messages in alice's session count against alice. The tenant's
  * quota bounds everyone together.
  */
+import { actionJson } from '../action-json.js';
+
 export const DEFAULT_MAX_CHANNEL_JSON_CHARS = 8 * 1024 * 1024;
 /**
  * Defaults well below V8's longest string (~512 MiB), so a tenant's snapshot image, which holds
@@ -109,7 +111,7 @@ export class ChannelSizeBudget {
     const account = this.#account(channel);
     if (!account) return undefined;
     if (NEVER_GROWS.has(action.type)) return undefined;
-    const size = JSON.stringify(action).length;
+    const size = actionJson(action).length;
     const { maxChannelJsonChars, maxUserStateChars, maxTenantStateChars } = this.quotas;
     if (account.estimate + size > maxChannelJsonChars) this.#measure(channel, account);
     if (account.estimate + size > maxChannelJsonChars) {
@@ -161,7 +163,7 @@ export class ChannelSizeBudget {
       return;
     }
     if (NEVER_GROWS.has(action.type)) return;
-    this.#grow(account, this.#owners.get(account.owner)!, JSON.stringify(action).length);
+    this.#grow(account, this.#owners.get(account.owner)!, actionJson(action).length);
   }
 
   /** A channel was disposed: what it held no longer counts. */

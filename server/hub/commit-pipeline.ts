@@ -43,7 +43,7 @@ import { errorFields, errorMessage } from '../log.js';
 import { CATALOG_CHANNEL } from './catalog.js';
 import type { Actor } from './client-ledger.js';
 import { CloseCode, type Connection } from './connection.js';
-import { deliverEnvelopeRun, deliverPrivate, encodeNotification, sendOrCloseSlow, type ChannelFanout, type FanoutLimits, type QueuedEnvelope } from './fanout.js';
+import { deliverEnvelopeRun, deliverPrivate, encodeNotification, mergeStreamingActions, sendOrCloseSlow, type ChannelFanout, type FanoutLimits, type QueuedEnvelope } from './fanout.js';
 import type { ReplayWindow } from './replay-window.js';
 
 /** Who receives what the pipeline delivers (implemented by `Subscriptions`). */
@@ -132,6 +132,8 @@ export class CommitPipeline {
   #recordsSinceSnapshot = 0;
 
   #pendingRecords: LogRecord[] = [];
+  /** The last record sequenced, while a following streaming action may still merge into it. */
+  #mergeable: LogRecord | undefined;
   #outbox: OutboxItem[] = [];
   #flushScheduled = false;
   #flushing: Promise<void> | undefined;
@@ -173,8 +175,13 @@ export class CommitPipeline {
     this.#appender = appender;
   }
 
-  /** Last serverSeq sequenced: what the in-memory state reflects (maybe not durable yet). */
+  /**
+   * Last serverSeq sequenced: what the in-memory state reflects (maybe not durable yet). Whoever
+   * reads it may hand it out (a snapshot's `fromSeq`, `initialize`), so the record at that seq is
+   * sealed: nothing merges into it any more (see `sequence`).
+   */
   get serverSeq(): number {
+    this.#mergeable = undefined;
     return this.#seq;
   }
 
@@ -210,6 +217,10 @@ export class CommitPipeline {
    * `onDelivered` (the hooks' delivered phase) runs once the record is durable, after its envelope.
    */
   sequence(channel: string, action: WireAction, origin?: ActionOrigin, source?: Connection, actor?: Actor, onDelivered?: () => void): number {
+    if (origin === undefined && source === undefined) {
+      const merged = this.#mergeIntoLast(channel, action, onDelivered);
+      if (merged !== undefined) return merged;
+    }
     const serverSeq = ++this.#seq;
     const record: LogRecord = origin
       ? { serverSeq, channel, action, origin: actor ? { ...origin, actor } : origin }
@@ -217,6 +228,7 @@ export class CommitPipeline {
     this.#state.applyRecord(record);
     this.#pendingRecords.push(record);
     this.#queueDelivery(record, source, onDelivered);
+    this.#mergeable = origin === undefined && source === undefined && channel !== CATALOG_CHANNEL ? record : undefined;
     return serverSeq;
   }
 
@@ -224,6 +236,44 @@ export class CommitPipeline {
     if (record.channel !== CATALOG_CHANNEL) this.#outbox.push({ kind: 'envelope', envelope: envelopeOf(record), source, onDelivered });
     else if (onDelivered) this.#outbox.push({ kind: 'call', fn: onDelivered });
     this.#scheduleFlush();
+  }
+
+  /**
+   * THE MERGE RULE (ingest). A streaming-only action without origin (a server-side agent's
+   * `chat/delta` / `chat/reasoning`) that continues the record sequenced just before it — same
+   * channel, turn and part, no `_meta`, nothing queued in between, not yet appended, and its
+   * serverSeq not yet handed out (`serverSeq` seals it) — is folded into that record: one log
+   * record, one envelope, one serverSeq for both, and the state is exactly the one applying both
+   * gives. Nobody can tell: the record was neither durable nor seen. Returns the record's seq
+   * (so `dispatchServer` callers of both fragments get the same one). Each fragment keeps its own
+   * delivered phase (hooks see both, in order, with that one serverSeq), chained after the
+   * earlier fragments' once the merged record is durable.
+   *
+   * Client dispatches (with an origin) never merge into one record: AHP confirms one pending
+   * action per echo, and a client drops an echo whose serverSeq is not above the last it applied,
+   * so every clientSeq keeps its own record and echo (other receivers still get a run of them as
+   * one envelope, see `deliverEnvelopeRun`).
+   */
+  #mergeIntoLast(channel: string, action: WireAction, onDelivered: (() => void) | undefined): number | undefined {
+    const last = this.#mergeable;
+    if (last === undefined || last.channel !== channel || last.serverSeq !== this.#seq) return undefined;
+    const pendingAt = this.#pendingRecords.length - 1;
+    // Durability waiters queued after it (each `dispatchServer` adds one) resolve at the same
+    // point whether or not more is folded in, so they do not stand in the way.
+    let queuedAt = this.#outbox.length - 1;
+    while (this.#outbox[queuedAt]?.kind === 'durable') queuedAt--;
+    const queued = this.#outbox[queuedAt];
+    if (this.#pendingRecords[pendingAt] !== last || queued?.kind !== 'envelope' || queued.envelope.serverSeq !== last.serverSeq) return undefined;
+    const combined = mergeStreamingActions(last.action as WireAction, action);
+    if (combined === undefined) return undefined;
+    this.#state.applyRecord({ serverSeq: last.serverSeq, channel, action });
+    const record: LogRecord = { serverSeq: last.serverSeq, channel, action: combined };
+    this.#pendingRecords[pendingAt] = record;
+    const earlier = queued.onDelivered;
+    const chained = earlier && onDelivered ? () => (earlier(), onDelivered()) : (earlier ?? onDelivered);
+    this.#outbox[queuedAt] = { ...queued, envelope: envelopeOf(record), onDelivered: chained };
+    this.#mergeable = record;
+    return record.serverSeq;
   }
 
   /**

@@ -18,13 +18,22 @@
 import { isKnownAction, type DeltaAction, type ReasoningAction } from '../../shared/protocol/actions.js';
 import type { ActionEnvelope, WireAction } from '../../shared/protocol/messages.js';
 import { CloseCode, type Connection } from './connection.js';
+import { actionJson } from '../action-json.js';
 
 export function encodeNotification(method: string, params: unknown): string {
   return `{"jsonrpc":"2.0","method":${JSON.stringify(method)},"params":${JSON.stringify(params)}}`;
 }
 
+/**
+ * The `action` notification for an envelope, with the fields in the schema's order. The action's
+ * text comes from `actionJson`, so the JSON built for the size budget and the log record is
+ * reused, never rebuilt per envelope.
+ */
 export function encodeEnvelope(envelope: ActionEnvelope): string {
-  return '{"jsonrpc":"2.0","method":"action","params":' + JSON.stringify(envelope) + '}';
+  let params = '{"channel":' + JSON.stringify(envelope.channel) + ',"action":' + actionJson(envelope.action) + ',"serverSeq":' + envelope.serverSeq;
+  if (envelope.origin !== undefined) params += ',"origin":' + JSON.stringify(envelope.origin);
+  if (envelope.rejectionReason !== undefined) params += ',"rejectionReason":' + JSON.stringify(envelope.rejectionReason);
+  return '{"jsonrpc":"2.0","method":"action","params":' + params + '}}';
 }
 
 export interface FanoutLimits {

@@ -21,10 +21,10 @@ import { CloseCode, type Connection } from './connection.js';
 export interface ConnectionState {
   clientId: string | undefined;
   protocolVersion: string | undefined;
-  /** Token bucket for inbound messages; negative while the connection is in overdraft. */
+  /** Token bucket of inbound work units (see `RateLimit`); negative while in overdraft. */
   tokens: number;
   lastRefill: number;
-  /** Messages refused in a row because the overdraft was used up (see `RateLimit.overdraft`). */
+  /** Frames refused in a row because the overdraft was used up (see `RateLimit.overdraft`). */
   refusedInARow: number;
 }
 
@@ -47,22 +47,36 @@ export interface NotificationHandler<S extends z.ZodType> {
 }
 
 /**
- * The inbound budget of one connection. Going over it is not an error: the transport stops
- * reading the socket until the bucket refills (TCP then slows the sender), so valid traffic is
- * delayed, never lost. Messages that were already read when reading stopped are processed on
- * credit (the overdraft); only a connection that exhausts even that is refused (`-32020`, or a
- * rejection echo for dispatches) and, if it keeps going, closed with 4029.
+ * The inbound budget of one connection, counted in work units rather than messages: a frame costs
+ * one unit per started `bytesPerUnit` bytes (at least one: parsing and routing a frame is work
+ * whatever its size). So an agent streaming small `chat/delta` frames is budgeted by the bytes it
+ * sends, not held to a message count meant for abusive clients, while a flood of large frames or
+ * of tiny ones still runs out.
+ *
+ * Going over it is not an error: the transport stops reading the socket until the bucket refills
+ * (TCP then slows the sender), so valid traffic is delayed, never lost. Frames that were already
+ * read when reading stopped are processed on credit (the overdraft); only a connection that
+ * exhausts even that is refused (`-32020`, or a rejection echo for dispatches) and, if it keeps
+ * going, closed with 4029.
  */
 export interface RateLimit {
-  /** Sustained messages per second per connection. */
+  /** Sustained work units per second per connection. */
   readonly perSecond: number;
-  /** Burst allowance. */
+  /** Burst allowance, in units. */
   readonly burst: number;
-  /** Messages processed on credit while reading is paused; defaults to `burst`. */
+  /** Units processed on credit while reading is paused; defaults to `burst`. */
   readonly overdraft?: number;
+  /** Bytes one unit pays for; default 256 (a typical streamed delta frame costs one unit). */
+  readonly bytesPerUnit?: number;
 }
 
-export const DEFAULT_RATE_LIMIT: RateLimit = { perSecond: 500, burst: 2_000 };
+/**
+ * 16,384 units/s = 4 MiB/s of frames, or 16k small frames/s, per connection; a 4 s burst on top.
+ * Far above what a model streams, and above what one hub process handles from one socket, so
+ * valid traffic runs at machine speed; sustained floods beyond it are slowed, then refused.
+ */
+export const DEFAULT_RATE_LIMIT: RateLimit = { perSecond: 16_384, burst: 65_536 };
+const DEFAULT_BYTES_PER_UNIT = 256;
 
 /** What one inbound message may do, decided when it is read off the socket. */
 export type Admission = 'admitted' | 'refused';
@@ -116,16 +130,17 @@ export class RpcRouter {
   }
 
   /**
-   * Charges one inbound message to the connection's budget. Within budget or overdraft it is
-   * admitted (the transport pauses reading while `resumeDelayMs` > 0); beyond the overdraft it is
-   * refused, and after another overdraft's worth of refusals in a row the connection is closed.
+   * Charges one inbound frame of `bytes` bytes to the connection's budget. Within budget or
+   * overdraft it is admitted (the transport pauses reading while `resumeDelayMs` > 0); beyond the
+   * overdraft it is refused, and after another overdraft's worth of refusals in a row the
+   * connection is closed.
    */
-  admit(ctx: RpcContext): Admission {
+  admit(ctx: RpcContext, bytes = 0): Admission {
     const state = ctx.state;
     this.#refill(state);
     const overdraft = this.rateLimit.overdraft ?? this.rateLimit.burst;
     if (state.tokens > -overdraft) {
-      state.tokens -= 1;
+      state.tokens -= Math.max(1, Math.ceil(bytes / (this.rateLimit.bytesPerUnit ?? DEFAULT_BYTES_PER_UNIT)));
       state.refusedInARow = 0;
       return 'admitted';
     }
@@ -143,7 +158,7 @@ export class RpcRouter {
    * Handles one inbound text frame. Resolves when the answer (if any) has been sent. `admission`
    * is decided when the frame was read (see `admit`); callers without flow control omit it.
    */
-  async handleFrame(ctx: RpcContext, text: string, admission: Admission = this.admit(ctx)): Promise<void> {
+  async handleFrame(ctx: RpcContext, text: string, admission: Admission = this.admit(ctx, text.length)): Promise<void> {
     let json: unknown;
     try {
       json = JSON.parse(text);
@@ -174,7 +189,7 @@ export class RpcRouter {
       return;
     }
     if (throttled) {
-      this.sendResponse(ctx.conn, encodeError(msg.id, ErrorCode.LimitExceeded, `rate limit exceeded: at most ${this.rateLimit.perSecond} messages per second`));
+      this.sendResponse(ctx.conn, encodeError(msg.id, ErrorCode.LimitExceeded, `rate limit exceeded: this connection sent more than its budget (${this.rateLimit.perSecond} units of ${this.rateLimit.bytesPerUnit ?? DEFAULT_BYTES_PER_UNIT} bytes per second) even after being slowed down`));
       return;
     }
     this.sendResponse(ctx.conn, await this.#handleRequest(ctx, msg.id, msg.method, msg.params));

@@ -5,6 +5,7 @@
  */
 import type { LogRecord, LogSnapshot } from './action-log.js';
 import { errorMessage } from '../log.js';
+import { actionJson } from '../action-json.js';
 
 /** How many snapshots an engine keeps; older ones are dropped when a newer one is saved. */
 export const SNAPSHOTS_KEPT = 2;
@@ -75,7 +76,8 @@ function encodeRecord(record: LogRecord): StoredRecord {
   return {
     seq,
     channel: record.channel,
-    action: toJson(record.action, `record ${seq} action`),
+    // The text the hub already built for this action (size budget, envelope): encoded once per commit.
+    action: toJson(record.action, `record ${seq} action`, actionJson),
     origin: origin === undefined ? null : toJson(origin, `record ${seq} origin`),
   };
 }
@@ -113,10 +115,10 @@ export function decodeSnapshot(seq: number, data: unknown): LogSnapshot {
   return { serverSeq: seq, data: parseColumn(data, `snapshot ${seq} is corrupt: data column`) };
 }
 
-function toJson(value: unknown, what: string): string {
+function toJson(value: unknown, what: string, encode: (value: never) => string | undefined = JSON.stringify): string {
   let text: string | undefined;
   try {
-    text = JSON.stringify(value);
+    text = encode(value as never);
   } catch (cause) {
     throw new Error(`action log: ${what} is not JSON-serialisable: ${errorMessage(cause)}`, { cause });
   }

@@ -204,8 +204,9 @@ export class WsTransport {
         conn.send(encodeError(null, ErrorCode.InvalidRequest, 'binary frames are not supported: send JSON-RPC as text frames'));
         return;
       }
-      const text = Array.isArray(data) ? Buffer.concat(data).toString('utf8') : Buffer.from(data as ArrayBuffer).toString('utf8');
-      const admission = flow.received();
+      const bytes = Array.isArray(data) ? Buffer.concat(data) : Buffer.isBuffer(data) ? data : Buffer.from(data);
+      const admission = flow.received(bytes.length);
+      const text = bytes.toString('utf8');
       queue = queue
         .then(() => router.handleFrame(ctx, text, admission))
         .catch((err: unknown) => this.options.logger.error('frame handling failed', errorFields(err)))
@@ -269,9 +270,9 @@ class InboundFlowControl {
     private readonly ctx: RpcContext,
   ) {}
 
-  received(): Admission {
+  received(bytes: number): Admission {
     this.#queued++;
-    const admission = this.router.admit(this.ctx);
+    const admission = this.router.admit(this.ctx, bytes);
     if (!this.#timer) this.#check();
     return admission;
   }

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { parseInline, parseMarkdown, renderMarkdown, safeHref, markdownToText, type MarkdownDocument, type MarkdownElement } from '../../app/markdown.js';
+import { renderMarkdown, safeHref, markdownToText, type MarkdownDocument, type MarkdownElement } from '../../app/markdown.js';
 
 /** A fake DOM that records every element and attribute the renderer creates. */
 class FakeNode implements MarkdownElement {
@@ -42,7 +42,7 @@ function render(src: string): { html: string; doc: FakeDoc } {
   return { html: frag.toString(), doc };
 }
 
-const ALLOWED_TAGS = new Set(['p', 'h3', 'h4', 'h5', 'h6', 'pre', 'code', 'blockquote', 'ul', 'ol', 'li', 'hr', 'strong', 'em', 'del', 'br', 'a', 'span']);
+const ALLOWED_TAGS = new Set(['p', 'h3', 'h4', 'h5', 'h6', 'pre', 'code', 'blockquote', 'ul', 'ol', 'li', 'hr', 'strong', 'em', 'del', 'br', 'a', 'span', 'table', 'thead', 'tbody', 'tr', 'th', 'td']);
 const ALLOWED_ATTRS = new Set(['href', 'target', 'rel', 'class', 'title', 'data-lang', 'start']);
 
 describe('safeHref', () => {
@@ -56,37 +56,27 @@ describe('safeHref', () => {
   });
 });
 
-describe('parseMarkdown', () => {
-  it('parses blocks', () => {
-    const blocks = parseMarkdown('# Title\n\npara one\nline two\n\n- a\n- b\n\n1. x\n2. y\n\n```ts\nconst a = 1;\n```\n\n> quoted\n\n---');
-    expect(blocks.map((b) => b.t)).toEqual(['h', 'p', 'list', 'list', 'code', 'quote', 'hr']);
-    expect(blocks[4]).toEqual({ t: 'code', lang: 'ts', v: 'const a = 1;' });
+describe('markdown structure', () => {
+  it('renders blocks: headings, paragraphs, lists, fenced code, quotes, rules and tables', () => {
+    const { html } = render('# Title\n\npara one\nline two\n\n- a\n- b\n\n1. x\n2. y\n\n```ts\nconst a = 1;\n```\n\n> quoted\n\n---\n\n| k | v |\n|---|--:|\n| a | 1 |');
+    expect(html).toBe(
+      '<h3>Title</h3><p>para one\nline two</p><ul><li>a</li><li>b</li></ul><ol><li>x</li><li>y</li></ol>' +
+        '<pre><code data-lang="ts">const a = 1;</code></pre><blockquote><p>quoted</p></blockquote><hr></hr>' +
+        '<table><thead><tr><th>k</th><th class="md-align-right">v</th></tr></thead><tbody><tr><td>a</td><td class="md-align-right">1</td></tr></tbody></table>',
+    );
   });
 
   it('keeps an unterminated fence open while streaming', () => {
-    expect(parseMarkdown('```\npartial')).toEqual([{ t: 'code', lang: '', v: 'partial' }]);
+    expect(render('```\npartial').html).toBe('<pre><code>partial</code></pre>');
   });
 
-  it('parses inline marks, code, links and escapes', () => {
-    expect(parseInline('a **b** *c* ~~d~~ `e*f*` \\*g\\*')).toEqual([
-      { t: 'text', v: 'a ' },
-      { t: 'strong', c: [{ t: 'text', v: 'b' }] },
-      { t: 'text', v: ' ' },
-      { t: 'em', c: [{ t: 'text', v: 'c' }] },
-      { t: 'text', v: ' ' },
-      { t: 'del', c: [{ t: 'text', v: 'd' }] },
-      { t: 'text', v: ' ' },
-      { t: 'code', v: 'e*f*' },
-      { t: 'text', v: ' *g*' },
-    ]);
-    expect(parseInline('see [docs](https://x.dev/a_(b)) and https://y.dev/p.')).toEqual([
-      { t: 'text', v: 'see ' },
-      { t: 'link', href: 'https://x.dev/a_(b)', c: [{ t: 'text', v: 'docs' }] },
-      { t: 'text', v: ' and ' },
-      { t: 'link', href: 'https://y.dev/p', c: [{ t: 'text', v: 'https://y.dev/p' }] },
-      { t: 'text', v: '.' },
-    ]);
-    expect(parseInline('snake_case_name stays')).toEqual([{ t: 'text', v: 'snake_case_name stays' }]);
+  it('renders inline marks, code, links and escapes', () => {
+    expect(render('a **b** *c* ~~d~~ `e*f*` \\*g\\*').html).toBe('<p>a <strong>b</strong> <em>c</em> <del>d</del> <code>e*f*</code> *g*</p>');
+    expect(render('see [docs](https://x.dev/a_(b)) and https://y.dev/p.').html).toBe(
+      '<p>see <a href="https://x.dev/a_(b)" target="_blank" rel="noopener noreferrer nofollow">docs</a> and ' +
+        '<a href="https://y.dev/p" target="_blank" rel="noopener noreferrer nofollow">https://y.dev/p</a>.</p>',
+    );
+    expect(render('snake_case_name stays').html).toBe('<p>snake_case_name stays</p>');
   });
 
   it('gives plain text for previews', () => {
@@ -120,7 +110,8 @@ describe('renderMarkdown', () => {
     expect(anchors).toHaveLength(1);
     expect(anchors[0]!.attrs.get('href')).toBe('https://ok.dev/');
     const inert = doc.created.filter((n) => n.tag === 'span');
-    expect(inert).toHaveLength(3);
+    // Four inert links: the three bracket links and the `<javascript:…>` autolink (CommonMark).
+    expect(inert).toHaveLength(4);
     for (const n of doc.created) {
       const href = n.attrs.get('href');
       if (href !== undefined) expect(href).toMatch(/^(https?:|mailto:)/);

@@ -1,0 +1,80 @@
+/**
+ * Streamed answers render exactly: for 10 seeded random streams (markdown with fenced code,
+ * tables and lists, split at random points), the text the live page shows once the stream ends
+ * equals the text of a cold render of the final state, and the final state holds the whole text.
+ * The live page renders incrementally (finished blocks once, the tail per frame); the cold page
+ * renders each part in one go.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Page } from 'playwright-core';
+import { randomMarkdown, splitAtRandom } from '../../bench/markdown-corpus.js';
+import { prng } from '../helpers/prng.js';
+import { TOKENS } from '../helpers/start-server.js';
+import type { RpcClient } from '../helpers/rpc-client.js';
+import { BrowserHub, sessionPath } from './support.js';
+
+const STREAMS = 10;
+let hub: BrowserHub;
+
+beforeAll(async () => {
+  hub = await BrowserHub.start();
+});
+
+afterAll(async () => {
+  await hub?.stop();
+});
+
+async function partTexts(page: Page): Promise<string[]> {
+  await page.locator('.turn-footer', { hasText: 'Completed' }).nth(STREAMS - 1).waitFor();
+  // Two frames: anything the last envelope scheduled has been drawn.
+  await page.evaluate(() => {
+    const frame = (globalThis as unknown as { requestAnimationFrame(callback: () => void): void }).requestAnimationFrame;
+    return new Promise<void>((resolve) => frame(() => frame(() => resolve())));
+  });
+  return page.locator('article.turn .part.md').evaluateAll((parts) => parts.map((p) => p.textContent ?? ''));
+}
+
+async function stream(alice: RpcClient, agent: RpcClient, page: Page, chat: string, index: number, text: string, chunks: readonly string[]): Promise<void> {
+  const turnId = `turn-${index}`;
+  const partId = `part-${index}`;
+  await alice.dispatchAndWait(chat, { type: 'chat/turnStarted', turnId, startedAt: new Date().toISOString(), message: { text: `stream ${index}`, origin: { kind: 'user' } } });
+  await agent.dispatchAndWait(chat, { type: 'chat/responsePart', turnId, part: { kind: 'markdown', id: partId, content: '' } });
+  for (let i = 0; i < chunks.length; i++) {
+    const action = { type: 'chat/delta', turnId, partId, content: chunks[i] };
+    // Every 16th delta waits for its echo, so the page gets the stream in many envelopes and frames.
+    if (i % 16 === 15) await agent.dispatchAndWait(chat, action);
+    else agent.dispatch(chat, action);
+    if (i === Math.floor(chunks.length / 2)) {
+      // Halfway: the page has drawn part of the answer (the incremental path is exercised).
+      await page.locator(`article.turn[data-turn="${turnId}"] .part.md`).filter({ hasText: /\S/ }).waitFor();
+    }
+  }
+  const envelope = await agent.dispatchAndWait(chat, { type: 'chat/turnComplete', turnId, duration: 1 });
+  expect(envelope.rejectionReason).toBeUndefined();
+  expect(text.length).toBeGreaterThan(0);
+}
+
+describe('streamed answers in the browser', () => {
+  it('show exactly the final state\'s text for 10 random markdown streams', async () => {
+    const alice = await hub.rpc(TOKENS.alice);
+    const agent = await hub.rpc(TOKENS.agent);
+    const session = 'ahp-session:/streams-e2e';
+    const { defaultChat: chat } = await alice.request<{ defaultChat: string }>('createSession', { channel: session, provider: 'remote', title: 'Streams' });
+    const live = await hub.open(TOKENS.alice, sessionPath(session));
+    const texts: string[] = [];
+    for (let i = 0; i < STREAMS; i++) {
+      const random = prng(20261201 + i);
+      const text = randomMarkdown(random, 1_500 + Math.floor(random() * 3_000));
+      texts.push(text);
+      await stream(alice, agent, live, chat, i, text, splitAtRandom(random, text, 24));
+    }
+    const streamed = await partTexts(live);
+    const cold = await partTexts(await hub.open(TOKENS.alice, sessionPath(session)));
+    expect(streamed).toHaveLength(STREAMS);
+    expect(streamed).toEqual(cold);
+    // The final state holds every stream whole.
+    const state = (await alice.subscribe<{ turns: Array<{ responseParts: Array<{ content?: string }> }> }>(chat)).state;
+    expect(state.turns.map((t) => t.responseParts[0]?.content)).toEqual(texts);
+    expect(hub.pageErrors).toEqual([]);
+  }, 180_000);
+});
