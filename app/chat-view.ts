@@ -324,9 +324,10 @@ class ChatView {
             void this.#submit();
           }
         },
-        // Compact until used: one line at rest, room to write while focused or filled in.
-        focus: () => this.#composer.classList.add('expanded'),
-        blur: () => this.#composer.classList.toggle('expanded', this.#textarea.value !== ''),
+        // Compact until used: one line while empty, room to write once it holds text. Focus and
+        // blur never change its size: a press on a button above would blur it, and a composer
+        // shrinking between mousedown and mouseup moves that button away from the pointer.
+        input: () => this.#fitComposer(),
       },
     });
     this.#send = el('button', { class: 'primary', attrs: { type: 'submit', 'data-testid': 'send', disabled: ctx.canWrite ? undefined : 'disabled' }, text: 'Send' });
@@ -355,11 +356,19 @@ class ChatView {
     };
     window.addEventListener('scroll', onScroll, { passive: true });
     this.#offs.push(() => window.removeEventListener('scroll', onScroll));
-    // Keep what scrolls into view clear of the sticky composer, however tall it is right now.
-    const resize = new ResizeObserver(() => document.documentElement.style.setProperty('--composer-h', `${this.#composer.offsetHeight}px`));
+    // Keep what scrolls into view clear of the sticky composer, however tall it is right now; a
+    // composer that grows while the person follows the chat keeps the newest controls above it.
+    const resize = new ResizeObserver(() => {
+      document.documentElement.style.setProperty('--composer-h', `${this.#composer.offsetHeight}px`);
+      if (this.#following) this.#scrollToBottom();
+    });
     resize.observe(this.#composer);
     this.#offs.push(() => resize.disconnect());
     void this.#start();
+  }
+
+  #fitComposer(): void {
+    this.#composer.classList.toggle('expanded', this.#textarea.value !== '');
   }
 
   /** True when the end of the chat is on screen (a few pixels of slack). */
@@ -500,7 +509,7 @@ class ChatView {
         el('button', { class: 'primary', attrs: { type: 'button', 'data-testid': 'start-tour', disabled: this.ctx.canWrite ? undefined : 'disabled' }, text: 'Start the demo tour', on: { click: () => void this.#startTurn('Show me the tour') } }),
         el('button', { attrs: { type: 'button', 'data-testid': 'use-script', disabled: this.ctx.canWrite ? undefined : 'disabled' }, text: 'Try a script', on: { click: () => {
           this.#textarea.value = example;
-          this.#composer.classList.add('expanded');
+          this.#fitComposer();
           this.#textarea.focus();
         } } }),
       ),
@@ -611,7 +620,7 @@ class ChatView {
       if (view.state.activeTurn) await this.#steer(text);
       else if (await this.#startTurn(text)) {
         this.#textarea.value = '';
-        this.#composer.classList.toggle('expanded', document.activeElement === this.#textarea);
+        this.#fitComposer();
       }
     } finally {
       this.#sending = false;
@@ -636,6 +645,7 @@ class ChatView {
     const tracked: TrackedInput = { inputId: newId(), text, target };
     this.#inputs.push(tracked);
     this.#textarea.value = '';
+    this.#fitComposer();
     this.#renderComposer(this.#view!.state);
     for (let attempt = 0; attempt < 3; attempt++) {
       try {
