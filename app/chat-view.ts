@@ -10,7 +10,9 @@ import type { ActiveTurn, ResponsePart, Turn } from '../shared/protocol/state.js
 import { SessionInputs, type InputReceipt, type InputTarget } from '../shared/client/session-inputs.js';
 import { CollabDoc, presenceName, type PresenceState } from './collab.js';
 import { el, markdownInto, replaceChildren } from './dom.js';
-import { colorFor, displayTitle, errorInWords, newId, relativeTime, sessionIdOf, statusClass, statusLabel } from './format.js';
+import { colorFor, displayTitle, errorInWords, newId, receiptInWords, relativeTime, sessionIdOf, statusClass, statusLabel } from './format.js';
+import { AhpRequestError } from '../shared/client/errors.js';
+import { ErrorCode } from '../shared/protocol/errors.js';
 import type { AppContext } from './main.js';
 import { createPartView, type PartView } from './parts.js';
 import { APPROVED_TOOLS_META, DENIED_TOOLS_META, rememberedTools, turnDuration } from '../shared/state/selectors.js';
@@ -51,10 +53,15 @@ export class ChatPage {
       if (this.#destroyed) return;
       this.#session = session;
       this.#offs.push(session.onChange(() => this.#renderSession()));
-      this.#offs.push(session.onGone((reason) => this.#fail(`This session is no longer available (${reason}).`)));
+      this.#offs.push(session.onGone(() => this.#fail('This session is no longer available: it was deleted or closed. Go back to all sessions to pick another.')));
       this.#renderSession();
     } catch (err) {
-      this.#fail(`Could not open this session: ${(err as Error).message}`);
+      const missing = err instanceof AhpRequestError && err.code === ErrorCode.SessionNotFound;
+      this.#title.textContent = missing ? 'Session not found' : 'Could not open this session';
+      this.ctx.setPageTitle(this.#title.textContent);
+      this.#fail(missing
+        ? 'There is no such session here: it may have been deleted, or the link is mistyped. Go back to all sessions to pick one.'
+        : 'The hub did not open this session. Check the connection and reload the page.');
     }
   }
 
@@ -166,6 +173,19 @@ export class ChatPage {
   }
 }
 
+/**
+ * Turns this tab stopped, so their footer says "Stopped by you". The hub does not record who
+ * cancels a turn, so other tabs only say "Stopped".
+ */
+const stoppedHere = new Set<string>();
+
+/** When a turn ended ("Completed … ago" counts from the end, not the start). */
+function endedAt(t: Turn): string | undefined {
+  const start = Date.parse(t.startedAt ?? '');
+  if (Number.isNaN(start)) return undefined;
+  return new Date(start + (typeof t.duration === 'number' ? t.duration : 0)).toISOString();
+}
+
 class TurnView {
   readonly el: HTMLElement;
   readonly #message = el('div', { class: 'user-message' });
@@ -217,8 +237,9 @@ class TurnView {
       replaceChildren(this.#footer, el('span', { class: 'spinner', attrs: { 'aria-hidden': 'true' } }), ' Working… ', stop);
     } else {
       const t = turn as Turn;
-      const state = t.state === 'complete' ? 'Completed' : t.state === 'cancelled' ? 'Stopped' : 'Failed';
-      const duration = typeof t.duration === 'number' ? ` in ${(t.duration / 1000).toFixed(1)} s` : '';
+      const state = t.state === 'complete' ? 'Completed' : t.state === 'cancelled' ? (stoppedHere.has(t.id) ? 'Stopped by you' : 'Stopped') : 'Failed';
+      const ended = endedAt(t);
+      const duration = typeof t.duration === 'number' ? ` ${t.state === 'cancelled' ? 'after' : 'in'} ${(t.duration / 1000).toFixed(1)} s` : '';
       // A failed last turn says what happened in words and offers the next step.
       const nextSteps = t.error && isLast && this.ctx.canWrite
         ? el(
@@ -231,7 +252,7 @@ class TurnView {
       replaceChildren(
         this.#footer,
         `${state}${duration}`,
-        t.startedAt ? el('span', { title: t.startedAt, text: ` · ${relativeTime(t.startedAt)}` }) : null,
+        ended ? el('span', { class: 'ago', title: ended, attrs: { 'data-at': ended }, text: ` · ${relativeTime(ended)}` }) : null,
         t.error
           ? el('div', { class: 'turn-error', attrs: { role: 'alert', 'data-testid': 'turn-error' } },
               // The error part (when the agent sent one) already says what failed.
@@ -355,6 +376,11 @@ class ChatView {
       if (this.#following) this.#jump.hidden = true;
     };
     window.addEventListener('scroll', onScroll, { passive: true });
+    // "just now" must not stay "just now": relative times are recomputed while the chat is open.
+    const ticker = window.setInterval(() => {
+      for (const span of this.el.querySelectorAll<HTMLElement>('.ago[data-at]')) span.textContent = ` · ${relativeTime(span.dataset['at'])}`;
+    }, 15_000);
+    this.#offs.push(() => window.clearInterval(ticker));
     this.#offs.push(() => window.removeEventListener('scroll', onScroll));
     // Keep what scrolls into view clear of the sticky composer, however tall it is right now; a
     // composer that grows while the person follows the chat keeps the newest controls above it.
@@ -569,13 +595,14 @@ class ChatView {
     const others = pendingSteering.filter((p) => !mine.has(inputIdOf(p)));
     const receipt = (i: TrackedInput): HTMLElement => {
       const state = i.problem ? 'not added' : i.receipt?.state ?? 'sending';
+      const words = receiptInWords(state, i.receipt?.reason);
       return el(
         'div',
         { class: `receipt receipt-${state.replace(/\s/g, '-')}`, attrs: { 'data-input': i.inputId, 'data-state': state } },
-        el('span', { class: 'badge', text: state }),
+        el('span', { class: 'badge', text: words.badge }),
         ' ',
         el('span', { class: 'receipt-text', text: i.text.length > 140 ? i.text.slice(0, 140) + '…' : i.text }),
-        i.problem ? el('span', { class: 'error small', text: ` — ${i.problem}` }) : i.receipt?.reason ? el('span', { class: 'muted small', text: ` — ${i.receipt.reason}` }) : null,
+        i.problem ? el('span', { class: 'error small', text: ` — ${i.problem}` }) : words.why ? el('span', { class: 'muted small', text: ` — ${words.why}` }) : null,
       );
     };
     // Receipts of the latest turn (running or just ended) stay in view; once another turn has
@@ -604,7 +631,11 @@ class ChatView {
       startedAt: new Date().toISOString(),
       message: { text, origin: { kind: 'user' } },
     });
-    if (!result.accepted) this.#composerError.textContent = `Not sent: ${result.reason}`;
+    if (!result.accepted) {
+      // The hub's reason names ids; it stays on hover for bug reports.
+      this.#composerError.textContent = view.state.activeTurn ? 'Not sent: another turn started first. Send it again to add it to that turn.' : 'Not sent: the hub refused this message. Try again, or reload the page.';
+      this.#composerError.title = result.reason;
+    }
     else this.#scrollToBottom();
     return result.accepted;
   }
@@ -634,7 +665,8 @@ class ChatView {
     try {
       target = await this.#steering.getInputTarget();
     } catch (err) {
-      this.#composerError.textContent = `Cannot add to the running turn: ${(err as Error).message}`;
+      this.#composerError.textContent = 'Cannot add to the running turn right now (the hub did not answer). Try again in a moment.';
+      this.#composerError.title = (err as Error).message;
       return;
     }
     if (!target) {
@@ -651,7 +683,7 @@ class ChatView {
       try {
         const result = await this.#steering.submitInput({ inputId: tracked.inputId, target, content: { text } });
         if (result.outcome === 'accepted') tracked.receipt = result.receipt;
-        else tracked.problem = `${result.outcome === 'closed' ? 'the turn was already closed' : result.code}: ${result.message}`;
+        else tracked.problem = result.outcome === 'closed' ? 'the turn had already ended; send it again to start a new turn' : `the hub did not take it: ${result.message}`;
         break;
       } catch (err) {
         // Unknown outcome: ask first, resend the identical request only if the hub has no receipt.
@@ -660,7 +692,7 @@ class ChatView {
           tracked.receipt = known;
           break;
         }
-        if (attempt === 2) tracked.problem = `not confirmed (${(err as Error).message}); check before sending again`;
+        if (attempt === 2) tracked.problem = 'not confirmed (the connection failed); check the chat before sending it again';
       }
     }
     this.#renderComposer(this.#view!.state);
@@ -687,8 +719,13 @@ class ChatView {
   async #stop(): Promise<void> {
     const turn = this.#view?.state.activeTurn;
     if (!turn || !this.ctx.canWrite) return;
+    stoppedHere.add(turn.id);
     const result = await this.#view!.dispatch({ type: 'chat/turnCancelled', turnId: turn.id, duration: turnDuration(turn.startedAt, Date.now()) });
-    if (!result.accepted) this.#composerError.textContent = `Could not stop: ${result.reason}`;
+    if (!result.accepted) {
+      stoppedHere.delete(turn.id);
+      this.#composerError.textContent = 'Could not stop: the turn had already ended.';
+      this.#composerError.title = result.reason;
+    }
   }
 
   destroy(): void {

@@ -117,3 +117,25 @@ export function answeredByText(by: AnsweredBy): string {
 
 /** Marks an answer or approval as sent from this app (the hub adds the signed-in user and time). */
 export const FROM_APP_META = { 'hub/client': 'app' } as const;
+
+/** A steering receipt in words: a short badge and, when it was not used, why. Codes never show. */
+export function receiptInWords(state: string, reason: string | undefined): { badge: string; why: string | undefined } {
+  const badge = state === 'accepted' ? 'waiting for the agent' : state === 'consumed' ? 'read by the agent' : state === 'closed' || state === 'cancelled' ? 'not used' : state;
+  const WHY: Record<string, string> = {
+    turn_completed: 'the turn finished before the agent read it',
+    turn_failed: 'the turn failed before the agent read it',
+    turn_cancelled: 'the turn was stopped before the agent read it',
+    turn_ended: 'the turn ended before the agent read it',
+    history_replaced: 'the chat history was replaced',
+    removed_by_client: 'you removed it',
+    removed: 'it was removed',
+  };
+  return { badge, why: reason === undefined ? undefined : WHY[reason] };
+}
+
+/** "alice denied this first" — what the loser of an approve/deny race reads. */
+export function wonRaceText(by: AnsweredBy | undefined, approved: boolean, option: string | undefined): string {
+  const who = by ? (by.user.startsWith('hub:') ? 'The hub' : by.user) : 'Someone else';
+  const how = by?.surface === 'remembered choice' ? ' (a remembered "always" choice)' : '';
+  return `${who} ${approved ? 'approved' : 'denied'} this first${option ? ` (${option})` : ''}${how}.`;
+}
