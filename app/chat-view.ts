@@ -6,7 +6,7 @@
 import { CHAT_PRESENCE_DOC } from '../shared/protocol/collab.js';
 import type { ChatState, SessionState } from '../shared/client/ahp-client.js';
 import type { ChannelView } from '../shared/client/channel-view.js';
-import type { ActiveTurn, ResponsePart, Turn } from '../shared/protocol/state.js';
+import type { ActiveTurn, InputRequestPart, ResponsePart, ToolCallState, Turn } from '../shared/protocol/state.js';
 import { SessionInputs, type InputReceipt, type InputTarget } from '../shared/client/session-inputs.js';
 import { CollabDoc, presenceName, type PresenceState } from './collab.js';
 import { el, markdownInto, replaceChildren } from './dom.js';
@@ -333,6 +333,9 @@ class ChatView {
   /** Set when this tab submits answers: the next question is brought into view. */
   #revealNext = false;
   readonly #seenRequests = new Set<string>();
+  /** Polite announcements for screen readers: a new question, a tool waiting, a turn's end. */
+  readonly #announcer = el('div', { class: 'sr-only', attrs: { role: 'status', 'aria-live': 'polite', 'data-testid': 'announcer' } });
+  readonly #announced = new Set<string>();
 
   constructor(private readonly ctx: AppContext, sessionUri: string, readonly uri: string, private readonly provider: string) {
     this.#steering = new SessionInputs(ctx.client, sessionUri);
@@ -370,7 +373,7 @@ class ChatView {
       this.#composerNote,
       this.#composerError,
     );
-    this.el = el('div', { class: 'chat', attrs: { 'data-chat': uri } }, el('div', { class: 'chat-meta' }, this.#status, this.#activity, this.#viewers), this.#transcript, this.#composer);
+    this.el = el('div', { class: 'chat', attrs: { 'data-chat': uri } }, el('div', { class: 'chat-meta' }, this.#status, this.#activity, this.#viewers), this.#announcer, this.#transcript, this.#composer);
     const onScroll = (): void => {
       this.#following = this.#atBottom();
       if (this.#following) this.#jump.hidden = true;
@@ -491,7 +494,39 @@ class ChatView {
     }
     this.#renderComposer(chat);
     this.#reveal(follow, heightBefore);
+    this.#announce(chat);
   }
+
+  /**
+   * Says what newly needs someone, once each: questions and tools waiting for approval (what a
+   * sighted person notices on screen), and a turn's end. Streaming text is not read out.
+   */
+  #announce(chat: ChatState): void {
+    const news: string[] = [];
+    const once = (key: string, text: string): void => {
+      if (this.#announced.has(key)) return;
+      this.#announced.add(key);
+      news.push(text);
+    };
+    if (!this.#primed) {
+      // What had happened before the page opened is history, not news.
+      this.#primed = true;
+      for (const t of chat.turns) this.#announced.add(`e:${t.id}`);
+    }
+    for (const part of chat.activeTurn?.responseParts ?? []) {
+      if (part.kind === 'inputRequest') {
+        const p = part as InputRequestPart;
+        if (p.response === undefined) once(`q:${p.request.id}`, `The agent asks: ${p.request.message ?? 'a question'}`);
+      } else if (part.kind === 'toolCall') {
+        const tool = (part as { toolCall: ToolCallState }).toolCall;
+        if (tool.status === 'pending-confirmation') once(`t:${tool.toolCallId}`, `The agent wants to run ${tool.displayName || tool.toolName} and waits for approval.`);
+      }
+    }
+    for (const t of chat.turns.slice(-3)) once(`e:${t.id}`, t.state === 'complete' ? 'The agent finished.' : t.state === 'cancelled' ? 'The turn was stopped.' : 'The turn failed.');
+    if (news.length > 0) this.#announcer.textContent = news.join(' ');
+  }
+
+  #primed = false;
 
   /**
    * Keeps the newest content in view the way chat apps do: while the person is at the end, new

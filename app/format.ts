@@ -35,11 +35,20 @@ export function newId(): string {
   return crypto.randomUUID();
 }
 
-/** A stable colour for a person (presence chips). */
+/**
+ * Presence colours: sixteen hues far enough apart to tell people apart, each dark enough for white
+ * chip text (contrast ≥ 4.5:1, WCAG AA).
+ */
+export const PRESENCE_COLORS = [
+  '#1f5fbf', '#b3261e', '#17653a', '#7b3fb0', '#a04600', '#0b6670', '#b0216e', '#4d5b12',
+  '#3b4cc0', '#8a3a00', '#5a4a9e', '#1a6b4f', '#9c2c4d', '#2f5f7a', '#6b4f00', '#6a3d7a',
+] as const;
+
+/** A stable colour for a person (presence chips, carets): the same name gets the same colour in every tab. */
 export function colorFor(name: string): string {
-  let h = 0;
-  for (let i = 0; i < name.length; i++) h = (h * 31 + name.charCodeAt(i)) >>> 0;
-  return `hsl(${h % 360} 60% 42%)`;
+  let h = 2166136261;
+  for (let i = 0; i < name.length; i++) h = Math.imul(h ^ name.charCodeAt(i), 16777619) >>> 0;
+  return PRESENCE_COLORS[h % PRESENCE_COLORS.length]!;
 }
 
 /**
