@@ -3,6 +3,7 @@
  * so it does not linger in history or screenshots), else the one remembered from before, else a
  * sign-in form. Without a token the app tries once anyway (a hub in dev mode needs none).
  */
+import { AhpAuthError } from '../shared/client/errors.js';
 import { el } from './dom.js';
 
 const KEY = 'ahp-hub-token';
@@ -41,6 +42,16 @@ export function rememberToken(token: string): void {
   } catch {
     // storage disabled
   }
+}
+
+/**
+ * What the sign-in page says after a failed connection: nothing on a first visit without a
+ * token, "missing or invalid" when the hub refused the token (the SDK's AhpAuthError), and that
+ * the hub cannot be reached otherwise — each with what to do next.
+ */
+export function signInProblem(err: unknown, hadToken: boolean): string | undefined {
+  if (err instanceof AhpAuthError) return hadToken ? 'That token is missing or invalid. Paste the access token you were given (or ask whoever runs the hub for one) and sign in again.' : undefined;
+  return 'The hub cannot be reached right now. Check that it is running and that this address is right, then sign in again.';
 }
 
 /** Renders the sign-in form; resolves with the token the user entered. */

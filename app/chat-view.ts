@@ -6,11 +6,13 @@
 import { CHAT_PRESENCE_DOC } from '../shared/protocol/collab.js';
 import type { ChatState, SessionState } from '../shared/client/ahp-client.js';
 import type { ChannelView } from '../shared/client/channel-view.js';
-import type { ActiveTurn, ResponsePart, Turn } from '../shared/protocol/state.js';
+import type { ActiveTurn, InputRequestPart, ResponsePart, ToolCallState, Turn } from '../shared/protocol/state.js';
 import { SessionInputs, type InputReceipt, type InputTarget } from '../shared/client/session-inputs.js';
 import { CollabDoc, presenceName, type PresenceState } from './collab.js';
 import { el, markdownInto, replaceChildren } from './dom.js';
-import { colorFor, displayTitle, errorInWords, newId, relativeTime, sessionIdOf, statusClass, statusLabel } from './format.js';
+import { colorFor, displayTitle, errorInWords, newId, receiptInWords, relativeTime, sessionIdOf, statusClass, statusLabel } from './format.js';
+import { AhpRequestError } from '../shared/client/errors.js';
+import { ErrorCode } from '../shared/protocol/errors.js';
 import type { AppContext } from './main.js';
 import { createPartView, type PartView } from './parts.js';
 import { AnswerStamps } from './answer-stamps.js';
@@ -53,10 +55,15 @@ export class ChatPage {
       if (this.#destroyed) return;
       this.#session = session;
       this.#offs.push(session.onChange(() => this.#renderSession()));
-      this.#offs.push(session.onGone((reason) => this.#fail(`This session is no longer available (${reason}).`)));
+      this.#offs.push(session.onGone(() => this.#fail('This session is no longer available: it was deleted or closed. Go back to all sessions to pick another.')));
       this.#renderSession();
     } catch (err) {
-      this.#fail(`Could not open this session: ${(err as Error).message}`);
+      const missing = err instanceof AhpRequestError && err.code === ErrorCode.SessionNotFound;
+      this.#title.textContent = missing ? 'Session not found' : 'Could not open this session';
+      this.ctx.setPageTitle(this.#title.textContent);
+      this.#fail(missing
+        ? 'There is no such session here: it may have been deleted, or the link is mistyped. Go back to all sessions to pick one.'
+        : 'The hub did not open this session. Check the connection and reload the page.');
     }
   }
 
@@ -168,6 +175,19 @@ export class ChatPage {
   }
 }
 
+/**
+ * Turns this tab stopped, so their footer says "Stopped by you". The hub does not record who
+ * cancels a turn, so other tabs only say "Stopped".
+ */
+const stoppedHere = new Set<string>();
+
+/** When a turn ended ("Completed … ago" counts from the end, not the start). */
+function endedAt(t: Turn): string | undefined {
+  const start = Date.parse(t.startedAt ?? '');
+  if (Number.isNaN(start)) return undefined;
+  return new Date(start + (typeof t.duration === 'number' ? t.duration : 0)).toISOString();
+}
+
 class TurnView {
   readonly el: HTMLElement;
   readonly #message = el('div', { class: 'user-message' });
@@ -219,8 +239,9 @@ class TurnView {
       replaceChildren(this.#footer, el('span', { class: 'spinner', attrs: { 'aria-hidden': 'true' } }), ' Working… ', stop);
     } else {
       const t = turn as Turn;
-      const state = t.state === 'complete' ? 'Completed' : t.state === 'cancelled' ? 'Stopped' : 'Failed';
-      const duration = typeof t.duration === 'number' ? ` in ${(t.duration / 1000).toFixed(1)} s` : '';
+      const state = t.state === 'complete' ? 'Completed' : t.state === 'cancelled' ? (stoppedHere.has(t.id) ? 'Stopped by you' : 'Stopped') : 'Failed';
+      const ended = endedAt(t);
+      const duration = typeof t.duration === 'number' ? ` ${t.state === 'cancelled' ? 'after' : 'in'} ${(t.duration / 1000).toFixed(1)} s` : '';
       // A failed last turn says what happened in words and offers the next step.
       // A turn a restart stopped is resumed: a new turn whose questions start with the answers given.
       const restarted = t.error?.errorType === 'hubRestarted';
@@ -237,7 +258,7 @@ class TurnView {
       replaceChildren(
         this.#footer,
         `${state}${duration}`,
-        t.startedAt ? el('span', { title: t.startedAt, text: ` · ${relativeTime(t.startedAt)}` }) : null,
+        ended ? el('span', { class: 'ago', title: ended, attrs: { 'data-at': ended }, text: ` · ${relativeTime(ended)}` }) : null,
         t.error
           ? el('div', { class: 'turn-error', attrs: { role: 'alert', 'data-testid': 'turn-error' } },
               // The error part (when the agent sent one) already says what failed.
@@ -323,6 +344,9 @@ class ChatView {
   /** Set when this tab submits answers: the next question is brought into view. */
   #revealNext = false;
   readonly #seenRequests = new Set<string>();
+  /** Polite announcements for screen readers: a new question, a tool waiting, a turn's end. */
+  readonly #announcer = el('div', { class: 'sr-only', attrs: { role: 'status', 'aria-live': 'polite', 'data-testid': 'announcer' } });
+  readonly #announced = new Set<string>();
 
   constructor(private readonly ctx: AppContext, sessionUri: string, readonly uri: string, private readonly provider: string) {
     this.#steering = new SessionInputs(ctx.client, sessionUri);
@@ -335,9 +359,10 @@ class ChatView {
             void this.#submit();
           }
         },
-        // Compact until used: one line at rest, room to write while focused or filled in.
-        focus: () => this.#composer.classList.add('expanded'),
-        blur: () => this.#composer.classList.toggle('expanded', this.#textarea.value !== ''),
+        // Compact until used: one line while empty, room to write once it holds text. Focus and
+        // blur never change its size: a press on a button above would blur it, and a composer
+        // shrinking between mousedown and mouseup moves that button away from the pointer.
+        input: () => this.#fitComposer(),
       },
     });
     this.#send = el('button', { class: 'primary', attrs: { type: 'submit', 'data-testid': 'send', disabled: ctx.canWrite ? undefined : 'disabled' }, text: 'Send' });
@@ -359,18 +384,31 @@ class ChatView {
       this.#composerNote,
       this.#composerError,
     );
-    this.el = el('div', { class: 'chat', attrs: { 'data-chat': uri } }, el('div', { class: 'chat-meta' }, this.#status, this.#activity, this.#viewers), this.#transcript, this.#composer);
+    this.el = el('div', { class: 'chat', attrs: { 'data-chat': uri } }, el('div', { class: 'chat-meta' }, this.#status, this.#activity, this.#viewers), this.#announcer, this.#transcript, this.#composer);
     const onScroll = (): void => {
       this.#following = this.#atBottom();
       if (this.#following) this.#jump.hidden = true;
     };
     window.addEventListener('scroll', onScroll, { passive: true });
+    // "just now" must not stay "just now": relative times are recomputed while the chat is open.
+    const ticker = window.setInterval(() => {
+      for (const span of this.el.querySelectorAll<HTMLElement>('.ago[data-at]')) span.textContent = ` · ${relativeTime(span.dataset['at'])}`;
+    }, 15_000);
+    this.#offs.push(() => window.clearInterval(ticker));
     this.#offs.push(() => window.removeEventListener('scroll', onScroll));
-    // Keep what scrolls into view clear of the sticky composer, however tall it is right now.
-    const resize = new ResizeObserver(() => document.documentElement.style.setProperty('--composer-h', `${this.#composer.offsetHeight}px`));
+    // Keep what scrolls into view clear of the sticky composer, however tall it is right now; a
+    // composer that grows while the person follows the chat keeps the newest controls above it.
+    const resize = new ResizeObserver(() => {
+      document.documentElement.style.setProperty('--composer-h', `${this.#composer.offsetHeight}px`);
+      if (this.#following) this.#scrollToBottom();
+    });
     resize.observe(this.#composer);
     this.#offs.push(() => resize.disconnect());
     void this.#start();
+  }
+
+  #fitComposer(): void {
+    this.#composer.classList.toggle('expanded', this.#textarea.value !== '');
   }
 
   /** True when the end of the chat is on screen (a few pixels of slack). */
@@ -487,7 +525,39 @@ class ChatView {
     }
     this.#renderComposer(chat);
     this.#reveal(follow, heightBefore);
+    this.#announce(chat);
   }
+
+  /**
+   * Says what newly needs someone, once each: questions and tools waiting for approval (what a
+   * sighted person notices on screen), and a turn's end. Streaming text is not read out.
+   */
+  #announce(chat: ChatState): void {
+    const news: string[] = [];
+    const once = (key: string, text: string): void => {
+      if (this.#announced.has(key)) return;
+      this.#announced.add(key);
+      news.push(text);
+    };
+    if (!this.#primed) {
+      // What had happened before the page opened is history, not news.
+      this.#primed = true;
+      for (const t of chat.turns) this.#announced.add(`e:${t.id}`);
+    }
+    for (const part of chat.activeTurn?.responseParts ?? []) {
+      if (part.kind === 'inputRequest') {
+        const p = part as InputRequestPart;
+        if (p.response === undefined) once(`q:${p.request.id}`, `The agent asks: ${p.request.message ?? 'a question'}`);
+      } else if (part.kind === 'toolCall') {
+        const tool = (part as { toolCall: ToolCallState }).toolCall;
+        if (tool.status === 'pending-confirmation') once(`t:${tool.toolCallId}`, `The agent wants to run ${tool.displayName || tool.toolName} and waits for approval.`);
+      }
+    }
+    for (const t of chat.turns.slice(-3)) once(`e:${t.id}`, t.state === 'complete' ? 'The agent finished.' : t.state === 'cancelled' ? 'The turn was stopped.' : 'The turn failed.');
+    if (news.length > 0) this.#announcer.textContent = news.join(' ');
+  }
+
+  #primed = false;
 
   /**
    * Keeps the newest content in view the way chat apps do: while the person is at the end, new
@@ -531,7 +601,7 @@ class ChatView {
         el('button', { class: 'primary', attrs: { type: 'button', 'data-testid': 'start-tour', disabled: this.ctx.canWrite ? undefined : 'disabled' }, text: 'Start the demo tour', on: { click: () => void this.#startTurn('Show me the tour') } }),
         el('button', { attrs: { type: 'button', 'data-testid': 'use-script', disabled: this.ctx.canWrite ? undefined : 'disabled' }, text: 'Try a script', on: { click: () => {
           this.#textarea.value = example;
-          this.#composer.classList.add('expanded');
+          this.#fitComposer();
           this.#textarea.focus();
         } } }),
       ),
@@ -591,13 +661,14 @@ class ChatView {
     const others = pendingSteering.filter((p) => !mine.has(inputIdOf(p)));
     const receipt = (i: TrackedInput): HTMLElement => {
       const state = i.problem ? 'not added' : i.receipt?.state ?? 'sending';
+      const words = receiptInWords(state, i.receipt?.reason);
       return el(
         'div',
         { class: `receipt receipt-${state.replace(/\s/g, '-')}`, attrs: { 'data-input': i.inputId, 'data-state': state } },
-        el('span', { class: 'badge', text: state }),
+        el('span', { class: 'badge', text: words.badge }),
         ' ',
         el('span', { class: 'receipt-text', text: i.text.length > 140 ? i.text.slice(0, 140) + '…' : i.text }),
-        i.problem ? el('span', { class: 'error small', text: ` — ${i.problem}` }) : i.receipt?.reason ? el('span', { class: 'muted small', text: ` — ${i.receipt.reason}` }) : null,
+        i.problem ? el('span', { class: 'error small', text: ` — ${i.problem}` }) : words.why ? el('span', { class: 'muted small', text: ` — ${words.why}` }) : null,
       );
     };
     // Receipts of the latest turn (running or just ended) stay in view; once another turn has
@@ -626,7 +697,11 @@ class ChatView {
       startedAt: new Date().toISOString(),
       message: { text, origin: { kind: 'user' }, ...(meta ? { _meta: meta } : {}) },
     });
-    if (!result.accepted) this.#composerError.textContent = `Not sent: ${result.reason}`;
+    if (!result.accepted) {
+      // The hub's reason names ids; it stays on hover for bug reports.
+      this.#composerError.textContent = view.state.activeTurn ? 'Not sent: another turn started first. Send it again to add it to that turn.' : 'Not sent: the hub refused this message. Try again, or reload the page.';
+      this.#composerError.title = result.reason;
+    }
     else this.#scrollToBottom();
     return result.accepted;
   }
@@ -642,7 +717,7 @@ class ChatView {
       if (view.state.activeTurn) await this.#steer(text);
       else if (await this.#startTurn(text)) {
         this.#textarea.value = '';
-        this.#composer.classList.toggle('expanded', document.activeElement === this.#textarea);
+        this.#fitComposer();
       }
     } finally {
       this.#sending = false;
@@ -656,7 +731,8 @@ class ChatView {
     try {
       target = await this.#steering.getInputTarget();
     } catch (err) {
-      this.#composerError.textContent = `Cannot add to the running turn: ${(err as Error).message}`;
+      this.#composerError.textContent = 'Cannot add to the running turn right now (the hub did not answer). Try again in a moment.';
+      this.#composerError.title = (err as Error).message;
       return;
     }
     if (!target) {
@@ -667,12 +743,13 @@ class ChatView {
     const tracked: TrackedInput = { inputId: newId(), text, target };
     this.#inputs.push(tracked);
     this.#textarea.value = '';
+    this.#fitComposer();
     this.#renderComposer(this.#view!.state);
     for (let attempt = 0; attempt < 3; attempt++) {
       try {
         const result = await this.#steering.submitInput({ inputId: tracked.inputId, target, content: { text } });
         if (result.outcome === 'accepted') tracked.receipt = result.receipt;
-        else tracked.problem = `${result.outcome === 'closed' ? 'the turn was already closed' : result.code}: ${result.message}`;
+        else tracked.problem = result.outcome === 'closed' ? 'the turn had already ended; send it again to start a new turn' : `the hub did not take it: ${result.message}`;
         break;
       } catch (err) {
         // Unknown outcome: ask first, resend the identical request only if the hub has no receipt.
@@ -681,7 +758,7 @@ class ChatView {
           tracked.receipt = known;
           break;
         }
-        if (attempt === 2) tracked.problem = `not confirmed (${(err as Error).message}); check before sending again`;
+        if (attempt === 2) tracked.problem = 'not confirmed (the connection failed); check the chat before sending it again';
       }
     }
     this.#renderComposer(this.#view!.state);
@@ -708,8 +785,13 @@ class ChatView {
   async #stop(): Promise<void> {
     const turn = this.#view?.state.activeTurn;
     if (!turn || !this.ctx.canWrite) return;
+    stoppedHere.add(turn.id);
     const result = await this.#view!.dispatch({ type: 'chat/turnCancelled', turnId: turn.id, duration: turnDuration(turn.startedAt, Date.now()) });
-    if (!result.accepted) this.#composerError.textContent = `Could not stop: ${result.reason}`;
+    if (!result.accepted) {
+      stoppedHere.delete(turn.id);
+      this.#composerError.textContent = 'Could not stop: the turn had already ended.';
+      this.#composerError.title = result.reason;
+    }
   }
 
   destroy(): void {

@@ -205,7 +205,7 @@ export class DashboardView {
         'div',
         { class: 'session-head' },
         el('span', { class: statusClass(label), attrs: { 'data-testid': 'status' }, text: label + ((s.inputNeededCount ?? 0) > 1 ? ` (${s.inputNeededCount})` : '') }),
-        el('a', { class: 'session-title', attrs: { href, 'data-route': '' }, title: s.title, text: displayTitle(s.title) }),
+        el('h2', { class: 'card-title' }, el('a', { class: 'session-title', attrs: { href, 'data-route': '' }, title: s.title, text: displayTitle(s.title) })),
         el('span', { class: 'muted when', title: s.modifiedAt, text: relativeTime(s.modifiedAt) }),
       ),
       s.activity ? el('div', { class: 'activity muted', text: s.activity }) : null,

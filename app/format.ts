@@ -35,11 +35,20 @@ export function newId(): string {
   return crypto.randomUUID();
 }
 
-/** A stable colour for a person (presence chips). */
+/**
+ * Presence colours: sixteen hues far enough apart to tell people apart, each dark enough for white
+ * chip text (contrast ≥ 4.5:1, WCAG AA).
+ */
+export const PRESENCE_COLORS = [
+  '#1f5fbf', '#b3261e', '#17653a', '#7b3fb0', '#a04600', '#0b6670', '#b0216e', '#4d5b12',
+  '#3b4cc0', '#8a3a00', '#5a4a9e', '#1a6b4f', '#9c2c4d', '#2f5f7a', '#6b4f00', '#6a3d7a',
+] as const;
+
+/** A stable colour for a person (presence chips, carets): the same name gets the same colour in every tab. */
 export function colorFor(name: string): string {
-  let h = 0;
-  for (let i = 0; i < name.length; i++) h = (h * 31 + name.charCodeAt(i)) >>> 0;
-  return `hsl(${h % 360} 60% 42%)`;
+  let h = 2166136261;
+  for (let i = 0; i < name.length; i++) h = Math.imul(h ^ name.charCodeAt(i), 16777619) >>> 0;
+  return PRESENCE_COLORS[h % PRESENCE_COLORS.length]!;
 }
 
 /**
@@ -117,3 +126,25 @@ export function answeredByText(by: AnsweredBy): string {
 
 /** Marks an answer or approval as sent from this app (the hub adds the signed-in user and time). */
 export const FROM_APP_META = { 'hub/client': 'app' } as const;
+
+/** A steering receipt in words: a short badge and, when it was not used, why. Codes never show. */
+export function receiptInWords(state: string, reason: string | undefined): { badge: string; why: string | undefined } {
+  const badge = state === 'accepted' ? 'waiting for the agent' : state === 'consumed' ? 'read by the agent' : state === 'closed' || state === 'cancelled' ? 'not used' : state;
+  const WHY: Record<string, string> = {
+    turn_completed: 'the turn finished before the agent read it',
+    turn_failed: 'the turn failed before the agent read it',
+    turn_cancelled: 'the turn was stopped before the agent read it',
+    turn_ended: 'the turn ended before the agent read it',
+    history_replaced: 'the chat history was replaced',
+    removed_by_client: 'you removed it',
+    removed: 'it was removed',
+  };
+  return { badge, why: reason === undefined ? undefined : WHY[reason] };
+}
+
+/** "alice denied this first" — what the loser of an approve/deny race reads. */
+export function wonRaceText(by: AnsweredBy | undefined, approved: boolean, option: string | undefined): string {
+  const who = by ? (by.user.startsWith('hub:') ? 'The hub' : by.user) : 'Someone else';
+  const how = by?.surface === 'remembered choice' ? ' (a remembered "always" choice)' : '';
+  return `${who} ${approved ? 'approved' : 'denied'} this first${option ? ` (${option})` : ''}${how}.`;
+}

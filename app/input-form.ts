@@ -118,7 +118,9 @@ export class InputRequestView implements PartView {
     this.#destroyFields();
     const request = this.#request;
     const canWrite = this.ctx.app.canWrite;
-    const children: Array<HTMLElement | null> = [el('div', { class: 'request-head' }, el('strong', { text: 'The agent needs your input' }), this.#viewing)];
+    // A viewer follows along: "needs your input" would ask them for something they cannot give.
+    const heading = canWrite ? 'The agent needs your input' : 'The agent is waiting for an answer';
+    const children: Array<HTMLElement | null> = [el('div', { class: 'request-head' }, el('h2', { class: 'request-title', text: heading }), this.#viewing)];
     if (request.message) {
       const msg = el('div', { class: 'markdown request-message' });
       markdownInto(msg, request.message);
@@ -186,9 +188,19 @@ export class InputRequestView implements PartView {
 
   #field(question: Q): Field {
     const field = this.#fieldFor(question);
-    const error = el('div', { class: 'field-error', attrs: { 'data-testid': 'field-error', id: `${field.el.dataset['question'] ?? question.id}-error`, hidden: 'hidden' } });
+    const error = el('div', { class: 'field-error', attrs: { 'data-testid': 'field-error', id: `${field.el.dataset['controlId']}-error`, hidden: 'hidden' } });
     field.el.append(error);
     this.#errors.set(question.id, error);
+    // Screen readers read the question's text and hint with the field, not only after an error.
+    const described = [`${field.el.dataset['controlId']}-message`, `${field.el.dataset['controlId']}-hint`].filter((id) => field.el.querySelector(`[id="${id}"]`)?.textContent);
+    // Named in one piece, "Project name, required" (a hidden ", required" span would be read with
+    // a pause before its comma), whether the control is an input or a choice group.
+    const name = `${(question.title as string | undefined) ?? question.id}${question.required === true ? ', required' : ''}`;
+    for (const control of describedControls(field.el)) {
+      control.setAttribute('aria-label', name);
+      if (described.length > 0) control.setAttribute('aria-describedby', described.join(' '));
+      control.dataset['describedby'] = described.join(' ');
+    }
     return field;
   }
 
@@ -196,11 +208,16 @@ export class InputRequestView implements PartView {
     const id = `q-${this.#request.id}-${question.id}`.replace(/[^\w-]/g, '_');
     const required = question.required === true;
     const presence = el('span', { class: 'presence', attrs: { 'data-testid': 'presence' } });
-    const label = el('label', { class: 'q-title', attrs: { for: id, id: `${id}-label` } }, (question.title as string | undefined) ?? question.id, required ? el('span', { class: 'required', title: 'required', attrs: { 'aria-label': 'required' }, text: ' *' }) : null);
-    const message = question.message ? el('div', { class: 'q-message markdown' }) : null;
+    // A choice group is named with aria-label (see `#field`); only a single field gets a <label for>.
+    const single = question.kind === 'text' || question.kind === 'number' || question.kind === 'integer';
+    const label = el(single ? 'label' : 'span', { class: 'q-title', attrs: { for: single ? id : undefined, id: `${id}-label` } },
+      (question.title as string | undefined) ?? question.id,
+      // The star is for the eye only; the control's own name says ", required" (see `#field`).
+      required ? el('span', { class: 'required', attrs: { 'aria-hidden': 'true' }, text: ' *' }) : null);
+    const message = question.message ? el('div', { class: 'q-message markdown', attrs: { id: `${id}-message` } }) : null;
     if (message) markdownInto(message, String(question.message));
-    const hint = el('div', { class: 'q-hint muted' });
-    const wrap = el('div', { class: 'question', attrs: { 'data-question': question.id, 'data-kind': question.kind } }, el('div', { class: 'q-head' }, label, presence), message, hint);
+    const hint = el('div', { class: 'q-hint muted', attrs: { id: `${id}-hint` } });
+    const wrap = el('div', { class: 'question', attrs: { 'data-question': question.id, 'data-kind': question.kind, 'data-control-id': id } }, el('div', { class: 'q-head' }, label, presence), message, hint);
     const focus = (on: boolean): void => this.#setEditing(on ? question.id : null);
     wrap.addEventListener('focusin', () => focus(true));
     wrap.addEventListener('focusout', (e) => {
@@ -212,7 +229,7 @@ export class InputRequestView implements PartView {
         return this.#textField(question, id, wrap, presence, hint, required);
       case 'number':
       case 'integer': {
-        const input = el('input', { attrs: { id, type: 'number', step: question.kind === 'integer' ? '1' : 'any', min: numAttr(question['min']), max: numAttr(question['max']), required: required ? 'required' : undefined } });
+        const input = el('input', { attrs: { id, type: 'number', step: question.kind === 'integer' ? '1' : 'any', min: numAttr(question['min']), max: numAttr(question['max']), required: required ? 'required' : undefined, 'aria-required': required ? 'true' : undefined } });
         if (typeof question['defaultValue'] === 'number') input.value = String(question['defaultValue']);
         hint.textContent = rangeHint(question['min'], question['max'], question.kind === 'integer' ? 'whole number' : 'number');
         const read = (): ChatInputAnswerValue | undefined => (input.value === '' || Number.isNaN(input.valueAsNumber) ? undefined : { kind: 'number', value: input.valueAsNumber });
@@ -230,7 +247,7 @@ export class InputRequestView implements PartView {
       }
       case 'boolean': {
         // A real yes/no choice: two radios, neither picked until someone answers (or a default).
-        const group = el('div', { class: 'options yes-no', attrs: { role: 'radiogroup', id, 'aria-labelledby': `${id}-label` } });
+        const group = el('div', { class: 'options yes-no', attrs: { role: 'radiogroup', id, 'aria-required': required ? 'true' : undefined } });
         const yes = el('input', { attrs: { type: 'radio', name: id, value: 'yes', 'data-testid': `yes-${question.id}` } });
         const no = el('input', { attrs: { type: 'radio', name: id, value: 'no', 'data-testid': `no-${question.id}` } });
         if (typeof question['defaultValue'] === 'boolean') (question['defaultValue'] ? yes : no).checked = true;
@@ -267,7 +284,7 @@ export class InputRequestView implements PartView {
   #textField(question: Q, id: string, wrap: HTMLElement, presence: HTMLElement, hint: HTMLElement, required: boolean): Field {
     const format = typeof question['format'] === 'string' ? (question['format'] as string) : undefined;
     const type = format === 'email' ? 'email' : format === 'uri' ? 'url' : format === 'date' ? 'date' : format === 'date-time' ? 'datetime-local' : undefined;
-    const attrs = { id, minlength: numAttr(question['min']), maxlength: numAttr(question['max']), required: required ? 'required' : undefined, 'data-testid': `text-${question.id}` };
+    const attrs = { id, minlength: numAttr(question['min']), maxlength: numAttr(question['max']), required: required ? 'required' : undefined, 'aria-required': required ? 'true' : undefined, 'data-testid': `text-${question.id}` };
     const input: HTMLInputElement | HTMLTextAreaElement = type ? el('input', { attrs: { ...attrs, type } }) : el('textarea', { attrs: { ...attrs, rows: '2' } });
     const counter = el('span', { class: 'counter muted' });
     const refreshCount = (): void => {
@@ -342,7 +359,7 @@ export class InputRequestView implements PartView {
     const multi = question.kind === 'multi-select';
     const options = (question['options'] as Option[] | undefined) ?? [];
     const freeform = question['allowFreeformInput'] === true;
-    const group = el('div', { class: 'options', attrs: { role: multi ? 'group' : 'radiogroup', id } });
+    const group = el('div', { class: 'options', attrs: { role: multi ? 'group' : 'radiogroup', id, 'aria-required': question.required === true && !multi ? 'true' : undefined } });
     const boxes = options.map((o) => {
       const input = el('input', { attrs: { type: multi ? 'checkbox' : 'radio', name: id, value: o.id } });
       if (!multi && o.recommended) input.checked = true;
@@ -454,11 +471,13 @@ export class InputRequestView implements PartView {
       error.textContent = advice ?? '';
       error.hidden = advice === undefined;
       field?.el.classList.toggle('invalid', advice !== undefined);
-      for (const control of field?.el.querySelectorAll('input, textarea') ?? []) {
-        if (advice !== undefined) {
-          control.setAttribute('aria-invalid', 'true');
-          control.setAttribute('aria-describedby', error.id);
-        } else control.removeAttribute('aria-invalid');
+      for (const control of field ? describedControls(field.el) : []) {
+        const base = control.dataset['describedby'] ?? '';
+        if (advice !== undefined) control.setAttribute('aria-invalid', 'true');
+        else control.removeAttribute('aria-invalid');
+        const ids = [advice !== undefined ? error.id : '', base].filter(Boolean).join(' ');
+        if (ids) control.setAttribute('aria-describedby', ids);
+        else control.removeAttribute('aria-describedby');
       }
     }
     return problems.length;
@@ -583,7 +602,7 @@ export class InputRequestView implements PartView {
     const by = answeredByOf((part as { _meta?: unknown })._meta);
     replaceChildren(
       this.el,
-      el('div', { class: 'request-head' }, el('strong', { text: 'Input request' }), el('span', { class: `badge outcome-${part.response ?? 'none'}`, attrs: { 'data-testid': 'outcome' }, text: outcome })),
+      el('div', { class: 'request-head' }, el('h2', { class: 'request-title', text: 'Input request' }), el('span', { class: `badge outcome-${part.response ?? 'none'}`, attrs: { 'data-testid': 'outcome' }, text: outcome })),
       message,
       part.request.url ? el('div', { class: 'muted small' }, 'Link: ', el('code', { text: part.request.url })) : null,
       rows.length > 0 ? el('ul', { class: 'answers' }, ...rows) : null,
@@ -605,6 +624,13 @@ export class InputRequestView implements PartView {
   destroy(): void {
     this.#destroyFields();
   }
+}
+
+/** What carries a question's description: its choice group, or its one input. */
+function describedControls(wrap: HTMLElement): HTMLElement[] {
+  const group = wrap.querySelector<HTMLElement>('[role=radiogroup], [role=group]');
+  if (group) return [group];
+  return [...wrap.querySelectorAll<HTMLElement>('input, textarea')];
 }
 
 function numAttr(v: unknown): string | undefined {

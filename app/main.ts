@@ -3,8 +3,8 @@
  * view where several tabs answer one agent together. Everything talks to the hub through the
  * shared AhpClient SDK over `/ahp`; routes are `/` (dashboard) and `/s/<sessionId>?chat=<uri>`.
  */
-import { AhpClient, type ConnectionState } from '../shared/client/ahp-client.js';
-import { devTabName, forgetToken, signInForm, takeToken } from './auth.js';
+import { AhpAuthError, AhpClient, type ConnectionState } from '../shared/client/ahp-client.js';
+import { devTabName, forgetToken, signInForm, signInProblem, takeToken } from './auth.js';
 import { el } from './dom.js';
 import { DashboardView } from './dashboard.js';
 import { ChatPage } from './chat-view.js';
@@ -56,9 +56,9 @@ async function start(): Promise<void> {
     try {
       client = await connect(token);
       break;
-    } catch {
-      if (token !== undefined) forgetToken();
-      problem = token === undefined ? undefined : 'The hub refused that token (or is unreachable). Check it and try again.';
+    } catch (err) {
+      problem = signInProblem(err, token !== undefined);
+      if (err instanceof AhpAuthError) forgetToken();
       token = await signInForm(root, problem);
     }
   }
@@ -77,8 +77,18 @@ function shell(client: AhpClient, user: string, role: string, devMode: boolean):
     attrs: { type: 'button', 'data-testid': 'notify-toggle', hidden: typeof Notification === 'undefined' ? 'hidden' : undefined },
     text: attention.notificationsOn ? 'Notifications on' : 'Notify me',
     title: 'Show a browser notification when a session needs input while this tab is in the background',
-    on: { click: () => void attention.toggleNotifications().then((on) => (bell.textContent = on ? 'Notifications on' : 'Notify me')) },
+    on: { click: () => void attention.toggleNotifications().then((on) => {
+      bell.textContent = on ? 'Notifications on' : 'Notify me';
+      // A browser that blocks notifications answers nothing visible: say so, and how to allow them.
+      bellNote.textContent = on || Notification.permission === 'granted'
+        ? ''
+        : Notification.permission === 'denied'
+          ? 'Your browser blocks notifications for this site. Allow them in the site settings (the icon left of the address), then click Notify me again.'
+          : 'Notifications were not allowed. Click Notify me again and choose Allow when the browser asks.';
+      bellNote.hidden = bellNote.textContent === '';
+    }) },
   });
+  const bellNote = el('div', { class: 'banner banner-info', attrs: { 'data-testid': 'notify-blocked', role: 'status', hidden: 'hidden' } });
   const conn = el('span', { class: 'conn conn-open', attrs: { 'data-testid': 'connection', role: 'status', 'aria-live': 'polite' }, text: 'Connected' });
   const banner = el('div', { class: 'banner', attrs: { hidden: 'hidden', role: 'alert' } });
   const viewHost = el('main', { attrs: { id: 'view' } });
@@ -100,7 +110,7 @@ function shell(client: AhpClient, user: string, role: string, devMode: boolean):
   const readOnly = canWrite
     ? null
     : el('div', { class: 'banner banner-info', attrs: { 'data-testid': 'read-only', role: 'note' }, text: 'Read-only access: you can follow every session live, but not send, answer or create anything.' });
-  root.replaceChildren(header, readOnly ?? '', banner, viewHost);
+  root.replaceChildren(header, readOnly ?? '', bellNote, banner, viewHost);
 
   let lost = false;
   let bannerTimer: number | undefined;

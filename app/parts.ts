@@ -6,7 +6,7 @@ import type { ChatState } from '../shared/client/ahp-client.js';
 import type { ChannelView } from '../shared/client/channel-view.js';
 import type { ResponsePart, ToolCallState } from '../shared/protocol/state.js';
 import { el, markdownInto, replaceChildren } from './dom.js';
-import { answeredByOf, answeredByText, errorInWords, FROM_APP_META } from './format.js';
+import { answeredByOf, answeredByText, errorInWords, FROM_APP_META, wonRaceText } from './format.js';
 import type { AppContext } from './main.js';
 import { InputRequestView } from './input-form.js';
 import { StreamingMarkdown } from './markdown-stream.js';
@@ -121,11 +121,19 @@ const TOOL_STATUS_TEXT: Record<string, string> = {
   cancelled: 'Cancelled',
 };
 
+/** A cancelled tool call says why: denied, its result rejected, or skipped when the turn ended. */
+function toolStatusText(tool: ToolCallState): string {
+  if (tool.status !== 'cancelled') return TOOL_STATUS_TEXT[tool.status] ?? tool.status;
+  const reason = String((tool as { reason?: unknown }).reason ?? '');
+  return reason === 'denied' ? 'Denied' : reason === 'result-denied' ? 'Result rejected' : 'Skipped';
+}
+
 class ToolCallView implements PartView {
   readonly el = el('div', { class: 'part tool' });
   #last: ToolCallState | undefined;
   #busy = false;
-  #problem: string | undefined;
+  /** The hub's reason when this tab's answer was not applied (shown on hover, never as the text). */
+  #refused: string | undefined;
 
   constructor(private readonly ctx: PartContext) {}
 
@@ -145,7 +153,7 @@ class ToolCallView implements PartView {
       { class: 'tool-head' },
       el('span', { class: 'tool-icon', attrs: { 'aria-hidden': 'true' }, text: '⚙' }),
       el('strong', { text: tool.displayName || tool.toolName }),
-      el('span', { class: `tool-status tool-${tool.status}`, text: TOOL_STATUS_TEXT[tool.status] ?? tool.status }),
+      el('span', { class: `tool-status tool-${tool.status}`, attrs: { 'data-testid': 'tool-status' }, text: toolStatusText(tool) }),
     );
     const body: Array<HTMLElement | null> = [];
     const invocation = typeof t['invocationMessage'] === 'string' ? (t['invocationMessage'] as string) : undefined;
@@ -187,7 +195,22 @@ class ToolCallView implements PartView {
       body.push(el('div', { class: 'muted', text: auth?.description ?? `Sign-in needed for ${auth?.resource?.resource ?? 'a resource'}` }));
     }
     const actions = active ? this.#actions(tool) : null;
-    replaceChildren(this.el, head, ...body, actions, this.#problem ? el('div', { class: 'error', attrs: { role: 'alert' }, text: this.#problem }) : null);
+    replaceChildren(this.el, head, ...body, actions, this.#refusal(tool));
+  }
+
+  /**
+   * Why this tab's approval or denial was not applied, in words: when someone else answered first
+   * the tool has moved on, and the hub's stamp says who and what they chose.
+   */
+  #refusal(tool: ToolCallState): HTMLElement | null {
+    if (this.#refused === undefined) return null;
+    const t = tool as ToolCallState & Record<string, unknown>;
+    const decided = tool.status !== 'pending-confirmation' && tool.status !== 'pending-result-confirmation';
+    const option = (t['selectedOption'] as { label?: string } | undefined)?.label;
+    const text = decided
+      ? wonRaceText(answeredByOf(t['_meta']), tool.status !== 'cancelled', option)
+      : 'Your answer was not applied. Reload the page and try again.';
+    return el('div', { class: decided ? 'muted race-lost' : 'error', attrs: { role: 'alert', 'data-testid': 'tool-refusal' }, title: this.#refused, text });
   }
 
   #actions(tool: ToolCallState): HTMLElement | null {
@@ -229,11 +252,11 @@ class ToolCallView implements PartView {
 
   async #dispatch(action: Record<string, unknown>): Promise<void> {
     this.#busy = true;
-    this.#problem = undefined;
+    this.#refused = undefined;
     if (this.#last) this.#render(this.#last, true);
     const result = await this.ctx.chat.dispatch({ ...action, _meta: FROM_APP_META } as unknown as { type: string });
     this.#busy = false;
-    this.#problem = result.accepted ? undefined : `Not applied: ${result.reason}`;
+    this.#refused = result.accepted ? undefined : result.reason;
     const latest = this.#last;
     if (latest) this.#render(latest, true);
   }

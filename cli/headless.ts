@@ -15,7 +15,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import WebSocket from 'ws';
-import { AhpClient, AhpRequestError, type ChannelView, type ChatState } from '../shared/client/ahp-client.js';
+import { AhpAuthError, AhpClient, AhpConnectionError, AhpRequestError, type ChannelView, type ChatState } from '../shared/client/ahp-client.js';
 import { inputRefusal, SessionInputs, type InputTarget } from '../shared/client/session-inputs.js';
 import { ErrorCode } from '../shared/protocol/errors.js';
 import { findEndedTurn } from '../shared/state/selectors.js';
@@ -23,8 +23,11 @@ import type { RunOptions } from './args.js';
 import { parseFrame, type ControlFrame, type FrameId } from './frames.js';
 import { LineFramer, MAX_LINE_UNITS } from './line-framer.js';
 
-/** Exit codes. A cancelled query exits 130 however it was cancelled (control frame, SIGINT, another client). */
-export const EXIT = { success: 0, error: 1, usage: 2, cancelled: 130 } as const;
+/**
+ * Exit codes. A cancelled query exits 130 however it was cancelled (control frame, SIGINT, another
+ * client); 3 means the hub refused the token (missing or invalid), so retrying will not help.
+ */
+export const EXIT = { success: 0, error: 1, usage: 2, unauthorized: 3, cancelled: 130 } as const;
 
 export interface HeadlessIo {
   readonly stdin: NodeJS.ReadableStream & { destroy?(): void; pause(): unknown; resume(): unknown };
@@ -153,6 +156,12 @@ export async function runHeadless(options: RunOptions, io: HeadlessIo): Promise<
     }
   } catch (err) {
     await stopInput();
+    if (err instanceof AhpAuthError) {
+      return finish(EXIT.unauthorized, { subtype: 'error', is_error: true, session, code: 'unauthorized', message: `token missing or invalid: pass --token or set AHP_TOKEN to a token from the hub's token file` });
+    }
+    if (err instanceof AhpConnectionError && !client.initializeResult) {
+      return finish(EXIT.error, { subtype: 'error', is_error: true, session, code: 'connection_failed', message: `cannot connect to the hub at ${options.url.split('?')[0]}: check that it is running and that --url is right` });
+    }
     const code = err instanceof AhpRequestError ? ((err.data as { code?: string } | undefined)?.code ?? `rpc_${err.code}`) : 'connection_failed';
     return finish(EXIT.error, { subtype: 'error', is_error: true, session, code, message: err instanceof Error ? err.message : String(err) });
   } finally {

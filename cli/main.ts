@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 /**
  * `npx ahp-hub-cli run --url ws://HOST:PORT/ahp --session <id> -p "<text>" --output-format stream-json --input-format ndjson`
- * Exit codes: 0 success, 1 error, 2 usage, 130 cancelled (see cli/headless.ts).
+ * Exit codes: 0 success, 1 error, 2 usage, 3 token missing or invalid, 130 cancelled (see cli/headless.ts).
  */
 import { parseArgs, UsageError, USAGE } from './args.js';
 import { EXIT, runHeadless } from './headless.js';

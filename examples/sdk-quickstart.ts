@@ -8,7 +8,7 @@
  * README's "Agents and the demo agent"), so it finishes on its own in about two seconds.
  */
 import WebSocket from 'ws';
-import { AhpClient } from '../shared/client/ahp-client.js';
+import { AhpAuthError, AhpClient } from '../shared/client/ahp-client.js';
 import { withInputs } from '../shared/client/session-inputs.js';
 import { SessionStatus, type ChatState } from '../shared/protocol/state.js';
 
@@ -18,7 +18,11 @@ const statusNames = new Map<number, string>(Object.entries(SessionStatus).map(([
 const activityName = (status: number): string => statusNames.get(status % 32) ?? `status ${status}`;
 
 const client = new AhpClient({ url, token: process.env['AHP_TOKEN'] || undefined, createSocket: (u) => new WebSocket(u) });
-await client.connect();
+await client.connect().catch((err: unknown) => {
+  // A missing or wrong token is an AhpAuthError: one line that says what to do, no stack trace.
+  console.error(err instanceof AhpAuthError ? `${err.message}: set AHP_TOKEN to a token from the hub's token file` : `cannot connect to ${url}: ${(err as Error).message}`);
+  process.exit(1);
+});
 
 // 1. A session; the hub creates its default chat.
 const { session, defaultChat } = await client.createSession({ title: 'SDK quickstart' });

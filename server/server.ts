@@ -216,6 +216,13 @@ export async function startHubServer(config: HubServerConfig): Promise<HubServer
     res.end(text);
   });
 
+  // A plain GET of the WebSocket endpoint answers what its upgrade would for the same token: 401
+  // when it is missing or invalid (a browser never sees a refused upgrade's status, so clients ask
+  // here; see AhpClientOptions.refusalProbe), 426 when the token is fine.
+  serverRoutes.add('GET', '/ahp', () => {
+    throw new HttpError(426, 'upgrade_required', 'this is the AHP WebSocket endpoint: connect with a WebSocket upgrade');
+  });
+
   const maxWsConnections = config.maxConnections ?? 10_000;
   const ws = new WsTransport({
     path: '/ahp',

@@ -56,13 +56,13 @@ import {
   type RootState,
   type SessionState,
 } from './default-reducers.js';
-import { AhpConnectionError, AhpProtocolError, AhpRequestError, AhpTimeoutError } from './errors.js';
+import { AhpAuthError, AhpConnectionError, AhpProtocolError, AhpRequestError, AhpTimeoutError } from './errors.js';
 import { randomUuid } from './random-id.js';
 import { SessionInputs } from './session-inputs.js';
 import type { WireReducer } from './reconciler.js';
 import { SocketReadyState, type CreateSocket, type WebSocketLike } from './websocket-like.js';
 
-export { AhpConnectionError, AhpProtocolError, AhpRequestError, AhpTimeoutError } from './errors.js';
+export { AhpAuthError, AhpConnectionError, AhpProtocolError, AhpRequestError, AhpTimeoutError } from './errors.js';
 export type { ChannelChange, ChannelChangeListener, ChannelView, ChannelViewStatus, DispatchResult } from './channel-view.js';
 export type { PendingAction, WireReducer } from './reconciler.js';
 export type { ChatState, ReducerRegistry, RootState, SessionState } from './default-reducers.js';
@@ -115,6 +115,40 @@ export interface AhpClientOptions {
   readonly random?: () => number;
   /** Where protocol anomalies and listener errors go. Default: dropped (library code never uses console). */
   readonly logger?: AhpClientLogger;
+  /**
+   * Asks why the first socket closed before it opened. A refused upgrade reaches a browser as a
+   * bare close (code 1006, no HTTP status), so `connect()` sends one plain HTTP GET to the same
+   * URL (ws→http, token in the query): this hub answers 401 there exactly when it would refuse the
+   * upgrade for the token, and `connect()` then rejects with `AhpAuthError`; a probe that cannot
+   * reach the host at all makes it "cannot reach the hub at …". Default: the global `fetch`;
+   * `false` turns the probe off.
+   */
+  readonly refusalProbe?: RefusalProbe | false;
+}
+
+/** One plain HTTP GET of `url`, resolving with the status (see `AhpClientOptions.refusalProbe`). */
+export type RefusalProbe = (url: string) => Promise<{ readonly status: number }>;
+
+/** The global `fetch` as a probe, where there is one (browsers, Node 18+). */
+function fetchProbe(): RefusalProbe | undefined {
+  const fetchFn = (globalThis as { fetch?: (url: string, init: Record<string, unknown>) => Promise<{ status: number; text(): Promise<string> }> }).fetch;
+  if (typeof fetchFn !== 'function') return undefined;
+  return async (url) => {
+    const res = await fetchFn(url, { method: 'GET', cache: 'no-store', credentials: 'omit' });
+    await res.text().catch(() => '');
+    return { status: res.status };
+  };
+}
+
+/** ws://host/ahp?token=… → http://host/ahp?token=… (wss → https); undefined for other schemes. */
+function httpUrlOf(socketUrl: string): string | undefined {
+  const m = /^ws(s?):\/\/(.*)$/i.exec(socketUrl);
+  return m ? `http${m[1]!.toLowerCase()}://${m[2]!}` : undefined;
+}
+
+/** The scheme and host of a socket URL, for messages (never its query, which may hold the token). */
+function hostOf(socketUrl: string): string {
+  return /^[a-z]+:\/\/[^/?#]*/i.exec(socketUrl)?.[0] ?? socketUrl.split('?')[0]!;
 }
 
 /** Every AHP command carries `params.channel` (§1.1); connection-level ones use ROOT_URI. */
@@ -258,6 +292,8 @@ export class AhpClient {
   #generation = 0;
   /** Handshake (initialize + recovery) finished on the current socket: ordinary traffic may flow. */
   #ready = false;
+  /** The latest socket's URL and whether it ever opened (what `#explainRefusal` asks about). */
+  #attempt: { readonly url: string; opened: boolean } | undefined;
   #openWaiter: { resolve: () => void; reject: (error: Error) => void; timer: unknown } | undefined;
   #reconnectAttempt = 0;
   #reconnectTimer: unknown;
@@ -360,8 +396,8 @@ export class AhpClient {
     if (this.#closedError) return Promise.reject(this.#closedError);
     if (this.#connectPromise) return this.#connectPromise;
     this.#setState('connecting');
-    const attempt = this.#establish('connect').catch((error: unknown) => {
-      const err = toError(error);
+    const attempt = this.#establish('connect').catch(async (error: unknown) => {
+      const err = await this.#explainRefusal(toError(error));
       this.#abandonSocket(err);
       this.#connectPromise = undefined;
       if (!this.#closedError) {
@@ -556,6 +592,7 @@ export class AhpClient {
     const generation = ++this.#generation;
     const url = await this.#socketUrl();
     this.#assertCurrent(generation);
+    this.#attempt = { url, opened: false };
     const socket = this.#options.createSocket(url);
     this.#socket = socket;
     this.#attach(socket, generation);
@@ -605,6 +642,7 @@ export class AhpClient {
   #attach(socket: WebSocketLike, generation: number): void {
     socket.onopen = () => {
       if (generation !== this.#generation) return;
+      if (this.#attempt) this.#attempt.opened = true;
       const waiter = this.#openWaiter;
       this.#openWaiter = undefined;
       if (waiter) {
@@ -639,6 +677,25 @@ export class AhpClient {
   #assertCurrent(generation: number): void {
     if (this.#closedError) throw this.#closedError;
     if (generation !== this.#generation) throw new AhpConnectionError('connection lost during handshake', false);
+  }
+
+  /**
+   * Why the first connection failed, in words a person can act on: a socket that closed before
+   * opening is asked about once over plain HTTP (see `refusalProbe`). Anything else, or a probe
+   * that answers something other than 401, leaves the error as it was.
+   */
+  async #explainRefusal(error: Error): Promise<Error> {
+    const attempt = this.#attempt;
+    if (!attempt || attempt.opened || !(error instanceof AhpConnectionError) || this.#closedError) return error;
+    const probe = this.#options.refusalProbe === false ? undefined : (this.#options.refusalProbe ?? fetchProbe());
+    const probeUrl = httpUrlOf(attempt.url);
+    if (!probe || !probeUrl) return error;
+    try {
+      const { status } = await probe(probeUrl);
+      return status === 401 ? new AhpAuthError(status, { cause: error }) : error;
+    } catch (cause) {
+      return new AhpConnectionError(`cannot reach the hub at ${hostOf(attempt.url)}`, false, { cause });
+    }
   }
 
   /** The current socket closed on its own. */

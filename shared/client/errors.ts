@@ -34,6 +34,22 @@ export class AhpConnectionError extends Error {
   }
 }
 
+/**
+ * The hub refused the connection because the token is missing or invalid (it answers the upgrade
+ * with HTTP 401 before any frame). Permanent: connecting again with the same token fails the same
+ * way, so ask for another token instead of retrying. Browsers do not show a refused upgrade's
+ * status, so the client learns it by asking the same URL over plain HTTP (see `refusalProbe`).
+ */
+export class AhpAuthError extends AhpConnectionError {
+  /** The HTTP status the hub answered (401). */
+  readonly status: number;
+  constructor(status: number, options?: { cause?: unknown }) {
+    super('token missing or invalid', true, options);
+    this.name = 'AhpAuthError';
+    this.status = status;
+  }
+}
+
 /** No response within the request timeout. The request may still be processed by the server. */
 export class AhpTimeoutError extends Error {
   readonly method: string;

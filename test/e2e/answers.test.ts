@@ -154,8 +154,13 @@ describe('browser app: answers', () => {
     await a.locator('[data-testid=stop]').click();
     for (const p of [a, b]) await p.locator('.turn-footer', { hasText: 'Stopped' }).waitFor(T);
     await a.locator('.receipt[data-input][data-state=cancelled]', { hasText: 'also update the changelog' }).waitFor(T);
-    await expect(receipt.locator('.badge').textContent()).resolves.toBe('cancelled');
-    await expect(receipt.textContent()).resolves.toContain('turn_cancelled');
+    // In words, never the receipt's reason code (issue 20).
+    await expect(receipt.locator('.badge').textContent()).resolves.toBe('not used');
+    await expect(receipt.textContent()).resolves.toContain('the turn was stopped before the agent read it');
+    await expect(receipt.textContent()).resolves.not.toContain('turn_cancelled');
+    // The tab that stopped it says so; the other, which cannot know who did, says "Stopped".
+    await expect(a.locator('.turn-footer').last().textContent()).resolves.toMatch(/^Stopped by you after \d+\.\d s · /);
+    await expect(b.locator('.turn-footer').last().textContent()).resolves.toMatch(/^Stopped after \d+\.\d s · /);
     await expect(a.locator('.receipt[data-state=consumed]').count()).resolves.toBe(0);
     // The agent never saw it, and the other tab no longer lists it as pending.
     await expect(a.locator('.part.md', { hasText: 'Taking your addition into account' }).count()).resolves.toBe(0);

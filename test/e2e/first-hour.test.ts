@@ -140,7 +140,10 @@ describe('browser app: the first hour', () => {
     await desktop.locator('.part.md', { hasText: 'Working on it.' }).waitFor(T);
     await expect(desktop.locator('[data-testid=send]').textContent()).resolves.toBe('Add to turn');
     expect((await box(desktop, '[data-testid=composer-form]')).height).toBeLessThan(80);
+    // Focus alone does not resize it (a press elsewhere would blur it and move the page): text does.
     await desktop.locator('[data-testid=composer]').focus();
+    expect((await box(desktop, '[data-testid=composer-form]')).height).toBeLessThan(80);
+    await desktop.locator('[data-testid=composer]').fill('a note');
     await expect.poll(async () => (await box(desktop, '[data-testid=composer-form]')).height, T).toBeGreaterThan(110);
 
     const phone = await openAt(TOKENS.alice, sessionPath(session), PHONE);
