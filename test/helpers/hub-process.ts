@@ -1,5 +1,5 @@
 /** Runs the real hub as a child process (`node dist/server/main.js`), as `npm start` does. */
-import { spawn, execFileSync, type ChildProcess } from 'node:child_process';
+import { spawn, execFileSync, type ChildProcess, type SpawnOptionsWithStdioTuple } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { waitFor } from './wait-for.js';
 
@@ -23,7 +23,7 @@ export interface HubProcess {
 export async function startHubProcess(args: string[], options: { openFiles?: number; env?: Record<string, string> } = {}): Promise<HubProcess> {
   ensureBuilt();
   const argv = ['dist/server/main.js', '--port', '0', ...args];
-  const spawnOptions = { stdio: ['ignore', 'pipe', 'pipe'] as const, ...(options.env ? { env: { ...process.env, ...options.env } } : {}) };
+  const spawnOptions: SpawnOptionsWithStdioTuple<'ignore', 'pipe', 'pipe'> = { stdio: ['ignore', 'pipe', 'pipe'], ...(options.env ? { env: { ...process.env, ...options.env } } : {}) };
   const child =
     options.openFiles === undefined
       ? spawn(process.execPath, argv, spawnOptions)
