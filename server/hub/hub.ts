@@ -366,7 +366,8 @@ export class Hub implements HubPort {
   // ─── Commands ───────────────────────────────────────────────────────────────
 
   async createSession(principal: Principal, params: { uri: string; provider?: string | undefined; title?: string | undefined }): Promise<{ defaultChat: string }> {
-    await this.#enterWrite();
+    const turn = this.#enterWrite();
+    if (turn) await turn;
     if (!canWrite(principal)) throw new ProtocolError(ErrorCode.PermissionDenied, 'viewers cannot create sessions');
     if (channelKind(params.uri) !== 'session') {
       throw new ProtocolError(ErrorCode.InvalidParams, 'channel must be an ahp-session:/<id> URI');
@@ -407,7 +408,8 @@ export class Hub implements HubPort {
   }
 
   async disposeSession(principal: Principal, uri: string): Promise<void> {
-    await this.#enterWrite();
+    const turn = this.#enterWrite();
+    if (turn) await turn;
     const session = this.visibleSession(principal, uri);
     if (!session) throw new ProtocolError(ErrorCode.SessionNotFound, `session ${uri} not found`);
     if (!canWrite(principal)) throw new ProtocolError(ErrorCode.PermissionDenied, 'viewers cannot dispose sessions');
@@ -418,7 +420,8 @@ export class Hub implements HubPort {
   }
 
   async createChat(principal: Principal, sessionUri: string, params: { chat?: string | undefined; title?: string | undefined }): Promise<{ chat: string }> {
-    await this.#enterWrite();
+    const turn = this.#enterWrite();
+    if (turn) await turn;
     const session = this.visibleSession(principal, sessionUri);
     if (!session) throw new ProtocolError(ErrorCode.SessionNotFound, `session ${sessionUri} not found`);
     if (!canWrite(principal)) throw new ProtocolError(ErrorCode.PermissionDenied, 'viewers cannot create chats');
@@ -438,7 +441,8 @@ export class Hub implements HubPort {
   }
 
   async disposeChat(principal: Principal, chatUri: string): Promise<void> {
-    await this.#enterWrite();
+    const turn = this.#enterWrite();
+    if (turn) await turn;
     const chat = this.visibleChat(principal, chatUri);
     if (!chat) throw new ProtocolError(ErrorCode.NotFound, `chat ${chatUri} not found`);
     if (!canWrite(principal)) throw new ProtocolError(ErrorCode.PermissionDenied, 'viewers cannot dispose chats');
@@ -565,7 +569,8 @@ export class Hub implements HubPort {
    * `{ok: false, code: ErrorCode.NotFound}`.
    */
   async submitAs(principal: Principal, channel: string, rawAction: WireAction, surface = 'hub'): Promise<SubmitOutcome> {
-    await this.#enterWrite();
+    const turn = this.#enterWrite();
+    if (turn) await turn;
     const decision = this.#decide(principal, `hub:${principal.user}`, channel, rawAction, surface);
     if (!decision) return { ok: false, code: ErrorCode.NotFound, message: `no channel ${channel}` };
     if (!decision.ok) return { ok: false, code: decision.code, message: decision.reason };
@@ -671,7 +676,8 @@ export class Hub implements HubPort {
    * (like a remote agent's), sequenced, and resolved once durable. Rejections throw.
    */
   async dispatchServer(channel: string, action: WireAction): Promise<number> {
-    await this.#enterWrite();
+    const turn = this.#enterWrite();
+    if (turn) await turn;
     const parsed = parseAction(action);
     if (!parsed.ok) throw new Error(`invalid server action ${action.type}: ${parsed.message}`);
     const chat = this.#state.chats.get(channel);
@@ -754,14 +760,20 @@ export class Hub implements HubPort {
   }
 
   /** Where every decision that writes starts: open, writable, then (cluster) the write turn. */
-  async #enterWrite(): Promise<void> {
+  /**
+   * Refuses a write now (closed, storage away) or, in cluster mode, returns the write turn to
+   * await. On one node it returns undefined and the caller decides without awaiting anything:
+   * `await undefined` would still defer the decision by a microtask, and the hub's rule is that
+   * a dispatch is decided synchronously within the call (AGENTS.md).
+   */
+  #enterWrite(): Promise<void> | undefined {
     this.#assertOpen();
     this.#assertWritable();
-    if (!this.#gate) return;
-    await this.#writeTurn();
+    if (!this.#gate) return undefined;
     // The log may have failed while this call waited for the turn.
-    this.#assertWritable();
+    return this.#writeTurn().then(() => this.#assertWritable());
   }
+
 
   /** Why a write would be refused now (a `StorageUnavailable` reason), or undefined. */
   #writeRefusal(): string | undefined {
