@@ -72,7 +72,9 @@ describe('SSE watcher across SIGKILL', () => {
     /** Turn ids of every printed event, over all cycles. */
     const printedTurns = new Set<string>();
     for (let cycle = 0; cycle < CYCLES; cycle++) {
-      hub = await startHubProcess(['--data', data.dir]);
+      hub = await startHubProcess(['--data', data.dir]).catch((err: unknown) => {
+        throw new Error(`cycle ${cycle}: ${err instanceof Error ? err.message : String(err)}`);
+      });
       client = await RpcClient.open(hub.wsUrl);
       if (!session) {
         const uri = `ahp-session:/sse-sigkill`;
