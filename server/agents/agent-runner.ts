@@ -13,6 +13,7 @@ import type { KnownAction } from '../../shared/protocol/actions.js';
 import type { WireAction } from '../../shared/protocol/messages.js';
 import type { ChatInputRequest, ChatState, Message } from '../../shared/protocol/state.js';
 import { findActiveToolCall, findAnsweredInputRequest, findDecidedToolCall, findOpenInputRequest, turnDuration } from '../../shared/state/selectors.js';
+import { interactionIdOf } from '../../shared/state/status.js';
 import { canActAsAgent } from '../auth/auth.js';
 import type { CommitEvent, HubPort } from '../hub/hub-port.js';
 import type { InterruptedTurn } from '../hub/recovery.js';
@@ -51,6 +52,8 @@ class AbortedError extends Error {
 }
 
 interface Waiter {
+  /** The tool call or input request it waits on, if it named one (see `Run.byKey`). */
+  readonly key: string | undefined;
   /** What to do once the commit that satisfied it is durable, or undefined when not satisfied. */
   check(state: ChatState): (() => void) | undefined;
   fail(err: Error): void;
@@ -61,6 +64,13 @@ interface Run {
   readonly turnId: string;
   readonly controller: AbortController;
   readonly waiters: Set<Waiter>;
+  /**
+   * The waiters that named a tool call or input request, by its id. A commit that changes one
+   * tool call or request (`interactionIdOf`) checks only its waiters and the unnamed ones, so a
+   * burst of permission requests costs linear time instead of every waiter after every commit.
+   */
+  readonly byKey: Map<string, Set<Waiter>>;
+  readonly unkeyed: Set<Waiter>;
 }
 
 /** A waiter satisfied by commit `serverSeq`, told once that commit is durable. */
@@ -92,6 +102,33 @@ export interface AgentRunnerOptions {
 }
 
 export const DEFAULT_REMOTE_AGENT_GRACE_MS = 120_000;
+
+function addWaiter(run: Run, w: Waiter): void {
+  run.waiters.add(w);
+  if (w.key === undefined) run.unkeyed.add(w);
+  else {
+    let set = run.byKey.get(w.key);
+    if (!set) run.byKey.set(w.key, (set = new Set()));
+    set.add(w);
+  }
+}
+
+function removeWaiter(run: Run, w: Waiter): void {
+  run.waiters.delete(w);
+  if (w.key === undefined) run.unkeyed.delete(w);
+  else {
+    const set = run.byKey.get(w.key);
+    set?.delete(w);
+    if (set?.size === 0) run.byKey.delete(w.key);
+  }
+}
+
+function failWaiters(run: Run): void {
+  for (const w of run.waiters) w.fail(new AbortedError());
+  run.waiters.clear();
+  run.unkeyed.clear();
+  run.byKey.clear();
+}
 
 export class AgentRunner implements SteeringHost {
   readonly #runs = new Map<string, Run>();
@@ -172,10 +209,12 @@ export class AgentRunner implements SteeringHost {
     const state = this.hub.chatEntry(e.channel)?.state;
     // A run whose turn is no longer active is aborted in the delivered phase of the turn's end.
     if (!state || state.activeTurn?.id !== run.turnId) return;
-    for (const w of [...run.waiters]) {
+    const only = interactionIdOf(e.known);
+    const candidates = only === undefined ? [...run.waiters] : [...run.unkeyed, ...(run.byKey.get(only) ?? [])];
+    for (const w of candidates) {
       const wake = w.check(state);
       if (!wake) continue;
-      run.waiters.delete(w);
+      removeWaiter(run, w);
       this.#held.push({ serverSeq: e.serverSeq, wake });
     }
   }
@@ -211,7 +250,7 @@ export class AgentRunner implements SteeringHost {
   #run(provider: AgentProvider, chat: string, session: string, turnId: string, message: Message, startedAtIso: string, replay: TurnReplay | undefined): void {
     const existing = this.#runs.get(chat);
     if (existing) this.#abort(existing);
-    const run: Run = { chat, turnId, controller: new AbortController(), waiters: new Set() };
+    const run: Run = { chat, turnId, controller: new AbortController(), waiters: new Set(), byKey: new Map(), unkeyed: new Set() };
     this.#runs.set(chat, run);
     const startedAt = Date.parse(startedAtIso);
     void this.#execute(run, provider, session, message, Number.isFinite(startedAt) ? startedAt : this.now(), replay);
@@ -299,15 +338,13 @@ export class AgentRunner implements SteeringHost {
         .catch((e: unknown) => this.logger.debug('could not end failed turn', errorFields(e)));
     } finally {
       if (this.#runs.get(run.chat) === run) this.#runs.delete(run.chat);
-      for (const w of run.waiters) w.fail(new AbortedError());
-      run.waiters.clear();
+      failWaiters(run);
     }
   }
 
   #abort(run: Run): void {
     run.controller.abort();
-    for (const w of run.waiters) w.fail(new AbortedError());
-    run.waiters.clear();
+    failWaiters(run);
     if (this.#runs.get(run.chat) === run) this.#runs.delete(run.chat);
   }
 
@@ -315,14 +352,15 @@ export class AgentRunner implements SteeringHost {
    * Resolves with the first non-undefined value of `pick` on the chat's state (now or after a
    * commit), once the state it was read from is durable.
    */
-  #waitFor<T>(run: Run, pick: (state: ChatState) => T | undefined): Promise<T> {
+  #waitFor<T>(run: Run, pick: (state: ChatState) => T | undefined, key?: string): Promise<T> {
     return new Promise<T>((resolve, reject) => {
       if (run.controller.signal.aborted) return reject(new AbortedError());
       const state = this.hub.chatEntry(run.chat)?.state;
       const now = state ? pick(state) : undefined;
       // The state may hold commits not appended yet: answer once everything so far is durable.
       if (now !== undefined) return void this.hub.drain().then(() => resolve(now), reject);
-      run.waiters.add({
+      addWaiter(run, {
+        key,
         check: (s) => {
           const v = pick(s);
           return v === undefined ? undefined : () => resolve(v);
@@ -340,7 +378,7 @@ export class AgentRunner implements SteeringHost {
 
   /** A tool call past `toolCallReady`: waits for its decision, runs it once approved, reports the result. */
   async #continueTool(run: Run, call: ToolCallRequest, displayName: string, dispatch: (action: WireAction) => Promise<number>): Promise<ToolOutcome> {
-    const decided = await this.#waitFor(run, (state) => findDecidedToolCall(state, call.id));
+    const decided = await this.#waitFor(run, (state) => findDecidedToolCall(state, call.id), call.id);
     if (decided.status !== 'running') return { approved: false, state: decided };
     const output = call.execute ? await call.execute(call.input) : `${displayName} finished.`;
     await dispatch({
@@ -349,7 +387,7 @@ export class AgentRunner implements SteeringHost {
       toolCallId: call.id,
       result: { success: true, pastTenseMessage: `Ran ${displayName}`, content: [{ type: 'text', text: output }] },
     });
-    const final = await this.#waitFor(run, (state) => findActiveToolCall(state, call.id));
+    const final = await this.#waitFor(run, (state) => findActiveToolCall(state, call.id), call.id);
     return { approved: true, state: final };
   }
 
@@ -385,7 +423,7 @@ export class AgentRunner implements SteeringHost {
         return this.#waitFor(run, (state) => {
           const answered = findAnsweredInputRequest(state, request.id);
           return answered?.response ? { response: answered.response, answers: answered.request.answers ?? {} } : undefined;
-        });
+        }, request.id);
       },
       runTool: async (call: ToolCallRequest): Promise<ToolOutcome> => {
         const displayName = call.displayName ?? call.name;
@@ -427,7 +465,7 @@ export class AgentRunner implements SteeringHost {
         return this.steering.consumeAtBarrier({ session, chat, turnId }, only);
       },
       dispatch,
-      waitFor: (pick) => this.#waitFor(run, pick),
+      waitFor: (pick, about) => this.#waitFor(run, pick, about),
     };
   }
 }

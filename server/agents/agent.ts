@@ -71,8 +71,12 @@ export interface TurnContext {
    * one server-side action on this turn's chat (validated and sequenced like every other).
    */
   dispatch(action: WireAction): Promise<number>;
-  /** Resolves with the first non-undefined `pick` of the chat state (now or after a commit); rejects when the turn ends. */
-  waitFor<T>(pick: (state: ChatState) => T | undefined): Promise<T>;
+  /**
+   * Resolves with the first non-undefined `pick` of the chat state (now or after a commit, once
+   * that state is durable); rejects when the turn ends. `about`: the tool call or input request id
+   * `pick` depends on alone, so only commits changing that one (or no single one) re-check it.
+   */
+  waitFor<T>(pick: (state: ChatState) => T | undefined, about?: string): Promise<T>;
 }
 
 export interface AgentProvider {

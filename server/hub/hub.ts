@@ -20,7 +20,7 @@
  */
 import { ProtocolError, ErrorCode } from '../../shared/protocol/errors.js';
 import type { ActionOrigin, ReconnectParams, ReconnectResult, Snapshot, WireAction } from '../../shared/protocol/messages.js';
-import { CLIENT_DISPATCHABLE_ACTIONS, STREAMING_ONLY_ACTIONS, isKnownAction, parseAction } from '../../shared/protocol/actions.js';
+import { CLIENT_DISPATCHABLE_ACTIONS, STREAMING_ONLY_ACTIONS, isKnownAction, parseAction, type KnownAction } from '../../shared/protocol/actions.js';
 import { validateParsedClientAction } from '../../shared/state/validate-action.js';
 import { CHAT_SCHEME, ROOT_URI, channelKind } from '../../shared/protocol/uris.js';
 import { checkJsonBounds } from '../../shared/protocol/json-bounds.js';
@@ -705,17 +705,18 @@ export class Hub implements HubPort {
     let delivered: (() => void) | undefined;
     const seq = this.#pipeline.sequence(channel, action, origin, source, actor, () => delivered?.());
     const chat = this.#state.chats.get(channel);
-    if (chat && !STREAMING_ONLY_ACTIONS.has(action.type)) this.#rollUpChat(chat);
+    const known = isKnownAction(action) ? action : undefined;
+    if (chat && !STREAMING_ONLY_ACTIONS.has(action.type)) this.#rollUpChat(chat, known);
     else if (!chat) this.#rollUpSession(channel);
-    delivered = this.#announceCommit({ channel, action, known: isKnownAction(action) ? action : undefined, serverSeq: seq, origin }, turnBefore);
+    delivered = this.#announceCommit({ channel, action, known, serverSeq: seq, origin }, turnBefore);
     return seq;
   }
 
   /** Sequences the session actions that bring the session in line with the chat, then publishes its summary. */
-  #rollUpChat(chat: ChatEntry): void {
+  #rollUpChat(chat: ChatEntry, after: KnownAction | undefined): void {
     const session = this.#state.sessions.get(chat.session);
     if (!session) return;
-    for (const action of chatRollUpActions(chat, session)) this.#pipeline.sequence(session.uri, action);
+    for (const action of chatRollUpActions(chat, session, after)) this.#pipeline.sequence(session.uri, action);
     this.#rootCatalogue.sessionChanged(session);
   }
 

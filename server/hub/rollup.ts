@@ -12,7 +12,8 @@
  */
 import type { WireAction } from '../../shared/protocol/messages.js';
 import type { SessionInputRequest, SessionSummary } from '../../shared/protocol/state.js';
-import { aggregateSessionStatus, awaitsUser, sessionInputNeededEntries } from '../../shared/state/status.js';
+import type { KnownAction } from '../../shared/protocol/actions.js';
+import { aggregateSessionStatus, awaitsUser, interactionIdOf, sessionInputId, sessionInputNeededEntries, sessionInputNeededEntryOf } from '../../shared/state/status.js';
 import type { HubState, ChatEntry, SessionEntry } from './catalog.js';
 
 function sameJson(a: unknown, b: unknown): boolean {
@@ -22,8 +23,10 @@ function sameJson(a: unknown, b: unknown): boolean {
 /**
  * Session actions that bring the session in line with one chat: its catalogue summary
  * (`session/chatUpdated`) and its `inputNeeded` entries (`session/inputNeededSet`/`Removed`).
+ * `after` is the chat action just applied: when it changes one tool call or input request only
+ * (`interactionIdOf`), only that entry is compared, so a burst of requests costs linear time.
  */
-export function chatRollUpActions(chat: ChatEntry, session: SessionEntry): WireAction[] {
+export function chatRollUpActions(chat: ChatEntry, session: SessionEntry, after?: KnownAction): WireAction[] {
   const actions: WireAction[] = [];
   const summary = session.state.chats.find((c) => c.resource === chat.uri);
   if (summary) {
@@ -34,6 +37,15 @@ export function chatRollUpActions(chat: ChatEntry, session: SessionEntry): WireA
     if (summary.modifiedAt !== s.modifiedAt) changes['modifiedAt'] = s.modifiedAt;
     if (summary.activity !== s.activity) changes['activity'] = s.activity;
     if (Object.keys(changes).length > 0) actions.push({ type: 'session/chatUpdated', chat: chat.uri, changes });
+  }
+  const only = interactionIdOf(after);
+  if (only !== undefined) {
+    const id = sessionInputId(chat.uri, only);
+    const entry = sessionInputNeededEntryOf(chat.uri, chat.state, only);
+    const existing = (session.state.inputNeeded ?? []).find((e: SessionInputRequest) => e.id === id);
+    if (entry && !(existing && sameJson(existing, entry))) actions.push({ type: 'session/inputNeededSet', request: entry });
+    else if (!entry && existing) actions.push({ type: 'session/inputNeededRemoved', id });
+    return actions;
   }
   const wanted = sessionInputNeededEntries(chat.uri, chat.state);
   const have = (session.state.inputNeeded ?? []).filter((e: SessionInputRequest) => e.chat === chat.uri);
@@ -69,7 +81,16 @@ export interface InputNeededBrief {
   message?: string;
 }
 
+/** Briefs by entry: an entry the session still holds unchanged is the same object, so its brief is too. */
+const briefs = new WeakMap<SessionInputRequest, InputNeededBrief>();
+
 function brief(entry: SessionInputRequest): InputNeededBrief {
+  let known = briefs.get(entry);
+  if (!known) briefs.set(entry, (known = briefOf(entry)));
+  return known;
+}
+
+function briefOf(entry: SessionInputRequest): InputNeededBrief {
   const out: InputNeededBrief = { id: entry.id, chat: entry.chat, kind: entry.kind };
   let message: string | undefined;
   if (entry.kind === 'chatInput') {
@@ -117,6 +138,20 @@ export function summaryChanges(prev: SessionSummaryView, next: SessionSummaryVie
   if (prev.activity !== next.activity) changes.activity = next.activity;
   if (prev.modifiedAt !== next.modifiedAt) changes.modifiedAt = next.modifiedAt;
   if (prev.inputNeededCount !== next.inputNeededCount) changes.inputNeededCount = next.inputNeededCount;
-  if (!sameJson(prev._meta, next._meta)) changes._meta = next._meta;
+  if (!sameMeta(prev._meta, next._meta)) changes._meta = next._meta;
   return Object.keys(changes).length > 0 ? changes : undefined;
+}
+
+/** Field by field: summaries are compared after every commit, and a session may wait on thousands of entries. */
+function sameMeta(a: SessionSummaryView['_meta'], b: SessionSummaryView['_meta']): boolean {
+  if (a['hub/chatCount'] !== b['hub/chatCount']) return false;
+  const x = a['hub/inputNeeded'];
+  const y = b['hub/inputNeeded'];
+  if (x.length !== y.length) return false;
+  for (let i = 0; i < x.length; i++) {
+    const p = x[i]!;
+    const q = y[i]!;
+    if (p !== q && (p.id !== q.id || p.chat !== q.chat || p.kind !== q.kind || p.message !== q.message)) return false;
+  }
+  return true;
 }

@@ -28,9 +28,11 @@ import {
   type ChatState,
   type ConfirmationOption,
   type PendingConfirmationToolCall,
+  type ResponsePart,
   type ToolCallState,
 } from '../../shared/protocol/state.js';
-import { APPROVED_TOOLS_META, DENIED_TOOLS_META, findEndedTurn, findOpenInputRequest, isToolCallDecided, openInteractions, rememberedTools, turnResponseParts } from '../../shared/state/selectors.js';
+import { interactionIdOf } from '../../shared/state/status.js';
+import { APPROVED_TOOLS_META, DENIED_TOOLS_META, findEndedTurn, findOpenInputRequest, isOpenInputRequest, isToolCallDecided, openInteractions, rememberedTools, turnResponseParts } from '../../shared/state/selectors.js';
 import { sessionIdOf } from '../../shared/protocol/uris.js';
 import { canWrite, type Principal } from '../auth/auth.js';
 import { STREAMING_ONLY_ACTIONS, type KnownAction } from '../../shared/protocol/actions.js';
@@ -100,6 +102,7 @@ export class InteractionRegistry {
   readonly #resolved = new Map<string, { outcome: PermissionOutcome; chat: string; turnId: string }>();
   /** chat URI → id of its active turn as last seen (to notice turn ends of any kind). */
   readonly #activeTurns = new Map<string, string>();
+  #visits = 0;
   /** The serverSeq whose commit phase is running (frames it causes are held), else undefined. */
   #folding: number | undefined;
   /** What commit phases caused, waiting for their commit to be durable; oldest first. */
@@ -393,7 +396,10 @@ export class InteractionRegistry {
       this.#publish(chat.session, { chat: channel, turnId, payload: sessionUpdate(sessionIdOf(chat.session), update, channel, turnId) });
     }
     if (STREAMING_ONLY_ACTIONS.has(action.type)) return;
-    this.#reconcile(chat.session, channel, chat.state);
+    const only = interactionIdOf(known);
+    if (only !== undefined && known!.type.startsWith('chat/tool')) this.#reconcileOne(chat.session, channel, chat.state, `tool:${only}`);
+    else if (only !== undefined) this.#reconcileOne(chat.session, channel, chat.state, `input:${only}`);
+    else this.#reconcile(chat.session, channel, chat.state);
     // Remembered for disposal, which ends a chat's turn without a commit.
     const current = chat.state.activeTurn?.id;
     if (current !== undefined) this.#activeTurns.set(channel, current);
@@ -413,29 +419,54 @@ export class InteractionRegistry {
     this.#publish(session, { chat, turnId, turnEnd: end, payload: hubNotify('turn_end', data) });
   }
 
+  /** Brings every interaction of the chat in line with its state (after a commit that may change several). */
   #reconcile(session: string, chat: string, state: ChatState): void {
-    const wanted = new Map<string, { input?: ChatInputRequest; tool?: PendingConfirmationToolCall }>();
+    const wanted = new Map<string, Wanted>();
     const turn = state.activeTurn;
     for (const open of openInteractions(state)) {
+      this.#visits++;
       if (open.kind === 'input') wanted.set(`input:${open.request.id}`, { input: open.request });
       else wanted.set(`tool:${open.toolCall.toolCallId}`, { tool: open.toolCall });
     }
     const existing = this.#byChat.get(chat);
     if (existing) {
       for (const [key, it] of [...existing]) {
-        const w = wanted.get(key);
-        if (!w || it.turnId !== turn?.id) this.#resolve(it, it.claimed ?? deriveOutcome(it, state));
-        else if (w.input?.questions) it.questions = w.input.questions;
+        this.#visits++;
+        this.#reconcileExisting(it, wanted.get(key), state);
       }
     }
     if (!turn) return;
-    for (const [key, w] of wanted) {
-      if (this.#byChat.get(chat)?.has(key)) continue;
-      const it = w.input ? this.#questionInteraction(session, chat, turn.id, key, w.input) : this.#toolInteraction(session, chat, turn.id, key, w.tool!);
-      this.#register(it);
-      const remembered = it.kind === 'permission' ? this.#remembered(session, it.toolName) : undefined;
-      if (remembered) this.#whenDurable(() => setImmediate(() => this.#autoAnswer(it, remembered)));
-    }
+    for (const [key, w] of wanted) if (!this.#byChat.get(chat)?.has(key)) this.#open(session, chat, turn.id, key, w);
+  }
+
+  /**
+   * After a commit that changed one tool call or input request only (`interactionIdOf`): just its
+   * interaction, so a burst of permission requests costs linear time, not every one per commit.
+   */
+  #reconcileOne(session: string, chat: string, state: ChatState, key: string): void {
+    this.#visits++;
+    const turn = state.activeTurn;
+    const w = turn ? wantedOf(turn.responseParts, key) : undefined;
+    const it = this.#byChat.get(chat)?.get(key);
+    if (it) this.#reconcileExisting(it, w, state);
+    if (turn && w && !this.#byChat.get(chat)?.has(key)) this.#open(session, chat, turn.id, key, w);
+  }
+
+  #reconcileExisting(it: Interaction, w: Wanted | undefined, state: ChatState): void {
+    if (!w || it.turnId !== state.activeTurn?.id) this.#resolve(it, it.claimed ?? deriveOutcome(it, state));
+    else if (w.input?.questions) it.questions = w.input.questions;
+  }
+
+  #open(session: string, chat: string, turnId: string, key: string, w: Wanted): void {
+    const it = w.input ? this.#questionInteraction(session, chat, turnId, key, w.input) : this.#toolInteraction(session, chat, turnId, key, w.tool!);
+    this.#register(it);
+    const remembered = it.kind === 'permission' ? this.#remembered(session, it.toolName) : undefined;
+    if (remembered) this.#whenDurable(() => setImmediate(() => this.#autoAnswer(it, remembered)));
+  }
+
+  /** Interactions examined while reconciling, since start (a work counter: tests check it grows linearly). */
+  get visits(): number {
+    return this.#visits;
   }
 
   #register(it: Interaction): void {
@@ -545,6 +576,26 @@ export class InteractionRegistry {
  * `allow_once` / `reject_once`; `allow_always` and `reject_always` (and `allow_once` / `reject_once`
  * when the tool brought none of that kind) are added with ids that do not collide with the tool's own.
  */
+/** What an open interaction is made from: its input request or its tool call waiting for confirmation. */
+interface Wanted {
+  readonly input?: ChatInputRequest;
+  readonly tool?: PendingConfirmationToolCall;
+}
+
+/** The open interaction `key` (`input:<id>` / `tool:<id>`) among a turn's parts, newest first. */
+function wantedOf(parts: readonly ResponsePart[], key: string): Wanted | undefined {
+  const id = key.slice(key.indexOf(':') + 1);
+  const tool = key.startsWith('tool:');
+  for (let i = parts.length - 1; i >= 0; i--) {
+    const part = parts[i]!;
+    if (tool && isPartOfKind(part, 'toolCall') && part.toolCall.toolCallId === id) {
+      return part.toolCall.status === 'pending-confirmation' ? { tool: part.toolCall } : undefined;
+    }
+    if (!tool && isPartOfKind(part, 'inputRequest') && part.request.id === id) return isOpenInputRequest(part) ? { input: part.request } : undefined;
+  }
+  return undefined;
+}
+
 export function toolOptions(ahp: readonly ConfirmationOption[] | undefined): { options: PermissionOption[]; ahpOptions: Map<string, string> } {
   const options: PermissionOption[] = [];
   const ahpOptions = new Map<string, string>();

@@ -15,6 +15,7 @@ import {
   type SessionInputRequest,
   type ToolCallState,
 } from '../protocol/state.js';
+import type { KnownAction } from '../protocol/actions.js';
 import { isOpenInputRequest } from './selectors.js';
 
 /** Tool statuses that wait for a person: a confirmation prompt or an MCP sign-in. */
@@ -137,6 +138,50 @@ export function sessionInputNeededEntries(chatUri: string, chat: Pick<ChatState,
     if (entry) entries.push(entry);
   }
   return entries;
+}
+
+/**
+ * The `inputNeeded` entry the chat contributes for one tool call or input request (by its id),
+ * if any: the same entry `sessionInputNeededEntries` lists for it, found without building the
+ * others. The newest part is looked at first (a burst of requests appends at the end).
+ */
+export function sessionInputNeededEntryOf(chatUri: string, chat: Pick<ChatState, 'activeTurn'>, requestOrToolCallId: string): SessionInputRequest | undefined {
+  const turn = chat.activeTurn;
+  if (!turn) return undefined;
+  for (let i = turn.responseParts.length - 1; i >= 0; i--) {
+    const part = turn.responseParts[i]!;
+    if (isPartOfKind(part, 'toolCall') && part.toolCall.toolCallId === requestOrToolCallId) return toolCallEntry(chatUri, turn.id, part.toolCall);
+    if (isPartOfKind(part, 'inputRequest') && part.request.id === requestOrToolCallId) {
+      return isOpenInputRequest(part) ? { kind: 'chatInput', id: sessionInputId(chatUri, part.request.id), chat: chatUri, request: part.request } : undefined;
+    }
+  }
+  return undefined;
+}
+
+/**
+ * The one tool call or input request an action changes, when it changes nothing else a person
+ * is asked (so roll-up and bookkeeping may look at that one only); undefined for every other action.
+ */
+export function interactionIdOf(action: KnownAction | undefined): string | undefined {
+  switch (action?.type) {
+    case 'chat/toolCallStart':
+    case 'chat/toolCallDelta':
+    case 'chat/toolCallReady':
+    case 'chat/toolCallConfirmed':
+    case 'chat/toolCallComplete':
+    case 'chat/toolCallResultConfirmed':
+    case 'chat/toolCallContentChanged':
+    case 'chat/toolCallAuthRequired':
+    case 'chat/toolCallAuthResolved':
+      return action.toolCallId;
+    case 'chat/inputAnswerChanged':
+    case 'chat/inputCompleted':
+      return action.requestId;
+    case 'chat/inputRequested':
+      return action.request.id;
+    default:
+      return undefined;
+  }
 }
 
 function toolCallEntry(chatUri: string, turnId: string, toolCall: ToolCallState): SessionInputRequest | undefined {

@@ -36,6 +36,10 @@ export async function startHubProcess(args: string[], options: { openFiles?: num
   const url = await waitFor(() => /listening on (http:\/\/\S+)/.exec(out)?.[1] ?? (child.exitCode !== null ? Promise.reject(new Error(`hub exited: ${err}`)) : undefined), {
     what: 'hub to listen',
     timeoutMs: 20_000,
+  }).catch((e: unknown) => {
+    // A hub that never listened is not left running; what it printed says why.
+    child.kill('SIGKILL');
+    throw new Error(`${e instanceof Error ? e.message : String(e)}; hub stderr: ${err.slice(-2_000)}; stdout: ${out.slice(-500)}`);
   });
   return { child, url, wsUrl: url.replace('http://', 'ws://') + '/ahp', stdout: () => out, stderr: () => err, exited: () => exit };
 }

@@ -315,7 +315,7 @@ export class TurnTranslator {
     let decided: ToolCallState;
     try {
       decided = await this.#abortable(
-        this.ctx.waitFor((state) => findDecidedToolCall(state, tool.id)),
+        this.ctx.waitFor((state) => findDecidedToolCall(state, tool.id), tool.id),
       );
     } catch {
       tool.status = 'done';
