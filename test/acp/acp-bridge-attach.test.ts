@@ -9,7 +9,11 @@ import { startAcpBridge, type Bridge } from '../../cli/acp-bridge/bridge.js';
 import { RpcClient } from '../helpers/rpc-client.js';
 import { startTestServer, type TestServer } from '../helpers/start-server.js';
 import { waitFor } from '../helpers/wait-for.js';
-import { chatState } from './support.js';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { openInteractions } from '../../shared/state/selectors.js';
+import { acpConfig, capturingLogger, chatState, createSessionWith, reports, script, startAcpHub, startTurn, text, waitForEnd } from './support.js';
 
 let server: TestServer | undefined;
 const bridges: Bridge[] = [];
@@ -118,3 +122,44 @@ function replayShapeOf(state: any): string[] {
   }
   return out;
 }
+
+describe('an editor attaching while many prompts are open', () => {
+  it('receives all five tool permissions and the form open in parallel, answers them, and the agent continues', async () => {
+    const cwd = mkdtempSync(join(tmpdir(), 'attach-agent-'));
+    try {
+      ({ server } = await startAcpHub([{ provider: 'scripted', config: acpConfig({ cwd }) }], capturingLogger()));
+      const ahp = await RpcClient.open(server.wsUrl);
+      clients.push(ahp);
+      const { session, chat } = await createSessionWith(ahp, 'scripted');
+      const tools = [1, 2, 3, 4, 5].map((n) => `tool-${n}`);
+      const steps = [
+        ...tools.map((id) => ({ update: { sessionUpdate: 'tool_call', toolCallId: id, title: `Write ${id}`, kind: 'edit', status: 'pending' } })),
+        ...tools.map((id) => ({ permission: { toolCall: { toolCallId: id, title: `Write ${id}` }, options: [{ optionId: 'ok', name: 'Allow', kind: 'allow_once' }, { optionId: 'no', name: 'Reject', kind: 'reject_once' }] }, background: true })),
+        { elicit: { mode: 'form', message: 'Your name?', requestedSchema: { type: 'object', properties: { name: { type: 'string', title: 'Name' } }, required: ['name'] } }, background: true },
+        { awaitPermissions: true },
+        { awaitElicitation: true },
+        text('all answered'),
+      ];
+      const turnId = await startTurn(ahp, chat, script(...steps));
+      await waitFor(() => {
+        const open = openInteractions(chatState(server!, chat));
+        return open.length === 6 ? open : undefined;
+      }, { what: 'five permissions and a form open' });
+
+      // The editor attaches only now.
+      const late = await editorOn(session, 'Zed');
+      await late.agent.request(acp.methods.agent.session.new, { cwd: '/tmp', mcpServers: [] });
+      await waitFor(() => (late.permissions.length === 5 && late.elicitations.length === 1 ? true : undefined), { what: 'all six asked' });
+      expect(late.permissions.map((p) => p.params.toolCall.toolCallId).sort()).toEqual(tools);
+      for (const p of late.permissions) p.answer({ outcome: 'selected', optionId: p.params.options.find((o) => o.kind === 'allow_once')!.optionId });
+      late.elicitations[0]!.answer({ action: 'accept', content: { name: 'Ada' } });
+      const ended = await waitForEnd(server, chat, turnId);
+      expect(ended.state).toBe('complete');
+      const reported = reports(chatState(server, chat), turnId);
+      expect(reported[0]).toMatchObject({ permissions: tools.map(() => ({ outcome: 'selected', optionId: 'ok' })) });
+      expect(reported[1]).toMatchObject({ elicitation: { action: 'accept', content: { name: 'Ada' } } });
+    } finally {
+      rmSync(cwd, { recursive: true, force: true });
+    }
+  }, 60_000);
+});
