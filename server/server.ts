@@ -29,7 +29,7 @@ import { PostgresClusterBus } from './cluster-bus/postgres-bus.js';
 import { memoryTenantLogs, sqliteTenantLogs, tenantDir, tenantLogsOf, type TenantLogs } from './storage/tenant-logs.js';
 import { migrateSingleLogDataDir } from './migrate-data-dir.js';
 import { TenantStack } from './tenant-stack.js';
-import { HttpError, HttpRouter, sendError, sendJson, type HttpRegistrar } from './transport/http-router.js';
+import { HttpError, HttpRouter, sendError, sendJson, sendNoRoute, type HttpRegistrar } from './transport/http-router.js';
 import { serveStatic } from './transport/static-files.js';
 import { TransportCloseCode, WsTransport } from './transport/ws-transport.js';
 import { capHttpConnections } from './transport/http-connection-cap.js';
@@ -262,7 +262,7 @@ export async function startHubServer(config: HubServerConfig): Promise<HubServer
         if (await serverRoutes.handle(req, res, caller)) return;
         if (await stackOf(caller.principal).http.handle(req, res, caller)) return;
         if (config.staticDir && req.method === 'GET' && (await serveStatic(config.staticDir, req, res))) return;
-        sendError(res, new HttpError(404, 'not_found', `no route for ${req.method} ${new URL(req.url ?? '/', 'http://x').pathname}`));
+        sendNoRoute(res, req.method, new URL(req.url ?? '/', 'http://x').pathname);
       } catch (err) {
         logger.error('request failed', errorFields(err));
         if (!res.headersSent) sendError(res, new HttpError(500, 'internal_error', 'internal error'));

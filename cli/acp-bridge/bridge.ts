@@ -81,6 +81,8 @@ export async function startAcpBridge(options: BridgeOptions): Promise<Bridge> {
   const inputs = new SessionInputs(client, sessionUri);
 
   let editorCaps: acp.ClientCapabilities | undefined;
+  /** How answers from this editor are attributed ("from Zed"): its `clientInfo`, sanitised as the hub requires. */
+  let editorName = 'ACP editor';
   let attached = false;
   /** Open editor requests for hub interactions: key → abort + how it ended. */
   const asked = new Map<string, { abort: AbortController; outcome?: Outcome }>();
@@ -90,21 +92,48 @@ export async function startAcpBridge(options: BridgeOptions): Promise<Bridge> {
     .agent({ name: 'ahp-hub-bridge' })
     .onRequest(acp.methods.agent.initialize, ({ params }) => {
       editorCaps = params.clientCapabilities;
+      editorName = surfaceName(params.clientInfo) ?? editorName;
       return {
         protocolVersion: acp.PROTOCOL_VERSION,
         agentInfo: { name: 'ahp-hub-bridge', title: 'AHP hub session', version: '0.1.0' },
-        agentCapabilities: { loadSession: true, _meta: { [STEERING_EXTENSION.metaKey]: { midTurnInput: STEERING_EXTENSION.version } } },
+        agentCapabilities: {
+          loadSession: true,
+          sessionCapabilities: { list: {}, resume: {}, close: {} },
+          _meta: { [STEERING_EXTENSION.metaKey]: { midTurnInput: STEERING_EXTENSION.version } },
+        },
       };
     })
     .onRequest(acp.methods.agent.session.new, () => {
-      attached = true;
-      queueMicrotask(() => askOpenInteractions());
+      attach();
       return { sessionId };
     })
-    .onRequest(acp.methods.agent.session.load, ({ params }) => {
-      if (params.sessionId !== sessionId) throw acp.RequestError.sessionNotFound(params.sessionId);
-      attached = true;
-      queueMicrotask(() => askOpenInteractions());
+    .onRequest(acp.methods.agent.session.load, async ({ params }) => {
+      checkSession(params.sessionId);
+      // ACP: the whole conversation is replayed as session/update notifications before the answer.
+      // Queued in order before live updates start flowing, then awaited.
+      const replay = historyUpdates(view.confirmed).map((update) =>
+        editor.notify(acp.methods.client.session.update, { sessionId, update: update as acp.SessionUpdate }),
+      );
+      attach();
+      await Promise.all(replay);
+      return {};
+    })
+    .onRequest(acp.methods.agent.session.resume, ({ params }) => {
+      checkSession(params.sessionId);
+      attach();
+      return {};
+    })
+    .onRequest(acp.methods.agent.session.list, () => {
+      const title = (client.view(sessionUri) as ChannelView<{ title?: string }> | undefined)?.state.title;
+      return { sessions: [{ sessionId, cwd: '/', ...(title ? { title } : {}), ...(view.confirmed.modifiedAt ? { updatedAt: view.confirmed.modifiedAt } : {}) }] };
+    })
+    .onRequest(acp.methods.agent.session.close, async ({ params }) => {
+      checkSession(params.sessionId);
+      // As ACP asks: ongoing work is cancelled; the hub session itself stays for its other clients.
+      const active = view.confirmed.activeTurn;
+      if (active) await view.dispatch({ type: 'chat/turnCancelled', turnId: active.id, duration: turnDuration(active.startedAt, Date.now()) });
+      attached = false;
+      withdrawAll('the editor closed the session');
       return {};
     })
     .onRequest(acp.methods.agent.session.prompt, async ({ params }) => {
@@ -144,6 +173,12 @@ export async function startAcpBridge(options: BridgeOptions): Promise<Bridge> {
 
   const connection = app.connect(options.stream);
   const editor = connection.client;
+
+  /** The editor now follows the chat: live updates flow, and every open question or permission is asked. */
+  function attach(): void {
+    attached = true;
+    queueMicrotask(() => askOpenInteractions());
+  }
 
   function checkSession(id: string): void {
     if (id !== sessionId) throw acp.RequestError.sessionNotFound(id);
@@ -255,8 +290,8 @@ export async function startAcpBridge(options: BridgeOptions): Promise<Bridge> {
     const chosen = answer.outcome.outcome === 'selected' ? options.find((o) => o.optionId === (answer.outcome as { optionId: string }).optionId) : undefined;
     const selected = chosen?.ahpId !== undefined ? { selectedOptionId: chosen.ahpId } : {};
     const action: ToolCallConfirmedAction = chosen && (chosen.kind === 'allow_once' || chosen.kind === 'allow_always')
-      ? { type: 'chat/toolCallConfirmed', turnId, toolCallId: tool.toolCallId, approved: true, confirmed: 'user-action', ...selected }
-      : { type: 'chat/toolCallConfirmed', turnId, toolCallId: tool.toolCallId, approved: false, reason: chosen ? 'denied' : 'skipped', ...selected };
+      ? { type: 'chat/toolCallConfirmed', turnId, toolCallId: tool.toolCallId, approved: true, confirmed: 'user-action', ...selected, _meta: { 'hub/client': editorName } }
+      : { type: 'chat/toolCallConfirmed', turnId, toolCallId: tool.toolCallId, approved: false, reason: chosen ? 'denied' : 'skipped', ...selected, _meta: { 'hub/client': editorName } };
     entry.outcome = { kind: 'answered', by: 'editor', summary: describeDecision(action) };
     const result = await view.dispatch(action);
     if (!result.accepted) tellEditor(key, `Your answer was not applied: another client answered first (${result.reason}).`);
@@ -282,7 +317,7 @@ export async function startAcpBridge(options: BridgeOptions): Promise<Bridge> {
       return;
     }
     const response = answer.action === 'accept' ? 'accept' : answer.action === 'decline' ? 'decline' : 'cancel';
-    const action: WireAction = { type: 'chat/inputCompleted', requestId: request.id, response };
+    const action: WireAction = { type: 'chat/inputCompleted', requestId: request.id, response, _meta: { 'hub/client': editorName } };
     const content = (answer as { content?: Record<string, unknown> | null }).content;
     if (response === 'accept' && content) action['answers'] = answersOf(questions, content);
     entry.outcome = { kind: 'answered', by: 'editor', summary: response };
@@ -299,6 +334,39 @@ export async function startAcpBridge(options: BridgeOptions): Promise<Bridge> {
     client.close();
   });
   return { closed: connection.closed, close };
+}
+
+/** The editor's name as the hub accepts it in `_meta["hub/client"]` (answers then say "from Zed"). */
+function surfaceName(info: { name?: string; title?: string | null } | null | undefined): string | undefined {
+  const raw = (info?.title || info?.name || '').replace(/[^\w .-]/g, ' ').replace(/\s+/g, ' ').trim().slice(0, 40);
+  return raw === '' ? undefined : raw;
+}
+
+const ACP_TOOL_STATUS: Record<string, string> = { completed: 'completed', cancelled: 'failed', running: 'in_progress' };
+
+/**
+ * A chat's history as ACP `session/update`s, oldest first (what `session/load` replays): each
+ * turn's user message, then its parts — agent text, thoughts, steering messages, and each tool
+ * call once, with its final status.
+ */
+export function historyUpdates(chat: ChatState): Array<Record<string, unknown>> {
+  const out: Array<Record<string, unknown>> = [];
+  for (const turn of [...chat.turns, ...(chat.activeTurn ? [chat.activeTurn] : [])]) {
+    out.push({ sessionUpdate: 'user_message_chunk', content: { type: 'text', text: turn.message.text } });
+    for (const part of turn.responseParts) {
+      const p = part as Record<string, unknown> & { kind: string };
+      if (p.kind === 'markdown') out.push({ sessionUpdate: 'agent_message_chunk', content: { type: 'text', text: p['content'] } });
+      else if (p.kind === 'reasoning') out.push({ sessionUpdate: 'agent_thought_chunk', content: { type: 'text', text: p['content'] } });
+      else if (p.kind === 'userMessage') out.push({ sessionUpdate: 'user_message_chunk', content: { type: 'text', text: (p['message'] as { text: string }).text } });
+      else if (p.kind === 'toolCall') {
+        const tc = p['toolCall'] as { toolCallId: string; toolName: string; displayName: string; status: string; toolInput?: unknown };
+        const update: Record<string, unknown> = { sessionUpdate: 'tool_call', toolCallId: tc.toolCallId, title: tc.displayName, kind: acpToolKind(tc.toolName), status: ACP_TOOL_STATUS[tc.status] ?? 'pending' };
+        if (tc.toolInput !== undefined) update['rawInput'] = rawInputOf(tc.toolInput);
+        out.push(update);
+      }
+    }
+  }
+  return out;
 }
 
 /** ACP options for a pending AHP tool: the tool's own options (an ACP agent's kinds kept), else allow / reject. */

@@ -77,6 +77,17 @@ function textContent(content: unknown): Array<Record<string, unknown>> | undefin
 }
 
 /**
+ * ACP's `rawOutput` for a finished tool (qwen serve sends one on every completed or failed tool
+ * update): the structured result when the tool gave one, else its text output (and error).
+ */
+function rawOutputOf(result: { readonly success: boolean; readonly content?: unknown; readonly structuredContent?: unknown; readonly error?: unknown }): unknown {
+  if (result.structuredContent !== undefined) return result.structuredContent;
+  const text = (textContent(result.content) ?? []).map((c) => (c['content'] as { text: string }).text).join('\n');
+  const error = result.error as { message?: unknown } | undefined;
+  return result.success ? { output: text } : { output: text, error: typeof error?.message === 'string' ? error.message : 'the tool failed' };
+}
+
+/**
  * The `session/update` payloads (without envelope) one AHP chat action produces. Takes the typed
  * action (`CommitEvent.known`); an action type the hub does not know produces nothing.
  */
@@ -119,6 +130,7 @@ export function acpUpdatesFor(action: KnownAction | undefined): Array<Record<str
       };
       const content = textContent(action.result.content);
       if (content) update['content'] = content;
+      update['rawOutput'] = rawOutputOf(action.result);
       return [update];
     }
     default:

@@ -20,12 +20,24 @@ export interface QwenFrame {
 export interface QwenLogLimits {
   /** Frames kept per session for `Last-Event-ID` replay. */
   readonly bufferedFrames: number;
+  /** The clock for `_meta.serverTimestamp` (ms). */
+  readonly now?: () => number;
+}
+
+/** A prompt as `GET /session/{id}/pending-prompts` lists it (qwen serve's `DaemonPendingPromptSummary`). */
+export interface PendingPromptSummary {
+  readonly promptId: string;
+  readonly text: string;
+  readonly queuedAt: number;
+  readonly state: 'queued' | 'running';
 }
 
 /** A running or queued prompt submitted through `POST /session/{id}/prompt`. */
 export interface QueuedPrompt {
   readonly promptId: string;
   readonly text: string;
+  /** When it was submitted (ms). */
+  readonly queuedAt: number;
   readonly start: () => Promise<void>;
 }
 
@@ -38,6 +50,8 @@ export class QwenSessionLog {
   readonly #prompts = new Set<string>();
   /** Prompts waiting for the running turn to end, oldest first. */
   readonly queue: QueuedPrompt[] = [];
+  /** The prompt whose turn is running, if it came through the qwen surface. */
+  running: Omit<QueuedPrompt, 'start'> | undefined;
   /** Called after a turn of this session ended (the feature starts the next queued prompt). */
   onTurnEnd: (() => void) | undefined;
   /** Called once when the session went away. */
@@ -95,15 +109,24 @@ export class QwenSessionLog {
   publish(type: string, data: Record<string, unknown>, promptId?: string): void {
     if (this.closed) return;
     const id = this.#nextId++;
-    const frame: QwenFrame = { id, type, text: qwenSseMessage(id, type, data, promptId) };
+    const frame: QwenFrame = { id, type, text: qwenSseMessage(id, type, data, promptId, this.limits.now?.() ?? Date.now()) };
     this.#buffer.push(frame);
     if (this.#buffer.length > this.limits.bufferedFrames) this.#buffer.splice(0, this.#buffer.length - this.limits.bufferedFrames);
     for (const l of [...this.#listeners]) l(frame);
   }
 
+  /** The running prompt, then the queued ones, oldest first. */
+  pendingPrompts(): PendingPromptSummary[] {
+    const out: PendingPromptSummary[] = [];
+    if (this.running) out.push({ promptId: this.running.promptId, text: this.running.text, queuedAt: this.running.queuedAt, state: 'running' });
+    for (const q of this.queue) out.push({ promptId: q.promptId, text: q.text, queuedAt: q.queuedAt, state: 'queued' });
+    return out;
+  }
+
   /** Queued prompts that will not run now end, each with a cancelled `turn_complete`. */
   cancelQueued(): void {
     for (const queued of this.queue.splice(0)) {
+      this.publish('prompt_cancelled', { sessionId: this.sessionId }, queued.promptId);
       this.publish('turn_complete', { sessionId: this.sessionId, promptId: queued.promptId, stopReason: 'cancelled' }, queued.promptId);
     }
   }
@@ -148,17 +171,24 @@ export class QwenSessionLog {
         message: end.error?.message ?? 'The turn failed.',
       }, promptId);
     } else {
+      // As qwen serve: a cancelled prompt is announced (`prompt_cancelled`) before its turn_complete.
+      if (end.stopReason === 'cancelled') this.publish('prompt_cancelled', { sessionId: this.sessionId }, promptId);
       this.publish('turn_complete', { sessionId: this.sessionId, promptId: turnId, stopReason: end.stopReason }, promptId);
     }
     this.#prompts.delete(turnId);
+    if (this.running?.promptId === turnId) this.running = undefined;
     this.onTurnEnd?.();
   }
 }
 
-/** One qwen SSE message: `id: n` plus `data: {id, v: 1, type, data, promptId?}`; no id line when `id` is undefined. */
-export function qwenSseMessage(id: number | undefined, type: string, data: Record<string, unknown>, promptId?: string): string {
+/**
+ * One qwen SSE message: `id: n` plus `data: {id, v: 1, type, data, promptId?, _meta?}`; no id
+ * line when `id` is undefined. `serverTimestamp` (ms) goes into `_meta` as qwen serve sends it.
+ */
+export function qwenSseMessage(id: number | undefined, type: string, data: Record<string, unknown>, promptId?: string, serverTimestamp?: number): string {
   const frame: Record<string, unknown> = id === undefined ? { v: 1, type, data } : { id, v: 1, type, data };
   if (promptId !== undefined) frame['promptId'] = promptId;
+  if (serverTimestamp !== undefined) frame['_meta'] = { serverTimestamp };
   const json = JSON.stringify(frame);
   return id === undefined ? `data: ${json}\n\n` : `id: ${id}\ndata: ${json}\n\n`;
 }

@@ -11,6 +11,8 @@
  *   by one as turns end.
  * - `GET  /session/{id}/events` qwen SSE frames (`X-Qwen-Event-Epoch`, numeric `Last-Event-ID`)
  * - `POST /session/{id}/cancel` cancels the running turn and drops the queued prompts
+ *   (`prompt_cancelled` then `turn_complete` `cancelled` for each)
+ * - `GET /session/{id}/status`, `POST /session/{id}/heartbeat`, `GET /session/{id}/pending-prompts`
  * - `POST /permission/{requestId}` (the session-less reply; `/session/{id}/permission/{requestId}`
  *   is the interactions feature's)
  *
@@ -100,7 +102,7 @@ export function createQwenServeFeature(options: QwenServeOptions = {}): Feature 
           logs.set(session, existing);
           return existing;
         }
-        const log = new QwenSessionLog(sessionIdOf(session), { bufferedFrames });
+        const log = new QwenSessionLog(sessionIdOf(session), { bufferedFrames, now: ctx.now });
         if (!streams.attach(session, log.streamListener)) {
           throw qwenHttpError(429, 'too_many_listeners', 'too many event streams on this session');
         }
@@ -130,7 +132,7 @@ export function createQwenServeFeature(options: QwenServeOptions = {}): Feature 
       };
 
       /** Starts a prompt as a turn; a refused start ends it at once with `turn_error` so its waiter returns. */
-      const startPrompt = async (principal: Principal, session: string, log: QwenSessionLog, promptId: string, text: string): Promise<void> => {
+      const startPrompt = async (principal: Principal, session: string, log: QwenSessionLog, promptId: string, text: string, queuedAt: number): Promise<void> => {
         const chat = ctx.hub.defaultChatOf(session);
         let failure: string | undefined;
         if (!chat) failure = 'the session has no default chat';
@@ -144,6 +146,7 @@ export function createQwenServeFeature(options: QwenServeOptions = {}): Feature 
               message: { text, origin: { kind: 'user' } },
             });
             if (!started.ok) failure = started.message;
+            else log.running = { promptId, text, queuedAt };
           } catch {
             failure = 'the hub cannot start turns right now';
           }
@@ -267,11 +270,12 @@ export function createQwenServeFeature(options: QwenServeOptions = {}): Feature 
           }
           const principal = hc.principal;
           log.notePrompt(promptId);
-          log.queue.push({ promptId, text, start: () => startPrompt(principal, session, log, promptId, text) });
+          const queuedAt = ctx.now();
+          log.queue.push({ promptId, text, queuedAt, start: () => startPrompt(principal, session, log, promptId, text, queuedAt) });
           sendJson(res, 202, { ...accepted, queued: true });
           return;
         }
-        await startPrompt(hc.principal, session, log, promptId, text);
+        await startPrompt(hc.principal, session, log, promptId, text, ctx.now());
         sendJson(res, 202, accepted);
       });
 
@@ -287,6 +291,51 @@ export function createQwenServeFeature(options: QwenServeOptions = {}): Feature 
         }
         res.writeHead(204).end();
       });
+
+      // ─── Status, heartbeat, pending prompts (qwen serve 0.24's shapes) ──────────
+      ctx.http.add('GET', '/session/{sessionId}/status', (_req, res, hc) => {
+        const session = requireSession(hc.principal, hc.params['sessionId']!);
+        sendJson(res, 200, sessionStatus(session));
+      });
+
+      ctx.http.add('POST', '/session/{sessionId}/heartbeat', (req, res, hc) => {
+        const session = requireSession(hc.principal, hc.params['sessionId']!);
+        // Presence is not tracked per qwen client here; the heartbeat is acknowledged as qwen does.
+        const clientId = headerOf(req.headers['x-qwen-client-id']);
+        sendJson(res, 200, { sessionId: sessionIdOf(session), ...(clientId ? { clientId: clientId.slice(0, 200) } : {}), lastSeenAt: ctx.now() });
+      });
+
+      ctx.http.add('GET', '/session/{sessionId}/pending-prompts', (_req, res, hc) => {
+        const session = requireSession(hc.principal, hc.params['sessionId']!);
+        sendJson(res, 200, { pendingPrompts: logs.get(session)?.pendingPrompts() ?? [] });
+      });
+
+      /** qwen serve's `DaemonSessionSummary` for a session of this hub. */
+      const sessionStatus = (session: string): Record<string, unknown> => {
+        const entry = ctx.hub.sessionEntry(session)!;
+        const chat = ctx.hub.defaultChatOf(session);
+        const state = chat ? ctx.hub.chatEntry(chat)?.state : undefined;
+        const pending = registry.pending(session);
+        const lastTurn = state?.turns.at(-1);
+        const turnError = !state?.activeTurn && lastTurn?.state === 'error' ? lastTurn.error : undefined;
+        return {
+          sessionId: sessionIdOf(session),
+          workspaceCwd: '/',
+          createdAt: entry.createdAt,
+          ...(state?.modifiedAt ? { updatedAt: state.modifiedAt } : {}),
+          displayName: entry.state.title,
+          clientCount: logs.get(session)?.listenerCount ?? 0,
+          hasActivePrompt: turnRunning(session),
+          activeWorkState: turnRunning(session) ? 'active' : 'idle',
+          hasRunningBackgroundTasks: false,
+          isWaitingForPermission: pending.some((it) => it.kind === 'permission'),
+          isWaitingForUserQuestion: pending.some((it) => it.kind === 'question'),
+          pendingInteractionCount: pending.length,
+          hasTurnError: turnError !== undefined,
+          ...(turnError ? { turnError: { message: turnError.message, code: turnError.errorType } } : {}),
+          pendingInteractions: pending.map((it) => (registry.requestFrame(it) as { params: { data: Record<string, unknown> } }).params.data),
+        };
+      };
 
       // ─── Events ───────────────────────────────────────────────────────────────
       ctx.http.add('GET', '/session/{sessionId}/events', (req, res, hc) => {

@@ -125,7 +125,8 @@ export class HttpRouter {
       if (!route.public) {
         principal = caller ? caller.principal : this.auth.authenticate(tokenFromRequest(req.headers, url));
         if (!principal) {
-          sendError(res, new HttpError(401, 'unauthorized', 'a valid token is required (Authorization: Bearer <token> or ?token=)'));
+          // `error` is the field qwen serve's 401 has (and qwen's DaemonClient shows).
+          sendError(res, new HttpError(401, 'unauthorized', 'a valid token is required (Authorization: Bearer <token> or ?token=)', { error: 'Unauthorized' }));
           return true;
         }
       }
@@ -153,12 +154,17 @@ export class HttpRouter {
       return true;
     }
     if (this.#apiPrefixes.some((p) => url.pathname === p || url.pathname.startsWith(p + '/'))) {
-      // Written out rather than an HttpError: clients have always seen `error` between `code` and `message`.
-      sendJson(res, 404, { code: 'not_found', error: `no route for ${req.method} ${url.pathname}`, message: `no route for ${req.method} ${url.pathname}` });
+      sendNoRoute(res, req.method, url.pathname);
       return true;
     }
     return false;
   }
+}
+
+/** The JSON 404 for a path no route (and no app page) serves. */
+export function sendNoRoute(res: ServerResponse, method: string | undefined, pathname: string): void {
+  // Written out rather than an HttpError: clients have always seen `error` between `code` and `message`.
+  sendJson(res, 404, { code: 'not_found', error: `no route for ${method} ${pathname}`, message: `no route for ${method} ${pathname}` });
 }
 
 const JSON_TYPE = /^application\/(.+\+)?json\s*(;|$)/i;

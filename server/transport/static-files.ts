@@ -1,7 +1,7 @@
 /**
  * Serves the built browser app. Only files that exist under the app directory are served; paths
  * are resolved and checked to stay inside it. Unknown paths without an extension fall back to
- * index.html so client-side routes (`/chat/...`) load the app.
+ * index.html only for the app's own client-side routes (`/`, `/s/<session>`).
  */
 import { createReadStream } from 'node:fs';
 import { stat } from 'node:fs/promises';
@@ -35,7 +35,9 @@ export async function serveStatic(root: string, req: IncomingMessage, res: Serve
     file = join(file, 'index.html');
     info = await stat(file).catch(() => undefined);
   }
-  if (!info && extname(pathname) === '') {
+  // Only the app's own client-side routes fall back to the page; any other unknown path is the
+  // server's JSON 404, so API clients (qwen's DaemonClient) never parse HTML.
+  if (!info && isAppRoute(pathname)) {
     file = join(base, 'index.html');
     info = await stat(file).catch(() => undefined);
   }
@@ -49,4 +51,9 @@ export async function serveStatic(root: string, req: IncomingMessage, res: Serve
   });
   createReadStream(file).pipe(res);
   return true;
+}
+
+/** The app's client-side routes (see app/main.ts): the dashboard and a session page. */
+function isAppRoute(pathname: string): boolean {
+  return pathname === '/' || /^\/s\/[^/]+\/?$/.test(pathname);
 }

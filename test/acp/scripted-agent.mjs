@@ -6,7 +6,8 @@
 // Steps: {"update": SessionUpdate} · {"permission": {toolCall, options}} · {"elicit": params}
 // · {"elicitComplete": elicitationId} · {"waitCancel": true} · {"stop": StopReason}
 // · {"exit": code} · {"reportInit": true} · {"probe": {"paths": [...]}} · {"spawnChild": true} · {"awaitSteering": n} · {"elicit": params, "background": true} then
-// {"awaitElicitation": true}. With SCRIPTED_AGENT_LOG set, every answer the client gives is also
+// {"awaitElicitation": true}; {"permission": …, "background": true} (several may be open at once) then
+// {"awaitPermissions": true}. With SCRIPTED_AGENT_LOG set, every answer the client gives is also
 // appended there as a JSON line (answers that arrive after a turn was cancelled are seen only there).
 import { spawn } from 'node:child_process';
 import { appendFileSync, readdirSync, readFileSync, statSync } from 'node:fs';
@@ -75,6 +76,7 @@ const app = acp
     }
     const cancelled = new Promise((resolve) => cancelWaiters.set(sessionId, resolve));
     let background;
+    const backgroundPermissions = [];
     const report = (value) => {
       if (process.env.SCRIPTED_AGENT_LOG) appendFileSync(process.env.SCRIPTED_AGENT_LOG, JSON.stringify(value) + '\n');
       return client.notify(acp.methods.client.session.update, {
@@ -84,7 +86,12 @@ const app = acp
     };
     for (const step of script.steps ?? []) {
       if (step.update) await client.notify(acp.methods.client.session.update, { sessionId, update: step.update });
-      else if (step.permission) {
+      else if (step.permission && step.background) {
+        backgroundPermissions.push(client.request(acp.methods.client.session.requestPermission, { sessionId, ...step.permission }));
+      } else if (step.awaitPermissions) {
+        const answers = await Promise.all(backgroundPermissions.splice(0));
+        await report({ permissions: answers.map((a) => a.outcome) });
+      } else if (step.permission) {
         const answer = await client.request(acp.methods.client.session.requestPermission, { sessionId, ...step.permission });
         await report({ permission: answer.outcome });
       } else if (step.elicit && step.background) {

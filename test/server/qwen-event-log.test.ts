@@ -11,8 +11,9 @@ const update = (text: string) => JSON.stringify({ jsonrpc: '2.0', method: 'sessi
 const parse = (text: string) => JSON.parse(text.split('\n').find((l) => l.startsWith('data: '))!.slice(6));
 
 describe('qwen session event log', () => {
-  it('numbers frames 1, 2, 3… per session and frames them as {id, v: 1, type, data, promptId?}', () => {
-    const log = new QwenSessionLog('s1', { bufferedFrames: 10 });
+  it('numbers frames 1, 2, 3… per session and frames them as {id, v: 1, type, data, promptId?, _meta: {serverTimestamp}}', () => {
+    let clock = 1_000;
+    const log = new QwenSessionLog('s1', { bufferedFrames: 10, now: () => clock++ });
     const seen: unknown[] = [];
     log.listen((f) => seen.push(parse(f.text)));
     log.notePrompt('p1');
@@ -20,9 +21,9 @@ describe('qwen session event log', () => {
     log.streamListener.deliver({ id: 'x-2', seq: 2, turnId: 'other', text: update('there') });
     log.streamListener.deliver({ id: 'x-3', seq: 3, turnId: 'p1', turnEnd: { stopReason: 'end_turn' }, text: '{}' });
     expect(seen).toEqual([
-      { id: 1, v: 1, type: 'session_update', data: { sessionId: 's1', update: { sessionUpdate: 'agent_message_chunk', content: { type: 'text', text: 'hi' } } }, promptId: 'p1' },
-      { id: 2, v: 1, type: 'session_update', data: { sessionId: 's1', update: { sessionUpdate: 'agent_message_chunk', content: { type: 'text', text: 'there' } } } },
-      { id: 3, v: 1, type: 'turn_complete', data: { sessionId: 's1', promptId: 'p1', stopReason: 'end_turn' }, promptId: 'p1' },
+      { id: 1, v: 1, type: 'session_update', data: { sessionId: 's1', update: { sessionUpdate: 'agent_message_chunk', content: { type: 'text', text: 'hi' } } }, promptId: 'p1', _meta: { serverTimestamp: 1_000 } },
+      { id: 2, v: 1, type: 'session_update', data: { sessionId: 's1', update: { sessionUpdate: 'agent_message_chunk', content: { type: 'text', text: 'there' } } }, _meta: { serverTimestamp: 1_001 } },
+      { id: 3, v: 1, type: 'turn_complete', data: { sessionId: 's1', promptId: 'p1', stopReason: 'end_turn' }, promptId: 'p1', _meta: { serverTimestamp: 1_002 } },
     ]);
     expect(log.headId).toBe(3);
   });
@@ -52,17 +53,36 @@ describe('qwen session event log', () => {
 
   it('closing ends queued prompts as cancelled, then says session_closed, and publishes nothing after', () => {
     const log = new QwenSessionLog('s1', { bufferedFrames: 10 });
-    log.queue.push({ promptId: 'q1', text: 'x', start: async () => {} });
+    log.queue.push({ promptId: 'q1', text: 'x', queuedAt: 0, start: async () => {} });
     let closed = 0;
     log.onClosed = () => closed++;
     log.streamListener.end();
     log.publish('session_update', {});
     expect(log.framesAfter(0, undefined)!.map((f) => [f.type, parse(f.text).data])).toEqual([
+      ['prompt_cancelled', { sessionId: 's1' }],
       ['turn_complete', { sessionId: 's1', promptId: 'q1', stopReason: 'cancelled' }],
       ['session_closed', { sessionId: 's1', reason: 'session_disposed' }],
     ]);
     expect(closed).toBe(1);
     expect(log.queue).toEqual([]);
+  });
+
+  it('a cancelled prompt says prompt_cancelled before turn_complete; pending prompts list the running one, then the queue', () => {
+    const log = new QwenSessionLog('s1', { bufferedFrames: 10 });
+    log.notePrompt('p1');
+    log.running = { promptId: 'p1', text: 'first', queuedAt: 5 };
+    log.queue.push({ promptId: 'p2', text: 'second', queuedAt: 6, start: async () => {} });
+    expect(log.pendingPrompts()).toEqual([
+      { promptId: 'p1', text: 'first', queuedAt: 5, state: 'running' },
+      { promptId: 'p2', text: 'second', queuedAt: 6, state: 'queued' },
+    ]);
+    log.streamListener.deliver({ id: 'x', seq: 1, turnId: 'p1', turnEnd: { stopReason: 'cancelled' }, text: '{}' });
+    const frames = log.framesAfter(0, undefined)!.map((f) => parse(f.text));
+    expect(frames.map((f) => [f.type, f.promptId, f.data])).toEqual([
+      ['prompt_cancelled', 'p1', { sessionId: 's1' }],
+      ['turn_complete', 'p1', { sessionId: 's1', promptId: 'p1', stopReason: 'cancelled' }],
+    ]);
+    expect(log.pendingPrompts().map((p) => p.promptId)).toEqual(['p2']);
   });
 
   it('a frame without id has no id line (the client keeps its Last-Event-ID)', () => {
