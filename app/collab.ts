@@ -2,6 +2,9 @@
  * Browser side of `x-collab/*` (shared/protocol/collab.ts): one Y.Doc + awareness per open input
  * request, synced over the AhpClient's socket with the SDK's generic request/notify/onNotification.
  * After a reconnect the document re-joins and sends what the server lacks (its own offline edits).
+ * A hub that restarted holds a new document (seeded from the durable drafts, without this tab's
+ * history): then the texts this tab holds, offline edits included, are written over the merge,
+ * so nothing typed while the hub was down is lost or doubled.
  */
 import * as Y from 'yjs';
 import * as syncProtocol from 'y-protocols/sync';
@@ -45,7 +48,15 @@ export class CollabDoc {
   #closed = false;
   #offs: Array<() => void> = [];
   #listeners = new Set<() => void>();
+  /** The server document's state vector at the last join: a later one that lacks it is a new document. */
+  #serverVector: Map<number, number> | undefined;
+  /** The server document instance last joined (see the hub's `CollabRoom.epoch`). */
+  #epoch: string | undefined;
+  /** Closed by the server while connected: retry the join on the next connection. */
+  #rejoinAfterClose = false;
   closedReason: string | undefined;
+  /** Set when joining again after a reconnect failed: edits made meanwhile are only in this tab. */
+  rejoinFailed = false;
 
   constructor(
     private readonly client: AhpClient,
@@ -74,12 +85,18 @@ export class CollabDoc {
         this.closedReason = typeof p.reason === 'string' ? p.reason : 'closed';
         this.#joined = false;
         this.#emit();
+        // A hub shutting down closes every document; the request may still be open when it is
+        // back, so the next connection tries to join again (and learns if it was answered).
+        this.#rejoinAfterClose = true;
       }),
       client.onConnectionState((state) => {
-        if (state === 'open' && !this.#closed && !this.closedReason) {
+        if (state === 'open' && !this.#closed && (!this.closedReason || this.#rejoinAfterClose)) {
+          this.#rejoinAfterClose = false;
+          this.closedReason = undefined;
           this.join().catch((err: unknown) => {
             // The request may have been resolved while we were away: stop following it.
             this.closedReason = err instanceof Error ? err.message : 'could not re-join';
+            this.rejoinFailed = true;
             this.#emit();
           });
         }
@@ -113,10 +130,26 @@ export class CollabDoc {
   /** Joins (or re-joins after a reconnect): loads the server's state and sends what it lacks. */
   async join(): Promise<void> {
     if (this.#closed) return;
-    const r = (await this.client.request(CollabMethod.Join, { channel: this.channel, doc: this.requestId })) as { state: string; stateVector: string; awareness: string };
+    const r = (await this.client.request(CollabMethod.Join, { channel: this.channel, doc: this.requestId })) as { state: string; stateVector: string; awareness: string; epoch?: string };
     if (this.#closed) return;
+    const serverVector = Y.decodeStateVector(fromBase64(r.stateVector));
+    const previous = this.#serverVector;
+    // Another document than the one we edited (a restarted hub seeded it anew from the drafts), or
+    // one that lost history we had from it: the texts we hold are what this tab last saw and typed.
+    const fresh =
+      (this.#epoch !== undefined && r.epoch !== this.#epoch) ||
+      (previous !== undefined && [...previous].some(([client, clock]) => (serverVector.get(client) ?? 0) < clock));
+    this.#epoch = r.epoch;
+    const ours = fresh ? this.#texts() : undefined;
     Y.applyUpdate(this.doc, fromBase64(r.state), REMOTE);
     awarenessProtocol.applyAwarenessUpdate(this.awareness, fromBase64(r.awareness), REMOTE);
+    if (ours) {
+      // Both seeds are in the merge now (the old one with our edits, the new one): keep ours.
+      this.doc.transact(() => {
+        for (const [name, value] of ours) applyTextDiff(this.doc.getText(name), value);
+      });
+    }
+    this.#serverVector = serverVector;
     this.#joined = true;
     const missing = Y.encodeStateAsUpdate(this.doc, fromBase64(r.stateVector));
     // An empty update is two zero bytes; only send real edits made while disconnected.
@@ -132,6 +165,13 @@ export class CollabDoc {
 
   text(questionId: string): Y.Text {
     return this.doc.getText(questionId);
+  }
+
+  /** Every shared text of the document by name, as this tab has it now. */
+  #texts(): Map<string, string> {
+    const texts = new Map<string, string>();
+    for (const name of this.doc.share.keys()) texts.set(name, this.doc.getText(name).toString());
+    return texts;
   }
 
   setPresence(state: PresenceState): void {

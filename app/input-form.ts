@@ -70,6 +70,8 @@ export class InputRequestView implements PartView {
   #busy = false;
   #urlOpened = false;
   #collab: CollabDoc | undefined;
+  /** The text fields' values went out as plain drafts once the shared text was lost. */
+  #collabFallback = false;
   #collabOff: (() => void) | undefined;
   #editing: string | null = null;
   #cursor: SharedCursor | null = null;
@@ -445,7 +447,26 @@ export class InputRequestView implements PartView {
     const action: Record<string, unknown> = { type: 'chat/inputAnswerChanged', requestId: this.#request.id, questionId };
     if (value !== undefined) action['answer'] = { state: 'draft', value };
     const result = await this.ctx.chat.dispatch(action as { type: string });
-    if (!result.accepted && !this.#resolved) this.#setStatus(`Draft not saved: ${result.reason}`, true);
+    if (result.accepted || this.#resolved) return;
+    // Never dropped silently: say so and offer to send what the field holds now.
+    const resend = el('button', {
+      class: 'link',
+      attrs: { type: 'button', 'data-testid': 'resend-draft', 'data-question': questionId },
+      text: 'Resend',
+      on: { click: () => void this.#draft(questionId, this.#fields.get(questionId)?.value()) },
+    });
+    this.#setStatus(`Not delivered: your answer to “${this.#fields.get(questionId)?.question.title ?? questionId}” did not reach the hub (${result.reason}). `, true);
+    this.#status.append(resend);
+  }
+
+  /**
+   * The shared text could not be joined again after a reconnect (and the request is still open):
+   * send what the text fields hold as plain drafts, so it is delivered or marked not delivered.
+   */
+  #collabLost(): void {
+    if (this.#resolved || this.#collabFallback) return;
+    this.#collabFallback = true;
+    for (const [id, field] of this.#fields) if (field.question.kind === 'text') void this.#draft(id, field.value());
   }
 
   /** The answers as this tab shows them: submitted where filled in, skipped where empty. */
@@ -522,6 +543,7 @@ export class InputRequestView implements PartView {
     this.#collabOff = doc.onChange(() => {
       this.#renderPresence();
       this.#renderCursors();
+      if (doc.rejoinFailed && this.#collab === doc) this.#collabLost();
     });
     doc
       .join()

@@ -121,7 +121,7 @@ function shell(client: AhpClient, user: string, role: string, devMode: boolean):
     if (state === 'reconnecting') {
       lost = true;
       banner.className = 'banner banner-warn';
-      banner.textContent = 'Connection to the hub lost — reconnecting automatically. Your changes are kept and sent when it is back.';
+      banner.textContent = 'Connection to the hub lost — reconnecting automatically. What you type is kept here and sent when it is back; anything the hub does not take is marked “Not delivered” with a Resend button.';
       banner.hidden = false;
     } else if (state === 'open' && lost) {
       lost = false;

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 /**
  * One collaborative document: the Y.Doc of an open input request, its awareness (presence) and
  * the connections following it. Knows y-protocols and the hub's `Connection`, nothing about AHP
@@ -32,6 +33,11 @@ export const SERVER_ORIGIN = Symbol('collab-server');
 export const REMOTE_ORIGIN = Symbol('collab-remote');
 
 export class CollabRoom {
+  /**
+   * Names this document instance: a client re-joining after a hub restart (or after the document
+   * was dropped and seeded anew) sees another epoch and knows its history is not in this one.
+   */
+  readonly epoch = randomUUID();
   readonly doc = new Y.Doc();
   readonly awareness: awarenessProtocol.Awareness;
   readonly members = new Map<Connection, Member>();
@@ -89,10 +95,11 @@ export class CollabRoom {
     return this.doc.getText(questionId);
   }
 
-  join(conn: Connection, principal: Principal): { state: string; stateVector: string; awareness: string } {
+  join(conn: Connection, principal: Principal): { state: string; stateVector: string; awareness: string; epoch: string } {
     if (!this.members.has(conn)) this.members.set(conn, { principal, awarenessIds: new Set() });
     const ids = [...this.awareness.getStates().keys()];
     return {
+      epoch: this.epoch,
       state: toBase64(Y.encodeStateAsUpdate(this.doc)),
       stateVector: toBase64(Y.encodeStateVector(this.doc)),
       awareness: toBase64(awarenessProtocol.encodeAwarenessUpdate(this.awareness, ids)),

@@ -4,7 +4,7 @@
  * question of the request is a `Y.Text` named by its question id. Binary payloads are base64.
  *
  * Client → server
- * - request `x-collab/join {channel, doc}` → `{state, stateVector, awareness}`: the document as one
+ * - request `x-collab/join {channel, doc}` → `{state, stateVector, awareness, epoch}`: the document as one
  *   Yjs update, the server's state vector (so the client can send what the server lacks) and every
  *   current awareness state. Errors: -32008 no open request, -32020 too many documents.
  * - notification `x-collab/sync {channel, doc, data}`: a y-protocols sync message (step 1, step 2
