@@ -2,7 +2,8 @@
  * Command-line configuration: the only reader of argv and the environment. Flags:
  * --host (127.0.0.1), --port (8787; 0 = any free port), --data (./data), --auth FILE,
  * --log-level (info), --sync normal|full (SQLite durability level), --agents FILE (agent providers),
- * --store postgres://… (HUB_STORE; a shared PostgreSQL log instead of the SQLite file: the cluster mode).
+ * --store postgres://… (HUB_STORE; a shared PostgreSQL log instead of the SQLite file: the cluster mode),
+ * --tenant-disk-quota SIZE (HUB_TENANT_DISK_QUOTA; bytes, or with k/m/g: each tenant's SQLite log and snapshots).
  */
 import { readFileSync } from 'node:fs';
 import { isIP } from 'node:net';
@@ -23,6 +24,8 @@ export interface CliConfig {
   store: string | undefined;
   /** Cluster mode: how long a dead process's agent lease lasts (HUB_AGENT_LEASE_TTL_MS; default 5000). */
   agentLeaseTtlMs: number | undefined;
+  /** Bytes each tenant's log and snapshots may take (`--tenant-disk-quota`); undefined = the hub's default (1 GiB). */
+  tenantDiskQuota: number | undefined;
 }
 
 export class ConfigError extends Error {}
@@ -49,6 +52,7 @@ export function parseArgs(argv: readonly string[], env: NodeJS.ProcessEnv = proc
         sync: { type: 'string' },
         agents: { type: 'string' },
         store: { type: 'string' },
+        'tenant-disk-quota': { type: 'string' },
         help: { type: 'boolean' },
       },
     }));
@@ -72,6 +76,7 @@ export function parseArgs(argv: readonly string[], env: NodeJS.ProcessEnv = proc
     agentsFile: flag('agents') ?? (env['HUB_AGENTS'] || undefined),
     store: flag('store') ?? (env['HUB_STORE'] || undefined),
     agentLeaseTtlMs: env['HUB_AGENT_LEASE_TTL_MS'] ? Number(env['HUB_AGENT_LEASE_TTL_MS']) : undefined,
+    tenantDiskQuota: parseSize('tenant-disk-quota', flag('tenant-disk-quota') ?? (env['HUB_TENANT_DISK_QUOTA'] || undefined)),
   };
   if (config.agentLeaseTtlMs !== undefined && (!Number.isInteger(config.agentLeaseTtlMs) || config.agentLeaseTtlMs < 200)) {
     throw new ConfigError('HUB_AGENT_LEASE_TTL_MS must be an integer of at least 200 (milliseconds)');
@@ -89,7 +94,16 @@ export function parseArgs(argv: readonly string[], env: NodeJS.ProcessEnv = proc
   return config;
 }
 
-export const USAGE = `usage: npm start -- [--host 127.0.0.1] [--port 8787] [--data ./data] [--auth tokens.json] [--log-level info] [--sync normal|full] [--agents agents.json] [--store postgres://…]`;
+export const USAGE = `usage: npm start -- [--host 127.0.0.1] [--port 8787] [--data ./data] [--auth tokens.json] [--log-level info] [--sync normal|full] [--agents agents.json] [--store postgres://…] [--tenant-disk-quota 1g]`;
+
+/** `123`, `64k`, `512m`, `2g` (binary multiples) → bytes; undefined stays undefined. */
+function parseSize(name: string, text: string | undefined): number | undefined {
+  if (text === undefined) return undefined;
+  const m = /^(\d+)([kmg]?)$/i.exec(text.trim());
+  const bytes = m ? Number(m[1]) * 1024 ** ' kmg'.indexOf((m[2] || ' ').toLowerCase()) : Number.NaN;
+  if (!Number.isSafeInteger(bytes) || bytes < 1) throw new ConfigError(`--${name} must be a positive size in bytes, optionally with k, m or g (e.g. 512m)`);
+  return bytes;
+}
 
 /** The process's soft limit on open files (`ulimit -n`), from /proc; undefined where unknown. */
 export function openFileLimit(limitsText?: string): number | undefined {

@@ -57,6 +57,7 @@ async function main(): Promise<void> {
     sqliteSynchronous: config.sync,
     storeUrl: config.store,
     ...(config.agentLeaseTtlMs !== undefined ? { agentLeaseTtlMs: config.agentLeaseTtlMs } : {}),
+    ...(config.tenantDiskQuota !== undefined ? { limits: { maxTenantDiskBytes: config.tenantDiskQuota } } : {}),
     auth,
     logger,
     staticDir: existsSync(appDir) ? appDir : undefined,
