@@ -2,7 +2,8 @@
  * Command-line configuration: the only reader of argv and the environment. Flags:
  * --host (127.0.0.1), --port (8787; 0 = any free port), --data (./data), --auth FILE,
  * --log-level (info), --sync normal|full (SQLite durability level), --agents FILE (agent providers),
- * --store postgres://… (HUB_STORE; a shared PostgreSQL log instead of the SQLite file: the cluster mode).
+ * --store postgres://… (HUB_STORE; a shared PostgreSQL log instead of the SQLite file: the cluster mode),
+ * --tenant-disk-quota SIZE (HUB_TENANT_DISK_QUOTA; bytes, or with k/m/g: each tenant's SQLite log and snapshots).
  */
 import { readFileSync } from 'node:fs';
 import { isIP } from 'node:net';
@@ -25,6 +26,8 @@ export interface CliConfig {
   agentLeaseTtlMs: number | undefined;
   /** How long a remote agent's turn interrupted by a restart waits for the agent (HUB_REMOTE_AGENT_GRACE_MS; default 120000). */
   remoteAgentGraceMs: number | undefined;
+  /** Bytes each tenant's log and snapshots may take (`--tenant-disk-quota`); undefined = the hub's default (1 GiB). */
+  tenantDiskQuota: number | undefined;
 }
 
 export class ConfigError extends Error {}
@@ -51,6 +54,7 @@ export function parseArgs(argv: readonly string[], env: NodeJS.ProcessEnv = proc
         sync: { type: 'string' },
         agents: { type: 'string' },
         store: { type: 'string' },
+        'tenant-disk-quota': { type: 'string' },
         help: { type: 'boolean' },
       },
     }));
@@ -75,6 +79,7 @@ export function parseArgs(argv: readonly string[], env: NodeJS.ProcessEnv = proc
     store: flag('store') ?? (env['HUB_STORE'] || undefined),
     agentLeaseTtlMs: env['HUB_AGENT_LEASE_TTL_MS'] ? Number(env['HUB_AGENT_LEASE_TTL_MS']) : undefined,
     remoteAgentGraceMs: env['HUB_REMOTE_AGENT_GRACE_MS'] ? Number(env['HUB_REMOTE_AGENT_GRACE_MS']) : undefined,
+    tenantDiskQuota: parseSize('tenant-disk-quota', flag('tenant-disk-quota') ?? (env['HUB_TENANT_DISK_QUOTA'] || undefined)),
   };
   if (config.remoteAgentGraceMs !== undefined && (!Number.isInteger(config.remoteAgentGraceMs) || config.remoteAgentGraceMs < 0)) {
     throw new ConfigError('HUB_REMOTE_AGENT_GRACE_MS must be a non-negative integer (milliseconds)');
@@ -95,7 +100,16 @@ export function parseArgs(argv: readonly string[], env: NodeJS.ProcessEnv = proc
   return config;
 }
 
-export const USAGE = `usage: npm start -- [--host 127.0.0.1] [--port 8787] [--data ./data] [--auth tokens.json] [--log-level info] [--sync normal|full] [--agents agents.json] [--store postgres://…]`;
+export const USAGE = `usage: npm start -- [--host 127.0.0.1] [--port 8787] [--data ./data] [--auth tokens.json] [--log-level info] [--sync normal|full] [--agents agents.json] [--store postgres://…] [--tenant-disk-quota 1g]`;
+
+/** `123`, `64k`, `512m`, `2g` (binary multiples) → bytes; undefined stays undefined. */
+function parseSize(name: string, text: string | undefined): number | undefined {
+  if (text === undefined) return undefined;
+  const m = /^(\d+)([kmg]?)$/i.exec(text.trim());
+  const bytes = m ? Number(m[1]) * 1024 ** ' kmg'.indexOf((m[2] || ' ').toLowerCase()) : Number.NaN;
+  if (!Number.isSafeInteger(bytes) || bytes < 1) throw new ConfigError(`--${name} must be a positive size in bytes, optionally with k, m or g (e.g. 512m)`);
+  return bytes;
+}
 
 /** The process's soft limit on open files (`ulimit -n`), from /proc; undefined where unknown. */
 export function openFileLimit(limitsText?: string): number | undefined {

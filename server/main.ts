@@ -70,6 +70,7 @@ async function main(): Promise<void> {
     storeUrl: config.store,
     ...(config.agentLeaseTtlMs !== undefined ? { agentLeaseTtlMs: config.agentLeaseTtlMs } : {}),
     ...(config.remoteAgentGraceMs !== undefined ? { remoteAgentGraceMs: config.remoteAgentGraceMs } : {}),
+    ...(config.tenantDiskQuota !== undefined ? { limits: { maxTenantDiskBytes: config.tenantDiskQuota } } : {}),
     auth,
     logger,
     staticDir: existsSync(appDir) ? appDir : undefined,

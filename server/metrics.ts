@@ -140,6 +140,7 @@ export class HubMetrics implements HubObserver {
       latestSnapshot: () => log.latestSnapshot(),
       compact: (uptoSeq) => log.compact(uptoSeq),
       close: () => log.close(),
+      ...(log.storedBytes ? { storedBytes: () => log.storedBytes!() } : {}),
     };
   }
 

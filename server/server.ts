@@ -22,7 +22,8 @@ import { DEFAULT_FANOUT_LIMITS } from './hub/fanout.js';
 import type { RateLimit, RpcRegistrar } from './hub/rpc.js';
 import type { HubPort } from './hub/hub-port.js';
 import type { Logger } from './log.js';
-import { errorFields } from './log.js';
+import { errorFields, errorMessage } from './log.js';
+import { STORAGE_UNAVAILABLE_REASON } from './hub/commit-pipeline.js';
 import type { AgentLeaseStore } from './storage/postgres-agent-leases.js';
 import { PostgresStore } from './storage/postgres-store.js';
 import { PostgresClusterBus } from './cluster-bus/postgres-bus.js';
@@ -152,6 +153,8 @@ export async function startHubServer(config: HubServerConfig): Promise<HubServer
   // One stack per tenant, opened now: every tenant's interrupted turns are ended at start, and no
   // request ever waits for a stack to open.
   const stacks = new Map<string, TenantStack>();
+  /** Set once `close` has begun: tenants being opened or reloaded in the background give up. */
+  let closing: Promise<void> | undefined;
   // This process's name on the cluster's agent leases (every tenant's keeper holds leases as it).
   const node = newId();
   const openStack = async (tenant: string, leaseNode: string): Promise<TenantStack> =>
@@ -173,8 +176,37 @@ export async function startHubServer(config: HubServerConfig): Promise<HubServer
           now,
           newId,
         });
+  // Tenants whose log cannot be opened for a storage reason (full disk, read-only data dir): the
+  // hub starts without them, refuses their requests with 503 storage_unavailable and keeps trying.
+  const unavailable = new Map<string, string>();
+  const openWhenPossible = async (tenant: string): Promise<void> => {
+    for (let wait = 500; closing === undefined; wait = Math.min(wait * 2, 5_000)) {
+      await new Promise((resolve) => setTimeout(resolve, wait).unref());
+      if (closing !== undefined) return;
+      try {
+        const stack = await openStack(tenant, node);
+        if (closing !== undefined) return void (await closeStack(stack));
+        stacks.set(tenant, stack);
+        unavailable.delete(tenant);
+        watch(stack);
+        logger.warn('tenant storage is back; the tenant is served again', { tenant });
+        return;
+      } catch (err) {
+        unavailable.set(tenant, errorMessage(err));
+      }
+    }
+  };
   try {
-    for (const tenant of config.auth.tenants) stacks.set(tenant, await openStack(tenant, node));
+    for (const tenant of config.auth.tenants) {
+      try {
+        stacks.set(tenant, await openStack(tenant, node));
+      } catch (err) {
+        if (!isStorageIoError(err) || (stacks.size === 0 && tenant === config.auth.tenants[config.auth.tenants.length - 1])) throw err;
+        logger.error('cannot open a tenant\'s log; starting without it and retrying', { tenant, ...errorFields(err) });
+        unavailable.set(tenant, errorMessage(err));
+      }
+    }
+    if (stacks.size === 0) throw new Error('no tenant\'s log could be opened');
   } catch (err) {
     for (const stack of stacks.values()) {
       await stack.stopAgents().catch(() => undefined);
@@ -185,17 +217,19 @@ export async function startHubServer(config: HubServerConfig): Promise<HubServer
     lock?.release();
     throw err;
   }
-  const defaultStack = stacks.get(config.auth.tenants[0]!)!;
+  const defaultStack = stacks.get(config.auth.tenants.find((t) => stacks.has(t))!)!;
   /**
    * The caller's stack. No principal (no valid token) gets the first tenant's routes, which only
-   * answer 401 or public routes. A principal always has a stack: the authenticator names every
-   * tenant up front, and a stack of another tenant must never stand in for a missing one.
+   * answer 401 or public routes. A principal always has a stack, or its tenant's storage is
+   * unavailable (503): the authenticator names every tenant up front, and a stack of another
+   * tenant must never stand in for a missing one.
    */
   const stackOf = (principal: Principal | undefined): TenantStack => {
     if (!principal) return defaultStack;
     const stack = stacks.get(principal.tenant);
-    if (!stack) throw new Error(`internal: no stack for tenant ${JSON.stringify(principal.tenant)}; the authenticator must list every tenant`);
-    return stack;
+    if (stack) return stack;
+    if (unavailable.has(principal.tenant)) throw tenantUnavailable();
+    throw new Error(`internal: no stack for tenant ${JSON.stringify(principal.tenant)}; the authenticator must list every tenant`);
   };
 
   // Routes of the server itself, not of a tenant. No hub-wide counters here: /healthz is public,
@@ -205,8 +239,8 @@ export async function startHubServer(config: HubServerConfig): Promise<HubServer
   serverRoutes.add('GET', '/healthz', (_req, res) => {
     // The reason names the database and the tenant's partition: it goes to the process log, while
     // this public answer stays generic.
-    const problem = [...stacks.values()].map((s) => s.hub.storageProblem).find((p) => p !== undefined);
-    if (problem !== undefined) sendJson(res, 503, { status: 'storage_unavailable', message: 'the shared action log cannot be reached; the hub log says why' });
+    const problem = [...unavailable.values()][0] ?? [...stacks.values()].map((s) => s.hub.storageProblem).find((p) => p !== undefined);
+    if (problem !== undefined) sendJson(res, 503, { status: 'storage_unavailable', message: 'an action log cannot take writes; the hub log says why' });
     else sendJson(res, 200, { status: 'ok' });
   }, { public: true });
   serverRoutes.add('GET', '/metrics', async (_req, res, { principal }) => {
@@ -240,8 +274,9 @@ export async function startHubServer(config: HubServerConfig): Promise<HubServer
     maxConnectionsPerTenant: config.maxConnectionsPerTenant ?? (config.auth.enforced ? Math.max(1, Math.floor(maxWsConnections / 2)) : maxWsConnections),
     initializeTimeoutMs: config.initializeTimeoutMs ?? 10_000,
     guard: devGuard,
+    refuse: (principal) => (stacks.has(principal.tenant) ? undefined : tenantUnavailable()),
     onServerClose: (code) => metrics.connectionClosedByServer(code),
-    onClose: (conn, principal) => stackOf(principal).hub.disconnect(conn),
+    onClose: (conn, principal) => stacks.get(principal.tenant)?.hub.disconnect(conn),
   });
   metrics.gauge('ahp_hub_connections', 'Open WebSocket connections.', () => ws.connectionCount);
   metrics.gauge('ahp_hub_fanout_queue_bytes', 'Bytes queued to WebSocket clients and not yet written to their sockets.', () => ws.bufferedBytes());
@@ -264,6 +299,7 @@ export async function startHubServer(config: HubServerConfig): Promise<HubServer
         if (config.staticDir && req.method === 'GET' && (await serveStatic(config.staticDir, req, res))) return;
         sendNoRoute(res, req.method, new URL(req.url ?? '/', 'http://x').pathname);
       } catch (err) {
+        if (err instanceof HttpError && !res.headersSent) return sendError(res, err);
         logger.error('request failed', errorFields(err));
         if (!res.headersSent) sendError(res, new HttpError(500, 'internal_error', 'internal error'));
         else res.destroy();
@@ -301,11 +337,7 @@ export async function startHubServer(config: HubServerConfig): Promise<HubServer
     for (let wait = 250; closing === undefined; wait = Math.min(wait * 2, 5_000)) {
       try {
         const fresh = await openStack(old.tenant, newId());
-        if (closing !== undefined) {
-          await fresh.stopAgents();
-          await fresh.close();
-          return;
-        }
+        if (closing !== undefined) return void (await closeStack(fresh));
         stacks.set(old.tenant, fresh);
         watch(fresh);
         ws.closeTenant(old.tenant, TransportCloseCode.TenantReloaded, 'the hub reloaded this tenant from its log: reconnect');
@@ -319,6 +351,7 @@ export async function startHubServer(config: HubServerConfig): Promise<HubServer
   };
   const watch = (stack: TenantStack): void => stack.hub.onFatal(() => void reload(stack));
   for (const stack of stacks.values()) watch(stack);
+  for (const tenant of unavailable.keys()) void openWhenPossible(tenant);
 
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
@@ -330,7 +363,6 @@ export async function startHubServer(config: HubServerConfig): Promise<HubServer
   const port = (server.address() as AddressInfo).port;
   const hostForUrl = config.host.includes(':') ? `[${config.host}]` : config.host;
 
-  let closing: Promise<void> | undefined;
   const close = (): Promise<void> => {
     closing ??= (async () => {
       for (const stack of stacks.values()) await stack.stopAgents();
@@ -356,6 +388,28 @@ export async function startHubServer(config: HubServerConfig): Promise<HubServer
     http: server,
     close,
   };
+}
+
+async function closeStack(stack: TenantStack): Promise<void> {
+  await stack.stopAgents();
+  await stack.close();
+}
+
+/** 503 for a tenant whose log could not be opened (yet). */
+function tenantUnavailable(): HttpError {
+  return new HttpError(503, 'storage_unavailable', `${STORAGE_UNAVAILABLE_REASON}: this tenant's log cannot be opened right now; try again later`);
+}
+
+/**
+ * A failure of the storage under a log (full disk, read-only or vanished data directory, I/O
+ * error) rather than of its contents: worth retrying, and no reason to keep other tenants down.
+ */
+export function isStorageIoError(err: unknown): boolean {
+  for (let e: unknown = err, depth = 0; e instanceof Error && depth < 8; e = e.cause, depth++) {
+    const code = (e as { code?: unknown }).code;
+    if (typeof code === 'string' && /^(SQLITE_(FULL|CANTOPEN|READONLY|IOERR|BUSY|PERM)|ENOSPC|EROFS|EACCES|EPERM|EIO|EDQUOT)/.test(code)) return true;
+  }
+  return false;
 }
 
 /** False for paths like `/%` or `/%zz` that no route or file can be named by. */

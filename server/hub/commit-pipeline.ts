@@ -500,9 +500,10 @@ export class CommitPipeline {
     this.#recordsSinceSnapshot = 0;
     try {
       await this.#log.saveSnapshot({ serverSeq: seq, data: this.#snapshotImage() });
-      // Keep the replay window's worth of records; older ones are covered by the snapshot. A
+      // Keep the replay window's worth of records; older ones are covered by the snapshot. The
+      // window is bounded by bytes as well as count, so what stays behind a snapshot is too. A
       // shared log is not compacted by a hub: another process may not have read them yet.
-      const keepFrom = seq - this.#keepBehindSnapshot;
+      const keepFrom = Math.max(seq - this.#keepBehindSnapshot, (this.#replay.oldestSeq ?? seq + 1) - 1);
       if (keepFrom > 0 && !isSharedActionLog(this.#log)) await this.#log.compact(keepFrom);
     } catch (err) {
       this.#logger.warn('snapshot failed; recovery will replay more records', errorFields(err));

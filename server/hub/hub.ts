@@ -63,10 +63,20 @@ export interface HubLimits {
   readonly maxTenantStateChars: number;
   /** A snapshot is written after this many records, so recovery replays at most that many. */
   readonly snapshotEvery: number;
+  /**
+   * Bytes the tenant's log and snapshots may take on disk (`ActionLog.storedBytes`; SQLite). Over
+   * it, writes from clients are refused with `StorageQuotaExceeded`; agents can still end turns.
+   */
+  readonly maxTenantDiskBytes: number;
   readonly fanout: FanoutLimits;
   /** The duplicate ledger's bounds per principal (client-ledger.ts). */
   readonly ledger: LedgerLimits;
 }
+
+/** Default per-tenant disk quota (`--tenant-disk-quota`). */
+export const DEFAULT_TENANT_DISK_BYTES = 1024 * 1024 * 1024;
+/** How long a disk-usage measurement is reused before the next decision measures again. */
+const DISK_USAGE_TTL_MS = 100;
 
 export const DEFAULT_HUB_LIMITS: HubLimits = {
   maxSessionsPerTenant: 10_000,
@@ -78,6 +88,7 @@ export const DEFAULT_HUB_LIMITS: HubLimits = {
   maxUserStateChars: DEFAULT_MAX_USER_STATE_CHARS,
   maxTenantStateChars: DEFAULT_MAX_TENANT_STATE_CHARS,
   snapshotEvery: 5_000,
+  maxTenantDiskBytes: DEFAULT_TENANT_DISK_BYTES,
   fanout: DEFAULT_FANOUT_LIMITS,
   ledger: LEDGER_LIMITS,
 };
@@ -140,6 +151,9 @@ export class Hub implements HubPort {
   #gate: WriteGate | undefined;
   #failed: Error | undefined;
   #closed = false;
+  readonly #log: ActionLog;
+  /** The last disk-usage measurement and when it was taken (see `#quotaRefusal`). */
+  #diskUsage = { bytes: 0, at: Number.NEGATIVE_INFINITY };
   /** Set by the composition root: what to do when the log fails (exit so a supervisor restarts). */
   #onFatal: ((err: Error) => void) | undefined;
 
@@ -151,6 +165,7 @@ export class Hub implements HubPort {
     this.#agents = options.agents;
     this.#defaultProvider = options.defaultProvider;
     this.#observer = options.observer;
+    this.#log = options.log;
     this.#state = recovered.state;
     this.#ledger = recovered.ledger;
     this.#replay = replay;
@@ -368,6 +383,7 @@ export class Hub implements HubPort {
   async createSession(principal: Principal, params: { uri: string; provider?: string | undefined; title?: string | undefined }): Promise<{ defaultChat: string }> {
     const turn = this.#enterWrite();
     if (turn) await turn;
+    this.#assertQuota();
     if (!canWrite(principal)) throw new ProtocolError(ErrorCode.PermissionDenied, 'viewers cannot create sessions');
     if (channelKind(params.uri) !== 'session') {
       throw new ProtocolError(ErrorCode.InvalidParams, 'channel must be an ahp-session:/<id> URI');
@@ -422,6 +438,7 @@ export class Hub implements HubPort {
   async createChat(principal: Principal, sessionUri: string, params: { chat?: string | undefined; title?: string | undefined }): Promise<{ chat: string }> {
     const turn = this.#enterWrite();
     if (turn) await turn;
+    this.#assertQuota();
     const session = this.visibleSession(principal, sessionUri);
     if (!session) throw new ProtocolError(ErrorCode.SessionNotFound, `session ${sessionUri} not found`);
     if (!canWrite(principal)) throw new ProtocolError(ErrorCode.PermissionDenied, 'viewers cannot create chats');
@@ -517,7 +534,7 @@ export class Hub implements HubPort {
    * to its sender alone with a `rejectionReason` and not applied.
    */
   dispatchFromClient(client: ClientHandle, channel: string, clientSeq: number, rawAction: WireAction): void {
-    const refusal = this.#writeRefusal();
+    const refusal = this.#writeRefusal() ?? this.#quotaRefusal();
     if (refusal === undefined && this.#closed) return;
     if (refusal !== undefined) {
       this.#observer?.dispatchRejected(refusal);
@@ -571,6 +588,7 @@ export class Hub implements HubPort {
   async submitAs(principal: Principal, channel: string, rawAction: WireAction, surface = 'hub'): Promise<SubmitOutcome> {
     const turn = this.#enterWrite();
     if (turn) await turn;
+    this.#assertQuota();
     const decision = this.#decide(principal, `hub:${principal.user}`, channel, rawAction, surface);
     if (!decision) return { ok: false, code: ErrorCode.NotFound, message: `no channel ${channel}` };
     if (!decision.ok) return { ok: false, code: decision.code, message: decision.reason };
@@ -792,6 +810,32 @@ export class Hub implements HubPort {
    * While a batch is in doubt memory holds records the log may never take: a snapshot now could
    * show them, so reads that answer with state are refused until the batch is settled.
    */
+  /**
+   * Why a client's write would be refused for the tenant's disk quota, or undefined. Measured at
+   * most every DISK_USAGE_TTL_MS, so a burst may overshoot by what it writes in that time.
+   */
+  #quotaRefusal(): string | undefined {
+    if (!this.#log.storedBytes) return undefined;
+    const now = this.#now();
+    if (now - this.#diskUsage.at >= DISK_USAGE_TTL_MS) {
+      try {
+        this.#diskUsage = { bytes: this.#log.storedBytes(), at: now };
+      } catch {
+        return undefined; // the log is failing: the append will say so
+      }
+    }
+    const { bytes } = this.#diskUsage;
+    const max = this.limits.maxTenantDiskBytes;
+    if (bytes <= max) return undefined;
+    return `${STORAGE_QUOTA_REASON}: this tenant's log and snapshots take ${mib(bytes)} MiB of its ${mib(max)} MiB disk quota; ` +
+      'writes are refused until sessions are disposed (space returns as the log is compacted) or the quota (--tenant-disk-quota) is raised';
+  }
+
+  #assertQuota(): void {
+    const refusal = this.#quotaRefusal();
+    if (refusal !== undefined) throw new ProtocolError(ErrorCode.StorageQuotaExceeded, refusal);
+  }
+
   #assertReadable(): void {
     const refusal = this.#writeRefusal();
     if (refusal !== undefined) throw new ProtocolError(ErrorCode.StorageUnavailable, refusal);
@@ -894,6 +938,13 @@ export class Hub implements HubPort {
  * The action a rejection echo carries: the action as sent, unless its JSON is out of bounds, in
  * which case only its type (a rejection must never send the refused value back, nor fail to encode).
  */
+/** How every `StorageQuotaExceeded` refusal begins (rejection echoes have no code field). */
+export const STORAGE_QUOTA_REASON = 'storage quota exceeded';
+
+function mib(bytes: number): string {
+  return (bytes / (1024 * 1024)).toFixed(1);
+}
+
 function echoableRejected(raw: WireAction): WireAction {
   return checkJsonBounds(raw) ? { type: typeof raw.type === 'string' ? raw.type.slice(0, 128) : 'unknown' } : raw;
 }

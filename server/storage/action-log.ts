@@ -51,6 +51,12 @@ export interface ActionLog {
   saveSnapshot(snapshot: LogSnapshot): Promise<void>;
   /** The newest snapshot, if any. */
   latestSnapshot(): Promise<LogSnapshot | undefined>;
+  /**
+   * Bytes the log's records and snapshots take on disk now (pages in use, not the file's high-water
+   * mark), for the per-tenant disk quota. Absent where the hub does not measure it (memory,
+   * PostgreSQL: size the database there).
+   */
+  storedBytes?(): number;
   /** Drops records with serverSeq <= uptoSeq. Callers only compact what a saved snapshot covers. */
   compact(uptoSeq: number): Promise<void>;
   close(): Promise<void>;

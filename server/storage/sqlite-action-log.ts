@@ -222,6 +222,13 @@ export class SqliteActionLog implements ActionLog {
     this.#compactTx.immediate(uptoSeq);
   }
 
+  storedBytes(): number {
+    this.#assertOpen();
+    const pageSize = Number(this.#db.pragma('page_size', { simple: true }));
+    const pages = Number(this.#db.pragma('page_count', { simple: true })) - Number(this.#db.pragma('freelist_count', { simple: true }));
+    return pages * pageSize;
+  }
+
   /** Closes the database (checkpointing the WAL). Safe to call more than once. */
   async close(): Promise<void> {
     if (this.#closed) return;

@@ -28,8 +28,13 @@ class OpenedOnce implements TenantLogs {
   open(tenant: string): Promise<ActionLog> {
     let log = this.#logs.get(tenant);
     if (!log) {
-      log = this.openLog(tenant);
-      this.#logs.set(tenant, log);
+      const opening = this.openLog(tenant);
+      log = opening;
+      this.#logs.set(tenant, opening);
+      // A log that could not be opened (full disk, read-only data dir) is tried again next time.
+      opening.catch(() => {
+        if (this.#logs.get(tenant) === opening) this.#logs.delete(tenant);
+      });
     }
     return log;
   }

@@ -49,6 +49,8 @@ export interface WsTransportOptions {
   readonly initializeTimeoutMs: number;
   /** Checks an upgrade before authentication (dev mode: loopback Host and Origin only). */
   readonly guard?: ((req: IncomingMessage) => GuardRefusal | undefined) | undefined;
+  /** Checks an authenticated upgrade (a tenant whose log cannot be opened: 503). */
+  readonly refuse?: ((principal: Principal) => GuardRefusal | undefined) | undefined;
   /** Told the close code of every connection the server closes (slow-consumer counts). */
   readonly onServerClose?: ((code: number) => void) | undefined;
   /** Called when a connection closes so the hub can drop its subscriptions. */
@@ -155,6 +157,11 @@ export class WsTransport {
     const principal = this.options.auth.authenticate(tokenFromRequest(req.headers, url));
     if (!principal) {
       refuse(socket, 401, 'unauthorized', 'a valid token is required (Authorization: Bearer <token> or ?token=)');
+      return true;
+    }
+    const tenantRefusal = this.options.refuse?.(principal);
+    if (tenantRefusal) {
+      refuse(socket, tenantRefusal.status, tenantRefusal.code, tenantRefusal.message);
       return true;
     }
     if (this.#connections.size >= this.options.maxConnections) {
