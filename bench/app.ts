@@ -161,9 +161,11 @@ async function streamedAnswer(browser: import('playwright-core').Browser, base: 
   const lastDeltaAt = Date.now();
   const shownAt = await page.evaluate(async (want) => {
     const w = globalThis as unknown as { document: { querySelector(s: string): { dataset: Record<string, string | undefined> } | null }; requestAnimationFrame(cb: () => void): void };
+    const deadline = Date.now() + 180_000;
     return new Promise<number>((resolve) => {
       const check = (): void => {
         if (w.document.querySelector('.part.md')?.dataset['shownChars'] === String(want)) resolve(Date.now());
+        else if (Date.now() > deadline) resolve(Number.NaN);
         else w.requestAnimationFrame(check);
       };
       check();
@@ -218,10 +220,12 @@ async function main(): Promise<void> {
     for (const chars of sizes) {
       process.stderr.write(`… streamed ${chars} characters\n`);
       rows.push(await streamedAnswer(browser, server.url, peer, chars));
+      process.stderr.write(line(rows[rows.length - 1]!));
     }
     if (turns > 0) {
       process.stderr.write(`… ${turns}-turn chat\n`);
       rows.push(await longChat(browser, server.url, peer, turns));
+      process.stderr.write(line(rows[rows.length - 1]!));
     }
     peer.close();
   } finally {
@@ -229,11 +233,14 @@ async function main(): Promise<void> {
     await server.stop();
     rmSync(dataDir, { recursive: true, force: true });
   }
-  const f = (v: number | undefined, d = 0): string => (v === undefined ? '< 50 (none reported)' : Number.isFinite(v) ? v.toFixed(d) : '—');
-  process.stdout.write('| scenario | shown after last delta ms | longest task ms | tasks ≥ 50 ms | JS heap MiB | DOM nodes | scroll p95 frame ms |\n|---|---|---|---|---|---|---|\n');
-  for (const r of rows) {
-    process.stdout.write(`| ${r.what} | ${r.shownAfterLastDeltaMs === undefined ? '—' : f(r.shownAfterLastDeltaMs)} | ${f(r.longestTaskMs)} | ${r.longTasks} | ${f(r.heapMiB, 1)} | ${f(r.domNodes)} | ${f(r.scrollP95Ms, 1)} (${r.scrollFrames} frames) |\n`);
-  }
+  process.stdout.write(HEADER);
+  for (const r of rows) process.stdout.write(line(r));
+}
+
+const HEADER = '| scenario | shown after last delta ms | longest task ms | tasks ≥ 50 ms | JS heap MiB | DOM nodes | scroll p95 frame ms |\n|---|---|---|---|---|---|---|\n';
+const f = (v: number | undefined, d = 0): string => (v === undefined ? '< 50 (none reported)' : Number.isFinite(v) ? v.toFixed(d) : 'not shown in 180 s');
+function line(r: Row): string {
+  return `| ${r.what} | ${r.shownAfterLastDeltaMs === undefined ? '—' : f(r.shownAfterLastDeltaMs)} | ${f(r.longestTaskMs)} | ${r.longTasks} | ${f(r.heapMiB, 1)} | ${f(r.domNodes)} | ${f(r.scrollP95Ms, 1)} (${r.scrollFrames} frames) |\n`;
 }
 
 main().catch((err: unknown) => {
