@@ -40,7 +40,10 @@ export function createPartView(part: ResponsePart, ctx: PartContext, active: boo
   }
 }
 
-/** Streamed text: only the unfinished tail block is rendered again, once per frame (markdown-stream.ts). */
+/**
+ * Streamed text: only the unfinished tail block is rendered again (markdown-stream.ts). Rendered at
+ * once: the chat view already updates once per frame, and measures the transcript right after.
+ */
 class MarkdownView implements PartView {
   readonly el: HTMLElement;
   readonly #body: StreamingMarkdown;
@@ -49,7 +52,7 @@ class MarkdownView implements PartView {
     this.#body = new StreamingMarkdown(this.el);
   }
   update(part: ResponsePart): void {
-    this.#body.set(typeof (part as { content?: unknown }).content === 'string' ? (part as { content: string }).content : '');
+    this.#body.set(typeof (part as { content?: unknown }).content === 'string' ? (part as { content: string }).content : '', true);
   }
   destroy(): void {}
 }
@@ -64,7 +67,7 @@ class ReasoningView implements PartView {
   }
   update(part: ResponsePart): void {
     const content = (part as { content?: unknown }).content;
-    this.#body.set(typeof content === 'string' ? content : '');
+    this.#body.set(typeof content === 'string' ? content : '', true);
   }
   destroy(): void {}
 }

@@ -1,0 +1,249 @@
+/**
+ * Browser benchmark: `npm run bench:app` (= build + `node dist/bench/app.js`). Not a test.
+ *
+ * A real hub (`dist/server/main.js`, dev mode, SQLite log in a temp dir) serves the app to Debian's
+ * headless Chromium (playwright-core). One AHP connection acting as the agent streams a markdown
+ * answer (bench/markdown-corpus.ts, ~24-character deltas, as fast as its socket takes them) into a
+ * chat the page shows. Per answer size it reports:
+ *  - shown after last delta: from the agent's echo of its last delta (the hub has delivered it) to
+ *    the moment the page has the whole part on screen (`data-shown-chars` of the part);
+ *  - longest main-thread task while streaming (PerformanceObserver "longtask", which reports tasks
+ *    of 50 ms or more);
+ *  - renderer JS heap and DOM nodes afterwards (CDP Performance.getMetrics);
+ *  - scroll p95 frame: the page scrolled top to bottom, 400 px a frame, time between frames.
+ * Then the same for a chat of 1,000 completed turns opened cold.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { randomUUID } from 'node:crypto';
+import type WebSocket from 'ws';
+import { chromium, type Page } from 'playwright-core';
+import { prng } from '../scripts/prng.js';
+import { randomMarkdown, splitAtRandom } from './markdown-corpus.js';
+import { openSocket } from './open-socket.js';
+import { spawnServer } from './proc.js';
+
+const HERE = dirname(fileURLToPath(import.meta.url));
+const CHROMIUM = process.env['CHROMIUM_PATH'] ?? '/usr/bin/chromium';
+const CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage', '--disable-background-networking', '--no-first-run'];
+
+/** A minimal JSON-RPC peer on the hub (requests and dispatches; echoes counted by clientSeq). */
+class Peer {
+  #id = 0;
+  #seq = 0;
+  confirmedSeq = 0;
+  readonly #pending = new Map<number, (v: unknown) => void>();
+  readonly #echoWaiters: Array<{ seq: number; resolve: () => void }> = [];
+  constructor(private readonly ws: WebSocket) {
+    ws.on('message', (raw: Buffer) => {
+      const msg = JSON.parse(raw.toString('utf8')) as { id?: number; result?: unknown; error?: { message: string }; method?: string; params?: { origin?: { clientSeq: number }; rejectionReason?: string } };
+      if (typeof msg.id === 'number') {
+        this.#pending.get(msg.id)?.(msg.error ? Promise.reject(new Error(msg.error.message)) : msg.result);
+        this.#pending.delete(msg.id);
+        return;
+      }
+      if (msg.method === 'action' && msg.params?.origin) {
+        if (msg.params.rejectionReason) throw new Error(`rejected: ${msg.params.rejectionReason}`);
+        this.confirmedSeq = Math.max(this.confirmedSeq, msg.params.origin.clientSeq);
+        while (this.#echoWaiters[0] && this.#echoWaiters[0].seq <= this.confirmedSeq) this.#echoWaiters.shift()!.resolve();
+      }
+    });
+  }
+  static async open(url: string): Promise<Peer> {
+    const peer = new Peer(await openSocket(url));
+    await peer.request('initialize', { channel: 'ahp-root://', protocolVersions: ['1.0.0'], clientId: `bench-app-${randomUUID()}` });
+    return peer;
+  }
+  request<T>(method: string, params: unknown): Promise<T> {
+    const id = ++this.#id;
+    return new Promise<T>((resolve, reject) => {
+      this.#pending.set(id, (v) => (v instanceof Promise ? v.catch(reject) : resolve(v as T)));
+      this.ws.send(JSON.stringify({ jsonrpc: '2.0', id, method, params }));
+    });
+  }
+  /** Dispatches; resolves once echoed (durable and delivered). */
+  async dispatch(channel: string, action: Record<string, unknown>, wait = true): Promise<void> {
+    const clientSeq = ++this.#seq;
+    this.ws.send(JSON.stringify({ jsonrpc: '2.0', method: 'dispatchAction', params: { channel, clientSeq, action } }));
+    if (!wait) {
+      while (this.ws.bufferedAmount > 1 << 20) await new Promise((r) => setTimeout(r, 1));
+      return;
+    }
+    await new Promise<void>((resolve) => this.#echoWaiters.push({ seq: clientSeq, resolve }));
+  }
+  close(): void {
+    this.ws.terminate();
+  }
+}
+
+interface Row {
+  what: string;
+  shownAfterLastDeltaMs: number | undefined;
+  longestTaskMs: number | undefined;
+  longTasks: number;
+  heapMiB: number;
+  domNodes: number;
+  scrollP95Ms: number;
+  scrollFrames: number;
+}
+
+async function newSession(peer: Peer): Promise<{ session: string; chat: string }> {
+  const session = `ahp-session:/${randomUUID()}`;
+  const { defaultChat } = await peer.request<{ defaultChat: string }>('createSession', { channel: session, provider: 'remote', title: 'bench:app' });
+  return { session, chat: defaultChat };
+}
+
+async function openPage(browser: import('playwright-core').Browser, base: string, session: string): Promise<Page> {
+  const context = await browser.newContext({ viewport: { width: 1100, height: 900 } });
+  const page = await context.newPage();
+  await page.addInitScript(() => {
+    const w = globalThis as unknown as { __longTasks: number[]; PerformanceObserver: typeof PerformanceObserver };
+    w.__longTasks = [];
+    new w.PerformanceObserver((list) => {
+      for (const e of list.getEntries()) w.__longTasks.push(e.duration);
+    }).observe({ type: 'longtask' as never, buffered: true });
+  });
+  await page.goto(`${base}/s/${encodeURIComponent(session.replace('ahp-session:/', ''))}`);
+  await page.locator('[data-testid=connection]', { hasText: 'Connected' }).waitFor({ timeout: 60_000 });
+  return page;
+}
+
+async function metrics(page: Page): Promise<{ heapMiB: number; domNodes: number }> {
+  const cdp = await page.context().newCDPSession(page);
+  await cdp.send('Performance.enable');
+  await cdp.send('HeapProfiler.collectGarbage');
+  const { metrics: list } = await cdp.send('Performance.getMetrics');
+  const get = (name: string): number => list.find((m) => m.name === name)?.value ?? Number.NaN;
+  return { heapMiB: get('JSHeapUsedSize') / 2 ** 20, domNodes: get('Nodes') };
+}
+
+/** Scrolls the page from top to bottom, 400 px a frame; p95 of the time between frames. */
+async function scrollP95(page: Page): Promise<{ p95: number; frames: number }> {
+  const gaps = await page.evaluate(async () => {
+    const w = globalThis as unknown as { scrollTo(x: number, y: number): void; scrollBy(x: number, y: number): void; requestAnimationFrame(cb: (t: number) => void): void; document: { documentElement: { scrollHeight: number; clientHeight: number; scrollTop: number } } };
+    w.scrollTo(0, 0);
+    const out: number[] = [];
+    let last = -1;
+    await new Promise<void>((resolve) => {
+      const step = (t: number): void => {
+        if (last >= 0) out.push(t - last);
+        last = t;
+        const el = w.document.documentElement;
+        if (el.scrollTop + el.clientHeight >= el.scrollHeight - 2 || out.length >= 600) return resolve();
+        w.scrollBy(0, 400);
+        w.requestAnimationFrame(step);
+      };
+      w.requestAnimationFrame(step);
+    });
+    return out;
+  });
+  const sorted = [...gaps].sort((a, b) => a - b);
+  return { p95: sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * 0.95))] ?? Number.NaN, frames: gaps.length };
+}
+
+async function streamedAnswer(browser: import('playwright-core').Browser, base: string, peer: Peer, chars: number): Promise<Row> {
+  const { session, chat } = await newSession(peer);
+  const turnId = `turn-${randomUUID()}`;
+  const partId = 'md-1';
+  await peer.dispatch(chat, { type: 'chat/turnStarted', turnId, startedAt: new Date().toISOString(), message: { text: `a ${chars}-character answer`, origin: { kind: 'user' } } });
+  await peer.dispatch(chat, { type: 'chat/responsePart', turnId, part: { kind: 'markdown', id: partId, content: '' } });
+  const page = await openPage(browser, base, session);
+  const random = prng(chars);
+  const text = randomMarkdown(random, chars).slice(0, chars);
+  const chunks = splitAtRandom(random, text, 24); // 1..48 characters, ~24 on average
+  await page.evaluate(() => {
+    (globalThis as unknown as { __longTasks: number[] }).__longTasks.length = 0;
+  });
+  for (let i = 0; i < chunks.length - 1; i++) await peer.dispatch(chat, { type: 'chat/delta', turnId, partId, content: chunks[i] }, false);
+  await peer.dispatch(chat, { type: 'chat/delta', turnId, partId, content: chunks[chunks.length - 1] });
+  const lastDeltaAt = Date.now();
+  const shownAt = await page.evaluate(async (want) => {
+    const w = globalThis as unknown as { document: { querySelector(s: string): { dataset: Record<string, string | undefined> } | null }; requestAnimationFrame(cb: () => void): void };
+    const deadline = Date.now() + 180_000;
+    return new Promise<number>((resolve) => {
+      const check = (): void => {
+        if (w.document.querySelector('.part.md')?.dataset['shownChars'] === String(want)) resolve(Date.now());
+        else if (Date.now() > deadline) resolve(Number.NaN);
+        else w.requestAnimationFrame(check);
+      };
+      check();
+    });
+  }, text.length);
+  const longTasks = await page.evaluate(() => (globalThis as unknown as { __longTasks: number[] }).__longTasks.slice());
+  await peer.dispatch(chat, { type: 'chat/turnComplete', turnId, duration: 1 });
+  const mem = await metrics(page);
+  const scroll = await scrollP95(page);
+  await page.context().close();
+  return {
+    what: `streamed answer, ${chars.toLocaleString('en')} characters (${chunks.length.toLocaleString('en')} deltas)`,
+    shownAfterLastDeltaMs: shownAt - lastDeltaAt,
+    longestTaskMs: longTasks.length ? Math.max(...longTasks) : undefined,
+    longTasks: longTasks.length,
+    ...mem,
+    scrollP95Ms: scroll.p95,
+    scrollFrames: scroll.frames,
+  };
+}
+
+async function longChat(browser: import('playwright-core').Browser, base: string, peer: Peer, turns: number): Promise<Row> {
+  const { session, chat } = await newSession(peer);
+  const random = prng(turns);
+  for (let i = 0; i < turns; i++) {
+    const turnId = `turn-${i}`;
+    const last = i === turns - 1;
+    void peer.dispatch(chat, { type: 'chat/turnStarted', turnId, startedAt: new Date().toISOString(), message: { text: `question ${i}`, origin: { kind: 'user' } } }, false);
+    void peer.dispatch(chat, { type: 'chat/responsePart', turnId, part: { kind: 'markdown', id: 'md', content: randomMarkdown(random, 400) } }, false);
+    await peer.dispatch(chat, { type: 'chat/turnComplete', turnId, duration: 1 }, last);
+  }
+  const openedAt = Date.now();
+  const page = await openPage(browser, base, session);
+  await page.locator('article.turn').nth(turns - 1).waitFor({ state: 'attached', timeout: 120_000 });
+  const shownMs = Date.now() - openedAt;
+  const longTasks = await page.evaluate(() => (globalThis as unknown as { __longTasks: number[] }).__longTasks.slice());
+  const mem = await metrics(page);
+  const scroll = await scrollP95(page);
+  await page.context().close();
+  return { what: `${turns.toLocaleString('en')}-turn chat, opened cold (all turns in ${shownMs} ms)`, shownAfterLastDeltaMs: undefined, longestTaskMs: longTasks.length ? Math.max(...longTasks) : undefined, longTasks: longTasks.length, ...mem, scrollP95Ms: scroll.p95, scrollFrames: scroll.frames };
+}
+
+async function main(): Promise<void> {
+  const sizes = (process.argv.find((a) => a.startsWith('--sizes='))?.slice(8) ?? '10000,100000,1000000').split(',').map(Number);
+  const turns = Number(process.argv.find((a) => a.startsWith('--turns='))?.slice(8) ?? 1000);
+  const dataDir = mkdtempSync(join(tmpdir(), 'ahp-bench-app-'));
+  const server = await spawnServer([join(HERE, '..', 'server', 'main.js'), '--port', '0', '--data', dataDir, '--log-level', 'warn'], 'hub', 20_000, 1_000);
+  const browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS });
+  const rows: Row[] = [];
+  try {
+    const peer = await Peer.open(`${server.url.replace('http://', 'ws://')}/ahp`);
+    for (const chars of sizes) {
+      process.stderr.write(`… streamed ${chars} characters\n`);
+      rows.push(await streamedAnswer(browser, server.url, peer, chars));
+      process.stderr.write(line(rows[rows.length - 1]!));
+    }
+    if (turns > 0) {
+      process.stderr.write(`… ${turns}-turn chat\n`);
+      rows.push(await longChat(browser, server.url, peer, turns));
+      process.stderr.write(line(rows[rows.length - 1]!));
+    }
+    peer.close();
+  } finally {
+    await browser.close();
+    await server.stop();
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+  process.stdout.write(HEADER);
+  for (const r of rows) process.stdout.write(line(r));
+}
+
+const HEADER = '| scenario | shown after last delta ms | longest task ms | tasks ≥ 50 ms | JS heap MiB | DOM nodes | scroll p95 frame ms |\n|---|---|---|---|---|---|---|\n';
+const f = (v: number | undefined, d = 0): string => (v === undefined ? '< 50 (none reported)' : Number.isFinite(v) ? v.toFixed(d) : 'not shown in 180 s');
+function line(r: Row): string {
+  return `| ${r.what} | ${r.shownAfterLastDeltaMs === undefined ? '—' : f(r.shownAfterLastDeltaMs)} | ${f(r.longestTaskMs)} | ${r.longTasks} | ${f(r.heapMiB, 1)} | ${f(r.domNodes)} | ${f(r.scrollP95Ms, 1)} (${r.scrollFrames} frames) |\n`;
+}
+
+main().catch((err: unknown) => {
+  process.stderr.write(`bench:app failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+  process.exit(1);
+});
