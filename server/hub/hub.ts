@@ -45,6 +45,7 @@ import { Subscriptions } from './subscriptions.js';
 import { RootCatalogue } from './root-catalogue.js';
 import { interruptedTurnEnds, recoverFromLog, snapshotImageOf, type RecoveredHub } from './recovery.js';
 import { hasTurn } from '../../shared/state/selectors.js';
+import { defaultMaxLoadStateChars } from './load-guard.js';
 
 export interface HubLimits {
   readonly maxSessionsPerTenant: number;
@@ -60,6 +61,8 @@ export interface HubLimits {
   readonly maxUserStateChars: number;
   /** Everything this tenant's sessions may hold together (JSON characters). */
   readonly maxTenantStateChars: number;
+  /** A log holding more state than this is refused at start with a message saying what to do (load-guard.ts). */
+  readonly maxLoadStateChars: number;
   /** A snapshot is written after this many records, so recovery replays at most that many. */
   readonly snapshotEvery: number;
   readonly fanout: FanoutLimits;
@@ -76,6 +79,7 @@ export const DEFAULT_HUB_LIMITS: HubLimits = {
   maxChannelJsonChars: DEFAULT_MAX_CHANNEL_JSON_CHARS,
   maxUserStateChars: DEFAULT_MAX_USER_STATE_CHARS,
   maxTenantStateChars: DEFAULT_MAX_TENANT_STATE_CHARS,
+  maxLoadStateChars: defaultMaxLoadStateChars(),
   snapshotEvery: 5_000,
   fanout: DEFAULT_FANOUT_LIMITS,
   ledger: LEDGER_LIMITS,
@@ -189,7 +193,7 @@ export class Hub implements HubPort {
   static async open(options: HubOptions): Promise<Hub> {
     const limits = { ...DEFAULT_HUB_LIMITS, ...options.limits };
     const replay = new ReplayWindow(limits.replayBufferSize, limits.replayBufferChars);
-    const hub = new Hub(options, limits, replay, await recoverFromLog(options.log, options.agents, replay, { now: options.now, ledger: limits.ledger }));
+    const hub = new Hub(options, limits, replay, await recoverFromLog(options.log, options.agents, replay, { now: options.now, ledger: limits.ledger }, limits.maxLoadStateChars));
     if (isSharedActionLog(options.log)) {
       // Other processes share this log and may be running the turns recovery finds active, so
       // they are not ended here (see the README's Cluster section for what ends them).

@@ -23,6 +23,7 @@ import { CATALOG_CHANNEL, HubState, type CatalogImage } from './catalog.js';
 import { ClientLedger, type LedgerImage, type LedgerLimits } from './client-ledger.js';
 import { envelopeOf } from './commit-pipeline.js';
 import type { ReplayWindow } from './replay-window.js';
+import { defaultMaxLoadStateChars, LoadGuard } from './load-guard.js';
 
 /** What a log snapshot stores besides the records: everything recovery cannot fold cheaply. */
 export interface SnapshotImage {
@@ -55,23 +56,28 @@ export async function recoverFromLog(
   agents: readonly AgentInfo[],
   replay?: ReplayWindow,
   ledgerOptions?: { readonly now: () => number; readonly ledger: LedgerLimits },
+  maxLoadStateChars: number = defaultMaxLoadStateChars(),
 ): Promise<RecoveredHub> {
   const snapshot = await log.latestSnapshot();
   const image = snapshot?.data as SnapshotImage | undefined;
   const state = image ? HubState.fromImage(image.catalog) : new HubState(initialRootState(agents.map((a) => ({ ...a }))));
   state.root = { ...state.root, agents: agents.map((a) => ({ ...a })) };
   const ledger = ClientLedger.fromImage(image?.ledger, ledgerOptions?.now, ledgerOptions?.ledger);
+  // Refuses, with a message saying what to do, a log this process could not hold (load-guard.ts).
+  const guard = new LoadGuard(state, maxLoadStateChars);
   let seq = snapshot?.serverSeq ?? 0;
   for (;;) {
     const records = await log.read(seq, REPLAY_PAGE);
     for (const r of records) {
       state.applyRecord(r);
+      guard.replayed(r.action);
       ledger.acceptedFromLog(r);
       if (replay && r.channel !== CATALOG_CHANNEL) replay.keep(envelopeOf(r));
       seq = r.serverSeq;
     }
     if (records.length < REPLAY_PAGE) break;
   }
+  guard.finish();
   // The head may be past the last readable record (compaction never moves it back).
   return { state, ledger, headSeq: Math.max(seq, await log.head()) };
 }
