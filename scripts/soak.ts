@@ -80,7 +80,7 @@ interface HubChild {
   stderr(): string;
 }
 
-async function startHub(args: string[], openFileLimit?: number): Promise<HubChild> {
+async function startHub(args: string[], openFileLimit?: number, startDeadlineMs = 20_000): Promise<HubChild> {
   // SOAK_HUB_NODE_FLAGS (e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof") profiles the hub itself.
   const nodeFlags = (process.env['SOAK_HUB_NODE_FLAGS'] ?? '').split(' ').filter(Boolean);
   const argv = [...nodeFlags, 'dist/server/main.js', '--port', '0', '--log-level', 'error', ...args];
@@ -93,7 +93,7 @@ async function startHub(args: string[], openFileLimit?: number): Promise<HubChil
   child.stderr!.on('data', (d: Buffer) => (err = (err + d.toString()).slice(-20_000)));
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
   const url = await new Promise<string>((resolve, reject) => {
-    const deadline = setTimeout(() => reject(new Error(`hub did not start in 20 s: ${err}`)), 20_000);
+    const deadline = setTimeout(() => reject(new Error(`hub did not start in ${startDeadlineMs / 1000} s: ${err}`)), startDeadlineMs);
     child.stdout!.on('data', (d: Buffer) => {
       out += d.toString();
       const m = /listening on (http:\/\/\S+)/.exec(out);
@@ -602,7 +602,8 @@ async function main(): Promise<void> {
     if (!fl.otherUserConnected) failures.push('a flood from one token locked out another tenant');
   }
   if (runs('state')) {
-    const st = await stateFlood((args) => startHub(args), o.quick);
+    // A restart loads the whole tenant (up to its quota): give it longer than an empty start.
+    const st = await stateFlood((args) => startHub(args, undefined, 120_000), o.quick);
     say(
       `aggregate-state flood: ${st.users} users of one tenant filled ${st.sessions} sessions with ${(st.acceptedChars / 2 ** 20).toFixed(0)} Mi characters of queued messages; ` +
         `refused ${JSON.stringify(st.refusals)}; hub RSS ${st.rssBeforeMiB.toFixed(0)} → peak ${st.rssPeakMiB.toFixed(0)} MiB; another tenant worked: ${st.otherTenantWorks ? 'yes' : 'NO'}; ` +

@@ -166,7 +166,7 @@ export class Hub implements HubPort {
         yield* state.sessions.keys();
         yield* state.chats.keys();
       },
-    });
+    }, recovered.measured);
     this.#subscriptions = new Subscriptions(limits.maxSubscriptionsPerConnection, limits.fanout, replay);
     this.#pipeline = new CommitPipeline({
       log: options.log,

@@ -41,15 +41,23 @@ export class StateTooLargeToLoadError extends Error {
   }
 }
 
+/** A channel's measured size and the state object it was measured on (reducers never mutate). */
+export interface MeasuredChannel {
+  readonly state: unknown;
+  readonly size: number;
+}
+
 export class LoadGuard {
   #estimate: number;
   #measuredAt: number;
+  /** Every channel's last measurement, handed to the state budget so a start measures each once. */
+  readonly measured = new Map<string, MeasuredChannel>();
 
   constructor(
     readonly state: HubState,
     readonly maxChars: number,
   ) {
-    this.#estimate = measure(state);
+    this.#estimate = this.#measure();
     this.#measuredAt = this.#estimate;
     this.#check();
   }
@@ -59,7 +67,7 @@ export class LoadGuard {
     this.#estimate += JSON.stringify(action).length;
     // Measured again only after the estimate grew by a quarter of the bound: amortised linear.
     if (this.#estimate > this.maxChars && this.#estimate - this.#measuredAt > this.maxChars / 4) {
-      this.#estimate = measure(this.state);
+      this.#estimate = this.#measure();
       this.#measuredAt = this.#estimate;
       this.#check();
     }
@@ -68,20 +76,26 @@ export class LoadGuard {
   /** At the end of the replay: the real size decides. */
   finish(): void {
     if (this.#estimate > this.maxChars) {
-      this.#estimate = measure(this.state);
+      this.#estimate = this.#measure();
       this.#check();
     }
+  }
+
+  /** Every session's and chat's encoded size, one channel at a time (unchanged ones not again). */
+  #measure(): number {
+    let chars = 0;
+    const one = (uri: string, state: unknown): void => {
+      const last = this.measured.get(uri);
+      const size = last !== undefined && last.state === state ? last.size : JSON.stringify(state).length;
+      if (last?.state !== state) this.measured.set(uri, { state, size });
+      chars += size;
+    };
+    for (const s of this.state.sessions.values()) one(s.uri, s.state);
+    for (const c of this.state.chats.values()) one(c.uri, c.state);
+    return chars;
   }
 
   #check(): void {
     if (this.#estimate > this.maxChars) throw new StateTooLargeToLoadError(this.#estimate, this.maxChars);
   }
-}
-
-/** Every session's and chat's encoded size, one channel at a time. */
-function measure(state: HubState): number {
-  let chars = 0;
-  for (const s of state.sessions.values()) chars += JSON.stringify(s.state).length;
-  for (const c of state.chats.values()) chars += JSON.stringify(c.state).length;
-  return chars;
 }

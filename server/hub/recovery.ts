@@ -23,7 +23,7 @@ import { CATALOG_CHANNEL, HubState, type CatalogImage } from './catalog.js';
 import { ClientLedger, type LedgerImage, type LedgerLimits } from './client-ledger.js';
 import { envelopeOf } from './commit-pipeline.js';
 import type { ReplayWindow } from './replay-window.js';
-import { defaultMaxLoadStateChars, LoadGuard } from './load-guard.js';
+import { defaultMaxLoadStateChars, LoadGuard, type MeasuredChannel } from './load-guard.js';
 
 /** What a log snapshot stores besides the records: everything recovery cannot fold cheaply. */
 export interface SnapshotImage {
@@ -41,6 +41,8 @@ export interface RecoveredHub {
   readonly ledger: ClientLedger;
   /** The log's head: the last serverSeq in the log (sequencing continues after it). */
   readonly headSeq: number;
+  /** Channels measured while loading (load-guard.ts), so the state budget need not measure them again. */
+  readonly measured?: ReadonlyMap<string, MeasuredChannel>;
 }
 
 /** Records read per page while replaying. */
@@ -79,7 +81,7 @@ export async function recoverFromLog(
   }
   guard.finish();
   // The head may be past the last readable record (compaction never moves it back).
-  return { state, ledger, headSeq: Math.max(seq, await log.head()) };
+  return { state, ledger, headSeq: Math.max(seq, await log.head()), measured: guard.measured };
 }
 
 /** The action that ends each turn still running in `state`, as an error the user can see. */
