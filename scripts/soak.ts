@@ -15,7 +15,7 @@
  *      half-open HTTP requests pile up; another user still connects and `/healthz` still answers.
  *
  * Flags: --seed N (1), --cycles N (25), --fuzz-frames N (1000000), --quick (small numbers),
- * --only kill|fuzz|slow|flood (one phase, with the same seeded inputs as in the full run).
+ * --only kill|fuzz|slow|flood|state (one phase, with the same seeded inputs as in the full run).
  * Prints one line per phase and a summary; exits non-zero if any action was lost or the hub died.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -32,6 +32,7 @@ import { cpuSeconds, machineBusySeconds, rssMiB } from '../bench/proc.js';
 import { tenantLogFile } from '../server/storage/tenant-logs.js';
 import { DEV_PRINCIPAL } from '../server/auth/auth.js';
 import { prng } from './prng.js';
+import { stateFlood } from './soak-state-flood.js';
 
 /** The dev tenant's log file in a data directory (dev mode has one tenant). */
 const devLogFile = (dataDir: string): string => tenantLogFile(dataDir, DEV_PRINCIPAL.tenant);
@@ -63,7 +64,7 @@ function parseOptions(argv: readonly string[]): Options {
       o.quick = true;
       o.cycles = 3;
       o.fuzzFrames = 50_000;
-    } else throw new Error(`unknown flag ${flag}; flags: --seed N --cycles N --fuzz-frames N --quick --only kill|fuzz|slow|flood`);
+    } else throw new Error(`unknown flag ${flag}; flags: --seed N --cycles N --fuzz-frames N --quick --only kill|fuzz|slow|flood|state`);
   }
   return o;
 }
@@ -79,7 +80,7 @@ interface HubChild {
   stderr(): string;
 }
 
-async function startHub(args: string[], openFileLimit?: number): Promise<HubChild> {
+async function startHub(args: string[], openFileLimit?: number, startDeadlineMs = 20_000): Promise<HubChild> {
   // SOAK_HUB_NODE_FLAGS (e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof") profiles the hub itself.
   const nodeFlags = (process.env['SOAK_HUB_NODE_FLAGS'] ?? '').split(' ').filter(Boolean);
   const argv = [...nodeFlags, 'dist/server/main.js', '--port', '0', '--log-level', 'error', ...args];
@@ -92,7 +93,7 @@ async function startHub(args: string[], openFileLimit?: number): Promise<HubChil
   child.stderr!.on('data', (d: Buffer) => (err = (err + d.toString()).slice(-20_000)));
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
   const url = await new Promise<string>((resolve, reject) => {
-    const deadline = setTimeout(() => reject(new Error(`hub did not start in 20 s: ${err}`)), 20_000);
+    const deadline = setTimeout(() => reject(new Error(`hub did not start in ${startDeadlineMs / 1000} s: ${err}`)), startDeadlineMs);
     child.stdout!.on('data', (d: Buffer) => {
       out += d.toString();
       const m = /listening on (http:\/\/\S+)/.exec(out);
@@ -599,6 +600,18 @@ async function main(): Promise<void> {
     say(`floods (hub under ulimit -n 1024): ${fl.halfOpen} half-open HTTP requests + ${fl.attempts} upgrades from one viewer token: ${fl.accepted} accepted (the per-user cap), ${fl.refused429} refused 429, ${fl.refusedAtHttpCap} cut at the HTTP connection cap; another tenant's user connected: ${fl.otherUserConnected ? 'yes' : 'NO'}; /healthz answered ${fl.healthzAnswered ? 'yes' : 'NO'}, worst ${fl.healthzWorstMs.toFixed(0)} ms`);
     if (!fl.healthzAnswered) failures.push('/healthz starved by the flood');
     if (!fl.otherUserConnected) failures.push('a flood from one token locked out another tenant');
+  }
+  if (runs('state')) {
+    // A restart loads the whole tenant (up to its quota): give it longer than an empty start.
+    const st = await stateFlood((args) => startHub(args, undefined, 120_000), o.quick);
+    say(
+      `aggregate-state flood: ${st.users} users of one tenant filled ${st.sessions} sessions with ${(st.acceptedChars / 2 ** 20).toFixed(0)} Mi characters of queued messages; ` +
+        `refused ${JSON.stringify(st.refusals)}; hub RSS ${st.rssBeforeMiB.toFixed(0)} → peak ${st.rssPeakMiB.toFixed(0)} MiB; another tenant worked: ${st.otherTenantWorks ? 'yes' : 'NO'}; ` +
+        `restart on the data dir: ${st.restartOk ? `ok in ${(st.restartMs / 1000).toFixed(1)} s` : 'FAILED'}`,
+    );
+    if (!st.restartOk) failures.push('the hub did not start again after the aggregate-state flood');
+    if (!Object.keys(st.refusals).some((code) => code.endsWith('_quota'))) failures.push('no state quota refused the aggregate-state flood');
+    if (!st.otherTenantWorks) failures.push('the aggregate-state flood locked out another tenant');
   }
   say(`summary: ${((performance.now() - started) / 1000).toFixed(0)} s; actions lost: ${lost}; ${failures.length === 0 ? 'PASS' : 'FAIL: ' + failures.join('; ')}`);
   process.exitCode = failures.length === 0 ? 0 : 1;

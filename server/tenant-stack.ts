@@ -11,7 +11,8 @@
 import type { Authenticator } from './auth/auth.js';
 import type { AgentProvider } from './agents/agent.js';
 import { AgentRunner, DEFAULT_REMOTE_AGENT_GRACE_MS, noSteering } from './agents/agent-runner.js';
-import { Hub, type HubLimits } from './hub/hub.js';
+import { Hub, type HubLimits, type HubOptions } from './hub/hub.js';
+import { StateTooLargeToLoadError } from './hub/load-guard.js';
 import { registerAhpMethods, throttledDispatchHandler } from './hub/ahp-methods.js';
 import { RpcRouter, type RateLimit } from './hub/rpc.js';
 import { AgentLeaseKeeper } from './hub/agent-lease-keeper.js';
@@ -55,7 +56,7 @@ export class TenantStack {
   static async open(options: TenantStackOptions): Promise<TenantStack> {
     const { metrics, providers } = options;
     const logger = options.logger.child({ tenant: options.tenant });
-    const hub = await Hub.open({
+    const hub = await openHub({
       log: metrics.timed(options.log),
       observer: metrics,
       logger: logger.child({ component: 'hub' }),
@@ -64,7 +65,7 @@ export class TenantStack {
       agents: providers.map((p) => p.info),
       defaultProvider: options.defaultProvider ?? providers[0]!.info.provider,
       ...(options.limits ? { limits: options.limits } : {}),
-    });
+    }, options.tenant);
     return new TenantStack(options, hub, logger);
   }
 
@@ -131,5 +132,15 @@ export class TenantStack {
     for (const c of this.#closers) await c();
     await this.hub.close();
     await this.#leaseKeeper?.close();
+  }
+}
+
+/** Opens the tenant's hub; a log too large to load is refused naming the tenant (load-guard.ts). */
+async function openHub(options: HubOptions, tenant: string): Promise<Hub> {
+  try {
+    return await Hub.open(options);
+  } catch (err) {
+    if (err instanceof StateTooLargeToLoadError) throw new StateTooLargeToLoadError(err.heldChars, err.maxChars, tenant);
+    throw err;
   }
 }

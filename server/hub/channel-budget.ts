@@ -56,6 +56,9 @@ export interface BudgetedState {
   channels(): Iterable<string>;
 }
 
+/** Sizes measured while loading (load-guard.ts): valid while the channel still holds that very state object. */
+export type InitialSizes = ReadonlyMap<string, { readonly state: unknown; readonly size: number }>;
+
 /** Actions that never grow a channel's state: always allowed, even when full or over quota. */
 const NEVER_GROWS = new Set([
   'chat/truncated',
@@ -85,12 +88,18 @@ export class ChannelSizeBudget {
   readonly #owners = new Map<string, { total: number; readonly channels: Set<string> }>();
   #total = 0;
 
+  /** Only while constructing: held afterwards it would keep old state objects alive. */
+  #initial: InitialSizes | undefined;
+
   constructor(
     readonly quotas: StateQuotas,
     readonly state: BudgetedState,
+    initial?: InitialSizes,
   ) {
     // Exact from the start (after recovery), so the totals never begin as guesses.
+    this.#initial = initial;
     for (const channel of state.channels()) this.#account(channel);
+    this.#initial = undefined;
   }
 
   /** The upper estimate of every channel's state together (a gauge). */
@@ -220,7 +229,8 @@ export class ChannelSizeBudget {
   #measure(channel: string, account: ChannelAccount): void {
     const state = this.state.stateOf(channel);
     if (state !== undefined && state === account.measured) return;
-    const size = state === undefined ? 0 : JSON.stringify(state).length;
+    const known = this.#initial?.get(channel);
+    const size = state === undefined ? 0 : known?.state === state ? known.size : JSON.stringify(state).length;
     const owner = this.#owners.get(account.owner)!;
     owner.total += size - account.estimate;
     this.#total += size - account.estimate;

@@ -46,6 +46,7 @@ import { RootCatalogue } from './root-catalogue.js';
 import { interruptedTurns, recoverFromLog, snapshotImageOf, type InterruptedTurn, type RecoveredHub } from './recovery.js';
 import { hasTurn } from '../../shared/state/selectors.js';
 import { ANSWERED_BY_META } from '../../shared/state/answered-by.js';
+import { defaultMaxLoadStateChars } from './load-guard.js';
 
 export interface HubLimits {
   readonly maxSessionsPerTenant: number;
@@ -61,6 +62,8 @@ export interface HubLimits {
   readonly maxUserStateChars: number;
   /** Everything this tenant's sessions may hold together (JSON characters). */
   readonly maxTenantStateChars: number;
+  /** A log holding more state than this is refused at start with a message saying what to do (load-guard.ts). */
+  readonly maxLoadStateChars: number;
   /** A snapshot is written after this many records, so recovery replays at most that many. */
   readonly snapshotEvery: number;
   /**
@@ -87,6 +90,7 @@ export const DEFAULT_HUB_LIMITS: HubLimits = {
   maxChannelJsonChars: DEFAULT_MAX_CHANNEL_JSON_CHARS,
   maxUserStateChars: DEFAULT_MAX_USER_STATE_CHARS,
   maxTenantStateChars: DEFAULT_MAX_TENANT_STATE_CHARS,
+  maxLoadStateChars: defaultMaxLoadStateChars(),
   snapshotEvery: 5_000,
   maxTenantDiskBytes: DEFAULT_TENANT_DISK_BYTES,
   fanout: DEFAULT_FANOUT_LIMITS,
@@ -177,7 +181,7 @@ export class Hub implements HubPort {
         yield* state.sessions.keys();
         yield* state.chats.keys();
       },
-    });
+    }, recovered.measured);
     this.#subscriptions = new Subscriptions(limits.maxSubscriptionsPerConnection, limits.fanout, replay);
     this.#pipeline = new CommitPipeline({
       log: options.log,
@@ -204,7 +208,7 @@ export class Hub implements HubPort {
   static async open(options: HubOptions): Promise<Hub> {
     const limits = { ...DEFAULT_HUB_LIMITS, ...options.limits };
     const replay = new ReplayWindow(limits.replayBufferSize, limits.replayBufferChars);
-    const hub = new Hub(options, limits, replay, await recoverFromLog(options.log, options.agents, replay, { now: options.now, ledger: limits.ledger }));
+    const hub = new Hub(options, limits, replay, await recoverFromLog(options.log, options.agents, replay, { now: options.now, ledger: limits.ledger }, limits.maxLoadStateChars));
     if (isSharedActionLog(options.log)) {
       // Other processes share this log and may be running the turns recovery finds active, so
       // they are not ended here (see the README's Cluster section for what ends them).

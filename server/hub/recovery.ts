@@ -21,6 +21,7 @@ import { CATALOG_CHANNEL, HubState, type CatalogImage } from './catalog.js';
 import { ClientLedger, type LedgerImage, type LedgerLimits } from './client-ledger.js';
 import { envelopeOf } from './commit-pipeline.js';
 import type { ReplayWindow } from './replay-window.js';
+import { defaultMaxLoadStateChars, LoadGuard, type MeasuredChannel } from './load-guard.js';
 
 /** What a log snapshot stores besides the records: everything recovery cannot fold cheaply. */
 export interface SnapshotImage {
@@ -38,6 +39,8 @@ export interface RecoveredHub {
   readonly ledger: ClientLedger;
   /** The log's head: the last serverSeq in the log (sequencing continues after it). */
   readonly headSeq: number;
+  /** Channels measured while loading (load-guard.ts), so the state budget need not measure them again. */
+  readonly measured?: ReadonlyMap<string, MeasuredChannel>;
 }
 
 /** Records read per page while replaying. */
@@ -53,6 +56,7 @@ export async function recoverFromLog(
   agents: readonly AgentInfo[],
   replay?: ReplayWindow,
   ledgerOptions?: { readonly now: () => number; readonly ledger: LedgerLimits },
+  maxLoadStateChars: number = defaultMaxLoadStateChars(),
 ): Promise<RecoveredHub> {
   // The head is read FIRST: with a shared log other processes append while this one replays, and
   // a head read after the replay could name records the replay never saw (the hub would then
@@ -64,23 +68,27 @@ export async function recoverFromLog(
   const state = image ? HubState.fromImage(image.catalog) : new HubState(initialRootState(agents.map((a) => ({ ...a }))));
   state.root = { ...state.root, agents: agents.map((a) => ({ ...a })) };
   const ledger = ClientLedger.fromImage(image?.ledger, ledgerOptions?.now, ledgerOptions?.ledger);
+  // Refuses, with a message saying what to do, a log this process could not hold (load-guard.ts).
+  const guard = new LoadGuard(state, maxLoadStateChars);
   let seq = snapshot?.serverSeq ?? 0;
   for (;;) {
     const records = await log.read(seq, REPLAY_PAGE);
     for (const r of records) {
       state.applyRecord(r);
+      guard.replayed(r.action);
       ledger.acceptedFromLog(r);
       if (replay && r.channel !== CATALOG_CHANNEL) replay.keep(envelopeOf(r));
       seq = r.serverSeq;
     }
     if (records.length < REPLAY_PAGE) break;
   }
+  guard.finish();
   if (seq < headBefore) {
     // Only when the records between the snapshot and the head are gone (damaged or compacted
     // past the newest snapshot): state would silently miss them.
     throw new Error(`recovery: the log's head is ${headBefore} but its records end at ${seq}; records after the newest snapshot are missing`);
   }
-  return { state, ledger, headSeq: seq };
+  return { state, ledger, headSeq: seq, measured: guard.measured };
 }
 
 /** A turn that was running when the previous process stopped. */

@@ -120,4 +120,24 @@ describe('state quotas per user and per tenant (issue 18.1)', () => {
     const stillOver = await flood(again, 1);
     expect(stillOver.refusal ?? '').toMatch(/tenant_state_quota/);
   });
+
+  it('a data dir holding more state than the hub may load is refused at start naming the tenant and what to do; with room it starts unchanged', async () => {
+    const first = await hubs.start({ withAuth: true, persistent: true, auth, limits });
+    const dataDir = first.dataDir!;
+    const alice = await hubs.open(TOKENS.alice);
+    const made = await flood(alice, 3);
+    expect(made.refusal).toBeUndefined();
+    const held = await heldChars(alice, made.sessions);
+    await hubs.closeClients();
+    await first.close();
+
+    const refused = await hubs.start({ withAuth: true, dataDir, auth, limits: { ...limits, maxLoadStateChars: Math.floor(held / 2) } }).catch((e: unknown) => e);
+    expect(refused).toBeInstanceOf(Error);
+    expect((refused as Error).message).toMatch(/tenant "acme" cannot start: the log holds at least \d+ characters/);
+    expect((refused as Error).message).toMatch(/max-old-space-size.*tenants\/acme\//);
+
+    await hubs.start({ withAuth: true, dataDir, auth, limits: { ...limits, maxLoadStateChars: held * 2 } });
+    const back = await hubs.open(TOKENS.alice);
+    expect(await heldChars(back, made.sessions)).toBe(held);
+  });
 });
