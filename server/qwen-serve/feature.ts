@@ -296,7 +296,7 @@ export function createQwenServeFeature(options: QwenServeOptions = {}): Feature 
         const epoch = headerOf(req.headers['x-qwen-event-epoch']);
         res.setHeader('X-Qwen-Event-Epoch', log.epoch);
         let stop: (() => void) | undefined;
-        const sse = openSse(req, res, streams.limits, () => stop?.());
+        const sse = openSse(req, res, streams.limits, () => stop?.(), hc.claimStream());
         // Replay and attach in one synchronous step: nothing can be published in between.
         const replay = lastEventId === undefined ? undefined : log.framesAfter(lastEventId, epoch);
         if (replay) {
