@@ -124,6 +124,11 @@ export interface HubServer {
   readonly http: Server;
   /** Drains and stops: closes sockets, flushes the log, writes a snapshot. Idempotent. */
   close(): Promise<void>;
+  /**
+   * After the authenticator's tokens changed (SIGHUP): closes WebSockets (4401) and ends streams
+   * whose token no longer names the same principal. New requests are checked by the new tokens already.
+   */
+  closeRevoked(): { sockets: number; streams: number };
 }
 
 export async function startHubServer(config: HubServerConfig): Promise<HubServer> {
@@ -258,7 +263,8 @@ export async function startHubServer(config: HubServerConfig): Promise<HubServer
         // Authenticated once, here: the tenant picks the routes, and the routers reuse the answer.
         // A request without a valid token goes to the first tenant's routes, which answer 401
         // wherever a token is needed: the same answer every tenant's routes would give.
-        const caller = { principal: config.auth.authenticate(tokenFromRequest(req.headers, new URL(req.url ?? '/', 'http://localhost'))), streams };
+        const token = tokenFromRequest(req.headers, new URL(req.url ?? '/', 'http://localhost'));
+        const caller = { principal: config.auth.authenticate(token), streams: { claim: (p: Principal, r: ServerResponse) => streams.claim(p, r, token) } };
         if (await serverRoutes.handle(req, res, caller)) return;
         if (await stackOf(caller.principal).http.handle(req, res, caller)) return;
         if (config.staticDir && req.method === 'GET' && (await serveStatic(config.staticDir, req, res))) return;
@@ -331,6 +337,7 @@ export async function startHubServer(config: HubServerConfig): Promise<HubServer
     hubOf: (tenant) => stacks.get(tenant)?.hub,
     http: server,
     close,
+    closeRevoked: () => ({ sockets: ws.closeRevoked(), streams: streams.endRevoked(config.auth) }),
   };
 }
 

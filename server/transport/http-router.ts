@@ -10,7 +10,12 @@ import { tokenFromRequest } from '../auth/auth.js';
 import type { Logger } from '../log.js';
 import { errorFields } from '../log.js';
 import { HttpError } from './http-error.js';
-import { UNCOUNTED_SLOT, type StreamSlot, type StreamSlots } from './stream-slots.js';
+import { UNCOUNTED_SLOT, type StreamSlot } from './stream-slots.js';
+
+/** Takes stream slots for one request's caller (the server binds it to the request's token). */
+export interface StreamClaimer {
+  claim(principal: Principal, res: ServerResponse): StreamSlot;
+}
 
 export interface HttpContext {
   readonly params: Readonly<Record<string, string>>;
@@ -112,7 +117,7 @@ export class HttpRouter {
    * `caller`: who the request's token names, when the server already authenticated it (to pick
    * the tenant's router), so the token is not hashed and looked up a second time.
    */
-  async handle(req: IncomingMessage, res: ServerResponse, caller?: { readonly principal: Principal | undefined; readonly streams?: StreamSlots | undefined }): Promise<boolean> {
+  async handle(req: IncomingMessage, res: ServerResponse, caller?: { readonly principal: Principal | undefined; readonly streams?: StreamClaimer | undefined }): Promise<boolean> {
     const url = new URL(req.url ?? '/', 'http://localhost');
     const rawSegments = url.pathname.split('/').slice(1);
     let pathMatched = false;

@@ -7,7 +7,7 @@
  * HTTP cap by a reserve that short requests always find (docs/limits.md#http-and-sse-slots).
  */
 import type { ServerResponse } from 'node:http';
-import type { Principal } from '../auth/auth.js';
+import { stillValid, type Authenticator, type Principal } from '../auth/auth.js';
 import { HttpError } from './http-error.js';
 
 export interface StreamSlotLimits {
@@ -47,6 +47,8 @@ export class StreamSlots {
   readonly #byTenant = new Map<string, number>();
   #open = 0;
   #refused = 0;
+  /** Open streams with the token they were opened with, to end them when it is revoked. */
+  readonly #streams = new Map<object, { token: string | undefined; principal: Principal; res: ServerResponse | undefined }>();
 
   constructor(readonly limits: StreamSlotLimits) {}
 
@@ -54,7 +56,7 @@ export class StreamSlots {
    * Takes a slot for a stream of `principal`, or throws a 429 `too_many_streams` naming the cap;
    * the refused response closes its connection, so the refusal frees the slot it came in on.
    */
-  claim(principal: Principal, res?: ServerResponse): StreamSlot {
+  claim(principal: Principal, res?: ServerResponse, token?: string): StreamSlot {
     const key = `${principal.tenant}\u0000${principal.user}`;
     const mine = this.#byPrincipal.get(key) ?? 0;
     const tenants = this.#byTenant.get(principal.tenant) ?? 0;
@@ -75,15 +77,30 @@ export class StreamSlots {
     this.#byTenant.set(principal.tenant, tenants + 1);
     this.#open++;
     let released = false;
-    return {
+    const slot: StreamSlot = {
       release: () => {
         if (released) return;
         released = true;
+        this.#streams.delete(slot);
         this.#open--;
         decrement(this.#byPrincipal, key);
         decrement(this.#byTenant, principal.tenant);
       },
     };
+    this.#streams.set(slot, { token, principal, res });
+    return slot;
+  }
+
+  /** After a token reload: ends every stream whose token no longer names its principal; returns how many. */
+  endRevoked(auth: Authenticator): number {
+    let ended = 0;
+    for (const [slot, { token, principal, res }] of [...this.#streams]) {
+      if (stillValid(auth, token, principal)) continue;
+      res?.destroy();
+      (slot as StreamSlot).release();
+      ended++;
+    }
+    return ended;
   }
 
   /** Streams open now (every tenant). */

@@ -8,7 +8,7 @@ import type { Duplex } from 'node:stream';
 import { randomUUID } from 'node:crypto';
 import { WebSocketServer, WebSocket, type RawData } from 'ws';
 import type { Authenticator, Principal } from '../auth/auth.js';
-import { tokenFromRequest } from '../auth/auth.js';
+import { stillValid, tokenFromRequest } from '../auth/auth.js';
 import { ErrorCode } from '../../shared/protocol/errors.js';
 import type { Connection } from '../hub/connection.js';
 import { CloseCode } from '../hub/connection.js';
@@ -22,6 +22,8 @@ import type { GuardRefusal } from './loopback-guard.js';
 export const TransportCloseCode = {
   /** The client did not complete `initialize` in time after the upgrade. */
   InitializeTimeout: 4408,
+  /** The token the connection was opened with was removed or changed (the token file was reloaded). */
+  TokenRevoked: 4401,
 } as const;
 
 export interface WsTransportOptions {
@@ -117,6 +119,8 @@ class WsConnection implements Connection {
 export class WsTransport {
   readonly #wss: WebSocketServer;
   readonly #connections = new Set<WsConnection>();
+  /** What each connection authenticated with, to close it when its token is revoked. */
+  readonly #credentials = new Map<WsConnection, { token: string | undefined; principal: Principal }>();
   /** Open connections per principal key and per tenant (entries removed at zero). */
   readonly #perPrincipal = new Map<string, number>();
   readonly #perTenant = new Map<string, number>();
@@ -177,13 +181,15 @@ export class WsTransport {
       decrement(this.#perTenant, principal.tenant);
     };
     socket.once('close', release);
-    this.#wss.handleUpgrade(req, socket, head, (ws) => this.#accept(ws, socket, principal, release));
+    const token = tokenFromRequest(req.headers, url);
+    this.#wss.handleUpgrade(req, socket, head, (ws) => this.#accept(ws, socket, principal, release, token));
     return true;
   }
 
-  #accept(ws: WebSocket, raw: Duplex, principal: Principal, release: () => void): void {
+  #accept(ws: WebSocket, raw: Duplex, principal: Principal, release: () => void, token: string | undefined): void {
     const conn = new WsConnection(ws, raw, this.options.maxBufferedBytes, this.options.onServerClose);
     this.#connections.add(conn);
+    this.#credentials.set(conn, { token, principal });
     const router = this.options.routerFor(principal);
     const ctx: RpcContext = { conn, principal, state: router.newConnectionState() };
     // A socket that never initializes holds a slot and memory for nothing: close it after a while.
@@ -215,6 +221,7 @@ export class WsTransport {
       clearTimeout(initializeTimer);
       release();
       this.#connections.delete(conn);
+      this.#credentials.delete(conn);
       this.options.onClose(conn, principal);
     });
   }
@@ -231,6 +238,17 @@ export class WsTransport {
   }
 
   /** Closes every connection with 1001 (going away). */
+  /** After a token reload: closes (4401) every connection whose token no longer names its principal; returns how many. */
+  closeRevoked(): number {
+    let closed = 0;
+    for (const [conn, { token, principal }] of this.#credentials) {
+      if (stillValid(this.options.auth, token, principal)) continue;
+      conn.close(TransportCloseCode.TokenRevoked, 'token revoked');
+      closed++;
+    }
+    return closed;
+  }
+
   close(): void {
     clearInterval(this.#heartbeat);
     for (const conn of this.#connections) conn.close(CloseCode.GoingAway, 'server shutting down');
