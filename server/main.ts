@@ -4,7 +4,7 @@
 import { dirname, join } from 'node:path';
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { devAuthenticator, loadAuthFile } from './auth/auth.js';
+import { devAuthenticator, loadAuthFile, reloadable } from './auth/auth.js';
 import { ConfigError, connectionCapsFor, FILES_PER_SQLITE_TENANT, minimumOpenFiles, openFileLimit, parseArgs } from './config.js';
 import { createLogger } from './log.js';
 import { startHubServer } from './server.js';
@@ -35,7 +35,8 @@ async function main(): Promise<void> {
     process.exit(2);
   }
   const logger = createLogger(config.logLevel);
-  const auth = config.authFile ? loadAuthFile(config.authFile) : devAuthenticator();
+  const reloadableAuth = config.authFile ? reloadable(loadAuthFile(config.authFile)) : undefined;
+  const auth = reloadableAuth ?? devAuthenticator();
   if (config.authFile && openPermissions(config.authFile) !== 0) {
     // Agents run as another user must not read the tokens; refuse rather than hand them over.
     if (agentsFile.agents.some((a) => a.config.uid !== undefined)) {
@@ -98,6 +99,18 @@ async function main(): Promise<void> {
   };
   process.on('SIGTERM', () => stop('SIGTERM'));
   process.on('SIGINT', () => stop('SIGINT'));
+  // SIGHUP reloads the token file (docs/limits.md#tokens); without --auth there is nothing to reload.
+  process.on('SIGHUP', () => {
+    const file = config.authFile;
+    if (!file || !reloadableAuth) return void logger.warn('SIGHUP ignored: no --auth token file to reload');
+    try {
+      reloadableAuth.replace(loadAuthFile(file));
+    } catch (err) {
+      return void logger.error('token file not reloaded; the previous tokens stay in force', { file, err: err instanceof Error ? err.message : String(err) });
+    }
+    const closed = server.closeRevoked();
+    logger.info('token file reloaded', { file, tenants: auth.tenants.length, closedSockets: closed.sockets, endedStreams: closed.streams });
+  });
 }
 
 main().catch((err: unknown) => {

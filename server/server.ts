@@ -34,6 +34,7 @@ import { HttpError, HttpRouter, sendError, sendJson, sendNoRoute, type HttpRegis
 import { serveStatic } from './transport/static-files.js';
 import { TransportCloseCode, WsTransport } from './transport/ws-transport.js';
 import { capHttpConnections } from './transport/http-connection-cap.js';
+import { StreamSlots, streamSlotLimitsFor, type StreamSlotLimits } from './transport/stream-slots.js';
 import { loopbackRefusal } from './transport/loopback-guard.js';
 import { lockDataDir, type DataDirLock } from './storage/data-dir-lock.js';
 import { HubMetrics } from './metrics.js';
@@ -74,6 +75,8 @@ export interface HubServerConfig {
   readonly initializeTimeoutMs?: number;
   /** Plain HTTP connections (not upgraded); at the cap the oldest idle or half-open one is dropped. */
   readonly maxHttpConnections?: number;
+  /** Caps on SSE/prompt streams (default: from `maxHttpConnections`, see `streamSlotLimitsFor`). */
+  readonly streamSlots?: Partial<StreamSlotLimits>;
   /** At the HTTP cap, a connection idle for less than this is not dropped for a newcomer (ms). */
   readonly httpIdleGraceMs?: number;
   /** How long a client may take to send request headers, and a whole request (ms). */
@@ -124,6 +127,11 @@ export interface HubServer {
   readonly http: Server;
   /** Drains and stops: closes sockets, flushes the log, writes a snapshot. Idempotent. */
   close(): Promise<void>;
+  /**
+   * After the authenticator's tokens changed (SIGHUP): closes WebSockets (4401) and ends streams
+   * whose token no longer names the same principal. New requests are checked by the new tokens already.
+   */
+  closeRevoked(): { sockets: number; streams: number };
 }
 
 export async function startHubServer(config: HubServerConfig): Promise<HubServer> {
@@ -282,6 +290,10 @@ export async function startHubServer(config: HubServerConfig): Promise<HubServer
   metrics.gauge('ahp_hub_fanout_queue_bytes', 'Bytes queued to WebSocket clients and not yet written to their sockets.', () => ws.bufferedBytes());
 
   const maxHttpConnections = config.maxHttpConnections ?? 1_000;
+  // Streams hold HTTP slots for their lifetime: bounded per principal and tenant, below the HTTP cap.
+  const streams = new StreamSlots({ ...streamSlotLimitsFor(maxHttpConnections, config.auth.enforced), ...config.streamSlots });
+  metrics.gauge('ahp_hub_sse_streams', 'Open long-lived HTTP streams (SSE events and prompts) of clients.', () => streams.open);
+  metrics.gauge('ahp_hub_sse_streams_refused', 'Streams refused at a per-principal, per-tenant or hub cap (too_many_streams), since start.', () => streams.refused);
   const onRequest = (req: IncomingMessage, res: ServerResponse): void => {
     void (async () => {
       try {
@@ -293,7 +305,8 @@ export async function startHubServer(config: HubServerConfig): Promise<HubServer
         // Authenticated once, here: the tenant picks the routes, and the routers reuse the answer.
         // A request without a valid token goes to the first tenant's routes, which answer 401
         // wherever a token is needed: the same answer every tenant's routes would give.
-        const caller = { principal: config.auth.authenticate(tokenFromRequest(req.headers, new URL(req.url ?? '/', 'http://localhost'))) };
+        const token = tokenFromRequest(req.headers, new URL(req.url ?? '/', 'http://localhost'));
+        const caller = { principal: config.auth.authenticate(token), streams: { claim: (p: Principal, r: ServerResponse) => streams.claim(p, r, token) } };
         if (await serverRoutes.handle(req, res, caller)) return;
         if (await stackOf(caller.principal).http.handle(req, res, caller)) return;
         if (config.staticDir && req.method === 'GET' && (await serveStatic(config.staticDir, req, res))) return;
@@ -387,6 +400,7 @@ export async function startHubServer(config: HubServerConfig): Promise<HubServer
     hubOf: (tenant) => stacks.get(tenant)?.hub,
     http: server,
     close,
+    closeRevoked: () => ({ sockets: ws.closeRevoked(), streams: streams.endRevoked(config.auth) }),
   };
 }
 

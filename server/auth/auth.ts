@@ -61,12 +61,16 @@ export function devAuthenticator(): Authenticator {
  * map is keyed by the digest, whose bytes an attacker cannot steer towards a real token.
  */
 export function tokenAuthenticator(file: AuthFile): Authenticator {
-  const byDigest = new Map<string, { digest: Buffer; principal: Principal }>();
+  const byDigest = new Map<string, { digest: Buffer; principal: Principal; index: number }>();
   const tenants = new Set<string>();
-  for (const t of file.tokens) {
+  for (const [index, t] of file.tokens.entries()) {
     tenants.add(t.tenant);
     const digest = tokenDigest(t.token);
-    byDigest.set(digest.toString('base64'), { digest, principal: { user: t.user, tenant: t.tenant, role: t.role } });
+    const key = digest.toString('base64');
+    const earlier = byDigest.get(key);
+    // The last entry used to win silently: a copy-paste slip gave a token another user's rights.
+    if (earlier) throw new Error(`the auth file names the same token twice (tokens[${earlier.index}] and tokens[${index}]); every token must be unique`);
+    byDigest.set(key, { digest, principal: { user: t.user, tenant: t.tenant, role: t.role }, index });
   }
   if (tenants.size === 0) throw new Error('the auth file names no tokens, so no tenant could ever connect');
   if (tenants.size > MAX_TENANTS) throw new Error(`the auth file names ${tenants.size} tenants; at most ${MAX_TENANTS} are supported`);
@@ -99,6 +103,37 @@ export function loadAuthFile(path: string): Authenticator {
     throw new Error(`invalid auth file ${path}: ${issue?.path.join('.') ?? ''} ${issue?.message ?? ''}`.trim());
   }
   return tokenAuthenticator(parsed.data);
+}
+
+/**
+ * An authenticator whose tokens can be replaced while the hub runs (SIGHUP reloads the token
+ * file). The tenants stay those of the start: each has a log and a stack opened then, so a new
+ * file may drop tenants' tokens but not name new tenants (that needs a restart).
+ */
+export interface ReloadableAuthenticator extends Authenticator {
+  /** Swaps in `next`'s tokens; throws (keeping the current ones) when it names a tenant not opened at start. */
+  replace(next: Authenticator): void;
+}
+
+export function reloadable(initial: Authenticator): ReloadableAuthenticator {
+  let current = initial;
+  const opened = new Set(initial.tenants);
+  return {
+    enforced: initial.enforced,
+    tenants: initial.tenants,
+    authenticate: (token) => current.authenticate(token),
+    replace(next) {
+      const added = next.tenants.filter((t) => !opened.has(t));
+      if (added.length > 0) throw new Error(`the new token file names tenants the hub did not open at start (${added.slice(0, 5).join(', ')}); restart the hub to add tenants`);
+      current = next;
+    },
+  };
+}
+
+/** True when `token` still names exactly `principal` (same user, tenant and role). */
+export function stillValid(auth: Authenticator, token: string | undefined, principal: Principal): boolean {
+  const now = auth.authenticate(token);
+  return now !== undefined && now.user === principal.user && now.tenant === principal.tenant && now.role === principal.role;
 }
 
 /** `Authorization: Bearer <token>` first, then `?token=` (browsers cannot set WebSocket headers). */

@@ -10,6 +10,7 @@
  * chats: the hub and its features (steering, permission replies) follow those fields, so a
  * foreign chat there would let an agent of one tenant read or write another tenant's chat.
  */
+import { inputRequestUrlRefusal } from '../../shared/state/answer-rules.js';
 import { isKnownAction } from '../../shared/protocol/actions.js';
 import type { WireAction } from '../../shared/protocol/messages.js';
 import type { ChatState } from '../../shared/protocol/state.js';
@@ -48,6 +49,10 @@ export function validateAgentAction(action: WireAction, chat: ChatState | undefi
   if (action.type.startsWith('chat/') && !chat) return `${action.type} must be dispatched on a chat channel`;
   if (!chat) return scope ? validateSessionReferences(action, scope) : undefined;
   if (action.type === 'chat/inputRequested' && !chat.activeTurn) return 'chat/inputRequested needs an active turn';
+  if (isKnownAction(action) && action.type === 'chat/inputRequested') {
+    const refusal = inputRequestUrlRefusal(action.request.url);
+    if (refusal) return refusal;
+  }
   if (TURN_SCOPED.has(action.type)) {
     const turnId = isKnownAction(action) && 'turnId' in action ? action.turnId : undefined;
     if (!chat.activeTurn) return `${action.type}: no active turn`;

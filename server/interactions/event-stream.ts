@@ -15,6 +15,7 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { randomBytes } from 'node:crypto';
+import type { StreamSlot } from '../transport/stream-slots.js';
 
 export interface StreamLimits {
   /** SSE/prompt listeners per session. */
@@ -25,6 +26,8 @@ export interface StreamLimits {
   readonly maxBufferedSessions: number;
   /** Bytes a listener may have queued and unsent before it is disconnected as too slow. */
   readonly maxQueuedBytesPerListener: number;
+  /** A listener whose socket has had unsent bytes this long without draining (paused, not reading) is disconnected (ms). */
+  readonly maxStalledMs: number;
   /** Comment line sent this often so proxies keep the connection open. */
   readonly heartbeatMs: number;
 }
@@ -34,6 +37,7 @@ export const DEFAULT_STREAM_LIMITS: StreamLimits = {
   bufferedEventsPerSession: 256,
   maxBufferedSessions: 1_024,
   maxQueuedBytesPerListener: 1024 * 1024,
+  maxStalledMs: 30_000,
   heartbeatMs: 15_000,
 };
 
@@ -54,6 +58,8 @@ export interface TurnEnd {
 }
 
 export interface StreamListener {
+  /** The hub's own listener (qwen-serve's per-session log), not a client's stream: not counted in gauges. */
+  readonly internal?: boolean;
   deliver(event: StreamEvent): void;
   /** The session went away: finish the response. */
   end(): void;
@@ -137,10 +143,10 @@ export class SessionStreams {
     return this.#streams.get(session)?.listeners.size ?? 0;
   }
 
-  /** Listeners on every session together (metrics). */
+  /** Client listeners on every session together (metrics; the hub's own listeners are not counted). */
   totalListeners(): number {
     let n = 0;
-    for (const s of this.#streams.values()) n += s.listeners.size;
+    for (const s of this.#streams.values()) for (const l of s.listeners) if (!l.internal) n++;
     return n;
   }
 
@@ -177,13 +183,16 @@ export function sseMessage(text: string, id?: string): string {
 
 /**
  * Starts an SSE response: headers, a heartbeat, and slow-consumer protection. `write` returns
- * false (and closes the response) when the client has fallen too far behind.
+ * false (and closes the response) when the client has fallen too far behind: more than
+ * `maxQueuedBytesPerListener` unsent, or unsent bytes that have not drained for `maxStalledMs`.
+ * `slot` (the caller's stream slot, `HttpContext.claimStream`) is released when the stream ends.
  */
 export function openSse(
   req: IncomingMessage,
   res: ServerResponse,
   limits: StreamLimits,
   onClose: () => void,
+  slot: StreamSlot,
 ): { write(text: string): boolean; close(): void; readonly closed: boolean } {
   res.writeHead(200, {
     'content-type': 'text/event-stream; charset=utf-8',
@@ -193,15 +202,35 @@ export function openSse(
   });
   res.write(': connected\n\n');
   let closed = false;
-  const heartbeat = setInterval(() => {
-    if (!closed) res.write(': ping\n\n');
-  }, limits.heartbeatMs);
+  let stalled: NodeJS.Timeout | undefined;
+  const heartbeat = setInterval(() => void write(': ping\n\n'), limits.heartbeatMs);
   heartbeat.unref();
   const finish = (): void => {
     if (closed) return;
     closed = true;
     clearInterval(heartbeat);
+    if (stalled) clearTimeout(stalled);
+    slot.release();
     onClose();
+  };
+  const drop = (): false => {
+    finish();
+    res.destroy();
+    return false;
+  };
+  res.on('drain', () => {
+    if (stalled) clearTimeout(stalled);
+    stalled = undefined;
+  });
+  const write = (text: string): boolean => {
+    if (closed) return false;
+    if (res.writableLength > limits.maxQueuedBytesPerListener) return drop();
+    if (!res.write(text) && !stalled) {
+      // Unsent bytes wait for the client to read; one that never does is let go.
+      stalled = setTimeout(drop, limits.maxStalledMs);
+      stalled.unref();
+    }
+    return true;
   };
   req.on('close', finish);
   res.on('close', finish);
@@ -209,16 +238,7 @@ export function openSse(
     get closed() {
       return closed;
     },
-    write(text: string): boolean {
-      if (closed) return false;
-      if (res.writableLength > limits.maxQueuedBytesPerListener) {
-        finish();
-        res.destroy();
-        return false;
-      }
-      res.write(text);
-      return true;
-    },
+    write,
     close(): void {
       if (closed) return;
       finish();

@@ -72,7 +72,7 @@ export function createInteractionsFeature(options: InteractionsOptions = {}): Fe
           deliver: (ev) => sse.write(sseMessage(ev.text, ev.id)),
           end: () => sse.close(),
         };
-        const sse = openSse(req, res, streams.limits, () => streams.detach(session, listener));
+        const sse = openSse(req, res, streams.limits, () => streams.detach(session, listener), hc.claimStream());
         // Replay and attach in one synchronous step: nothing can be published in between.
         const replay = lastEventId ? streams.eventsAfter(session, lastEventId) : undefined;
         if (replay) {
@@ -98,6 +98,8 @@ export function createInteractionsFeature(options: InteractionsOptions = {}): Fe
         if (streams.listenerCount(session) >= streams.limits.maxListenersPerSession) {
           throw new HttpError(429, 'too_many_listeners', `at most ${streams.limits.maxListenersPerSession} event streams per session`);
         }
+        // The stream's slot is taken before the turn starts: a refused stream must not leave a turn behind.
+        const slot = hc.claimStream();
         const turnId = ctx.newId();
         const queue: StreamEvent[] = [];
         let sse: ReturnType<typeof openSse> | undefined;
@@ -127,7 +129,10 @@ export function createInteractionsFeature(options: InteractionsOptions = {}): Fe
           },
         };
         // Listen before starting: the start commits synchronously and its events must not be missed.
-        if (!streams.attach(session, listener)) throw new HttpError(429, 'too_many_listeners', 'too many event streams on this session');
+        if (!streams.attach(session, listener)) {
+          slot.release();
+          throw new HttpError(429, 'too_many_listeners', 'too many event streams on this session');
+        }
         let started: SubmitOutcome;
         try {
           started = await ctx.hub.submitAs(hc.principal, chat, {
@@ -138,20 +143,28 @@ export function createInteractionsFeature(options: InteractionsOptions = {}): Fe
           });
         } catch {
           streams.detach(session, listener);
+          slot.release();
           throw new HttpError(503, 'unavailable', 'the hub cannot start turns right now');
         }
         if (!started.ok) {
           streams.detach(session, listener);
+          slot.release();
           if (started.code === ErrorCode.NotFound) throw new HttpError(404, 'session_not_found', `no session ${hc.params['sessionId']}`);
           if (started.code === ErrorCode.TurnInProgress) {
             throw new HttpError(409, 'turn_in_progress', `a turn is already running in this session; wait for it to end or cancel it (${started.message}). The prompt was not queued.`);
           }
           throw new HttpError(400, 'prompt_rejected', started.message);
         }
-        sse = openSse(req, res, streams.limits, () => {
-          done = true;
-          streams.detach(session, listener);
-        });
+        sse = openSse(
+          req,
+          res,
+          streams.limits,
+          () => {
+            done = true;
+            streams.detach(session, listener);
+          },
+          slot,
+        );
         for (const ev of queue.splice(0)) {
           if (done) break;
           if (ev.text === '' && ev.turnEnd) finish(finalResponse(rpcId, ev.turnEnd));

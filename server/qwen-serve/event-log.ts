@@ -60,6 +60,7 @@ export class QwenSessionLog {
 
   /** What the interactions streams deliver to this log. */
   readonly streamListener: StreamListener = {
+    internal: true,
     deliver: (event) => this.#fromStream(event),
     end: () => this.close('session_disposed'),
   };

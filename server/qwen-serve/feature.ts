@@ -346,7 +346,7 @@ export function createQwenServeFeature(options: QwenServeOptions = {}): Feature 
         const epoch = headerOf(req.headers['x-qwen-event-epoch']);
         res.setHeader('X-Qwen-Event-Epoch', log.epoch);
         let stop: (() => void) | undefined;
-        const sse = openSse(req, res, streams.limits, () => stop?.());
+        const sse = openSse(req, res, streams.limits, () => stop?.(), hc.claimStream());
         // Replay and attach in one synchronous step: nothing can be published in between.
         const replay = lastEventId === undefined ? undefined : log.framesAfter(lastEventId, epoch);
         if (replay) {
@@ -382,7 +382,14 @@ export function createQwenServeFeature(options: QwenServeOptions = {}): Feature 
         const reply = parseQwen(body);
         if (isParamError(reply)) throw replyHttpError(reply);
         const requestId = hc.params['requestId']!;
-        const session = registry.sessionsWithPending(requestId).find((uri) => ctx.hub.visibleSession(hc.principal, uri));
+        // Only sessions the caller may see are candidates (and only those are named back).
+        const candidates = registry.sessionsWithPending(requestId).filter((uri) => ctx.hub.visibleSession(hc.principal, uri));
+        if (candidates.length > 1) {
+          throw new HttpError(409, 'ambiguous_request_id', `${candidates.length} sessions have a pending request with this id; answer it on /session/{sessionId}/permission/{requestId}`, {
+            sessions: candidates.slice(0, 20).map((uri) => sessionIdOf(uri)),
+          });
+        }
+        const session = candidates[0];
         if (session) {
           const result = await registry.reply(hc.principal, session, requestId, reply);
           if (result.kind === 'accepted') return sendJson(res, 200, { accepted: true });

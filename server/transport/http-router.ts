@@ -11,11 +11,22 @@ import type { Logger } from '../log.js';
 import { errorFields } from '../log.js';
 import { HttpError } from './http-error.js';
 import { ErrorCode, ProtocolError } from '../../shared/protocol/errors.js';
+import { UNCOUNTED_SLOT, type StreamSlot } from './stream-slots.js';
+
+/** Takes stream slots for one request's caller (the server binds it to the request's token). */
+export interface StreamClaimer {
+  claim(principal: Principal, res: ServerResponse): StreamSlot;
+}
 
 export interface HttpContext {
   readonly params: Readonly<Record<string, string>>;
   readonly url: URL;
   readonly principal: Principal;
+  /**
+   * Takes one of the caller's stream slots for a long-lived response (SSE), or throws the 429
+   * `too_many_streams` refusal (see `stream-slots.ts`). Release it when the stream ends.
+   */
+  claimStream(): StreamSlot;
 }
 
 export type HttpHandler = (req: IncomingMessage, res: ServerResponse, ctx: HttpContext) => unknown;
@@ -107,7 +118,7 @@ export class HttpRouter {
    * `caller`: who the request's token names, when the server already authenticated it (to pick
    * the tenant's router), so the token is not hashed and looked up a second time.
    */
-  async handle(req: IncomingMessage, res: ServerResponse, caller?: { readonly principal: Principal | undefined }): Promise<boolean> {
+  async handle(req: IncomingMessage, res: ServerResponse, caller?: { readonly principal: Principal | undefined; readonly streams?: StreamClaimer | undefined }): Promise<boolean> {
     const url = new URL(req.url ?? '/', 'http://localhost');
     const rawSegments = url.pathname.split('/').slice(1);
     let pathMatched = false;
@@ -131,7 +142,9 @@ export class HttpRouter {
         }
       }
       try {
-        await route.handler(req, res, { params, url, principal: principal ?? { user: 'anonymous', tenant: '', role: 'viewer' } });
+        const who = principal ?? { user: 'anonymous', tenant: '', role: 'viewer' as const };
+        const streams = caller?.streams;
+        await route.handler(req, res, { params, url, principal: who, claimStream: () => (streams ? streams.claim(who, res) : UNCOUNTED_SLOT) });
       } catch (err) {
         if (res.headersSent) {
           res.destroy();

@@ -8,7 +8,7 @@ import type { Duplex } from 'node:stream';
 import { randomUUID } from 'node:crypto';
 import { WebSocketServer, WebSocket, type RawData } from 'ws';
 import type { Authenticator, Principal } from '../auth/auth.js';
-import { tokenFromRequest } from '../auth/auth.js';
+import { stillValid, tokenFromRequest } from '../auth/auth.js';
 import { ErrorCode } from '../../shared/protocol/errors.js';
 import type { Connection } from '../hub/connection.js';
 import { CloseCode } from '../hub/connection.js';
@@ -24,6 +24,8 @@ export const TransportCloseCode = {
   InitializeTimeout: 4408,
   /** The tenant's hub was reloaded from its log (storage failure): reconnect and resume. */
   TenantReloaded: 4503,
+  /** The token the connection was opened with was removed or changed (the token file was reloaded). */
+  TokenRevoked: 4401,
 } as const;
 
 export interface WsTransportOptions {
@@ -123,6 +125,8 @@ export class WsTransport {
   readonly #connections = new Set<WsConnection>();
   /** The tenant of each open connection (see `closeTenant`). */
   readonly #tenantOf = new Map<WsConnection, string>();
+  /** What each connection authenticated with, to close it when its token is revoked. */
+  readonly #credentials = new Map<WsConnection, { token: string | undefined; principal: Principal }>();
   /** Open connections per principal key and per tenant (entries removed at zero). */
   readonly #perPrincipal = new Map<string, number>();
   readonly #perTenant = new Map<string, number>();
@@ -188,14 +192,16 @@ export class WsTransport {
       decrement(this.#perTenant, principal.tenant);
     };
     socket.once('close', release);
-    this.#wss.handleUpgrade(req, socket, head, (ws) => this.#accept(ws, socket, principal, release));
+    const token = tokenFromRequest(req.headers, url);
+    this.#wss.handleUpgrade(req, socket, head, (ws) => this.#accept(ws, socket, principal, release, token));
     return true;
   }
 
-  #accept(ws: WebSocket, raw: Duplex, principal: Principal, release: () => void): void {
+  #accept(ws: WebSocket, raw: Duplex, principal: Principal, release: () => void, token: string | undefined): void {
     const conn = new WsConnection(ws, raw, this.options.maxBufferedBytes, this.options.onServerClose);
     this.#connections.add(conn);
     this.#tenantOf.set(conn, principal.tenant);
+    this.#credentials.set(conn, { token, principal });
     const router = this.options.routerFor(principal);
     const ctx: RpcContext = { conn, principal, state: router.newConnectionState() };
     // A socket that never initializes holds a slot and memory for nothing: close it after a while.
@@ -229,6 +235,7 @@ export class WsTransport {
       release();
       this.#connections.delete(conn);
       this.#tenantOf.delete(conn);
+      this.#credentials.delete(conn);
       this.options.onClose(conn, principal);
     });
   }
@@ -247,6 +254,17 @@ export class WsTransport {
   /** Closes every connection of one tenant (its hub was replaced: they must reconnect to the new one). */
   closeTenant(tenant: string, code: number, reason: string): void {
     for (const [conn, t] of this.#tenantOf) if (t === tenant) conn.close(code, reason);
+  }
+
+  /** After a token reload: closes (4401) every connection whose token no longer names its principal; returns how many. */
+  closeRevoked(): number {
+    let closed = 0;
+    for (const [conn, { token, principal }] of this.#credentials) {
+      if (stillValid(this.options.auth, token, principal)) continue;
+      conn.close(TransportCloseCode.TokenRevoked, 'token revoked');
+      closed++;
+    }
+    return closed;
   }
 
   /** Closes every connection with 1001 (going away). */

@@ -185,3 +185,13 @@ function checkFormat(question: KnownChatInputQuestion & { kind: 'text' }, text: 
   if (format === undefined || text === '' || fitsFormat(format, text) !== false) return undefined;
   return problem(question, `question ${question.id}: answer is not a valid ${format}`, FORMAT_ADVICE[format] ?? `Enter a valid ${format}.`);
 }
+
+/**
+ * Why an input request's `url` is refused, or undefined for an http(s) URL. Surfaces open that URL
+ * for the person answering (the app, editors through the ACP bridge): `javascript:`, `file:`,
+ * `data:` and the like would run or read something on their machine, so they are never stored.
+ */
+export function inputRequestUrlRefusal(url: string | undefined): string | undefined {
+  if (url === undefined) return undefined;
+  return /^https?:\/\/[^\s/?#]+[^\s]*$/i.test(url) ? undefined : `chat/inputRequested: url must be an http:// or https:// URL (got ${JSON.stringify(url.slice(0, 40))})`;
+}

@@ -5,6 +5,7 @@
  * called directly (no socket); the real daemon client runs against a real hub in
  * test/integration/qwen-daemon-client.test.ts.
  */
+import { UNCOUNTED_SLOT } from '../../server/transport/stream-slots.js';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { Readable } from 'node:stream';
 import { beforeEach, describe, expect, it } from 'vitest';
@@ -59,7 +60,7 @@ class FakeHttp implements HttpRegistrar {
         },
       };
       try {
-        await route.handler(req as unknown as IncomingMessage, res as unknown as ServerResponse, { params, url: new URL(`http://127.0.0.1${path}`), principal });
+        await route.handler(req as unknown as IncomingMessage, res as unknown as ServerResponse, { params, url: new URL(`http://127.0.0.1${path}`), principal, claimStream: () => UNCOUNTED_SLOT });
       } catch (err) {
         if (!(err instanceof HttpError)) throw err;
         return { status: err.status, body: { ...err.extra, code: err.code, message: err.message } };
