@@ -40,6 +40,8 @@ export interface SteeringPort {
 export interface SteeringHost {
   setSteering(port: SteeringPort): void;
   steeringUnavailable(session: string): { code: string; message: string } | undefined;
+  /** The directory the session's agent really runs in; undefined when its agent runs no process here. */
+  workspaceOf?(session: string): string | undefined;
 }
 
 export const noSteering: SteeringPort = { consumeAtBarrier: async () => [] };
@@ -156,6 +158,10 @@ export class AgentRunner implements SteeringHost {
   /** Why the session's agent cannot take steering input mid-turn, or undefined when it can. */
   steeringUnavailable(session: string): { code: string; message: string } | undefined {
     return this.#providerOf(session)?.steeringUnavailable?.(session);
+  }
+
+  workspaceOf(session: string): string | undefined {
+    return this.#providerOf(session)?.workspaceOf?.(session);
   }
 
   start(): void {

@@ -106,6 +106,8 @@ export interface AgentProvider {
   disposeSession?(session: string): void;
   /** Hub shutdown: release everything. */
   close?(): Promise<void>;
+  /** The working directory the session's agent runs in, for providers that run processes. */
+  workspaceOf?(session: string): string;
   /** Providers that run processes: how many live, and starts refused at a cap or failed (metrics). */
   stats?(): { processes: number; refusals: number; startFailures: number };
 }

@@ -193,7 +193,6 @@ export function createQwenServeFeature(options: QwenServeOptions = {}): Feature 
         if (requested !== undefined && requested !== null && (typeof requested !== 'string' || requested === '' || requested.length > MAX_SESSION_ID || /[\s/?#%]/.test(requested))) {
           throw qwenHttpError(400, 'invalid_session_id', `sessionId must be a non-empty string of at most ${MAX_SESSION_ID} characters without spaces, "/", "?", "#" or "%"`);
         }
-        const cwd = typeof b['cwd'] === 'string' && b['cwd'] !== '' ? b['cwd'] : '/';
         let uri: string | undefined;
         let attached = false;
         if (typeof requested === 'string') {
@@ -220,7 +219,9 @@ export function createQwenServeFeature(options: QwenServeOptions = {}): Feature 
         const entry = ctx.hub.sessionEntry(uri)!;
         sendJson(res, 200, {
           sessionId: sessionIdOf(uri),
-          workspaceCwd: cwd,
+          // What really runs: the agent's own directory, or "/" (no process, no directory); a
+          // requested cwd is not honoured (agents get a directory per session, docs/limits.md#agents).
+          workspaceCwd: ctx.runner.workspaceOf?.(uri) ?? '/',
           attached,
           createdAt: entry.createdAt,
           hasActivePrompt: turnRunning(uri),
