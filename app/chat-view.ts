@@ -351,7 +351,10 @@ class ChatView {
         // Compact until used: one line while empty, room to write once it holds text. Focus and
         // blur never change its size: a press on a button above would blur it, and a composer
         // shrinking between mousedown and mouseup moves that button away from the pointer.
-        input: () => this.#fitComposer(),
+        input: () => {
+          this.#fitComposer();
+          this.#saveUnsent();
+        },
       },
     });
     this.#send = el('button', { class: 'primary', attrs: { type: 'submit', 'data-testid': 'send', disabled: ctx.canWrite ? undefined : 'disabled' }, text: 'Send' });
@@ -393,7 +396,32 @@ class ChatView {
     });
     resize.observe(this.#composer);
     this.#offs.push(() => resize.disconnect());
+    this.#restoreUnsent();
     void this.#start();
+  }
+
+  /** Where this chat's unsent composer text is kept, so a reload does not lose it. */
+  get #unsentKey(): string {
+    return `ahp-hub-unsent:${this.uri}`;
+  }
+
+  #saveUnsent(): void {
+    try {
+      if (this.#textarea.value === '') localStorage.removeItem(this.#unsentKey);
+      else localStorage.setItem(this.#unsentKey, this.#textarea.value);
+    } catch {
+      // storage disabled: the text lives as long as the page
+    }
+  }
+
+  #restoreUnsent(): void {
+    try {
+      const text = localStorage.getItem(this.#unsentKey);
+      if (text && this.#textarea.value === '' && this.ctx.canWrite) this.#textarea.value = text;
+    } catch {
+      // nothing kept
+    }
+    this.#fitComposer();
   }
 
   #fitComposer(): void {
@@ -687,6 +715,7 @@ class ChatView {
       else if (await this.#startTurn(text)) {
         this.#textarea.value = '';
         this.#fitComposer();
+        this.#saveUnsent();
       }
     } finally {
       this.#sending = false;
@@ -713,6 +742,7 @@ class ChatView {
     this.#inputs.push(tracked);
     this.#textarea.value = '';
     this.#fitComposer();
+    this.#saveUnsent();
     this.#renderComposer(this.#view!.state);
     for (let attempt = 0; attempt < 3; attempt++) {
       try {
