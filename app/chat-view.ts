@@ -750,7 +750,7 @@ class ChatView {
         if (result.outcome === 'accepted') tracked.receipt = result.receipt;
         else tracked.problem = result.outcome === 'closed' ? 'the turn had already ended; send it again to start a new turn' : `the hub did not take it: ${result.message}`;
         break;
-      } catch (err) {
+      } catch {
         // Unknown outcome: ask first, resend the identical request only if the hub has no receipt.
         const known = await this.#steering.getInputStatus(tracked.inputId, target).catch(() => null);
         if (known) {
