@@ -101,6 +101,16 @@ export function loadAuthFile(path: string): Authenticator {
   return tokenAuthenticator(parsed.data);
 }
 
+/** The users whose token in `path` is still one of the example files' `change-me-…` secrets. */
+export function usersWithExampleSecrets(path: string): string[] {
+  try {
+    const parsed = authFileSchema.safeParse(JSON.parse(readFileSync(path, 'utf8')));
+    return parsed.success ? parsed.data.tokens.filter((t) => t.token.startsWith('change-me-')).map((t) => t.user) : [];
+  } catch {
+    return [];
+  }
+}
+
 /** `Authorization: Bearer <token>` first, then `?token=` (browsers cannot set WebSocket headers). */
 export function tokenFromRequest(headers: { authorization?: string | undefined }, url: URL): string | undefined {
   const header = headers.authorization;
