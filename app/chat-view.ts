@@ -362,7 +362,10 @@ class ChatView {
         // Compact until used: one line while empty, room to write once it holds text. Focus and
         // blur never change its size: a press on a button above would blur it, and a composer
         // shrinking between mousedown and mouseup moves that button away from the pointer.
-        input: () => this.#fitComposer(),
+        input: () => {
+          this.#fitComposer();
+          this.#saveUnsent();
+        },
       },
     });
     this.#send = el('button', { class: 'primary', attrs: { type: 'submit', 'data-testid': 'send', disabled: ctx.canWrite ? undefined : 'disabled' }, text: 'Send' });
@@ -404,7 +407,32 @@ class ChatView {
     });
     resize.observe(this.#composer);
     this.#offs.push(() => resize.disconnect());
+    this.#restoreUnsent();
     void this.#start();
+  }
+
+  /** Where this chat's unsent composer text is kept, so a reload does not lose it. */
+  get #unsentKey(): string {
+    return `ahp-hub-unsent:${this.uri}`;
+  }
+
+  #saveUnsent(): void {
+    try {
+      if (this.#textarea.value === '') localStorage.removeItem(this.#unsentKey);
+      else localStorage.setItem(this.#unsentKey, this.#textarea.value);
+    } catch {
+      // storage disabled: the text lives as long as the page
+    }
+  }
+
+  #restoreUnsent(): void {
+    try {
+      const text = localStorage.getItem(this.#unsentKey);
+      if (text && this.#textarea.value === '' && this.ctx.canWrite) this.#textarea.value = text;
+    } catch {
+      // nothing kept
+    }
+    this.#fitComposer();
   }
 
   #fitComposer(): void {
@@ -718,6 +746,7 @@ class ChatView {
       else if (await this.#startTurn(text)) {
         this.#textarea.value = '';
         this.#fitComposer();
+        this.#saveUnsent();
       }
     } finally {
       this.#sending = false;
@@ -744,6 +773,7 @@ class ChatView {
     this.#inputs.push(tracked);
     this.#textarea.value = '';
     this.#fitComposer();
+    this.#saveUnsent();
     this.#renderComposer(this.#view!.state);
     for (let attempt = 0; attempt < 3; attempt++) {
       try {
@@ -751,7 +781,7 @@ class ChatView {
         if (result.outcome === 'accepted') tracked.receipt = result.receipt;
         else tracked.problem = result.outcome === 'closed' ? 'the turn had already ended; send it again to start a new turn' : `the hub did not take it: ${result.message}`;
         break;
-      } catch (err) {
+      } catch {
         // Unknown outcome: ask first, resend the identical request only if the hub has no receipt.
         const known = await this.#steering.getInputStatus(tracked.inputId, target).catch(() => null);
         if (known) {

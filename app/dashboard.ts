@@ -6,7 +6,7 @@
 import type { SessionSummary } from '../shared/protocol/state.js';
 import { ROOT_URI } from '../shared/protocol/uris.js';
 import { el, replaceChildren } from './dom.js';
-import { displayTitle, errorInWords, relativeTime, sessionIdOf, statusClass, statusLabel, type StatusLabel } from './format.js';
+import { displayTitle, errorInWords, relativeTime, sessionIdOf, shortSessionId, statusClass, statusLabel, type StatusLabel } from './format.js';
 import type { ChatState, SessionState } from '../shared/client/ahp-client.js';
 import type { AppContext } from './main.js';
 import { markdownToText } from './markdown.js';
@@ -233,7 +233,7 @@ export class DashboardView {
       el('div', { class: 'muted small facts' },
         el('span', { attrs: { 'data-testid': 'provider' } }, 'Agent: ', s.provider),
         typeof chatCount === 'number' && chatCount > 1 ? ` · ${chatCount} chats` : '',
-        ' · id ', el('code', { class: 'session-id', text: sessionIdOf(s.resource).slice(0, 8) })),
+        ' · id ', el('code', { class: 'session-id', title: sessionIdOf(s.resource), text: shortSessionId(sessionIdOf(s.resource)) })),
     );
   }
 

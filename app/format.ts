@@ -31,6 +31,11 @@ export function relativeTime(iso: string | undefined, now = Date.now()): string 
 
 export { sessionIdOf } from '../shared/protocol/uris.js';
 
+/** A session id as people read it: a chosen id in full; a generated UUID by its first 8 characters. */
+export function shortSessionId(id: string): string {
+  return /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(id) ? id.slice(0, 8) : id;
+}
+
 export function newId(): string {
   return crypto.randomUUID();
 }
@@ -64,7 +69,12 @@ export function displayTitle(title: string | undefined, fallback = 'Untitled ses
       const parsed = JSON.parse(raw) as unknown;
       text = titleFromJson(parsed) ?? raw;
     } catch {
-      // a title that merely starts with a brace
+      // A title cut short (the CLI titles a session with the prompt's first 80 characters) is no
+      // longer JSON: still show a demo script as one, by its first "say" when there is one.
+      if (/^\{\s*"script"/.test(raw)) {
+        const said = /"say"\s*:\s*"((?:[^"\\]|\\.)*)/.exec(raw)?.[1];
+        text = said ? `Script: ${said.replace(/\\(.)/g, '$1')}` : 'Demo-agent script';
+      }
     }
   }
   const line = text.split(/\r?\n/).map((l) => l.trim()).find((l) => l !== '') ?? fallback;

@@ -140,7 +140,8 @@ export class InputRequestView implements PartView {
     const accept = this.#button(acceptLabel, 'primary', 'accept');
     const decline = this.#button('Decline', '', 'decline');
     const cancel = this.#button('Cancel', 'link', 'cancel');
-    children.push(el('div', { class: 'actions' }, accept, decline, cancel), this.#status);
+    this.#confirmEnd.hidden = true;
+    children.push(el('div', { class: 'actions' }, accept, decline, cancel), this.#confirmEnd, this.#status);
     replaceChildren(this.el, ...children);
     for (const f of this.#fields.values()) f.setDisabled(!canWrite);
     this.#refreshButtons();
@@ -153,10 +154,29 @@ export class InputRequestView implements PartView {
       attrs: { type: 'button', 'data-response': response },
       text,
       ...(this.ctx.app.canWrite ? {} : { title: 'Viewers cannot answer' }),
-      on: { click: () => void this.#complete(response) },
+      on: { click: () => (response === 'accept' ? void this.#complete(response) : this.#askToEnd(response)) },
     });
     this.#buttons.push(b);
     return b;
+  }
+
+  /** Space for "Decline for everyone?" — ending a shared form needs a second, deliberate click. */
+  readonly #confirmEnd = el('div', { class: 'confirm-end', attrs: { 'data-testid': 'confirm-end-bar', role: 'group', 'aria-label': 'Confirm ending the request', hidden: 'hidden' } });
+
+  #askToEnd(response: 'decline' | 'cancel'): void {
+    const verb = response === 'decline' ? 'Decline' : 'Cancel';
+    const yes = el('button', { class: 'danger', attrs: { type: 'button', 'data-testid': 'confirm-end' }, text: `${verb} for everyone`, on: { click: () => {
+      this.#confirmEnd.hidden = true;
+      void this.#complete(response);
+    } } });
+    const keep = el('button', { class: 'link', attrs: { type: 'button', 'data-testid': 'keep-form' }, text: 'Keep answering', on: { click: () => {
+      this.#confirmEnd.hidden = true;
+    } } });
+    replaceChildren(this.#confirmEnd,
+      el('span', { text: `${response === 'decline' ? 'Declining' : 'Cancelling'} ends this request for everyone in this chat, and the agent is told. ` }),
+      yes, ' ', keep);
+    this.#confirmEnd.hidden = false;
+    yes.focus();
   }
 
   #refreshButtons(): void {
@@ -398,7 +418,7 @@ export class InputRequestView implements PartView {
     const enforceMax = (): void => {
       const count = boxes.filter((b) => b.checked).length + ((other?.value.trim() ?? '') !== '' ? 1 : 0);
       for (const b of boxes) b.disabled = allDisabled || (max !== undefined && !b.checked && count >= max);
-      if (other && max !== undefined) other.disabled = allDisabled || (other.value.trim() === '' && count >= max);
+      if (other) other.disabled = allDisabled || (max !== undefined && other.value.trim() === '' && count >= max);
     };
     for (const b of boxes) {
       b.addEventListener('change', () => {

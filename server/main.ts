@@ -4,7 +4,7 @@
 import { dirname, join } from 'node:path';
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { devAuthenticator, loadAuthFile, reloadable } from './auth/auth.js';
+import { devAuthenticator, loadAuthFile, reloadable, usersWithExampleSecrets } from './auth/auth.js';
 import { ConfigError, connectionCapsFor, FILES_PER_SQLITE_TENANT, minimumOpenFiles, openFileLimit, parseArgs } from './config.js';
 import { createLogger } from './log.js';
 import { startHubServer } from './server.js';
@@ -46,6 +46,10 @@ async function main(): Promise<void> {
     logger.warn('the token file is readable by other users; chmod 600 it', { file: config.authFile });
   }
   if (!auth.enforced) logger.warn('no --auth given: single-user dev mode, loopback only');
+  const exampleUsers = config.authFile ? usersWithExampleSecrets(config.authFile) : [];
+  if (exampleUsers.length > 0) {
+    logger.warn(`the token file still holds the example secrets (change-me-…) for ${exampleUsers.join(', ')}: fine on your own machine, but replace them with long random ones before anyone else can reach this hub`, { authFile: config.authFile });
+  }
   const fileLimit = openFileLimit();
   // Each tenant's SQLite log holds descriptors for the life of the process (PostgreSQL: pooled sockets).
   const heldFiles = config.store ? 0 : FILES_PER_SQLITE_TENANT * auth.tenants.length;

@@ -136,6 +136,16 @@ export function stillValid(auth: Authenticator, token: string | undefined, princ
   return now !== undefined && now.user === principal.user && now.tenant === principal.tenant && now.role === principal.role;
 }
 
+/** The users whose token in `path` is still one of the example files' `change-me-…` secrets. */
+export function usersWithExampleSecrets(path: string): string[] {
+  try {
+    const parsed = authFileSchema.safeParse(JSON.parse(readFileSync(path, 'utf8')));
+    return parsed.success ? parsed.data.tokens.filter((t) => t.token.startsWith('change-me-')).map((t) => t.user) : [];
+  } catch {
+    return [];
+  }
+}
+
 /** `Authorization: Bearer <token>` first, then `?token=` (browsers cannot set WebSocket headers). */
 export function tokenFromRequest(headers: { authorization?: string | undefined }, url: URL): string | undefined {
   const header = headers.authorization;

@@ -17,7 +17,7 @@ export interface DataDirLock {
 
 class DataDirLockedError extends Error {
   constructor(readonly dataDir: string) {
-    super(`data directory ${dataDir} is in use by another hub process (its lock file hub.lock is held); stop that process or choose another --data`);
+    super(`data directory ${dataDir} is in use by another hub process (its lock file hub.lock is held): stop that hub (Ctrl+C where it runs), or give this one its own directory, e.g. --data ./data-team`);
     this.name = 'DataDirLockedError';
   }
 }

@@ -47,6 +47,14 @@ describe('browser app: answers', () => {
 
       // A required question is left empty: declining and cancelling never run the form's checks.
       await form(a).locator(`[data-response=${response}]`).click();
+      // Ending a shared form asks first; until confirmed it stays open for everyone.
+      await form(a).locator('[data-testid=confirm-end]').waitFor(T);
+      await expect(form(a).locator('[data-testid=confirm-end-bar]').textContent()).resolves.toContain('ends this request for everyone in this chat');
+      await form(a).locator('[data-testid=keep-form]').click();
+      await expect(form(a).locator('[data-testid=confirm-end-bar]').isHidden()).resolves.toBe(true);
+      await expect(form(b).count()).resolves.toBe(1);
+      await form(a).locator(`[data-response=${response}]`).click();
+      await form(a).locator('[data-testid=confirm-end]').click();
 
       for (const p of [a, b]) {
         const record = p.locator(`.input-request.resolved[data-request="${request.id}"]`);

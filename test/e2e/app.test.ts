@@ -251,7 +251,7 @@ describe('browser app', () => {
     const token = page.locator('form.signin input[name=token]');
     await token.fill('not-a-valid-token-at-all');
     await page.locator('form.signin button[type=submit]').click();
-    await page.locator('form.signin [role=alert]', { hasText: 'refused' }).waitFor();
+    await page.locator('form.signin [role=alert]', { hasText: 'missing or invalid' }).waitFor();
     await token.fill(TOKENS.viewer);
     await page.locator('form.signin button[type=submit]').click();
     await page.locator('[data-testid=me]', { hasText: 'victor · viewer' }).waitFor();
