@@ -225,12 +225,12 @@ describe('headless CLI with token auth', () => {
   beforeAll(() => ensureCliBuilt(), 120_000);
   afterEach(async () => server.stop());
 
-  it('uses --token; without it the run fails with one error result (exit 1)', async () => {
+  it('uses --token; without it the run fails with one error result (exit 3: token missing or invalid)', async () => {
     server = await startTestServer({ withAuth: true });
     const ok = runCli(['run', '--url', server.wsUrl, '--session', 'tok-1', '-p', script([{ say: 'hi' }]), '--token', TOKENS.alice, '--output-format', 'stream-json', '--input-format', 'ndjson']);
     expect(await ok.exited()).toBe(0);
     const denied = runCli(['run', '--url', server.wsUrl, '--session', 'tok-2', '-p', 'x', '--output-format', 'stream-json', '--input-format', 'ndjson']);
-    expect(await denied.exited()).toBe(1);
+    expect(await denied.exited()).toBe(3);
     expect(denied.records.filter((r) => r['type'] === 'result')).toEqual([expect.objectContaining({ is_error: true })]);
   });
 });

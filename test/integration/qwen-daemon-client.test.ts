@@ -65,12 +65,16 @@ describe('qwen serve compatibility: @qwen-code/sdk DaemonClient against the hub'
     expect(caps.features).toEqual(expect.arrayContaining(['session_create', 'session_prompt', 'session_events', 'session_cancel', 'permission_vote', 'session_id_override']));
     expect((caps as unknown as { policy: unknown }).policy).toEqual({ permission: 'first-responder' });
     expect(caps.limits?.maxPendingPromptsPerSession).toBe(5);
-    for (const path of ['/session/x/unknown', '/sessions', '/workspace/x/sessions', '/health/extra', '/v2/nothing', '/daemon/status', '/ahp']) {
+    for (const path of ['/session/x/unknown', '/sessions', '/workspace/x/sessions', '/health/extra', '/v2/nothing', '/daemon/status']) {
       const res = await fetch(server.url + path, { headers: { authorization: `Bearer ${TOKENS.alice}` } });
       expect(res.status, path).toBe(404);
       expect(res.headers.get('content-type'), path).toContain('application/json');
       expect(((await res.json()) as { code: string }).code).toBe('not_found');
     }
+    // The WebSocket endpoint is a route: a plain GET with a valid token is told to upgrade.
+    const ahp = await fetch(server.url + '/ahp', { headers: { authorization: `Bearer ${TOKENS.alice}` } });
+    expect(ahp.status).toBe(426);
+    expect(((await ahp.json()) as { code: string }).code).toBe('upgrade_required');
     // The app keeps its own pages.
     for (const path of ['/', '/s/some-session']) {
       const res = await fetch(server.url + path);
