@@ -20,6 +20,7 @@
  * date) but publishes in the delivered phase: the frames a commit causes are held, tagged with
  * its serverSeq, and go to the SSE streams only once that commit is in the log.
  */
+import { HeldUntilDurable } from '../hub/held-until-durable.js';
 import type { WireAction } from '../../shared/protocol/messages.js';
 import {
   isPartOfKind,
@@ -103,10 +104,8 @@ export class InteractionRegistry {
   /** chat URI → id of its active turn as last seen (to notice turn ends of any kind). */
   readonly #activeTurns = new Map<string, string>();
   #visits = 0;
-  /** The serverSeq whose commit phase is running (frames it causes are held), else undefined. */
-  #folding: number | undefined;
-  /** What commit phases caused, waiting for their commit to be durable; oldest first. */
-  #held: Array<{ readonly serverSeq: number; readonly run: () => void }> = [];
+  /** What commit phases cause (frames, automatic answers) waits here for its commit to be durable. */
+  readonly #held = new HeldUntilDurable();
   #unsubscribe: (() => void) | undefined;
   #closed = false;
 
@@ -121,9 +120,9 @@ export class InteractionRegistry {
     this.#unsubscribe = this.hub.hook('interactions', {
       sessionDisposed: (e) => this.#onSessionDisposed(e.session),
       chatDisposed: (e) => this.#onChatDisposed(e.chat, e.session),
-      afterCommit: (e) => this.#folded(e.serverSeq, () => this.#onCommit(e)),
-      turnEnded: (e) => this.#folded(e.commit.serverSeq, () => this.#onTurnEnded(e)),
-      afterDurable: (e) => this.#release(e.serverSeq),
+      afterCommit: (e) => this.#held.fold(e.serverSeq, () => this.#onCommit(e)),
+      turnEnded: (e) => this.#held.fold(e.commit.serverSeq, () => this.#onTurnEnded(e)),
+      afterDurable: (e) => this.#held.release(e.serverSeq),
     });
   }
 
@@ -132,33 +131,8 @@ export class InteractionRegistry {
     this.#unsubscribe?.();
   }
 
-  /** Runs a commit-phase reaction; what it publishes (or schedules) is held for that commit. */
-  #folded(serverSeq: number, fold: () => void): void {
-    this.#folding = serverSeq;
-    try {
-      fold();
-    } finally {
-      this.#folding = undefined;
-    }
-  }
-
-  /** Delivered phase: commit `serverSeq` (and every one before it) is durable. */
-  #release(serverSeq: number): void {
-    if (this.#held.length === 0 || this.#held[0]!.serverSeq > serverSeq) return;
-    const at = this.#held.findIndex((h) => h.serverSeq > serverSeq);
-    const due = at === -1 ? this.#held : this.#held.slice(0, at);
-    this.#held = at === -1 ? [] : this.#held.slice(at);
-    for (const h of due) h.run();
-  }
-
-  /** Now outside the commit phase; inside it, once the commit being folded is durable. */
-  #whenDurable(run: () => void): void {
-    if (this.#folding === undefined) run();
-    else this.#held.push({ serverSeq: this.#folding, run });
-  }
-
   #publish(session: string, event: Parameters<SessionStreams['publish']>[1]): void {
-    this.#whenDurable(() => this.streams.publish(session, event));
+    this.#held.whenDurable(() => this.streams.publish(session, event));
   }
 
   /** Pending interactions of a session, oldest first. */
@@ -461,7 +435,7 @@ export class InteractionRegistry {
     const it = w.input ? this.#questionInteraction(session, chat, turnId, key, w.input) : this.#toolInteraction(session, chat, turnId, key, w.tool!);
     this.#register(it);
     const remembered = it.kind === 'permission' ? this.#remembered(session, it.toolName) : undefined;
-    if (remembered) this.#whenDurable(() => setImmediate(() => this.#autoAnswer(it, remembered)));
+    if (remembered) this.#held.whenDurable(() => setImmediate(() => this.#autoAnswer(it, remembered)));
   }
 
   /** Interactions examined while reconciling, since start (a work counter: tests check it grows linearly). */
@@ -477,7 +451,7 @@ export class InteractionRegistry {
     if (!c) this.#byChat.set(it.chat, (c = new Map()));
     c.set(it.key, it);
     this.#resolved.delete(`${it.session}\n${it.requestId}`);
-    this.#whenDurable(() => {
+    this.#held.whenDurable(() => {
       it.announced = true;
       this.streams.publish(it.session, { chat: it.chat, turnId: it.turnId, payload: this.requestFrame(it) });
     });

@@ -16,6 +16,7 @@
  * and the last ended turn only. A remote agent (no in-process barrier) consumes an input by
  * dispatching the same `userMessage` part with `_meta['hub/userInput'].inputId`.
  */
+import { HeldUntilDurable } from '../hub/held-until-durable.js';
 import { createHash, randomUUID } from 'node:crypto';
 import type { WireAction } from '../../shared/protocol/messages.js';
 import { USER_INPUT_META, USER_MESSAGE_PART } from '../../shared/protocol/steering.js';
@@ -138,10 +139,8 @@ export class SteeringEngine implements SteeringPort {
   readonly quotaPerTurn: number;
   readonly #shared: boolean;
   readonly #books = new Map<string, SessionBook>();
-  /** The serverSeq whose commit phase is folding (follow-up dispatches wait for it), else undefined. */
-  #folding: number | undefined;
-  /** Follow-up dispatches commit phases caused, each waiting for its commit to be durable. */
-  #held: Array<{ readonly serverSeq: number; readonly chat: string; readonly action: WireAction }> = [];
+  /** Follow-up dispatches commit phases cause wait here for their commit to be durable. */
+  readonly #held = new HeldUntilDurable();
   #unavailable: (session: string) => SteeringUnavailable | undefined = () => undefined;
 
   constructor(
@@ -366,28 +365,10 @@ export class SteeringEngine implements SteeringPort {
       const book = this.#books.get(e.session);
       if (book?.current?.chat === e.chat) this.#endTurn(book, book.current, 'closed', 'chat_disposed', false);
     },
-    afterCommit: (e) => this.#folded(e.serverSeq, () => this.#onCommit(e)),
-    turnEnded: (e) => this.#folded(e.commit.serverSeq, () => this.#onTurnEnded(e)),
-    afterDurable: (e) => this.#release(e.serverSeq),
+    afterCommit: (e) => this.#held.fold(e.serverSeq, () => this.#onCommit(e)),
+    turnEnded: (e) => this.#held.fold(e.commit.serverSeq, () => this.#onTurnEnded(e)),
+    afterDurable: (e) => this.#held.release(e.serverSeq),
   };
-
-  /** Runs a commit-phase reaction: the book changes now, its follow-up dispatches wait (see `#dispatch`). */
-  #folded(serverSeq: number, fold: () => void): void {
-    this.#folding = serverSeq;
-    try {
-      fold();
-    } finally {
-      this.#folding = undefined;
-    }
-  }
-
-  /** Delivered phase: commit `serverSeq` is durable, so the dispatches it caused go out now, in order. */
-  #release(serverSeq: number): void {
-    if (this.#held.length === 0 || this.#held[0]!.serverSeq > serverSeq) return;
-    const due = this.#held.filter((h) => h.serverSeq <= serverSeq);
-    this.#held = this.#held.filter((h) => h.serverSeq > serverSeq);
-    for (const h of due) void this.#dispatchAwait(h.chat, h.action);
-  }
 
   #onCommit(e: CommitEvent): void {
     const { channel, known: action, origin } = e;
@@ -548,8 +529,8 @@ export class SteeringEngine implements SteeringPort {
 
   /** Dispatches now, or (from a commit phase) once the commit being folded is durable. */
   #dispatch(chat: string, action: WireAction): void {
-    if (this.#folding !== undefined) this.#held.push({ serverSeq: this.#folding, chat, action });
-    else void this.#dispatchAwait(chat, action);
+    // The book changed in the commit phase already; the dispatch waits for that commit.
+    this.#held.whenDurable(() => void this.#dispatchAwait(chat, action));
   }
 
   #dispatchAwait(chat: string, action: WireAction): Promise<unknown> {
