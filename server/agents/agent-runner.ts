@@ -9,6 +9,7 @@
  * run only once that commit is in the log — an agent is never told about an answer a crash could
  * take back.
  */
+import { HeldUntilDurable } from '../hub/held-until-durable.js';
 import type { KnownAction } from '../../shared/protocol/actions.js';
 import type { WireAction } from '../../shared/protocol/messages.js';
 import type { ChatInputRequest, ChatState, Message } from '../../shared/protocol/state.js';
@@ -75,11 +76,6 @@ interface Run {
   readonly unkeyed: Set<Waiter>;
 }
 
-/** A waiter satisfied by commit `serverSeq`, told once that commit is durable. */
-interface HeldWake {
-  readonly serverSeq: number;
-  readonly wake: () => void;
-}
 
 /** Markdown is streamed in chunks of about this many characters (whole words). */
 const DELTA_CHUNK = 24;
@@ -134,8 +130,8 @@ function failWaiters(run: Run): void {
 
 export class AgentRunner implements SteeringHost {
   readonly #runs = new Map<string, Run>();
-  /** Waiters satisfied in the commit phase, oldest commit first (see the file header). */
-  #held: HeldWake[] = [];
+  /** Waiters satisfied in the commit phase are told once that commit is durable (see the file header). */
+  readonly #held = new HeldUntilDurable();
   /** chat → the timer that ends its interrupted remote-agent turn unless the agent comes back. */
   readonly #graces = new Map<string, NodeJS.Timeout>();
   #unsubscribe: (() => void) | undefined;
@@ -177,7 +173,7 @@ export class AgentRunner implements SteeringHost {
         const run = this.#runs.get(e.chat);
         if (run) this.#abort(run);
       },
-      afterCommit: (e) => this.#onCommit(e),
+      afterCommit: (e) => this.#held.fold(e.serverSeq, () => this.#onCommit(e)),
       afterDurable: (e) => {
         // A remote agent dispatching on its interrupted turn is back, whatever it subscribed to
         // (a timer is a side effect: delivered phase).
@@ -221,19 +217,13 @@ export class AgentRunner implements SteeringHost {
       const wake = w.check(state);
       if (!wake) continue;
       removeWaiter(run, w);
-      this.#held.push({ serverSeq: e.serverSeq, wake });
+      this.#held.whenDurable(wake);
     }
   }
 
   /** Delivered phase: wake the waiters this commit satisfied; start a run for a turn start. */
   #onDurable(e: CommitEvent): void {
-    if (this.#held.length > 0) {
-      const due = this.#held.filter((h) => h.serverSeq <= e.serverSeq);
-      if (due.length > 0) {
-        this.#held = this.#held.filter((h) => h.serverSeq > e.serverSeq);
-        for (const h of due) h.wake();
-      }
-    }
+    this.#held.release(e.serverSeq);
     const action = e.known;
     if (action?.type !== 'chat/turnStarted' || e.remote) return;
     // In a cluster the process that sequenced the turn start runs the agent: at most once. The
