@@ -782,8 +782,8 @@ export class Hub implements HubPort {
     }
   }
 
-  /** Where every decision that writes starts: open, writable, then (cluster) the write turn. */
   /**
+   * Where every decision that writes starts: open, writable, then (cluster) the write turn.
    * Refuses a write now (closed, storage away) or, in cluster mode, returns the write turn to
    * await. On one node it returns undefined and the caller decides without awaiting anything:
    * `await undefined` would still defer the decision by a microtask, and the hub's rule is that
@@ -812,8 +812,12 @@ export class Hub implements HubPort {
 
   /**
    * While a batch is in doubt memory holds records the log may never take: a snapshot now could
-   * show them, so reads that answer with state are refused until the batch is settled.
+   * show them, so reads that answer with state are refused exactly when writes are.
    */
+  #assertReadable(): void {
+    this.#assertWritable();
+  }
+
   /**
    * Why a client's write would be refused for the tenant's disk quota, or undefined. Measured at
    * most every DISK_USAGE_TTL_MS, so a burst may overshoot by what it writes in that time.
@@ -838,11 +842,6 @@ export class Hub implements HubPort {
   #assertQuota(): void {
     const refusal = this.#quotaRefusal();
     if (refusal !== undefined) throw new ProtocolError(ErrorCode.StorageQuotaExceeded, refusal);
-  }
-
-  #assertReadable(): void {
-    const refusal = this.#writeRefusal();
-    if (refusal !== undefined) throw new ProtocolError(ErrorCode.StorageUnavailable, refusal);
   }
 
   /**
@@ -938,10 +937,6 @@ export class Hub implements HubPort {
   }
 }
 
-/**
- * The action a rejection echo carries: the action as sent, unless its JSON is out of bounds, in
- * which case only its type (a rejection must never send the refused value back, nor fail to encode).
- */
 /** How every `StorageQuotaExceeded` refusal begins (rejection echoes have no code field). */
 export const STORAGE_QUOTA_REASON = 'storage quota exceeded';
 
@@ -949,6 +944,10 @@ function mib(bytes: number): string {
   return (bytes / (1024 * 1024)).toFixed(1);
 }
 
+/**
+ * The action a rejection echo carries: the action as sent, unless its JSON is out of bounds, in
+ * which case only its type (a rejection must never send the refused value back, nor fail to encode).
+ */
 function echoableRejected(raw: WireAction): WireAction {
   return checkJsonBounds(raw) ? { type: typeof raw.type === 'string' ? raw.type.slice(0, 128) : 'unknown' } : raw;
 }
