@@ -11,6 +11,7 @@
  */
 import { getHeapStatistics } from 'node:v8';
 import type { HubState } from './catalog.js';
+import { actionJson } from '../action-json.js';
 
 /**
  * The most characters of state a snapshot image can hold: V8's longest string is 2^29−24
@@ -63,8 +64,8 @@ export class LoadGuard {
   }
 
   /** Counts one replayed action; throws `StateTooLargeToLoadError` once the real state is past the bound. */
-  replayed(action: unknown): void {
-    this.#estimate += JSON.stringify(action).length;
+  replayed(action: object): void {
+    this.#estimate += actionJson(action).length;
     // Measured again only after the estimate grew by a quarter of the bound: amortised linear.
     if (this.#estimate > this.maxChars && this.#estimate - this.#measuredAt > this.maxChars / 4) {
       this.#estimate = this.#measure();
