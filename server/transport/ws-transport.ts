@@ -123,9 +123,7 @@ class WsConnection implements Connection {
 export class WsTransport {
   readonly #wss: WebSocketServer;
   readonly #connections = new Set<WsConnection>();
-  /** The tenant of each open connection (see `closeTenant`). */
-  readonly #tenantOf = new Map<WsConnection, string>();
-  /** What each connection authenticated with, to close it when its token is revoked. */
+  /** What each open connection authenticated with: to close it when its token is revoked or its tenant reloads. */
   readonly #credentials = new Map<WsConnection, { token: string | undefined; principal: Principal }>();
   /** Open connections per principal key and per tenant (entries removed at zero). */
   readonly #perPrincipal = new Map<string, number>();
@@ -200,7 +198,6 @@ export class WsTransport {
   #accept(ws: WebSocket, raw: Duplex, principal: Principal, release: () => void, token: string | undefined): void {
     const conn = new WsConnection(ws, raw, this.options.maxBufferedBytes, this.options.onServerClose);
     this.#connections.add(conn);
-    this.#tenantOf.set(conn, principal.tenant);
     this.#credentials.set(conn, { token, principal });
     const router = this.options.routerFor(principal);
     const ctx: RpcContext = { conn, principal, state: router.newConnectionState() };
@@ -234,7 +231,6 @@ export class WsTransport {
       clearTimeout(initializeTimer);
       release();
       this.#connections.delete(conn);
-      this.#tenantOf.delete(conn);
       this.#credentials.delete(conn);
       this.options.onClose(conn, principal);
     });
@@ -253,7 +249,7 @@ export class WsTransport {
 
   /** Closes every connection of one tenant (its hub was replaced: they must reconnect to the new one). */
   closeTenant(tenant: string, code: number, reason: string): void {
-    for (const [conn, t] of this.#tenantOf) if (t === tenant) conn.close(code, reason);
+    for (const [conn, { principal }] of this.#credentials) if (principal.tenant === tenant) conn.close(code, reason);
   }
 
   /** After a token reload: closes (4401) every connection whose token no longer names its principal; returns how many. */
