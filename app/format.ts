@@ -1,4 +1,5 @@
 /** Status labels, relative times and other small display helpers. */
+import type { AnsweredBy } from '../shared/state/answered-by.js';
 import { SessionStatus, activityOf, hasBit } from '../shared/protocol/state.js';
 
 export type StatusLabel = 'Idle' | 'In progress' | 'Needs input' | 'Error';
@@ -113,18 +114,9 @@ export function errorInWords(errorType: string | undefined, message: string | un
   }
 }
 
-/** The hub's record of who answered (`_meta["hub/answeredBy"]`), if any. */
-export interface AnsweredBy {
-  readonly user: string;
-  readonly surface: string;
-  readonly at: string;
-}
-
-export function answeredByOf(meta: unknown): AnsweredBy | undefined {
-  const raw = (meta as Record<string, unknown> | undefined)?.['hub/answeredBy'] as Partial<AnsweredBy> | undefined;
-  if (!raw || typeof raw.user !== 'string' || typeof raw.surface !== 'string' || typeof raw.at !== 'string') return undefined;
-  return { user: raw.user, surface: raw.surface, at: raw.at };
-}
+/** The hub's record of who answered (`_meta["hub/answeredBy"]`), if any: the one reader, in shared/. */
+export { answeredByIn as answeredByOf } from '../shared/state/answered-by.js';
+export type { AnsweredBy };
 
 /** "alice · in the app · 10:42" — who, from where, when. */
 export function answeredByText(by: AnsweredBy): string {
