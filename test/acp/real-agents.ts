@@ -1,0 +1,90 @@
+/**
+ * The three real ACP agents from npm that the scenario test drives (Qwen Code, Claude Code
+ * through `@agentclientprotocol/claude-agent-acp`, Gemini CLI), each configured from the entry of
+ * the agents example file (`examples/agents.json`, read by the hub's own loader) and a copy of its
+ * settings directory (`examples/agents/<provider>/`). The test changes only what points the agent
+ * at this machine: the executable's path in `node_modules/.bin`, the sessions' root, the settings
+ * directory's path, the API base URL (a loopback mock model) and a dummy key, and proxy variables
+ * that make anything else fail at once. Everything else — the settings that make the agent ask
+ * before a tool, the switches for telemetry and updates — is the example's.
+ */
+import { cpSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { loadAgentsConfig, type ResolvedAcpAgentConfig } from '../../server/agents/acp/agents-config.js';
+import { startMockAnthropic } from './mock-anthropic.js';
+import { startMockGemini } from './mock-gemini.js';
+import { startMockModel } from './mock-model.js';
+import type { ScriptedModel } from './model-script.js';
+
+export const AGENTS_EXAMPLE = resolve('examples/agents.json');
+
+export interface RealAgent {
+  /** The provider name in the agents example file. */
+  readonly provider: 'qwen' | 'claude' | 'gemini';
+  readonly displayName: string;
+  /** The variable naming the agent's settings directory (a copy of `examples/agents/<provider>/`). */
+  readonly settingsDirVariable: string;
+  startModel(): Promise<ScriptedModel>;
+  /** Variables that point the agent at the mock model. */
+  modelEnv(model: ScriptedModel): Record<string, string>;
+}
+
+export const REAL_AGENTS: readonly RealAgent[] = [
+  {
+    provider: 'qwen',
+    displayName: 'Qwen Code',
+    settingsDirVariable: 'QWEN_HOME',
+    startModel: () => startMockModel(),
+    modelEnv: (model) => ({ OPENAI_BASE_URL: model.baseUrl, OPENAI_API_KEY: 'test-key-loopback-only' }),
+  },
+  {
+    provider: 'claude',
+    displayName: 'Claude Code',
+    settingsDirVariable: 'CLAUDE_CONFIG_DIR',
+    startModel: () => startMockAnthropic(),
+    modelEnv: (model) => ({ ANTHROPIC_BASE_URL: model.baseUrl, ANTHROPIC_API_KEY: 'test-key-loopback-only' }),
+  },
+  {
+    provider: 'gemini',
+    displayName: 'Gemini CLI',
+    settingsDirVariable: 'GEMINI_CLI_HOME',
+    startModel: () => startMockGemini(),
+    modelEnv: (model) => ({ GOOGLE_GEMINI_BASE_URL: model.baseUrl, GEMINI_API_KEY: 'test-key-loopback-only' }),
+  },
+];
+
+export interface RealAgentSetup {
+  readonly config: ResolvedAcpAgentConfig;
+  /** The entry as the example file has it (resolved by the hub's loader). */
+  readonly example: ResolvedAcpAgentConfig;
+  remove(): void;
+}
+
+/** The example file's entry for `agent`, pointed at `model`, with its settings in a temp dir. */
+export function realAgentConfig(agent: RealAgent, model: ScriptedModel, startupTimeoutMs: number): RealAgentSetup {
+  const example = loadAgentsConfig(AGENTS_EXAMPLE).agents.find((a) => a.provider === agent.provider)?.config;
+  if (!example) throw new Error(`${AGENTS_EXAMPLE} has no "${agent.provider}" agent`);
+  const root = mkdtempSync(join(tmpdir(), `${agent.provider}-agent-`));
+  const settingsDir = join(root, 'settings');
+  cpSync(resolve('examples/agents', agent.provider), settingsDir, { recursive: true });
+  const workDir = join(root, 'work');
+  mkdirSync(workDir);
+  const config: ResolvedAcpAgentConfig = {
+    ...example,
+    command: resolve('node_modules/.bin', example.command),
+    cwd: workDir,
+    startupTimeoutMs,
+    env: {
+      ...example.env,
+      [agent.settingsDirVariable]: settingsDir,
+      ...agent.modelEnv(model),
+      // Anything that still tried to leave the machine through a proxy would fail at once.
+      HTTP_PROXY: 'http://127.0.0.1:9',
+      HTTPS_PROXY: 'http://127.0.0.1:9',
+      NO_PROXY: '127.0.0.1,localhost',
+      NO_COLOR: '1',
+    },
+  };
+  return { config, example, remove: () => rmSync(root, { recursive: true, force: true, maxRetries: 5, retryDelay: 100 }) };
+}
