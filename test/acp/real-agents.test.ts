@@ -21,7 +21,7 @@ import type { TestServer } from '../helpers/start-server.js';
 import { waitFor } from '../helpers/wait-for.js';
 import { TOOL_PREAMBLE, type ScriptedModel } from './model-script.js';
 import { REAL_AGENTS, realAgentConfig, type RealAgentSetup } from './real-agents.js';
-import { capturingLogger, chatState, createSessionWith, markdownOf, startAcpHub, startTurn, turnParts, waitForEnd, waitForTool } from './support.js';
+import { capturingLogger, chatState, createSessionWith, markdownOf, startAcpHub, startTurn, toolOf, turnParts, waitForEnd } from './support.js';
 
 /** Agent start-up on a loaded 2-core machine takes seconds; every wait allows for it. */
 const SLOW = 90_000;
@@ -77,7 +77,13 @@ describe.each(REAL_AGENTS)('$displayName behind the hub (real ACP agent from the
       },
       { what: 'the tool call', timeoutMs: SLOW },
     );
-    const pending = await waitForTool(server, chat, turnId, toolCallId, 'pending-confirmation', SLOW);
+    // The tool's first state after streaming: waiting for a confirmation, not already running
+    // (an agent set to run tools without asking fails here at once).
+    const pending = await waitFor(() => {
+      const tc = toolOf(chatState(server!, chat), turnId, toolCallId);
+      return tc && tc.status !== 'streaming' ? tc : undefined;
+    }, { what: 'the tool to leave streaming', timeoutMs: SLOW });
+    expect(pending.status, `the tool before anyone answered: ${JSON.stringify(pending)}`).toBe('pending-confirmation');
     const firstQuestionMs = Date.now() - startedAt;
     // B sees the confirmation request as an envelope, with the agent's own options and kinds.
     const ready = await b.waitForEnvelope((e) => e.channel === chat && e.action.type === 'chat/toolCallReady' && e.action['toolCallId'] === toolCallId && e.action['confirmed'] === undefined, 'B sees the confirmation request');
