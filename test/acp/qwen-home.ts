@@ -1,6 +1,6 @@
 /**
  * A throwaway home for Qwen Code: settings that pick the OpenAI-compatible auth against the
- * loopback mock model, ask before every tool (`approvalMode: default`), and switch off usage
+ * loopback mock model, ask before every tool (`approvalMode: default`), and switch off the memory agent, usage
  * statistics, telemetry and update checks, so the agent never reaches beyond 127.0.0.1.
  */
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -28,6 +28,8 @@ export function makeQwenHome(modelBaseUrl: string): QwenHome {
     security: { auth: { selectedType: 'openai' }, folderTrust: { enabled: false } },
     model: { name: 'mock-model' },
     tools: { approvalMode: 'default' },
+    // No background memory agent after each turn (it asks the mock model for more requests and delays the prompt's answer).
+    memory: { enableManagedAutoMemory: false, enableManagedAutoDream: false },
     general: { enableAutoUpdate: false, checkpointing: { enabled: false } },
     privacy: { usageStatisticsEnabled: false },
     telemetry: { enabled: false },
