@@ -103,6 +103,8 @@ export class SteeringEngine implements SteeringPort {
   readonly #held = new HeldUntilDurable();
   /** Steering messages whose removal this process has dispatched (or holds) and not yet seen committed. */
   readonly #removing = new Set<string>();
+  /** Acceptances dispatched and not yet durable, per `session\nepoch\nturn`: the ordinals they took and their answers. */
+  readonly #inFlight = new Map<string, { reserved: number; readonly inputs: Map<string, { readonly digest: string; readonly done: Promise<SubmitResult> }> }>();
   #unavailable: (session: string) => SteeringUnavailable | undefined = () => undefined;
 
   constructor(
@@ -181,13 +183,19 @@ export class SteeringEngine implements SteeringPort {
     const book = this.#book(session);
     const turn = turnOf(book, request.target);
     const existing = entryOf(turn, request.inputId);
+    const digest = textDigestOf(request.text);
     if (existing) {
-      if (existing.textDigest !== textDigestOf(request.text)) {
-        throw new InputError(409, 'rejected', 'input_conflict', `input ${request.inputId} was already submitted to this turn with different text; use a new inputId for new text`, {
-          receipt: existing.receipt,
-        });
-      }
+      if (existing.textDigest !== digest) throw conflict(request.inputId, existing.receipt);
       return { outcome: 'accepted', receipt: existing.receipt, duplicate: true };
+    }
+    const key = `${session}\n${request.target.historyEpoch}\n${request.target.turnId}`;
+    const flight = this.#inFlight.get(key);
+    const racing = flight?.inputs.get(request.inputId);
+    if (racing) {
+      // The same input is being recorded right now (a retry that overtook the first answer).
+      const first = await racing.done.catch(() => undefined);
+      if (racing.digest !== digest) throw conflict(request.inputId, first?.receipt);
+      if (first) return { ...first, duplicate: true };
     }
     const unavailable = this.#unavailable(session);
     if (unavailable) throw new InputError(422, 'rejected', 'steering_unavailable', unavailable.message, { reason: unavailable.code });
@@ -199,7 +207,7 @@ export class SteeringEngine implements SteeringPort {
         reason: why,
       });
     }
-    const accepted = turn?.chat === chat ? turn.accepted : 0;
+    const accepted = Math.max(turn?.chat === chat ? turn.accepted : 0, flight?.reserved ?? 0);
     if (accepted >= this.quotaPerTurn) {
       throw new InputError(429, 'rejected', 'input_quota_exceeded', `at most ${this.quotaPerTurn} inputs may be added to one turn`, { quotaPerTurn: this.quotaPerTurn });
     }
@@ -208,16 +216,29 @@ export class SteeringEngine implements SteeringPort {
       origin: { kind: 'user' },
       _meta: { [USER_INPUT_META]: { inputId: request.inputId, ordinal: accepted + 1, historyEpoch: epoch, turnId, source, acceptedAt: new Date(this.now()).toISOString() } },
     };
-    // Sequenced (and folded into the book) synchronously, before anything else can decide.
+    // Cluster mode: sequencing waits for the write turn once more, so the ordinal is reserved here
+    // until the acceptance is folded into the book (on one node it is folded before this returns).
     const committed = this.hub.dispatchServer(chat, { type: 'chat/steeringMessageSet', steeringMessage: { id: steeringIdOf(request.inputId), message } });
-    const receipt = this.status(session, request.inputId, request.target);
+    const done = committed.then(
+      () => {
+        const receipt = this.status(session, request.inputId, request.target);
+        if (!receipt) throw notRecorded(request.inputId, undefined);
+        return { outcome: 'accepted', receipt, duplicate: false } as const;
+      },
+      (err: unknown) => {
+        throw notRecorded(request.inputId, err);
+      },
+    );
+    const pending = flight ?? { reserved: 0, inputs: new Map() };
+    pending.reserved = accepted + 1;
+    pending.inputs.set(request.inputId, { digest, done });
+    this.#inFlight.set(key, pending);
     try {
-      await committed;
-    } catch (err) {
-      throw notRecorded(request.inputId, err);
+      return await done;
+    } finally {
+      pending.inputs.delete(request.inputId);
+      if (pending.inputs.size === 0 && this.#inFlight.get(key) === pending) this.#inFlight.delete(key);
     }
-    if (!receipt) throw notRecorded(request.inputId, undefined);
-    return { outcome: 'accepted', receipt, duplicate: false };
   }
 
   // ─── Barrier ────────────────────────────────────────────────────────────────
@@ -308,6 +329,10 @@ export class SteeringEngine implements SteeringPort {
       if (!ok) this.#removing.delete(steeringId);
     });
   }
+}
+
+function conflict(inputId: string, receipt: InputReceipt | undefined): InputError {
+  return new InputError(409, 'rejected', 'input_conflict', `input ${inputId} was already submitted to this turn with different text; use a new inputId for new text`, receipt ? { receipt } : {});
 }
 
 /** The hub could not record an acceptance: a state budget is full, or the log is away. */
