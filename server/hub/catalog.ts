@@ -21,6 +21,7 @@ import {
 import { isKnownAction, type InputCompletedAction } from '../../shared/protocol/actions.js';
 import { channelKind } from '../../shared/protocol/uris.js';
 import { answeredByIn, withAnswer, type AnswerIndex } from '../../shared/state/answered-by.js';
+import { foldChatGone, foldChatRecord, type InputBook } from '../../shared/state/input-receipts.js';
 import type { LogRecord } from '../storage/action-log.js';
 
 /** Internal channel for lifecycle records; not an AHP URI, so no client can subscribe to it. */
@@ -69,6 +70,12 @@ export interface SessionEntry {
   readonly createdAt: string;
   state: SessionState;
   readonly chats: Set<string>;
+  /**
+   * Steering receipts (`shared/state/input-receipts.ts`), folded from the session's chat records
+   * and kept beside the state like `answeredBy`; absent until the first input, and in images
+   * written before receipts were durable.
+   */
+  inputs?: InputBook;
 }
 
 export interface ChatEntry {
@@ -126,8 +133,12 @@ export class HubState {
     return this.sessions.get(chat ? chat.session : channel);
   }
 
-  /** Applies one sequenced record. Records for channels that no longer exist are no-ops. */
-  applyRecord(record: Pick<LogRecord, 'channel' | 'action'>): void {
+  /**
+   * Applies one sequenced record. Records for channels that no longer exist are no-ops.
+   * `serverSeq` and `origin` feed the steering receipts (which record truncated a chat, whether
+   * the hub or a client sent it); callers that only build state may leave them out.
+   */
+  applyRecord(record: Pick<LogRecord, 'channel' | 'action'> & Partial<Pick<LogRecord, 'serverSeq' | 'origin'>>): void {
     const lifecycle = catalogActionOf(record);
     if (lifecycle) {
       this.#applyCatalog(lifecycle);
@@ -139,7 +150,10 @@ export class HubState {
         return;
       case 'session': {
         const session = this.sessions.get(record.channel);
-        if (session) session.state = sessionReducer(session.state, record.action);
+        if (!session) return;
+        const defaultBefore = session.state.defaultChat;
+        session.state = sessionReducer(session.state, record.action);
+        if (defaultBefore !== undefined && session.state.defaultChat !== defaultBefore && session.inputs) session.inputs = foldChatGone(session.inputs, defaultBefore, 'default_chat_changed');
         return;
       }
       case 'chat': {
@@ -148,7 +162,14 @@ export class HubState {
         const before = chat.state;
         chat.state = chatReducer(before, record.action);
         const action = record.action;
-        if (isKnownAction(action) && action.type === 'chat/inputCompleted' && chat.state !== before) indexAnswer(chat, action);
+        if (!isKnownAction(action) || chat.state === before) return;
+        if (action.type === 'chat/inputCompleted') indexAnswer(chat, action);
+        const session = this.sessions.get(chat.session);
+        if (!session) return;
+        const isDefault = session.state.defaultChat === chat.uri;
+        const facts = { chat: chat.uri, isDefault, serverSeq: record.serverSeq ?? 0, action, fromClient: record.origin !== undefined, before, after: chat.state };
+        const inputs = foldChatRecord(session.uri, session.inputs, facts);
+        if (inputs !== session.inputs) session.inputs = inputs;
         return;
       }
       default:
@@ -190,7 +211,9 @@ export class HubState {
       case CatalogAction.ChatDisposed: {
         const chat = this.chats.get(action.chat);
         if (!chat) return;
-        this.sessions.get(chat.session)?.chats.delete(action.chat);
+        const session = this.sessions.get(chat.session);
+        session?.chats.delete(action.chat);
+        if (session?.inputs) session.inputs = foldChatGone(session.inputs, action.chat, 'chat_disposed');
         this.chats.delete(action.chat);
         return;
       }

@@ -71,7 +71,7 @@ export function createSteeringFeature(options: SteeringOptions = {}): Feature {
         // the decision waits for the write turn (which folds every other node's acceptances first).
         const turn = hub.decisionTurn();
         if (turn) await turn;
-        const result = engine.submit(session, request, source);
+        const result = await engine.submit(session, request, source);
         // The pending steering message is committed before the answer goes out, so a 202 means
         // every subscriber can already see the input as pending.
         if (!result.duplicate) await hub.drain();

@@ -48,7 +48,8 @@ export interface InputReceipt {
   readonly revision: number;
   readonly source: InputSource;
   readonly state: InputReceiptState;
-  readonly durability: 'memory';
+  /** 'log': the receipt is folded from the durable log, so it answers the same after a restart of the hub or of every node. */
+  readonly durability: 'log';
   /** Why an input ended unconsumed (`closed` / `cancelled`). */
   readonly reason?: string;
   readonly acceptedAt: string;

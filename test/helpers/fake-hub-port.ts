@@ -12,6 +12,7 @@ import { ErrorCode } from '../../shared/protocol/errors.js';
 import type { WireAction } from '../../shared/protocol/messages.js';
 import { initialChatState, initialSessionState } from '../../shared/protocol/state.js';
 import { chatReducer } from '../../shared/state/chat-reducer.js';
+import { foldChatRecord } from '../../shared/state/input-receipts.js';
 import { sessionReducer } from '../../shared/state/session-reducer.js';
 import type { Principal } from '../../server/auth/auth.js';
 import type { ChatEntry, SessionEntry } from '../../server/hub/catalog.js';
@@ -72,12 +73,21 @@ export class FakeHubPort implements HubPort {
   commit(channel: string, action: WireAction, via: 'submitAs' | 'dispatchServer' = 'dispatchServer', surface?: string, remote = false): number {
     const chat = this.chats.get(channel);
     const turnBefore = chat?.state.activeTurn?.id;
-    if (chat) chat.state = chatReducer(chat.state, action);
-    else {
+    const serverSeq = ++this.#seq;
+    if (chat) {
+      const before = chat.state;
+      chat.state = chatReducer(before, action);
+      // The steering receipts beside the session state, folded as HubState.applyRecord does.
+      const session = this.sessions.get(chat.session);
+      if (session && isKnownAction(action)) {
+        const facts = { chat: channel, isDefault: session.state.defaultChat === channel, serverSeq, action, fromClient: via === 'submitAs', before, after: chat.state };
+        const inputs = foldChatRecord(session.uri, session.inputs, facts);
+        if (inputs) session.inputs = inputs;
+      }
+    } else {
       const session = this.sessions.get(channel);
       if (session) session.state = sessionReducer(session.state, action);
     }
-    const serverSeq = ++this.#seq;
     this.committed.push({ channel, action, via, surface });
     const event: CommitEvent = { channel, action, known: isKnownAction(action) ? action : undefined, serverSeq, remote };
     this.#committing++;

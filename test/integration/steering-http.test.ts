@@ -41,7 +41,7 @@ describe('steering over HTTP', () => {
     return { session, chat, turnId, target: target! };
   }
 
-  it('8/33: capabilities report version 1, text + blocks, memory ack only, no durable ack, no images, the target and the retention range', async () => {
+  it('8/33: capabilities report version 1, text + blocks, memory ack only, no durable ack, no images, durable receipts, the target and the retention range', async () => {
     const { session } = await alice.createSession();
     const idle = await http.capabilities(session);
     expect(idle.status).toBe(200);
@@ -53,7 +53,8 @@ describe('steering over HTTP', () => {
       blockTypes: ['text'],
       ack: ['memory'],
       defaultAck: 'memory',
-      durability: 'memory',
+      durability: 'log',
+      durableReceipts: true,
       target: null,
       retention: { turns: ['current', 'lastEnded'], current: null, lastEnded: null },
       quotaPerTurn: 32,
@@ -79,7 +80,7 @@ describe('steering over HTTP', () => {
     expect((await http.status(session, 'late', t2!)).status).toBe(404);
   });
 
-  it('4/10/12/34/37: a submit is 202 {outcome: accepted, receipt} with every receipt field (id, session, epoch, turn, ordinal 1, revision 1, source http, state accepted, durability memory, no reason)', async () => {
+  it('4/10/12/34/37: a submit is 202 {outcome: accepted, receipt} with every receipt field (id, session, epoch, turn, ordinal 1, revision 1, source http, state accepted, durability log, no reason)', async () => {
     const { session, turnId, target } = await runningTurn();
     const r = await http.submit(session, { inputId: 'ui-001', target, content: { text: 'also check the renewal clause' }, ack: 'memory' });
     expect(r.status).toBe(202);
@@ -93,7 +94,7 @@ describe('steering over HTTP', () => {
       revision: 1,
       source: 'http',
       state: 'accepted',
-      durability: 'memory',
+      durability: 'log',
     });
     expect(r.body['receipt']).not.toHaveProperty('reason');
   });
@@ -102,7 +103,7 @@ describe('steering over HTTP', () => {
     const { session, chat, target } = await runningTurn();
     const r = await http.submit(session, { inputId: 'b1', target, content: { blocks: [{ t: 'text', text: 'first' }, { t: 'text', text: 'second' }] } });
     expect(r.status).toBe(202);
-    expect((r.body['receipt'] as { durability: string }).durability).toBe('memory');
+    expect((r.body['receipt'] as { durability: string }).durability).toBe('log');
     const state = await chatState(alice, chat);
     expect(state.steeringMessages?.[0]?.message.text).toBe('first\nsecond');
     // The same text sent as {text} is the same normalised text: an identical retry.

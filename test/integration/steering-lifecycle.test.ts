@@ -1,14 +1,14 @@
 /**
  * Seed 003 turn semantics on a real hub: consumption only at the agent's safe barrier, the
  * transcript and the AHP steering list as every subscriber sees them, closing / cancelling when
- * the turn ends first, history replacement, restart, and "a supplement approves nothing".
+ * the turn ends first, history replacement, restart (receipts are durable), and "a supplement approves nothing".
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { RpcClient } from '../helpers/rpc-client.js';
 import { startTestServer, tempDir, type TestServer } from '../helpers/start-server.js';
 import { startScriptTurn, userMessage } from '../helpers/turns.js';
 import { waitFor } from '../helpers/wait-for.js';
-import { answer, askStep, chatState, SteeringHttp, waitForOpenRequest, waitForTurnEnd, type Target } from '../cli/steering-support.js';
+import { answer, askStep, chatState, SteeringHttp, waitForOpenRequest, waitForTurnEnd } from '../cli/steering-support.js';
 
 describe('steering lifecycle', () => {
   let server: TestServer | undefined;
@@ -190,37 +190,43 @@ describe('steering lifecycle', () => {
     expect(turnId).not.toBe(t2);
   });
 
-  it('24: a hub restart changes historyEpoch, the running turn carries on under the new epoch, and memory receipts are gone (404, not an error)', async () => {
+  it('24: a hub restart keeps historyEpoch and every receipt (durability log); the running turn carries on and consumes the input', async () => {
     const tmp = tempDir();
     try {
       server = await startTestServer({ dataDir: tmp.dir });
       const alice = await open(server);
       const { session, chat } = await alice.createSession();
       await alice.subscribe(chat);
-      const t1 = await startScriptTurn(alice, chat, [askStep('ask-1')]);
+      const t1 = await startScriptTurn(alice, chat, [askStep('ask-1'), { say: 'after' }]);
       await waitForOpenRequest(alice, chat, 'ask-1');
       const http = new SteeringHttp(server.url);
       const target = (await http.target(session))!;
-      await http.submit(session, { inputId: 'mem', target, content: { text: 'x' } });
+      const accepted = (await http.submit(session, { inputId: 'kept', target, content: { text: 'x' } })).body['receipt'];
       await alice.close();
       await server.close();
       server = await startTestServer({ dataDir: tmp.dir });
       const http2 = new SteeringHttp(server.url);
       const caps = await http2.capabilities(session);
       expect(caps.status).toBe(200);
-      // The demo agent's turn survives the restart (docs/continuity.md), in a new history epoch.
-      const after = caps.body['target'] as Target;
-      expect(after.turnId).toBe(t1);
-      expect(after.historyEpoch).not.toBe(target.historyEpoch);
-      const r = await http2.status(session, 'mem', target);
-      expect(r.status).toBe(404);
-      expect(r.body['code']).toBe('input_not_found');
-      // The old target names the old epoch: refused, never redirected to the new one.
-      const resend = await http2.submit(session, { inputId: 'mem', target, content: { text: 'x' } });
-      expect(resend.status).toBe(409);
-      expect(resend.body['code']).toBe('turn_closed');
+      // The demo agent's turn survives the restart (docs/continuity.md), in the same history epoch.
+      expect(caps.body['target']).toEqual({ historyEpoch: target.historyEpoch, turnId: t1 });
+      // The same receipt; the resumed demo agent passes a barrier and consumes it (revision 2).
+      const { state: _s, revision: _r, updatedAt: _u, ...facts } = accepted as Record<string, unknown>;
+      const consumed = await waitFor(async () => {
+        const r = await http2.status(session, 'kept', target);
+        expect(r.status).toBe(200);
+        return (r.body['receipt'] as { state: string }).state === 'consumed' ? r.body['receipt'] : undefined;
+      }, { what: 'the input to be consumed by the resumed turn' });
+      expect(consumed).toMatchObject({ ...facts, state: 'consumed', revision: 2 });
+      // A retry after the restart is recognised, not accepted twice.
+      const resend = await http2.submit(session, { inputId: 'kept', target, content: { text: 'x' } });
+      expect(resend.body).toMatchObject({ duplicate: true, receipt: consumed });
       const bob = await open(server);
       await waitForOpenRequest(bob, chat, 'ask-1');
+      await answer(bob, chat, 'ask-1');
+      const done = await waitForTurnEnd(bob, chat, t1);
+      expect(done.responseParts.filter((p) => p.kind === 'userMessage').map((p) => p.message!.text)).toEqual(['x']);
+      expect((await http2.status(session, 'kept', target)).body['receipt']).toEqual(consumed);
     } finally {
       await server?.stop();
       server = undefined;

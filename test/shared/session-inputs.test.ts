@@ -53,7 +53,7 @@ describe('SDK SessionInputs over a real hub', () => {
     const { session, turnId, inputs, target } = await running();
     const request = { inputId: 'sdk-1', target, content: { text: 'also X' }, ack: 'memory' as const };
     const first = await inputs.submitInput(request);
-    expect(first).toMatchObject({ outcome: 'accepted', receipt: { inputId: 'sdk-1', sessionId: SteeringHttp.idOf(session), turnId, ordinal: 1, revision: 1, state: 'accepted', durability: 'memory', source: 'ws' } });
+    expect(first).toMatchObject({ outcome: 'accepted', receipt: { inputId: 'sdk-1', sessionId: SteeringHttp.idOf(session), turnId, ordinal: 1, revision: 1, state: 'accepted', durability: 'log', source: 'ws' } });
     const retry = await inputs.submitInput(request);
     expect(retry).toMatchObject({ outcome: 'accepted', duplicate: true });
     expect(retry.outcome === 'accepted' && first.outcome === 'accepted' && retry.receipt).toEqual(first.outcome === 'accepted' && first.receipt);
