@@ -93,7 +93,8 @@ async function main(): Promise<void> {
     if (stopping) return;
     stopping = true;
     logger.info('draining', { signal });
-    server.close().then(
+    // In a cluster, SIGTERM hands this node's clients and agents to the others (docs/cluster.md).
+    (config.store && signal === 'SIGTERM' ? server.drain() : server.close()).then(
       () => process.exit(process.exitCode ?? 0),
       (err: unknown) => {
         logger.error('shutdown failed', { err: String(err) });
