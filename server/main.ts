@@ -74,6 +74,7 @@ async function main(): Promise<void> {
     sqliteSynchronous: config.sync,
     storeUrl: config.store,
     ...(config.agentLeaseTtlMs !== undefined ? { agentLeaseTtlMs: config.agentLeaseTtlMs } : {}),
+    ...(config.drainGraceMs !== undefined ? { drainGraceMs: config.drainGraceMs } : {}),
     ...(config.remoteAgentGraceMs !== undefined ? { remoteAgentGraceMs: config.remoteAgentGraceMs } : {}),
     ...(config.tenantDiskQuota !== undefined ? { limits: { maxTenantDiskBytes: config.tenantDiskQuota } } : {}),
     auth,

@@ -30,6 +30,7 @@ import { PostgresClusterBus } from './cluster-bus/postgres-bus.js';
 import { memoryTenantLogs, sqliteTenantLogs, tenantDir, tenantLogsOf, type TenantLogs } from './storage/tenant-logs.js';
 import { migrateSingleLogDataDir } from './migrate-data-dir.js';
 import { TenantStack } from './tenant-stack.js';
+import { drainNode } from './drain.js';
 import { HttpError, HttpRouter, sendError, sendJson, sendNoRoute, type HttpRegistrar } from './transport/http-router.js';
 import { serveStatic } from './transport/static-files.js';
 import { TransportCloseCode, WsTransport } from './transport/ws-transport.js';
@@ -51,6 +52,8 @@ export interface HubServerConfig {
   readonly storeUrl?: string | undefined;
   /** Cluster mode: a session's agent lease expires this long after its process stops renewing it. */
   readonly agentLeaseTtlMs?: number;
+  /** Cluster drain: /healthz answers 503 at least this long before the node closes (docs/cluster.md). */
+  readonly drainGraceMs?: number;
   /** A remote agent's turn interrupted by a restart stays open this long for the agent to come back (docs/continuity.md). */
   readonly remoteAgentGraceMs?: number;
   readonly auth: Authenticator;
@@ -403,19 +406,16 @@ export async function startHubServer(config: HubServerConfig): Promise<HubServer
   };
 
   let drained: Promise<void> | undefined;
-  const drain = (): Promise<void> => {
-    drained ??= (async () => {
-      draining = true;
-      ws.drain();
-      // Every live node claims handed-over leases within a quarter of the lease time.
-      for (const stack of stacks.values()) {
-        const { handedOver, unclaimed } = await stack.handOver(config.agentLeaseTtlMs ?? 5_000);
-        if (handedOver > 0) logger.info('handed agent leases over', { tenant: stack.tenant, handedOver, unclaimed });
-      }
-      await close();
-    })();
-    return drained;
-  };
+  const drain = (): Promise<void> =>
+    (drained ??= drainNode({
+      refuseNew: () => void (draining = true),
+      closeSockets: () => ws.drain(),
+      stacks: stacks.values(),
+      leaseTtlMs: config.agentLeaseTtlMs ?? 5_000,
+      graceMs: config.drainGraceMs ?? 2_000,
+      logger,
+      close,
+    }));
 
   return {
     url: `http://${hostForUrl}:${port}`,

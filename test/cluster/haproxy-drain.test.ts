@@ -77,5 +77,5 @@ describe('drain: SIGTERM on a node behind HAProxy', () => {
       expect(w.echoed.size).toBe(60);
       for (const id of w.echoed) expect(inState.has(id), id).toBe(true);
     }
-  });
+  }, 120_000);
 });

@@ -84,5 +84,5 @@ describe('three nodes behind HAProxy: SIGKILL one', () => {
     }
     const counts = await queuedMessageCountsInLog(fx.cluster.storeUrl);
     for (const id of allEchoed) expect(counts.get(id), id).toBe(1);
-  });
+  }, 120_000);
 });

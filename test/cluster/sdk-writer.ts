@@ -58,8 +58,8 @@ export class SdkWriter {
     return defaultChat;
   }
 
-  /** Dispatches `total` actions, `window` in flight at a time; resolves once each has its answer. */
-  async run(total: number, window = 3): Promise<void> {
+  /** Dispatches `total` actions, `window` in flight at a time (`pauseMs` between sends); resolves once each has its answer. */
+  async run(total: number, window = 3, pauseMs = 0): Promise<void> {
     const view = this.#view;
     if (!view) throw new Error(`${this.name}: createChat first`);
     const inFlight = new Set<Promise<void>>();
@@ -74,6 +74,7 @@ export class SdkWriter {
       inFlight.add(done);
       void done.finally(() => inFlight.delete(done));
       if (inFlight.size >= window) await Promise.race(inFlight);
+      if (pauseMs > 0) await new Promise((resolve) => setTimeout(resolve, pauseMs));
     }
     await Promise.all(inFlight);
   }
