@@ -11,6 +11,7 @@
  *    least `graceMs` (so health checks saw it, rather than a refused connection), it closes.
  */
 import type { Logger } from './log.js';
+import { errorFields } from './log.js';
 import type { TenantStack } from './tenant-stack.js';
 
 export interface DrainSteps {
@@ -32,9 +33,14 @@ export async function drainNode(steps: DrainSteps): Promise<void> {
   steps.refuseNew();
   steps.closeSockets();
   for (const stack of steps.stacks) {
-    const { handedOver, unclaimed } = await stack.handOver(steps.leaseTtlMs);
-    if (handedOver > 0) steps.logger.info('handed agent leases over', { tenant: stack.tenant, handedOver, unclaimed });
-    if (unclaimed > 0) steps.logger.warn('no other node took some agent leases yet; the next node to run will', { tenant: stack.tenant, unclaimed });
+    try {
+      const { handedOver, unclaimed } = await stack.handOver(steps.leaseTtlMs);
+      if (handedOver > 0) steps.logger.info('handed agent leases over', { tenant: stack.tenant, handedOver, unclaimed });
+      if (unclaimed > 0) steps.logger.warn('no other node took some agent leases yet; the next node to run will', { tenant: stack.tenant, unclaimed });
+    } catch (err) {
+      // PostgreSQL unreachable: the leases expire instead, and another node ends those turns (hubNodeLost).
+      steps.logger.warn('could not hand agent leases over; they expire instead', { tenant: stack.tenant, ...errorFields(err) });
+    }
   }
   const rest = started + steps.graceMs - Date.now();
   if (rest > 0) await new Promise((resolve) => setTimeout(resolve, rest));

@@ -137,7 +137,11 @@ export class TenantStack {
    */
   async handOver(timeoutMs: number): Promise<{ handedOver: number; unclaimed: number }> {
     await this.#runner.stop();
-    await this.hub.drain().catch(() => undefined);
+    // With the log unreachable nothing more becomes durable: hand over what the log holds.
+    let timer: NodeJS.Timeout | undefined;
+    const unreachable = new Promise<void>((resolve) => (timer = setTimeout(resolve, timeoutMs)));
+    await Promise.race([this.hub.drain().catch(() => undefined), unreachable]);
+    clearTimeout(timer);
     return (await this.#leaseKeeper?.handOver(timeoutMs)) ?? { handedOver: 0, unclaimed: 0 };
   }
 
