@@ -24,6 +24,8 @@ export interface CliConfig {
   store: string | undefined;
   /** Cluster mode: how long a dead process's agent lease lasts (HUB_AGENT_LEASE_TTL_MS; default 5000). */
   agentLeaseTtlMs: number | undefined;
+  /** Cluster drain: /healthz answers 503 at least this long before the node exits (HUB_DRAIN_GRACE_MS; default 2000). */
+  drainGraceMs: number | undefined;
   /** How long a remote agent's turn interrupted by a restart waits for the agent (HUB_REMOTE_AGENT_GRACE_MS; default 120000). */
   remoteAgentGraceMs: number | undefined;
   /** Bytes each tenant's log and snapshots may take (`--tenant-disk-quota`); undefined = the hub's default (1 GiB). */
@@ -78,11 +80,15 @@ export function parseArgs(argv: readonly string[], env: NodeJS.ProcessEnv = proc
     agentsFile: flag('agents') ?? (env['HUB_AGENTS'] || undefined),
     store: flag('store') ?? (env['HUB_STORE'] || undefined),
     agentLeaseTtlMs: env['HUB_AGENT_LEASE_TTL_MS'] ? Number(env['HUB_AGENT_LEASE_TTL_MS']) : undefined,
+    drainGraceMs: env['HUB_DRAIN_GRACE_MS'] ? Number(env['HUB_DRAIN_GRACE_MS']) : undefined,
     remoteAgentGraceMs: env['HUB_REMOTE_AGENT_GRACE_MS'] ? Number(env['HUB_REMOTE_AGENT_GRACE_MS']) : undefined,
     tenantDiskQuota: parseSize('tenant-disk-quota', flag('tenant-disk-quota') ?? (env['HUB_TENANT_DISK_QUOTA'] || undefined)),
   };
   if (config.remoteAgentGraceMs !== undefined && (!Number.isInteger(config.remoteAgentGraceMs) || config.remoteAgentGraceMs < 0)) {
     throw new ConfigError('HUB_REMOTE_AGENT_GRACE_MS must be a non-negative integer (milliseconds)');
+  }
+  if (config.drainGraceMs !== undefined && (!Number.isInteger(config.drainGraceMs) || config.drainGraceMs < 0)) {
+    throw new ConfigError('HUB_DRAIN_GRACE_MS must be a non-negative integer (milliseconds)');
   }
   if (config.agentLeaseTtlMs !== undefined && (!Number.isInteger(config.agentLeaseTtlMs) || config.agentLeaseTtlMs < 200)) {
     throw new ConfigError('HUB_AGENT_LEASE_TTL_MS must be an integer of at least 200 (milliseconds)');

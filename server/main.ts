@@ -74,6 +74,7 @@ async function main(): Promise<void> {
     sqliteSynchronous: config.sync,
     storeUrl: config.store,
     ...(config.agentLeaseTtlMs !== undefined ? { agentLeaseTtlMs: config.agentLeaseTtlMs } : {}),
+    ...(config.drainGraceMs !== undefined ? { drainGraceMs: config.drainGraceMs } : {}),
     ...(config.remoteAgentGraceMs !== undefined ? { remoteAgentGraceMs: config.remoteAgentGraceMs } : {}),
     ...(config.tenantDiskQuota !== undefined ? { limits: { maxTenantDiskBytes: config.tenantDiskQuota } } : {}),
     auth,
@@ -93,7 +94,8 @@ async function main(): Promise<void> {
     if (stopping) return;
     stopping = true;
     logger.info('draining', { signal });
-    server.close().then(
+    // In a cluster, SIGTERM hands this node's clients and agents to the others (docs/cluster.md).
+    (config.store && signal === 'SIGTERM' ? server.drain() : server.close()).then(
       () => process.exit(process.exitCode ?? 0),
       (err: unknown) => {
         logger.error('shutdown failed', { err: String(err) });

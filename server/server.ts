@@ -30,6 +30,7 @@ import { PostgresClusterBus } from './cluster-bus/postgres-bus.js';
 import { memoryTenantLogs, sqliteTenantLogs, tenantDir, tenantLogsOf, type TenantLogs } from './storage/tenant-logs.js';
 import { migrateSingleLogDataDir } from './migrate-data-dir.js';
 import { TenantStack } from './tenant-stack.js';
+import { drainNode } from './drain.js';
 import { HttpError, HttpRouter, sendError, sendJson, sendNoRoute, type HttpRegistrar } from './transport/http-router.js';
 import { serveStatic } from './transport/static-files.js';
 import { TransportCloseCode, WsTransport } from './transport/ws-transport.js';
@@ -51,6 +52,8 @@ export interface HubServerConfig {
   readonly storeUrl?: string | undefined;
   /** Cluster mode: a session's agent lease expires this long after its process stops renewing it. */
   readonly agentLeaseTtlMs?: number;
+  /** Cluster drain: /healthz answers 503 at least this long before the node closes (docs/cluster.md). */
+  readonly drainGraceMs?: number;
   /** A remote agent's turn interrupted by a restart stays open this long for the agent to come back (docs/continuity.md). */
   readonly remoteAgentGraceMs?: number;
   readonly auth: Authenticator;
@@ -127,6 +130,12 @@ export interface HubServer {
   readonly http: Server;
   /** Drains and stops: closes sockets, flushes the log, writes a snapshot. Idempotent. */
   close(): Promise<void>;
+  /**
+   * Cluster drain (SIGTERM with a shared log, docs/cluster.md): /healthz answers 503, new
+   * connections and requests are refused (503), sockets close with 4012 (reconnect now), the
+   * agents stop and their running turns' leases go to another node; then `close`. Idempotent.
+   */
+  drain(): Promise<void>;
   /**
    * After the authenticator's tokens changed (SIGHUP): closes WebSockets (4401) and ends streams
    * whose token no longer names the same principal. New requests are checked by the new tokens already.
@@ -244,7 +253,10 @@ export async function startHubServer(config: HubServerConfig): Promise<HubServer
   // and a sequence number would tell every caller how busy some tenant is. 503 while a shared
   // (cluster) log is unreachable, so a load balancer sends clients elsewhere.
   const serverRoutes = new HttpRouter(config.auth, logger.child({ component: 'http' }));
+  /** Set once `drain` began: the load balancer takes this node out, nothing new is taken. */
+  let draining = false;
   serverRoutes.add('GET', '/healthz', (_req, res) => {
+    if (draining) return sendJson(res, 503, { status: 'draining', message: 'this hub node is shutting down; its clients move to the other nodes' });
     // The reason names the database and the tenant's partition: it goes to the process log, while
     // this public answer stays generic.
     const problem = [...unavailable.values()][0] ?? [...stacks.values()].map((s) => s.hub.storageProblem).find((p) => p !== undefined);
@@ -308,6 +320,7 @@ export async function startHubServer(config: HubServerConfig): Promise<HubServer
         const token = tokenFromRequest(req.headers, new URL(req.url ?? '/', 'http://localhost'));
         const caller = { principal: config.auth.authenticate(token), streams: { claim: (p: Principal, r: ServerResponse) => streams.claim(p, r, token) } };
         if (await serverRoutes.handle(req, res, caller)) return;
+        if (draining) return sendError(res, new HttpError(503, 'draining', 'this hub node is shutting down; send the request again to reach another node'));
         if (await stackOf(caller.principal).http.handle(req, res, caller)) return;
         if (config.staticDir && req.method === 'GET' && (await serveStatic(config.staticDir, req, res))) return;
         sendNoRoute(res, req.method, new URL(req.url ?? '/', 'http://x').pathname);
@@ -392,6 +405,18 @@ export async function startHubServer(config: HubServerConfig): Promise<HubServer
     return closing;
   };
 
+  let drained: Promise<void> | undefined;
+  const drain = (): Promise<void> =>
+    (drained ??= drainNode({
+      refuseNew: () => void (draining = true),
+      closeSockets: () => ws.drain(),
+      stacks: stacks.values(),
+      leaseTtlMs: config.agentLeaseTtlMs ?? 5_000,
+      graceMs: config.drainGraceMs ?? 2_000,
+      logger,
+      close,
+    }));
+
   return {
     url: `http://${hostForUrl}:${port}`,
     wsUrl: `ws://${hostForUrl}:${port}/ahp`,
@@ -400,6 +425,7 @@ export async function startHubServer(config: HubServerConfig): Promise<HubServer
     hubOf: (tenant) => stacks.get(tenant)?.hub,
     http: server,
     close,
+    drain,
     closeRevoked: () => ({ sockets: ws.closeRevoked(), streams: streams.endRevoked(config.auth) }),
   };
 }

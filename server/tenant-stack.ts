@@ -13,6 +13,7 @@ import type { AgentProvider } from './agents/agent.js';
 import { AgentRunner, DEFAULT_REMOTE_AGENT_GRACE_MS, noSteering } from './agents/agent-runner.js';
 import { Hub, type HubLimits, type HubOptions } from './hub/hub.js';
 import { StateTooLargeToLoadError } from './hub/load-guard.js';
+import type { InterruptedTurn } from './hub/recovery.js';
 import { registerAhpMethods, throttledDispatchHandler } from './hub/ahp-methods.js';
 import { RpcRouter, type RateLimit } from './hub/rpc.js';
 import { AgentLeaseKeeper } from './hub/agent-lease-keeper.js';
@@ -77,6 +78,8 @@ export class TenantStack {
     this.#leaseKeeper = options.leases
       ? new AgentLeaseKeeper(hub, options.leases, logger.child({ component: 'leases' }), now, {
           tickMs: Math.max(50, Math.floor(options.agentLeaseTtlMs / 4)),
+          // Leases a draining node handed over: its running turns carry on here, as after a restart.
+          resume: (sessions) => this.#runner.resumeInterrupted(runningTurnsOf(hub, sessions)),
         })
       : undefined;
     this.#runner = new AgentRunner(hub, new Map(options.providers.map((p) => [p.info.provider, p])), logger.child({ component: 'agents' }), now, newId, noSteering, {
@@ -127,12 +130,39 @@ export class TenantStack {
     return this.#runner.stop();
   }
 
+  /**
+   * Drain (SIGTERM in a cluster, docs/cluster.md): stops this node's agents, makes everything
+   * they wrote durable, then hands their sessions' leases to another node and waits (at most
+   * `timeoutMs`) until one took them. Without a cluster there is nothing to hand over.
+   */
+  async handOver(timeoutMs: number): Promise<{ handedOver: number; unclaimed: number }> {
+    await this.#runner.stop();
+    // With the log unreachable nothing more becomes durable: hand over what the log holds.
+    let timer: NodeJS.Timeout | undefined;
+    const unreachable = new Promise<void>((resolve) => (timer = setTimeout(resolve, timeoutMs)));
+    await Promise.race([this.hub.drain().catch(() => undefined), unreachable]);
+    clearTimeout(timer);
+    return (await this.#leaseKeeper?.handOver(timeoutMs)) ?? { handedOver: 0, unclaimed: 0 };
+  }
+
   /** Last step: features, then the hub (flush, final snapshot), then the lease keeper. */
   async close(): Promise<void> {
     for (const c of this.#closers) await c();
     await this.hub.close();
     await this.#leaseKeeper?.close();
   }
+}
+
+/** The running turns of `sessions`, in the form the agent runner resumes after a restart. */
+function runningTurnsOf(hub: Hub, sessions: readonly string[]): InterruptedTurn[] {
+  const turns: InterruptedTurn[] = [];
+  for (const session of sessions) {
+    for (const chat of hub.sessionEntry(session)?.chats ?? []) {
+      const turn = hub.chatEntry(chat)?.state.activeTurn;
+      if (turn) turns.push({ chat, turnId: turn.id });
+    }
+  }
+  return turns;
 }
 
 /** Opens the tenant's hub; a log too large to load is refused naming the tenant (load-guard.ts). */

@@ -446,6 +446,8 @@ export class AgentRunner implements SteeringHost {
       sleep: (ms) =>
         new Promise<void>((resolve, reject) => {
           if (signal.aborted) return reject(new AbortedError());
+          // Replaying: a pause before text the turn already holds was taken the first time.
+          if (replay?.replaying) return resolve();
           const t = setTimeout(() => {
             signal.removeEventListener('abort', onAbort);
             resolve();

@@ -8,6 +8,11 @@
  * is dead or cut off from PostgreSQL (and then it cannot append either: its agent can write
  * nothing more). The claimer ends every turn still active in those sessions with `chat/error`
  * (`errorType: "hubNodeLost"`), through the normal write path.
+ *
+ * A node that drains (SIGTERM) instead hands its leases over (`handOver`): its agents are stopped
+ * and everything they wrote is durable first, then the leases of sessions with a running turn are
+ * marked for another node, which claims them on its next tick, folds the log up to the head and
+ * resumes those turns as after a restart (`resume`: the agent runner's `resumeInterrupted`).
  */
 import { turnDuration } from '../../shared/state/selectors.js';
 import type { Logger } from '../log.js';
@@ -18,6 +23,8 @@ import type { Hub } from './hub.js';
 export interface AgentLeaseKeeperOptions {
   /** How often leases are renewed and expired ones claimed. */
   readonly tickMs: number;
+  /** Carries on the running turns of sessions whose lease this node claimed from a draining one. */
+  readonly resume: (sessions: readonly string[]) => void;
 }
 
 export class AgentLeaseKeeper {
@@ -27,20 +34,30 @@ export class AgentLeaseKeeper {
   readonly #now: () => number;
   readonly #timer: NodeJS.Timeout;
   readonly #off: () => void;
+  readonly #resume: (sessions: readonly string[]) => void;
+  /** Lease takes not finished yet: a hand-over waits for them, or it could miss a lease. */
+  readonly #holding = new Set<Promise<void>>();
+  /** Sessions whose lease this node took or claimed (the candidates of a hand-over). */
+  readonly #held = new Set<string>();
   #ticking = false;
+  #handingOver = false;
 
   constructor(hub: Hub, leases: AgentLeaseStore, logger: Logger, now: () => number, options: AgentLeaseKeeperOptions) {
     this.#hub = hub;
     this.#leases = leases;
     this.#logger = logger;
     this.#now = now;
+    this.#resume = options.resume;
     this.#off = hub.hook('leases', {
       // Delivered phase: the lease is taken (a database write) for a turn start that is durable.
       afterDurable: (e) => {
         if (e.remote || e.action.type !== 'chat/turnStarted') return;
         const session = hub.chatEntry(e.channel)?.session;
         if (session === undefined) return;
-        leases.hold(session).catch((err: unknown) => logger.warn('could not take the agent lease', { session, ...errorFields(err) }));
+        this.#held.add(session);
+        const holding = leases.hold(session).catch((err: unknown) => logger.warn('could not take the agent lease', { session, ...errorFields(err) }));
+        this.#holding.add(holding);
+        void holding.finally(() => this.#holding.delete(holding));
       },
     });
     this.#timer = setInterval(() => void this.#tick(), options.tickMs);
@@ -48,11 +65,20 @@ export class AgentLeaseKeeper {
   }
 
   async #tick(): Promise<void> {
-    if (this.#ticking) return;
+    if (this.#ticking || this.#handingOver) return;
     this.#ticking = true;
     try {
       await this.#leases.renew();
       for (const session of await this.#leases.claimExpired()) await this.#endOrphanedTurns(session);
+      const handed = await this.#leases.claimHandedOver();
+      if (handed.length > 0) {
+        // The draining node made everything its agents wrote durable before handing over: fold
+        // up to the log's head, so each turn resumes from its last record.
+        await this.#hub.decisionTurn();
+        for (const session of handed) this.#held.add(session);
+        this.#logger.info('took over agent leases from a draining node', { sessions: handed.length });
+        this.#resume(handed);
+      }
     } catch (err) {
       this.#logger.warn('agent lease tick failed; retrying', errorFields(err));
     } finally {
@@ -77,6 +103,28 @@ export class AgentLeaseKeeper {
         this.#logger.debug('orphaned turn already ended', { chat, ...errorFields(err) });
       }
     }
+  }
+
+  /**
+   * Drain: call after the agents stopped and the hub drained. Hands the leases of sessions with a
+   * running turn to the other nodes and waits (at most `timeoutMs`) until one claimed them all;
+   * the rest are claimed by the next node that runs. Returns how many were handed over.
+   */
+  async handOver(timeoutMs: number): Promise<{ handedOver: number; unclaimed: number }> {
+    this.#handingOver = true;
+    clearInterval(this.#timer);
+    this.#off();
+    await Promise.all(this.#holding);
+    while (this.#ticking) await new Promise((resolve) => setTimeout(resolve, 10));
+    const running = [...this.#held].filter((session) => [...(this.#hub.sessionEntry(session)?.chats ?? [])].some((chat) => this.#hub.chatEntry(chat)?.state.activeTurn));
+    const handedOver = await this.#leases.handOver(running);
+    const deadline = Date.now() + timeoutMs;
+    let unclaimed = handedOver;
+    while (unclaimed > 0 && Date.now() < deadline) {
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      unclaimed = await this.#leases.unclaimedHandOvers();
+    }
+    return { handedOver, unclaimed };
   }
 
   async close(): Promise<void> {

@@ -7,6 +7,12 @@
  * claim it — `DELETE … WHERE expires_at < now() RETURNING`, so exactly one does — and end the
  * turns that process was running (see server/hub/agent-lease-keeper.ts).
  *
+ * A node that drains (SIGTERM, docs/cluster.md) hands its leases over instead of letting them
+ * expire: the row is marked `handoff:<node>` and never expires, so no node ends its turns as lost;
+ * the next live node to tick claims it (`claimHandedOver`, `FOR UPDATE SKIP LOCKED`, so exactly
+ * one does) and resumes the turns there, as a restarted hub does. A node that starts after the
+ * whole cluster stopped claims such leases too.
+ *
  * Time is PostgreSQL's clock (`now()`), never the processes' own, so clock skew between hub
  * machines cannot expire a healthy lease.
  */
@@ -19,6 +25,15 @@ export interface AgentLeaseStore {
   renew(): Promise<void>;
   /** Removes and returns the sessions whose lease expired (their holder stopped renewing). */
   claimExpired(): Promise<string[]>;
+  /**
+   * Drain: marks this node's leases of `sessions` as handed over (any node may claim them, none
+   * ends their turns as lost) and drops this node's other leases. Returns how many were handed over.
+   */
+  handOver(sessions: readonly string[]): Promise<number>;
+  /** How many leases this node handed over are not claimed yet. */
+  unclaimedHandOvers(): Promise<number>;
+  /** Takes (for this node) and returns the sessions whose lease another node handed over. */
+  claimHandedOver(): Promise<string[]>;
   close(): Promise<void>;
 }
 
@@ -63,6 +78,49 @@ export class PostgresAgentLeases implements AgentLeaseStore {
       [this.#partition],
     );
     return result.rows.map((r) => r.session);
+  }
+
+  async handOver(sessions: readonly string[]): Promise<number> {
+    this.#assertOpen();
+    const client = await this.#pool.connect();
+    try {
+      await client.query('BEGIN');
+      const handed = await client.query(
+        `UPDATE ahp_agent_leases SET node = $3, expires_at = 'infinity' WHERE partition = $1 AND node = $2 AND session = ANY($4::text[])`,
+        [this.#partition, this.#node, this.#handOffMark, [...sessions]],
+      );
+      await client.query('DELETE FROM ahp_agent_leases WHERE partition = $1 AND node = $2', [this.#partition, this.#node]);
+      await client.query('COMMIT');
+      return handed.rowCount ?? 0;
+    } catch (err) {
+      await client.query('ROLLBACK').catch(() => undefined);
+      throw err;
+    } finally {
+      client.release();
+    }
+  }
+
+  async unclaimedHandOvers(): Promise<number> {
+    this.#assertOpen();
+    const result = await this.#pool.query<{ n: string }>('SELECT COUNT(*) AS n FROM ahp_agent_leases WHERE partition = $1 AND node = $2', [this.#partition, this.#handOffMark]);
+    return Number(result.rows[0]?.n ?? 0);
+  }
+
+  async claimHandedOver(): Promise<string[]> {
+    this.#assertOpen();
+    const result = await this.#pool.query<{ session: string }>(
+      `UPDATE ahp_agent_leases SET node = $2, expires_at = now() + $3 * interval '1 millisecond'
+       WHERE partition = $1 AND session IN (
+         SELECT session FROM ahp_agent_leases WHERE partition = $1 AND node LIKE 'handoff:%' AND node <> $4 FOR UPDATE SKIP LOCKED
+       ) RETURNING session`,
+      [this.#partition, this.#node, this.#ttlMs, this.#handOffMark],
+    );
+    return result.rows.map((r) => r.session);
+  }
+
+  /** The node name a handed-over lease carries: `handoff:` and the node that handed it over. */
+  get #handOffMark(): string {
+    return `handoff:${this.#node}`;
   }
 
   /** Retires this object; the store's pool stays open (`PostgresStore.close` ends it). */

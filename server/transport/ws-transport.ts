@@ -10,6 +10,7 @@ import { WebSocketServer, WebSocket, type RawData } from 'ws';
 import type { Authenticator, Principal } from '../auth/auth.js';
 import { stillValid, tokenFromRequest } from '../auth/auth.js';
 import { ErrorCode } from '../../shared/protocol/errors.js';
+import { RECONNECT_NOW_CLOSE_CODE } from '../../shared/protocol/close-codes.js';
 import type { Connection } from '../hub/connection.js';
 import { CloseCode } from '../hub/connection.js';
 import type { Admission, RpcRouter, RpcContext } from '../hub/rpc.js';
@@ -26,6 +27,8 @@ export const TransportCloseCode = {
   TenantReloaded: 4503,
   /** The token the connection was opened with was removed or changed (the token file was reloaded). */
   TokenRevoked: 4401,
+  /** This node is draining (cluster, SIGTERM): reconnect at once, the load balancer picks another node. */
+  Draining: RECONNECT_NOW_CLOSE_CODE,
 } as const;
 
 export interface WsTransportOptions {
@@ -123,6 +126,8 @@ class WsConnection implements Connection {
 export class WsTransport {
   readonly #wss: WebSocketServer;
   readonly #connections = new Set<WsConnection>();
+  /** Set by `drain`: no new connections. */
+  #draining = false;
   /** What each open connection authenticated with: to close it when its token is revoked or its tenant reloads. */
   readonly #credentials = new Map<WsConnection, { token: string | undefined; principal: Principal }>();
   /** Open connections per principal key and per tenant (entries removed at zero). */
@@ -151,6 +156,11 @@ export class WsTransport {
   handleUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): boolean {
     const url = new URL(req.url ?? '/', 'http://localhost');
     if (url.pathname !== this.options.path) return false;
+    if (this.#draining) {
+      // 503 so a load balancer sends the upgrade to another node (HAProxy: retry-on 503).
+      refuse(socket, 503, 'draining', 'this hub node is shutting down; connect again to reach another node');
+      return true;
+    }
     const refusal = this.options.guard?.(req);
     if (refusal) {
       refuse(socket, refusal.status, refusal.code, refusal.message);
@@ -261,6 +271,15 @@ export class WsTransport {
       closed++;
     }
     return closed;
+  }
+
+  /**
+   * Drain: refuses new upgrades (503) and closes every connection with `Draining` (4012), which
+   * tells clients to reconnect at once; the load balancer sends them to another node.
+   */
+  drain(): void {
+    this.#draining = true;
+    for (const conn of this.#connections) conn.close(TransportCloseCode.Draining, 'this hub node is draining: reconnect now');
   }
 
   /** Closes every connection with 1001 (going away). */

@@ -41,7 +41,7 @@ import { ErrorCode } from '../protocol/errors.js';
 import type { SessionSummary } from '../protocol/state.js';
 import { ROOT_URI, channelKind, sessionUri } from '../protocol/uris.js';
 import { SUPPORTED_VERSIONS } from '../protocol/version.js';
-import { DEFAULT_BACKOFF, backoffDelay, defaultScheduler, type BackoffOptions, type Scheduler } from './backoff.js';
+import { DEFAULT_BACKOFF, defaultScheduler, reconnectDelay, type BackoffOptions, type Scheduler } from './backoff.js';
 import {
   ChannelViewImpl,
   erase,
@@ -656,7 +656,7 @@ export class AhpClient {
     socket.onclose = (event) => {
       if (generation !== this.#generation) return;
       const reason = typeof event.reason === 'string' && event.reason ? `: ${event.reason}` : '';
-      this.#onSocketLost(new AhpConnectionError(`connection lost (code ${event.code ?? 'unknown'}${reason})`, false));
+      this.#onSocketLost(new AhpConnectionError(`connection lost (code ${event.code ?? 'unknown'}${reason})`, false), event.code);
     };
     // Both browsers and `ws` follow an error with a close event; recovery is driven from there.
     socket.onerror = () => {};
@@ -699,12 +699,12 @@ export class AhpClient {
   }
 
   /** The current socket closed on its own. */
-  #onSocketLost(error: AhpConnectionError): void {
+  #onSocketLost(error: AhpConnectionError, closeCode: number | undefined): void {
     const wasReady = this.#ready;
     this.#abandonSocket(error);
     // If the handshake was still running, its own failure path decides what happens next
     // (connect() rejects, or the reconnect loop schedules another attempt).
-    if (wasReady && !this.#closedError) this.#scheduleReconnect();
+    if (wasReady && !this.#closedError) this.#scheduleReconnect(closeCode);
   }
 
   /** Forgets the current socket: later events from it are ignored and its requests fail. */
@@ -735,7 +735,8 @@ export class AhpClient {
     }
   }
 
-  #scheduleReconnect(): void {
+  /** `closeCode`: why the open socket closed (RECONNECT_NOW_CLOSE_CODE skips the back-off). */
+  #scheduleReconnect(closeCode?: number): void {
     const options = this.#reconnect;
     if (!options) {
       this.#shutdown(new AhpConnectionError('connection lost and reconnect is disabled', true));
@@ -745,7 +746,7 @@ export class AhpClient {
       this.#shutdown(new AhpConnectionError(`gave up after ${this.#reconnectAttempt} reconnect attempts`, true));
       return;
     }
-    const delay = backoffDelay(this.#reconnectAttempt, options, this.#random);
+    const delay = reconnectDelay(closeCode, this.#reconnectAttempt, options, this.#random);
     this.#reconnectAttempt++;
     this.#setState('reconnecting');
     this.#reconnectTimer = this.#scheduler.setTimeout(() => {

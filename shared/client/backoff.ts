@@ -2,6 +2,7 @@
  * Reconnect delays and the timer seam. Isomorphic: shared/ compiles without DOM or Node typings,
  * so the global timer functions are reached through a narrowly typed view of `globalThis`.
  */
+import { RECONNECT_NOW_CLOSE_CODE } from '../protocol/close-codes.js';
 
 export interface BackoffOptions {
   /** Delay before the first reconnect attempt (before jitter). */
@@ -30,6 +31,15 @@ export function backoffDelay(attempt: number, options: BackoffOptions, random: (
   const ceiling = Math.min(max, initial * 2 ** Math.max(0, attempt));
   const r = Math.min(1, Math.max(0, random()));
   return Math.round(ceiling / 2 + (ceiling / 2) * r);
+}
+
+/**
+ * Delay before the reconnect that follows a socket closed with `closeCode`: none when the hub
+ * asked for an immediate reconnect (`RECONNECT_NOW_CLOSE_CODE`: the node is draining and the
+ * load balancer already routes elsewhere), otherwise the back-off of `attempt`.
+ */
+export function reconnectDelay(closeCode: number | undefined, attempt: number, options: BackoffOptions, random: () => number = Math.random): number {
+  return closeCode === RECONNECT_NOW_CLOSE_CODE ? 0 : backoffDelay(attempt, options, random);
 }
 
 /** The timer functions the client uses (reconnect delays, request timeouts). Injected in tests. */

@@ -115,3 +115,15 @@ export function clusterPerFile(size: number, args: readonly string[] = []): { re
     clients,
   };
 }
+
+/** The node's open WebSocket connections, from its /metrics (dev mode lets loopback read it). */
+export async function connectionsOn(node: HubProcess): Promise<number> {
+  const text = await (await fetch(`${node.url}/metrics`)).text();
+  const match = /^ahp_hub_connections (\d+)$/m.exec(text);
+  if (!match) throw new Error(`no ahp_hub_connections in ${node.url}/metrics`);
+  return Number(match[1]);
+}
+
+export function hostPort(node: HubProcess): string {
+  return new URL(node.url).host;
+}

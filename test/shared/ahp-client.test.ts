@@ -19,6 +19,7 @@ import {
   type WebSocketLike,
 } from '../../shared/client/ahp-client.js';
 import { backoffDelay } from '../../shared/client/backoff.js';
+import { RECONNECT_NOW_CLOSE_CODE } from '../../shared/protocol/close-codes.js';
 import { Reconciler } from '../../shared/client/reconciler.js';
 import type { ActionEnvelope, WireAction } from '../../shared/protocol/messages.js';
 import { initialChatState, type ChatState } from '../../shared/protocol/state.js';
@@ -733,6 +734,33 @@ describe('AhpClient reconnect', () => {
 
     fx.hub.current.socket.serverDrop();
     await waitFor(() => fx.scheduler.delays().some(isBackoff), 'fresh backoff');
+    expect(fx.scheduler.delays().filter(isBackoff)).toEqual([100]);
+  });
+
+  it('reconnects at once, without back-off, when the hub closes with the drain code (4012); any other close backs off', async () => {
+    const fx = setup();
+    await fx.client.connect();
+    fx.hub.current.socket.serverDrop(RECONNECT_NOW_CLOSE_CODE);
+    await waitFor(() => fx.scheduler.delays().some(isBackoff), 'reconnect scheduled');
+    expect(fx.scheduler.delays().filter(isBackoff)).toEqual([0]);
+    fx.scheduler.run(isBackoff);
+    await waitFor(() => fx.client.connectionState === 'open', 'open again');
+    expect(fx.hub.connections).toHaveLength(2);
+
+    // A drained node's successor refusing too: the next attempt backs off as usual.
+    fx.hub.acceptConnections = false;
+    fx.hub.current.socket.serverDrop(RECONNECT_NOW_CLOSE_CODE);
+    await waitFor(() => fx.scheduler.delays().some(isBackoff), 'immediate attempt scheduled');
+    expect(fx.scheduler.delays().filter(isBackoff)).toEqual([0]);
+    fx.scheduler.run(isBackoff);
+    await waitFor(() => fx.scheduler.delays().some(isBackoff), 'backed-off attempt scheduled');
+    expect(fx.scheduler.delays().filter(isBackoff)).toEqual([200]);
+    fx.hub.acceptConnections = true;
+    fx.scheduler.run(isBackoff);
+    await waitFor(() => fx.client.connectionState === 'open', 'open after the back-off');
+
+    fx.hub.current.socket.serverDrop(1001);
+    await waitFor(() => fx.scheduler.delays().some(isBackoff), 'going-away reconnect scheduled');
     expect(fx.scheduler.delays().filter(isBackoff)).toEqual([100]);
   });
 

@@ -1,0 +1,13 @@
+/**
+ * WebSocket close codes the hub uses beyond the standard ones, where a client must know one to
+ * act on it. (The others — 4008 slow consumer, 4401 token revoked, 4408 initialize timeout,
+ * 4503 tenant reloaded — are listed with the server's transport; a client treats them as any drop.)
+ */
+
+/**
+ * The hub node is draining (SIGTERM in a cluster, docs/cluster.md): its work is moving to the
+ * other nodes, so reconnect at once, without back-off; the load balancer sends the new
+ * connection to another node. Resuming there (`reconnect` from the last seen serverSeq) is the
+ * same as after any drop.
+ */
+export const RECONNECT_NOW_CLOSE_CODE = 4012;
