@@ -198,7 +198,7 @@ class TurnView {
   #lastActive: boolean | undefined;
   #lastIsLast: boolean | undefined;
 
-  constructor(private readonly ctx: AppContext, private readonly chat: ChannelView<ChatState>, readonly id: string, private readonly onAnswered: () => void) {
+  constructor(private readonly ctx: AppContext, private readonly chat: ChannelView<ChatState>, readonly id: string, private readonly onAnswered: () => void, private readonly onGrew: () => void) {
     this.el = el('article', { class: 'turn', attrs: { 'data-turn': id } }, this.#message, this.#parts, this.#footer);
   }
 
@@ -216,7 +216,7 @@ class TurnView {
       let view = this.#partViews[i];
       if (!view || view.el.dataset['kind'] !== part.kind) {
         view?.destroy();
-        view = createPartView(part, { app: this.ctx, chat: this.chat, turnId: turn.id, onAnswered: this.onAnswered }, active);
+        view = createPartView(part, { app: this.ctx, chat: this.chat, turnId: turn.id, onAnswered: this.onAnswered, onGrew: this.onGrew }, active);
         view.el.dataset['kind'] = part.kind;
         if (this.#partViews[i]) this.#parts.replaceChild(view.el, this.#partViews[i]!.el);
         else this.#parts.append(view.el);
@@ -538,7 +538,7 @@ class ChatView {
     wanted.forEach(([turn, active], index) => {
       let tv = this.#turns.get(turn.id);
       if (!tv) {
-        tv = new TurnView(this.ctx, view, turn.id, () => (this.#revealNext = true));
+        tv = new TurnView(this.ctx, view, turn.id, () => (this.#revealNext = true), () => this.#afterPartGrew());
         this.#turns.set(turn.id, tv);
       }
       tv.update(turn, active, handlers(index === wanted.length - 1));
@@ -613,6 +613,12 @@ class ChatView {
     const grew = document.documentElement.scrollHeight > heightBefore + 1;
     if (!grew) return;
     if (follow) this.#scrollToBottom();
+    else this.#jump.hidden = false;
+  }
+
+  /** A long part rendered more of itself on a frame of its own: it is followed like new content. */
+  #afterPartGrew(): void {
+    if (this.#following) this.#scrollToBottom();
     else this.#jump.hidden = false;
   }
 
