@@ -194,7 +194,7 @@ class ToolCallView implements PartView {
     const by = answeredByOf(t['_meta']);
     if (by) {
       const verb = tool.status === 'cancelled' ? 'Denied by' : 'Approved by';
-      body.push(el('div', { class: 'muted answered-by', attrs: { 'data-testid': 'answered-by' }, text: `${verb} ${answeredByText(by)}` }));
+      body.push(el('div', { class: 'muted answered-by', attrs: { 'data-testid': 'answered-by' }, text: `${verb} ${answeredByText(by, this.ctx.app.devMode)}` }));
     }
     if (tool.status === 'auth-required') {
       const auth = t['auth'] as { description?: string; resource?: { resource?: string } } | undefined;
@@ -214,7 +214,7 @@ class ToolCallView implements PartView {
     const decided = tool.status !== 'pending-confirmation' && tool.status !== 'pending-result-confirmation';
     const option = (t['selectedOption'] as { label?: string } | undefined)?.label;
     const text = decided
-      ? wonRaceText(answeredByOf(t['_meta']), tool.status !== 'cancelled', option)
+      ? wonRaceText(answeredByOf(t['_meta']), tool.status !== 'cancelled', option, this.ctx.app.devMode)
       : 'Your answer was not applied. Reload the page and try again.';
     return el('div', { class: decided ? 'muted race-lost' : 'error', attrs: { role: 'alert', 'data-testid': 'tool-refusal' }, title: this.#refused, text });
   }
