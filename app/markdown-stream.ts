@@ -34,8 +34,8 @@ export const nextFrame: Schedule = (fn) => {
 export const SLICE_CHARS = 16_384;
 
 /**
- * Finished blocks are grouped into chunks of about this much text, each `content-visibility:
- * auto` (app.css `.md-chunk`): the browser lays out and paints only the chunks near the viewport,
+ * Finished blocks are grouped into chunks of about this much text; a full chunk becomes
+ * `content-visibility: auto` (app.css `.md-lazy`): the browser lays out and paints only the chunks near the viewport,
  * so a frame's cost does not grow with the length of the part, and a 1,000,000-character answer
  * scrolls like a short one.
  */
@@ -132,6 +132,7 @@ export class StreamingMarkdown {
 
   #appendFinished(blocks: DocumentFragment, chars: number): void {
     if (!this.#chunk || this.#chunkChars >= CHUNK_CHARS) {
+      if (this.#chunk) skipWhenOffScreen(this.#chunk);
       this.#chunk = document.createElement('div');
       this.#chunk.className = 'md-chunk';
       this.#stable.append(this.#chunk);
@@ -140,6 +141,18 @@ export class StreamingMarkdown {
     this.#chunk.append(blocks);
     this.#chunkChars += chars;
   }
+}
+
+/**
+ * Lets the browser skip a full chunk while it is off screen (`.md-lazy`), two frames after its last
+ * block: by then it has been laid out once and its real height is remembered
+ * (`contain-intrinsic-block-size: auto`). A chunk made lazy before its first layout would stand in
+ * at the 20em estimate, and a question below it scrolled into view would then be pushed down as
+ * the chunks above it are drawn (`test/e2e/first-hour.test.ts`). Frames only: a hidden tab keeps
+ * its chunks as they are until it is shown.
+ */
+function skipWhenOffScreen(chunk: HTMLElement): void {
+  requestAnimationFrame(() => requestAnimationFrame(() => chunk.classList.add('md-lazy')));
 }
 
 /** Every block followed by a non-blank block is finished; trailing blank tokens stay with the tail. */
