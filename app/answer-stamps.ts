@@ -7,25 +7,39 @@
  */
 import type { ChannelChange } from '../shared/client/channel-view.js';
 import type { ActiveTurn, InputRequestPart, ResponsePart, Turn } from '../shared/protocol/state.js';
-import { ANSWERED_BY_META, answeredByIn, answerIndexIn, withAnswer, type AnswerIndex } from '../shared/state/answered-by.js';
+import { ANSWERED_BY_META, answeredByIn, answerIndexIn, STOPPED_BY_META, withAnswer, type AnsweredBy, type AnswerIndex } from '../shared/state/answered-by.js';
 
 export class AnswerStamps {
   #index: AnswerIndex = {};
+  /** Who stopped each cancelled turn (snapshot `_meta["hub/stoppedBy"]`, then `chat/turnCancelled` stamps). */
+  #stops: AnswerIndex = {};
   /** Decorated copies per original turn; dropped whenever the index changes. */
   #decorated = new WeakMap<Turn | ActiveTurn, Turn | ActiveTurn>();
 
   constructor(snapshotMeta: unknown) {
     this.#index = answerIndexIn(snapshotMeta);
+    this.#stops = answerIndexIn(snapshotMeta, STOPPED_BY_META);
+  }
+
+  /** Who stopped the turn, when the hub recorded it. */
+  stoppedBy(turnId: string): AnsweredBy | undefined {
+    return this.#stops[turnId];
   }
 
   /** Folds a view change; true when the index changed. */
   note(change: ChannelChange, snapshotMeta: unknown): boolean {
     if (change.type === 'reset') {
+      this.#stops = { ...this.#stops, ...answerIndexIn(snapshotMeta, STOPPED_BY_META) };
       this.#set({ ...this.#index, ...answerIndexIn(snapshotMeta) });
       return true;
     }
     if (change.type !== 'envelope' || change.envelope.rejectionReason !== undefined) return false;
-    const action = change.envelope.action as { type: string; requestId?: unknown; _meta?: unknown };
+    const action = change.envelope.action as { type: string; requestId?: unknown; turnId?: unknown; _meta?: unknown };
+    if (action.type === 'chat/turnCancelled' && typeof action.turnId === 'string') {
+      const by = answeredByIn(action._meta);
+      if (by) this.#stops = withAnswer(this.#stops, action.turnId, by);
+      return false;
+    }
     if (action.type !== 'chat/inputCompleted' || typeof action.requestId !== 'string') return false;
     const by = answeredByIn(action._meta);
     if (!by) return false;

@@ -10,7 +10,7 @@ import type { ActiveTurn, InputRequestPart, ResponsePart, ToolCallState, Turn } 
 import { SessionInputs, type InputReceipt, type InputTarget } from '../shared/client/session-inputs.js';
 import { CollabDoc, presenceName, type PresenceState } from './collab.js';
 import { el, markdownInto, replaceChildren } from './dom.js';
-import { colorFor, displayTitle, errorInWords, newId, receiptInWords, relativeTime, sessionIdOf, statusClass, statusLabel } from './format.js';
+import { colorFor, displayTitle, errorInWords, newId, personName, receiptInWords, relativeTime, sessionIdOf, statusClass, statusLabel, type AnsweredBy } from './format.js';
 import { AhpRequestError } from '../shared/client/errors.js';
 import { ErrorCode } from '../shared/protocol/errors.js';
 import type { AppContext } from './main.js';
@@ -176,8 +176,8 @@ export class ChatPage {
 }
 
 /**
- * Turns this tab stopped, so their footer says "Stopped by you". The hub does not record who
- * cancels a turn, so other tabs only say "Stopped".
+ * Turns this tab stopped, so their footer says "Stopped by you" at once. Other tabs read who
+ * stopped it from the hub's stamp (`AnswerStamps.stoppedBy`).
  */
 const stoppedHere = new Set<string>();
 
@@ -197,15 +197,17 @@ class TurnView {
   #lastTurn: Turn | ActiveTurn | undefined;
   #lastActive: boolean | undefined;
   #lastIsLast: boolean | undefined;
+  #lastStoppedBy: AnsweredBy | undefined;
 
-  constructor(private readonly ctx: AppContext, private readonly chat: ChannelView<ChatState>, readonly id: string, private readonly onAnswered: () => void) {
+  constructor(private readonly ctx: AppContext, private readonly chat: ChannelView<ChatState>, readonly id: string, private readonly onAnswered: () => void, private readonly onGrew: () => void) {
     this.el = el('article', { class: 'turn', attrs: { 'data-turn': id } }, this.#message, this.#parts, this.#footer);
   }
 
   update(turn: Turn | ActiveTurn, active: boolean, handlers: TurnHandlers): void {
     const isLast = handlers.isLast;
-    if (turn === this.#lastTurn && active === this.#lastActive && isLast === this.#lastIsLast) return;
+    if (turn === this.#lastTurn && active === this.#lastActive && isLast === this.#lastIsLast && handlers.stoppedBy === this.#lastStoppedBy) return;
     this.#lastIsLast = isLast;
+    this.#lastStoppedBy = handlers.stoppedBy;
     if (turn.message !== this.#lastTurn?.message) this.#renderMessage(turn.message.text);
     this.#lastTurn = turn;
     this.#lastActive = active;
@@ -216,7 +218,7 @@ class TurnView {
       let view = this.#partViews[i];
       if (!view || view.el.dataset['kind'] !== part.kind) {
         view?.destroy();
-        view = createPartView(part, { app: this.ctx, chat: this.chat, turnId: turn.id, onAnswered: this.onAnswered }, active);
+        view = createPartView(part, { app: this.ctx, chat: this.chat, turnId: turn.id, onAnswered: this.onAnswered, onGrew: this.onGrew }, active);
         view.el.dataset['kind'] = part.kind;
         if (this.#partViews[i]) this.#parts.replaceChild(view.el, this.#partViews[i]!.el);
         else this.#parts.append(view.el);
@@ -239,7 +241,7 @@ class TurnView {
       replaceChildren(this.#footer, el('span', { class: 'spinner', attrs: { 'aria-hidden': 'true' } }), ' Working… ', stop);
     } else {
       const t = turn as Turn;
-      const state = t.state === 'complete' ? 'Completed' : t.state === 'cancelled' ? (stoppedHere.has(t.id) ? 'Stopped by you' : 'Stopped') : 'Failed';
+      const state = t.state === 'complete' ? 'Completed' : t.state === 'cancelled' ? this.#stoppedText(t.id, handlers.stoppedBy) : 'Failed';
       const ended = endedAt(t);
       const duration = typeof t.duration === 'number' ? ` ${t.state === 'cancelled' ? 'after' : 'in'} ${(t.duration / 1000).toFixed(1)} s` : '';
       // A failed last turn says what happened in words and offers the next step.
@@ -268,6 +270,12 @@ class TurnView {
           : null,
       );
     }
+  }
+
+  /** "Stopped by bob": this tab, or the hub's stamp of who stopped it; "Stopped" without one. */
+  #stoppedText(turnId: string, by: AnsweredBy | undefined): string {
+    if (stoppedHere.has(turnId) || (by && by.user === this.ctx.user)) return 'Stopped by you';
+    return by ? `Stopped by ${personName(by.user, this.ctx.devMode)}` : 'Stopped';
   }
 
   #renderMessage(text: string): void {
@@ -299,6 +307,8 @@ class TurnView {
 
 interface TurnHandlers {
   readonly isLast: boolean;
+  /** Who stopped the turn (the hub's stamp), if it was stopped and the hub knows. */
+  readonly stoppedBy: AnsweredBy | undefined;
   onStop(): void;
   onRetry(text: string): void;
   /** Starts a new turn that resumes `turnId` (its questions start with the answers given there). */
@@ -525,8 +535,9 @@ class ChatView {
     const follow = this.#following || this.#atBottom();
     const heightBefore = document.documentElement.scrollHeight;
     let previous: HTMLElement | undefined;
-    const handlers = (isLast: boolean): TurnHandlers => ({
+    const handlers = (isLast: boolean, turnId: string): TurnHandlers => ({
       isLast,
+      stoppedBy: this.#answers?.stoppedBy(turnId),
       onStop: () => void this.#stop(),
       onRetry: (text) => void this.#startTurn(text),
       onResume: (text, turnId) => void this.#startTurn(text, { 'hub/resumes': turnId }),
@@ -538,10 +549,10 @@ class ChatView {
     wanted.forEach(([turn, active], index) => {
       let tv = this.#turns.get(turn.id);
       if (!tv) {
-        tv = new TurnView(this.ctx, view, turn.id, () => (this.#revealNext = true));
+        tv = new TurnView(this.ctx, view, turn.id, () => (this.#revealNext = true), () => this.#afterPartGrew());
         this.#turns.set(turn.id, tv);
       }
-      tv.update(turn, active, handlers(index === wanted.length - 1));
+      tv.update(turn, active, handlers(index === wanted.length - 1, turn.id));
       const expectedPosition = previous ? previous.nextSibling : this.#transcript.firstChild;
       if (expectedPosition !== tv.el) this.#transcript.insertBefore(tv.el, expectedPosition);
       previous = tv.el;
@@ -613,6 +624,12 @@ class ChatView {
     const grew = document.documentElement.scrollHeight > heightBefore + 1;
     if (!grew) return;
     if (follow) this.#scrollToBottom();
+    else this.#jump.hidden = false;
+  }
+
+  /** A long part rendered more of itself on a frame of its own: it is followed like new content. */
+  #afterPartGrew(): void {
+    if (this.#following) this.#scrollToBottom();
     else this.#jump.hidden = false;
   }
 

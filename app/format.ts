@@ -118,11 +118,23 @@ export function errorInWords(errorType: string | undefined, message: string | un
 export { answeredByIn as answeredByOf } from '../shared/state/answered-by.js';
 export type { AnsweredBy };
 
+/** The user the hub names for every action in dev mode (no tokens: one local person). */
+export const DEV_USER = 'dev';
+
+/**
+ * A stamped user as people read it: the hub's own principals are "the hub", and in dev mode the
+ * one local user is "you" (every tab there is the same person, whatever its presence name).
+ */
+export function personName(user: string, devMode: boolean): string {
+  if (user.startsWith('hub:')) return 'the hub';
+  return devMode && user === DEV_USER ? 'you' : user;
+}
+
 /** "alice · in the app · 10:42" — who, from where, when. */
-export function answeredByText(by: AnsweredBy): string {
+export function answeredByText(by: AnsweredBy, devMode = false): string {
   const when = Number.isNaN(Date.parse(by.at)) ? '' : new Date(by.at).toLocaleTimeString([], { hour: '2-digit', minute: '2-digit' });
   const where = by.surface === 'app' ? 'in the app' : by.surface === 'remembered choice' ? 'by a remembered "always" choice' : `via ${by.surface}`;
-  const who = by.user.startsWith('hub:') ? 'the hub' : by.user;
+  const who = personName(by.user, devMode);
   return [who, where, when].filter(Boolean).join(' · ');
 }
 
@@ -145,8 +157,9 @@ export function receiptInWords(state: string, reason: string | undefined): { bad
 }
 
 /** "alice denied this first" — what the loser of an approve/deny race reads. */
-export function wonRaceText(by: AnsweredBy | undefined, approved: boolean, option: string | undefined): string {
-  const who = by ? (by.user.startsWith('hub:') ? 'The hub' : by.user) : 'Someone else';
+export function wonRaceText(by: AnsweredBy | undefined, approved: boolean, option: string | undefined, devMode = false): string {
+  const name = by ? personName(by.user, devMode) : 'someone else';
+  const who = name === 'the hub' || name === 'you' || name === 'someone else' ? name[0]!.toUpperCase() + name.slice(1) : name;
   const how = by?.surface === 'remembered choice' ? ' (a remembered "always" choice)' : '';
   return `${who} ${approved ? 'approved' : 'denied'} this first${option ? ` (${option})` : ''}${how}.`;
 }

@@ -648,7 +648,7 @@ export class InputRequestView implements PartView {
       message,
       part.request.url ? el('div', { class: 'muted small' }, 'Link: ', el('code', { text: part.request.url })) : null,
       rows.length > 0 ? el('ul', { class: 'answers' }, ...rows) : null,
-      by ? el('div', { class: 'muted answered-by', attrs: { 'data-testid': 'answered-by' }, text: `${outcome} by ${answeredByText(by)}` }) : null,
+      by ? el('div', { class: 'muted answered-by', attrs: { 'data-testid': 'answered-by' }, text: `${outcome} by ${answeredByText(by, this.ctx.app.devMode)}` }) : null,
     );
   }
 

@@ -2,9 +2,13 @@
  * Incremental markdown for streamed parts. A part's text only grows while an agent streams it, so
  * what is on screen is split in two: blocks that are finished (followed by another block, so no
  * later text can change how they parse) are rendered once and never touched again; only the
- * unfinished tail block is lexed and rendered again, at most once per animation frame. A delta
- * therefore costs the length of the tail, not of the whole part, and the main thread never
- * re-parses a long answer per delta.
+ * unfinished tail block is lexed and rendered again. A delta therefore costs the length of the
+ * tail, not of the whole part, and the main thread never re-parses a long answer per delta.
+ *
+ * A frame renders at most `SLICE_CHARS` of new text (more only when one block is longer): a page
+ * that falls behind (a fast agent, a cold open of a 1,000,000-character answer) catches up over
+ * several frames instead of in one task that freezes the tab. The same rule that makes streaming
+ * safe makes this safe: a prefix of the text is exactly what a slower stream would have shown.
  *
  * Text that does not extend what was shown (an edit, a truncation) is rendered from scratch.
  */
@@ -23,19 +27,44 @@ export const nextFrame: Schedule = (fn) => {
   setTimeout(run, 100);
 };
 
+/**
+ * New text rendered per frame. ~16k characters of agent markdown are ~1,300 DOM nodes: lexing,
+ * building and laying them out stays well under a 50 ms task on a slow machine.
+ */
+export const SLICE_CHARS = 16_384;
+
+/**
+ * Finished blocks are grouped into chunks of about this much text; a full chunk becomes
+ * `content-visibility: auto` (app.css `.md-lazy`): the browser lays out and paints only the chunks near the viewport,
+ * so a frame's cost does not grow with the length of the part, and a 1,000,000-character answer
+ * scrolls like a short one.
+ */
+export const CHUNK_CHARS = 4_096;
+
 export class StreamingMarkdown {
   /** Finished blocks, rendered once. */
   readonly #stable: HTMLElement;
   /** The unfinished tail block(s), rendered again on each frame with new text. */
   readonly #tail: HTMLElement;
   /** The text the stable blocks were rendered from (a prefix of `#source`). */
-  #stableLength = 0;
-  /** Latest text asked for, and the text currently on screen. */
+  #stableText = '';
+  /** Latest text asked for, and how much of it is on screen (stable blocks and tail). */
   #source = '';
-  #shown = '';
+  #shownLength = 0;
   #scheduled = false;
+  /** The chunk finished blocks are appended to, and how much text it holds. */
+  #chunk: HTMLElement | undefined;
+  #chunkChars = 0;
 
-  constructor(readonly el: HTMLElement, private readonly schedule: Schedule = nextFrame) {
+  /**
+   * @param onGrew called after a frame of its own rendered more text (the chat view keeps the end
+   *   of the chat in view while a part catches up over several frames).
+   */
+  constructor(
+    readonly el: HTMLElement,
+    private readonly onGrew: () => void = () => undefined,
+    private readonly schedule: Schedule = nextFrame,
+  ) {
     this.#stable = document.createElement('div');
     this.#tail = document.createElement('div');
     this.#stable.className = 'md-blocks';
@@ -43,45 +72,92 @@ export class StreamingMarkdown {
     el.replaceChildren(this.#stable, this.#tail);
   }
 
-  /** The full text of the part now; rendered on the next frame (or now, with `immediately`). */
-  set(source: string, immediately = false): void {
-    if (source === this.#source && (!immediately || source === this.#shown)) return;
+  /**
+   * The full text of the part now. With `now`, a slice of it is rendered at once (the caller is
+   * already in a frame); the rest, and everything without `now`, on the next frames.
+   */
+  set(source: string, now = false): void {
+    if (source === this.#source && this.#shownLength === source.length) return;
     this.#source = source;
-    if (immediately) {
-      this.flush();
+    if (now && !this.#scheduled) {
+      this.#renderSlice();
+      if (this.#shownLength < this.#source.length) this.#later();
       return;
     }
-    if (this.#scheduled) return;
-    this.#scheduled = true;
-    this.schedule(() => this.flush());
+    this.#later();
   }
 
-  /** Renders whatever was set and is not yet on screen. */
-  flush(): void {
-    this.#scheduled = false;
+  #later(): void {
+    if (this.#scheduled) return;
+    this.#scheduled = true;
+    this.schedule(() => {
+      this.#scheduled = false;
+      this.#renderSlice();
+      if (this.#shownLength < this.#source.length) this.#later();
+      this.onGrew();
+    });
+  }
+
+  /** Renders up to `SLICE_CHARS` of text that is not yet on screen. */
+  #renderSlice(): void {
     const source = this.#source;
-    if (source === this.#shown) return;
-    if (!source.startsWith(this.#shown.slice(0, this.#stableLength))) {
+    if (!source.startsWith(this.#stableText)) {
       this.#stable.replaceChildren();
-      this.#stableLength = 0;
+      this.#stableText = '';
+      this.#chunk = undefined;
     }
-    const rest = source.slice(this.#stableLength);
-    const tokens = lexMarkdown(rest);
-    // Every block followed by a non-blank block is finished; trailing blank tokens stay with the tail.
-    let finished = tokens.length - 1;
-    while (finished > 0 && tokens[finished]!.type === 'space') finished--;
-    let consumed = 0;
-    for (let i = 0; i < finished; i++) consumed += tokens[i]!.raw.length;
+    const rest = source.slice(this.#stableText.length);
+    // Lex a window of the rest; widen it when no block ends inside it (one very long block).
+    let window = Math.min(rest.length, SLICE_CHARS);
+    let tokens = lexMarkdown(rest.slice(0, window));
+    let finished = finishedBlocks(tokens);
+    while (finished === 0 && window < rest.length) {
+      window = Math.min(rest.length, window * 4);
+      tokens = lexMarkdown(rest.slice(0, window));
+      finished = finishedBlocks(tokens);
+    }
+    const done = tokens.slice(0, finished).map((t) => t.raw).join('');
+    this.#shownLength = this.#stableText.length + window;
     // The lexer's blocks cover the text exactly; if not, keep everything in the tail (correct, slower).
-    if (finished > 0 && rest.startsWith(tokens.slice(0, finished).map((t) => t.raw).join(''))) {
-      this.#stable.append(renderTokens(tokens.slice(0, finished), document));
-      this.#stableLength += consumed;
+    if (finished > 0 && rest.startsWith(done)) {
+      this.#appendFinished(renderTokens(tokens.slice(0, finished), document), done.length);
+      this.#stableText = source.slice(0, this.#stableText.length + done.length);
       this.#tail.replaceChildren(renderTokens(tokens.slice(finished), document));
     } else {
       this.#tail.replaceChildren(renderTokens(tokens, document));
     }
-    this.#shown = source;
-    // How much of the part is on screen: read by `npm run bench:app` to time "fully shown".
-    this.el.dataset['shownChars'] = String(source.length);
+    // How much of the part is on screen: read by `npm run bench:app` and the e2e tests.
+    this.el.dataset['shownChars'] = String(this.#shownLength);
   }
+
+  #appendFinished(blocks: DocumentFragment, chars: number): void {
+    if (!this.#chunk || this.#chunkChars >= CHUNK_CHARS) {
+      if (this.#chunk) skipWhenOffScreen(this.#chunk);
+      this.#chunk = document.createElement('div');
+      this.#chunk.className = 'md-chunk';
+      this.#stable.append(this.#chunk);
+      this.#chunkChars = 0;
+    }
+    this.#chunk.append(blocks);
+    this.#chunkChars += chars;
+  }
+}
+
+/**
+ * Lets the browser skip a full chunk while it is off screen (`.md-lazy`), two frames after its last
+ * block: by then it has been laid out once and its real height is remembered
+ * (`contain-intrinsic-block-size: auto`). A chunk made lazy before its first layout would stand in
+ * at the 20em estimate, and a question below it scrolled into view would then be pushed down as
+ * the chunks above it are drawn (`test/e2e/first-hour.test.ts`). Frames only: a hidden tab keeps
+ * its chunks as they are until it is shown.
+ */
+function skipWhenOffScreen(chunk: HTMLElement): void {
+  requestAnimationFrame(() => requestAnimationFrame(() => chunk.classList.add('md-lazy')));
+}
+
+/** Every block followed by a non-blank block is finished; trailing blank tokens stay with the tail. */
+function finishedBlocks(tokens: readonly { type: string }[]): number {
+  let finished = tokens.length - 1;
+  while (finished > 0 && tokens[finished]!.type === 'space') finished--;
+  return Math.max(0, finished);
 }

@@ -17,6 +17,8 @@ export interface PartContext {
   readonly turnId: string;
   /** Called when this tab submits answers, so the chat can bring what comes next into view. */
   readonly onAnswered?: () => void;
+  /** Called when a part grew outside the chat view's own update (a long part catching up). */
+  readonly onGrew?: () => void;
 }
 
 export interface PartView {
@@ -28,9 +30,9 @@ export interface PartView {
 export function createPartView(part: ResponsePart, ctx: PartContext, active: boolean): PartView {
   switch (part.kind) {
     case 'markdown':
-      return new MarkdownView('md');
+      return new MarkdownView('md', ctx.onGrew);
     case 'reasoning':
-      return new ReasoningView();
+      return new ReasoningView(ctx.onGrew);
     case 'toolCall':
       return new ToolCallView(ctx);
     case 'inputRequest':
@@ -41,15 +43,16 @@ export function createPartView(part: ResponsePart, ctx: PartContext, active: boo
 }
 
 /**
- * Streamed text: only the unfinished tail block is rendered again (markdown-stream.ts). Rendered at
- * once: the chat view already updates once per frame, and measures the transcript right after.
+ * Streamed text: only the unfinished tail block is rendered again (markdown-stream.ts). A slice is
+ * rendered at once (the chat view already updates once per frame and measures the transcript
+ * right after); a long part renders the rest over the next frames.
  */
 class MarkdownView implements PartView {
   readonly el: HTMLElement;
   readonly #body: StreamingMarkdown;
-  constructor(cls: string) {
+  constructor(cls: string, onGrew?: () => void) {
     this.el = el('div', { class: `part ${cls} markdown` });
-    this.#body = new StreamingMarkdown(this.el);
+    this.#body = new StreamingMarkdown(this.el, onGrew);
   }
   update(part: ResponsePart): void {
     this.#body.set(typeof (part as { content?: unknown }).content === 'string' ? (part as { content: string }).content : '', true);
@@ -60,10 +63,10 @@ class MarkdownView implements PartView {
 class ReasoningView implements PartView {
   readonly el: HTMLElement;
   readonly #body: StreamingMarkdown;
-  constructor() {
+  constructor(onGrew?: () => void) {
     const body = el('div', { class: 'markdown' });
     this.el = el('details', { class: 'part reasoning' }, el('summary', { text: 'Thinking' }), body);
-    this.#body = new StreamingMarkdown(body);
+    this.#body = new StreamingMarkdown(body, onGrew);
   }
   update(part: ResponsePart): void {
     const content = (part as { content?: unknown }).content;
@@ -191,7 +194,7 @@ class ToolCallView implements PartView {
     const by = answeredByOf(t['_meta']);
     if (by) {
       const verb = tool.status === 'cancelled' ? 'Denied by' : 'Approved by';
-      body.push(el('div', { class: 'muted answered-by', attrs: { 'data-testid': 'answered-by' }, text: `${verb} ${answeredByText(by)}` }));
+      body.push(el('div', { class: 'muted answered-by', attrs: { 'data-testid': 'answered-by' }, text: `${verb} ${answeredByText(by, this.ctx.app.devMode)}` }));
     }
     if (tool.status === 'auth-required') {
       const auth = t['auth'] as { description?: string; resource?: { resource?: string } } | undefined;
@@ -211,7 +214,7 @@ class ToolCallView implements PartView {
     const decided = tool.status !== 'pending-confirmation' && tool.status !== 'pending-result-confirmation';
     const option = (t['selectedOption'] as { label?: string } | undefined)?.label;
     const text = decided
-      ? wonRaceText(answeredByOf(t['_meta']), tool.status !== 'cancelled', option)
+      ? wonRaceText(answeredByOf(t['_meta']), tool.status !== 'cancelled', option, this.ctx.app.devMode)
       : 'Your answer was not applied. Reload the page and try again.';
     return el('div', { class: decided ? 'muted race-lost' : 'error', attrs: { role: 'alert', 'data-testid': 'tool-refusal' }, title: this.#refused, text });
   }

@@ -13,7 +13,7 @@
  *  - scroll p95 frame: the page scrolled top to bottom, 400 px a frame, time between frames.
  * Then the same for a chat of 1,000 completed turns opened cold.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -110,6 +110,58 @@ async function openPage(browser: import('playwright-core').Browser, base: string
   return page;
 }
 
+/** `--profile=DIR`: a CPU profile of the page while it streams (open it in Chromium's DevTools). */
+const PROFILE_DIR = process.argv.find((a) => a.startsWith('--profile='))?.slice(10);
+
+/** `--trace=DIR`: a performance trace while it streams, and what the longest tasks spent their time on. */
+const TRACE_DIR = process.argv.find((a) => a.startsWith('--trace='))?.slice(8);
+
+async function writeTrace(buffer: Buffer, name: string): Promise<void> {
+  mkdirSync(TRACE_DIR!, { recursive: true });
+  const file = join(TRACE_DIR!, `${name}.json`);
+  writeFileSync(file, buffer);
+  type Ev = { name: string; ph: string; ts: number; dur?: number; tdur?: number; tid: number; pid: number };
+  const events = (JSON.parse(buffer.toString('utf8')) as { traceEvents: Ev[] }).traceEvents.filter((e) => e.ph === 'X' && e.dur !== undefined);
+  const tasks = events.filter((e) => e.name === 'RunTask' && e.dur! > 50_000).sort((a, b) => (b.tdur ?? b.dur!) - (a.tdur ?? a.dur!)).slice(0, 5);
+  const lines = tasks.map((t) => {
+    const inside = events.filter((e) => e !== t && e.tid === t.tid && e.pid === t.pid && e.ts >= t.ts && e.ts + e.dur! <= t.ts + t.dur! && e.name !== 'RunTask');
+    const by = new Map<string, number>();
+    for (const e of inside) by.set(e.name, (by.get(e.name) ?? 0) + (e.tdur ?? e.dur!));
+    const top = [...by].sort((a, b) => b[1] - a[1]).slice(0, 8).map(([n, us]) => `${n} ${(us / 1000).toFixed(0)}`).join(', ');
+    // Thread (CPU) time beside wall time: on a busy machine the wall time is mostly waiting.
+    return `  task ${(t.dur! / 1000).toFixed(0)} ms (cpu ${((t.tdur ?? t.dur!) / 1000).toFixed(0)} ms): ${top}`;
+  });
+  process.stderr.write(`trace ${file}:\n${lines.join('\n')}\n`);
+}
+
+async function startProfile(page: Page): Promise<{ stop(name: string): Promise<void> }> {
+  const cdp = await page.context().newCDPSession(page);
+  await cdp.send('Profiler.enable');
+  await cdp.send('Profiler.setSamplingInterval', { interval: 500 });
+  await cdp.send('Profiler.start');
+  return {
+    async stop(name) {
+      const { profile } = await cdp.send('Profiler.stop');
+      mkdirSync(PROFILE_DIR!, { recursive: true });
+      const file = join(PROFILE_DIR!, `${name}.cpuprofile`);
+      writeFileSync(file, JSON.stringify(profile));
+      // The functions with the most self time, so a run says where the main thread went.
+      const dt = new Map<number, number>();
+      profile.samples?.forEach((id, i) => {
+        dt.set(id, (dt.get(id) ?? 0) + (profile.timeDeltas?.[i] ?? 0));
+      });
+      const self = new Map<string, number>();
+      for (const node of profile.nodes) {
+        const f = node.callFrame;
+        const key = `${f.functionName || '(anonymous)'} ${f.url.split('/').pop()}:${f.lineNumber + 1}`;
+        self.set(key, (self.get(key) ?? 0) + (dt.get(node.id) ?? 0));
+      }
+      const top = [...self].sort((a, b) => b[1] - a[1]).slice(0, 15);
+      process.stderr.write(`profile ${file}:\n${top.map(([k, us]) => `  ${(us / 1000).toFixed(0).padStart(7)} ms  ${k}`).join('\n')}\n`);
+    },
+  };
+}
+
 async function metrics(page: Page): Promise<{ heapMiB: number; domNodes: number }> {
   const cdp = await page.context().newCDPSession(page);
   await cdp.send('Performance.enable');
@@ -156,6 +208,8 @@ async function streamedAnswer(browser: import('playwright-core').Browser, base: 
   await page.evaluate(() => {
     (globalThis as unknown as { __longTasks: number[] }).__longTasks.length = 0;
   });
+  const profiler = PROFILE_DIR ? await startProfile(page) : undefined;
+  if (TRACE_DIR) await page.context().browser()!.startTracing(page, { categories: ['devtools.timeline', 'disabled-by-default-devtools.timeline'] });
   for (let i = 0; i < chunks.length - 1; i++) await peer.dispatch(chat, { type: 'chat/delta', turnId, partId, content: chunks[i] }, false);
   await peer.dispatch(chat, { type: 'chat/delta', turnId, partId, content: chunks[chunks.length - 1] });
   const lastDeltaAt = Date.now();
@@ -172,6 +226,8 @@ async function streamedAnswer(browser: import('playwright-core').Browser, base: 
     });
   }, text.length);
   const longTasks = await page.evaluate(() => (globalThis as unknown as { __longTasks: number[] }).__longTasks.slice());
+  if (profiler) await profiler.stop(`streamed-${chars}`);
+  if (TRACE_DIR) await writeTrace(await page.context().browser()!.stopTracing(), `streamed-${chars}`);
   await peer.dispatch(chat, { type: 'chat/turnComplete', turnId, duration: 1 });
   const mem = await metrics(page);
   const scroll = await scrollP95(page);

@@ -286,6 +286,8 @@ interface Result {
   /** Time from the producer's last send to the last receipt. */
   drainMs: number;
   serverCpuPct: number;
+  /** Server CPU time per delivered update in the window (µs): what one delivery costs the server. */
+  serverCpuUsPerDelivery: number;
   /** CPU of the whole bench process (producer + subscriber threads) during the window. */
   benchCpuPct: number;
   /** CPU used by everything else on the machine during the window (kernel softirq included). */
@@ -491,6 +493,8 @@ async function runScenario(s: Scenario, cfg: Config): Promise<Result> {
       meanMs: hist.count ? hist.sum / hist.count / 1000 : Number.NaN,
       drainMs,
       serverCpuPct: (100 * serverCpuS) / windowS,
+      // Deliveries in the window only (in-window updates × receivers), the CPU was measured over it.
+      serverCpuUsPerDelivery: delivered > 0 ? (serverCpuS * 1e6) / delivered : Number.NaN,
       benchCpuPct: (100 * benchCpuS) / windowS,
       otherCpuPct: Math.max(0, (100 * (busy1 - busy0 - serverCpuS - benchCpuS)) / windowS),
       serverRssMiB: mem.rss,
@@ -599,22 +603,22 @@ function label(r: Result, cfg: Config): string {
 }
 
 function table(results: Result[], cfg: Config): string {
-  const head = '| load | server | N | upd/s offered | upd/s sent | delivered | deltas/s delivered | frames/s | upd/frame | bytes/frame | p50 ms | p99 ms | max ms | srv CPU | bench CPU | other CPU | srv RSS MiB | sub ELU | status |';
-  const sep = '|' + '---|'.repeat(19);
+  const head = '| load | server | N | upd/s offered | upd/s sent | delivered | deltas/s delivered | frames/s | upd/frame | bytes/frame | p50 ms | p99 ms | max ms | srv CPU | srv µs/delivery | bench CPU | other CPU | srv RSS MiB | sub ELU | status |';
+  const sep = '|' + '---|'.repeat(20);
   const rows = results.map(
     (r) =>
-      `| ${r.load} | ${label(r, cfg)} | ${r.subscribers} | ${k(r.offeredRate)} | ${k(r.sentRate)} | ${f(r.deliveredPct, 1)}% | ${k(r.deliveredPerSec)} | ${k(r.framesPerSec)} | ${f(r.updatesPerFrame, 2)} | ${f(r.avgFrameBytes, 0)} | ${f(r.p50Ms, 2)} | ${f(r.p99Ms, 2)} | ${f(r.maxMs, 1)} | ${f(r.serverCpuPct, 0)}% | ${f(r.benchCpuPct, 0)}% | ${f(r.otherCpuPct, 0)}% | ${f(r.serverRssMiB, 0)} | ${f(r.subscriberElu, 2)} | ${r.status} |`,
+      `| ${r.load} | ${label(r, cfg)} | ${r.subscribers} | ${k(r.offeredRate)} | ${k(r.sentRate)} | ${f(r.deliveredPct, 1)}% | ${k(r.deliveredPerSec)} | ${k(r.framesPerSec)} | ${f(r.updatesPerFrame, 2)} | ${f(r.avgFrameBytes, 0)} | ${f(r.p50Ms, 2)} | ${f(r.p99Ms, 2)} | ${f(r.maxMs, 1)} | ${f(r.serverCpuPct, 0)}% | ${f(r.serverCpuUsPerDelivery, 2)} | ${f(r.benchCpuPct, 0)}% | ${f(r.otherCpuPct, 0)}% | ${f(r.serverRssMiB, 0)} | ${f(r.subscriberElu, 2)} | ${r.status} |`,
   );
   return [head, sep, ...rows].join('\n');
 }
 
 function ratios(results: Result[], cfg: Config): string {
-  const lines = ['| N | load | server | p50 ÷ raw | p99 ÷ raw | deltas/s ÷ raw |', '|---|---|---|---|---|---|'];
+  const lines = ['| N | load | server | p50 ÷ raw | p99 ÷ raw | deltas/s ÷ raw | srv CPU per delivery ÷ raw |', '|---|---|---|---|---|---|---|'];
   for (const r of results) {
     if (r.server === 'raw') continue;
     const base = results.find((b) => b.server === 'raw' && b.load === r.load && b.subscribers === r.subscribers);
     if (!base) continue;
-    lines.push(`| ${r.subscribers} | ${r.load} | ${label(r, cfg)} | ${f(r.p50Ms / base.p50Ms, 2)}× | ${f(r.p99Ms / base.p99Ms, 2)}× | ${f(r.deliveredPerSec / base.deliveredPerSec, 2)}× |`);
+    lines.push(`| ${r.subscribers} | ${r.load} | ${label(r, cfg)} | ${f(r.p50Ms / base.p50Ms, 2)}× | ${f(r.p99Ms / base.p99Ms, 2)}× | ${f(r.deliveredPerSec / base.deliveredPerSec, 2)}× | ${f(r.serverCpuUsPerDelivery / base.serverCpuUsPerDelivery, 2)}× |`);
   }
   return lines.join('\n');
 }

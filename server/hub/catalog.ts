@@ -18,9 +18,9 @@ import {
   type RootState,
   type SessionState,
 } from '../../shared/protocol/state.js';
-import { isKnownAction, type InputCompletedAction } from '../../shared/protocol/actions.js';
+import { isKnownAction, type InputCompletedAction, type TurnCancelledAction } from '../../shared/protocol/actions.js';
 import { channelKind } from '../../shared/protocol/uris.js';
-import { answeredByIn, withAnswer, type AnswerIndex } from '../../shared/state/answered-by.js';
+import { ANSWERED_BY_META, answeredByIn, STOPPED_BY_META, withAnswer, type AnswerIndex } from '../../shared/state/answered-by.js';
 import { foldChatGone, foldChatRecord, type InputBook } from '../../shared/state/input-receipts.js';
 import type { LogRecord } from '../storage/action-log.js';
 
@@ -88,6 +88,8 @@ export interface ChatEntry {
    * and in images written before it existed. Sent as the chat snapshot's `_meta`.
    */
   answeredBy?: AnswerIndex;
+  /** Who stopped each cancelled turn (the `chat/turnCancelled` stamps), kept and sent the same way. */
+  stoppedBy?: AnswerIndex;
 }
 
 /** JSON image stored in log snapshots. */
@@ -101,6 +103,18 @@ export interface CatalogImage {
 function indexAnswer(chat: ChatEntry, action: InputCompletedAction): void {
   const by = answeredByIn(action._meta);
   if (by) chat.answeredBy = withAnswer(chat.answeredBy, action.requestId, by);
+}
+
+/** Records the stamp of an applied `chat/turnCancelled` in the chat's stop index. */
+function indexStop(chat: ChatEntry, action: TurnCancelledAction): void {
+  const by = answeredByIn(action._meta);
+  if (by) chat.stoppedBy = withAnswer(chat.stoppedBy, action.turnId, by);
+}
+
+/** A chat snapshot's own `_meta`: who answered and who stopped, beside the state (answered-by.ts). */
+export function chatSnapshotMeta(chat: ChatEntry): Record<string, AnswerIndex> | undefined {
+  if (!chat.answeredBy && !chat.stoppedBy) return undefined;
+  return { ...(chat.answeredBy ? { [ANSWERED_BY_META]: chat.answeredBy } : {}), ...(chat.stoppedBy ? { [STOPPED_BY_META]: chat.stoppedBy } : {}) };
 }
 
 export class HubState {
@@ -164,6 +178,7 @@ export class HubState {
         const action = record.action;
         if (!isKnownAction(action) || chat.state === before) return;
         if (action.type === 'chat/inputCompleted') indexAnswer(chat, action);
+        else if (action.type === 'chat/turnCancelled') indexStop(chat, action);
         const session = this.sessions.get(chat.session);
         if (!session) return;
         const isDefault = session.state.defaultChat === chat.uri;

@@ -29,7 +29,7 @@ import type { AgentInfo } from '../agents/agent.js';
 import { canActAsAgent, canWrite, type Principal } from '../auth/auth.js';
 import type { Logger } from '../log.js';
 import { errorFields, errorMessage } from '../log.js';
-import { CATALOG_CHANNEL, CatalogAction, catalogActionOf, type CatalogRecordAction, type ChatEntry, type HubState, type SessionEntry } from './catalog.js';
+import { CATALOG_CHANNEL, CatalogAction, catalogActionOf, chatSnapshotMeta, type CatalogRecordAction, type ChatEntry, type HubState, type SessionEntry } from './catalog.js';
 import type { Connection } from './connection.js';
 import { DEFAULT_FANOUT_LIMITS, type FanoutLimits } from './fanout.js';
 import { chatRollUpActions, sessionSummary, type SessionSummaryView } from './rollup.js';
@@ -119,8 +119,8 @@ export interface HubObserver {
   quotaRefused?(quota: string): void;
 }
 
-/** Answers and approvals, stamped with who gave them (see `#stampAnswer`). */
-const ANSWER_ACTIONS: ReadonlySet<string> = new Set(['chat/inputCompleted', 'chat/toolCallConfirmed', 'chat/toolCallResultConfirmed']);
+/** Answers, approvals and stops, stamped with who gave them (see `#stampAnswer`). */
+const ANSWER_ACTIONS: ReadonlySet<string> = new Set(['chat/inputCompleted', 'chat/toolCallConfirmed', 'chat/toolCallResultConfirmed', 'chat/turnCancelled']);
 /** The surface of a WebSocket (AHP) client that does not name itself. */
 const CLIENT_SURFACE = 'AHP client';
 /** What a new session or chat is charged before it is measured (an empty one is a few hundred characters). */
@@ -315,8 +315,9 @@ export class Hub implements HubPort {
     if (kind === 'chat') {
       const c = this.visibleChat(principal, channel);
       if (!c) throw new ProtocolError(ErrorCode.NotFound, `chat ${channel} not found`);
-      // Who answered stays beside the state (see shared/state/answered-by.ts).
-      return c.answeredBy ? { resource: channel, state: c.state, fromSeq, _meta: { [ANSWERED_BY_META]: c.answeredBy } } : { resource: channel, state: c.state, fromSeq };
+      // Who answered and who stopped stay beside the state (see shared/state/answered-by.ts).
+      const meta = chatSnapshotMeta(c);
+      return meta ? { resource: channel, state: c.state, fromSeq, _meta: meta } : { resource: channel, state: c.state, fromSeq };
     }
     throw new ProtocolError(ErrorCode.InvalidParams, `unsupported channel URI ${JSON.stringify(channel)}`);
   }

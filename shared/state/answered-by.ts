@@ -14,6 +14,13 @@
 
 export const ANSWERED_BY_META = 'hub/answeredBy';
 
+/**
+ * Who stopped a turn. `chat/turnCancelled` is stamped like an answer (`_meta["hub/answeredBy"]` on
+ * the action), and, as the standard reducer keeps no `_meta` of it, the hub indexes the stamp by
+ * turn id beside the chat state and sends it as the snapshot's `_meta["hub/stoppedBy"]`.
+ */
+export const STOPPED_BY_META = 'hub/stoppedBy';
+
 export interface AnsweredBy {
   readonly user: string;
   readonly surface: string;
@@ -37,9 +44,12 @@ export function answeredByIn(meta: unknown): AnsweredBy | undefined {
   return { user: raw['user'], surface: raw['surface'], at: raw['at'] };
 }
 
-/** The index in a chat snapshot's `_meta` (entries with a wrong shape are skipped). */
-export function answerIndexIn(snapshotMeta: unknown): Record<string, AnsweredBy> {
-  const raw = isRecord(snapshotMeta) ? snapshotMeta[ANSWERED_BY_META] : undefined;
+/**
+ * The index in a chat snapshot's `_meta` (entries with a wrong shape are skipped): who answered
+ * (by request id), or with `STOPPED_BY_META` who stopped (by turn id).
+ */
+export function answerIndexIn(snapshotMeta: unknown, key: typeof ANSWERED_BY_META | typeof STOPPED_BY_META = ANSWERED_BY_META): Record<string, AnsweredBy> {
+  const raw = isRecord(snapshotMeta) ? snapshotMeta[key] : undefined;
   const out: Record<string, AnsweredBy> = {};
   if (!isRecord(raw)) return out;
   for (const [requestId, entry] of Object.entries(raw)) {
@@ -49,7 +59,7 @@ export function answerIndexIn(snapshotMeta: unknown): Record<string, AnsweredBy>
   return out;
 }
 
-/** The index with `requestId` (re)recorded as the newest entry, bounded. Never mutates `index`. */
+/** The index with `requestId` (or a turn id) (re)recorded as the newest entry, bounded. Never mutates `index`. */
 export function withAnswer(index: AnswerIndex | undefined, requestId: string, by: AnsweredBy): AnswerIndex {
   const next: Record<string, AnsweredBy> = {};
   const kept = Object.entries(index ?? {}).filter(([id]) => id !== requestId);

@@ -1,6 +1,6 @@
 /** Display helpers of the browser app: readable session titles, errors in words, who answered. */
 import { describe, expect, it } from 'vitest';
-import { answeredByOf, answeredByText, displayTitle, errorInWords } from '../../app/format.js';
+import { answeredByOf, answeredByText, displayTitle, errorInWords, personName, wonRaceText } from '../../app/format.js';
 
 describe('displayTitle', () => {
   it('shows the first line of a prompt used as a title', () => {
@@ -35,5 +35,14 @@ describe('answeredBy', () => {
     expect(answeredByText(by!)).toMatch(/^bob · via Qwen route · \d\d:\d\d/);
     expect(answeredByText({ user: 'alice', surface: 'app', at: 'not a time' })).toBe('alice · in the app');
     expect(answeredByOf({ 'hub/answeredBy': { user: 3 } })).toBeUndefined();
+  });
+
+  it('names the dev principal "you" in dev mode only, and the hub\'s own principals "the hub"', () => {
+    const dev = { user: 'dev', surface: 'app', at: 'not a time' };
+    expect(answeredByText(dev, true)).toBe('you · in the app');
+    expect(answeredByText(dev, false)).toBe('dev · in the app');
+    expect(wonRaceText(dev, true, undefined, true)).toBe('You approved this first.');
+    expect(personName('hub:steering', true)).toBe('the hub');
+    expect(personName('alice', true)).toBe('alice');
   });
 });

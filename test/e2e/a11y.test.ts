@@ -6,12 +6,13 @@
  * linked to their inputs, choice groups have names, the required mark reads as ", required", and
  * live regions announce new messages and questions. Real headless Chromium, hub on port 0.
  */
-import { readFileSync } from 'node:fs';
+import { copyFileSync, existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { createRequire } from 'node:module';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Page } from 'playwright-core';
 import { TOKENS } from '../helpers/start-server.js';
-import { BrowserHub, sessionPath } from './support.js';
+import { ARTIFACTS, BrowserHub, sessionPath } from './support.js';
 
 const T = { timeout: 10_000 };
 // Evaluated rather than added as a <script>: the app's CSP (script-src 'self') refuses inline scripts.
@@ -125,6 +126,12 @@ describe('browser app: accessibility (axe-core, WCAG 2.2 AA)', () => {
     const page = await openChat(TOKENS.alice, session);
     const form = page.locator('.input-request:not(.resolved)[data-request=a11y-form]');
     await expectNoSeriousViolations(page, 'open form', () => form.waitFor(T));
+    // The README's dark-mode form (refreshed on request only, see app.test.ts).
+    await page.emulateMedia({ colorScheme: 'dark' });
+    await page.setViewportSize({ width: 1100, height: 900 });
+    await form.scrollIntoViewIfNeeded();
+    await page.screenshot({ path: join(ARTIFACTS, 'form-dark.png') });
+    if (process.env['UPDATE_SCREENSHOTS'] === '1' || !existsSync('docs/screenshots/form-dark.png')) copyFileSync(join(ARTIFACTS, 'form-dark.png'), 'docs/screenshots/form-dark.png');
 
     // The label reads "Project name, required" (Playwright computes accessible names as browsers
     // do); the question text and the hint describe the field.

@@ -3,7 +3,9 @@
  * tables and lists, split at random points), the text the live page shows once the stream ends
  * equals the text of a cold render of the final state, and the final state holds the whole text.
  * The live page renders incrementally (finished blocks once, the tail per frame); the cold page
- * renders each part in one go.
+ * renders what is already whole. The last stream is longer than a frame's slice
+ * (markdown-stream.ts `SLICE_CHARS`), so both pages also catch up over several frames and group
+ * finished blocks into chunks.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Page } from 'playwright-core';
@@ -24,13 +26,13 @@ afterAll(async () => {
   await hub?.stop();
 });
 
-async function partTexts(page: Page): Promise<string[]> {
+async function partTexts(page: Page, texts: readonly string[]): Promise<string[]> {
   await page.locator('.turn-footer', { hasText: 'Completed' }).nth(STREAMS - 1).waitFor();
-  // Two frames: anything the last envelope scheduled has been drawn.
-  await page.evaluate(() => {
-    const frame = (globalThis as unknown as { requestAnimationFrame(callback: () => void): void }).requestAnimationFrame;
-    return new Promise<void>((resolve) => frame(() => frame(() => resolve())));
-  });
+  // Every part has all of its text on screen (a long one takes several frames).
+  await page.waitForFunction((lengths) => {
+    const parts = [...(globalThis as unknown as { document: { querySelectorAll(s: string): Iterable<{ dataset: Record<string, string | undefined> }> } }).document.querySelectorAll('article.turn .part.md')];
+    return parts.length === lengths.length && parts.every((p, i) => p.dataset['shownChars'] === String(lengths[i]));
+  }, texts.map((t) => t.length), { timeout: 60_000 });
   return page.locator('article.turn .part.md').evaluateAll((parts) => parts.map((p) => p.textContent ?? ''));
 }
 
@@ -64,12 +66,14 @@ describe('streamed answers in the browser', () => {
     const texts: string[] = [];
     for (let i = 0; i < STREAMS; i++) {
       const random = prng(20261201 + i);
-      const text = randomMarkdown(random, 1_500 + Math.floor(random() * 3_000));
+      const text = randomMarkdown(random, i === STREAMS - 1 ? 40_000 : 1_500 + Math.floor(random() * 3_000));
       texts.push(text);
       await stream(alice, agent, live, chat, i, text, splitAtRandom(random, text, 24));
     }
-    const streamed = await partTexts(live);
-    const cold = await partTexts(await hub.open(TOKENS.alice, sessionPath(session)));
+    const streamed = await partTexts(live, texts);
+    const cold = await partTexts(await hub.open(TOKENS.alice, sessionPath(session)), texts);
+    // The long part's finished blocks sit in more than one chunk.
+    expect(await live.locator('article.turn').last().locator('.md-chunk').count()).toBeGreaterThan(1);
     expect(streamed).toHaveLength(STREAMS);
     expect(streamed).toEqual(cold);
     // The final state holds every stream whole.

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { initialRootState } from '../../shared/protocol/state.js';
 import { MAX_ANSWER_RECORDS, withAnswer } from '../../shared/state/answered-by.js';
-import { CATALOG_CHANNEL, HubState } from '../../server/hub/catalog.js';
+import { CATALOG_CHANNEL, chatSnapshotMeta, HubState } from '../../server/hub/catalog.js';
 
 const CHAT = 'ahp-chat:/c1';
 const by = (user: string) => ({ user, surface: 'app', at: '2026-12-01T10:00:00.000Z' });
@@ -27,6 +27,22 @@ describe('the who-answered index beside the chat state', () => {
     expect(part['_meta']).toBeUndefined();
     const restored = HubState.fromImage(JSON.parse(JSON.stringify(s.toImage())));
     expect(restored.chats.get(CHAT)!.answeredBy).toEqual({ r1: by('alice') });
+  });
+
+  it('records who stopped a turn outside the state, sends it as the snapshot meta and survives a snapshot image', () => {
+    const s = stateWithOpenRequest();
+    const before = s.chats.get(CHAT)!;
+    expect(chatSnapshotMeta(before)).toBeUndefined();
+    // A cancel of a turn that is not running changes nothing and records nothing.
+    s.applyRecord({ channel: CHAT, action: { type: 'chat/turnCancelled', turnId: 'other', duration: 5, _meta: { 'hub/answeredBy': by('mallory') } } });
+    s.applyRecord({ channel: CHAT, action: { type: 'chat/turnCancelled', turnId: 't1', duration: 1600, _meta: { 'hub/answeredBy': by('bob') } } });
+    const chat = s.chats.get(CHAT)!;
+    expect(chat.stoppedBy).toEqual({ t1: by('bob') });
+    expect(chat.state.turns.at(-1)).toMatchObject({ id: 't1', state: 'cancelled' });
+    expect(chat.state.turns.at(-1)).not.toHaveProperty('_meta');
+    expect(chatSnapshotMeta(chat)).toEqual({ 'hub/stoppedBy': { t1: by('bob') } });
+    const restored = HubState.fromImage(JSON.parse(JSON.stringify(s.toImage())));
+    expect(restored.chats.get(CHAT)!.stoppedBy).toEqual({ t1: by('bob') });
   });
 
   it('keeps the newest MAX_ANSWER_RECORDS entries', () => {
