@@ -35,6 +35,8 @@ export interface InputCapabilities {
   readonly version: number;
   readonly durableAck: false;
   readonly image: false;
+  /** Receipts are folded from the hub's durable log: a receipt id answers the same after a restart of the hub or of every node. */
+  readonly durableReceipts?: boolean;
   readonly target: InputTarget | null;
   readonly content: readonly string[];
   readonly ack: readonly string[];
