@@ -26,6 +26,7 @@ import { errorFields, errorMessage } from './log.js';
 import { STORAGE_UNAVAILABLE_REASON } from './hub/commit-pipeline.js';
 import type { AgentLeaseStore } from './storage/postgres-agent-leases.js';
 import { PostgresStore } from './storage/postgres-store.js';
+import type { CollabLog } from './collab/collab-log.js';
 import { PostgresClusterBus } from './cluster-bus/postgres-bus.js';
 import { memoryTenantLogs, sqliteTenantLogs, tenantDir, tenantLogsOf, type TenantLogs } from './storage/tenant-logs.js';
 import { migrateSingleLogDataDir } from './migrate-data-dir.js';
@@ -170,6 +171,7 @@ export async function startHubServer(config: HubServerConfig): Promise<HubServer
           tenant,
           log: await storage.logs.open(tenant),
           leases: storage.leasesFor?.(tenant, leaseNode),
+          collabLog: storage.collabLogFor?.(tenant),
           agentLeaseTtlMs: config.agentLeaseTtlMs ?? 5_000,
           remoteAgentGraceMs: config.remoteAgentGraceMs,
           providers: providersFor(tenant, config.dataDir === undefined ? undefined : tenantDir(config.dataDir, tenant)),
@@ -440,6 +442,7 @@ function hasDecodablePath(url: string | undefined): boolean {
 interface Storage {
   readonly logs: TenantLogs;
   leasesFor?(tenant: string, node: string): AgentLeaseStore;
+  collabLogFor?(tenant: string): CollabLog;
   close(): Promise<void>;
 }
 
@@ -452,6 +455,7 @@ async function openStorage(config: HubServerConfig, logger: Logger): Promise<Sto
     return {
       logs,
       leasesFor: (tenant, node) => store.agentLeases(tenant, { node, ttlMs: config.agentLeaseTtlMs ?? 5_000 }),
+      collabLogFor: (tenant) => store.collabLog(tenant),
       close: async () => {
         await logs.close();
         await store.close();

@@ -21,6 +21,7 @@ import type { ActionLog } from './storage/action-log.js';
 import type { AgentLeaseStore } from './storage/postgres-agent-leases.js';
 import { CLUSTER_BUS_SERVICE, tenantBus, type ClusterBus } from './cluster-bus/cluster-bus.js';
 import { HttpRouter } from './transport/http-router.js';
+import { COLLAB_LOG_SERVICE, type CollabLog } from './collab/collab-log.js';
 import type { HubMetrics } from './metrics.js';
 import type { Feature } from './server.js';
 
@@ -39,6 +40,8 @@ export interface TenantStackOptions {
   readonly features: readonly Feature[];
   readonly metrics: HubMetrics;
   readonly bus?: ClusterBus | undefined;
+  /** Cluster mode: this tenant's shared update log of collaborative documents. */
+  readonly collabLog?: CollabLog | undefined;
   readonly logger: Logger;
   readonly now: () => number;
   readonly newId: () => string;
@@ -103,6 +106,7 @@ export class TenantStack {
     const services = new Map<string, unknown>();
     // Cluster mode: the ephemeral channel between processes (presence), never the durable log.
     if (options.bus) services.set(CLUSTER_BUS_SERVICE, tenantBus(options.bus, options.tenant));
+    if (options.collabLog) services.set(COLLAB_LOG_SERVICE, options.collabLog);
     for (const feature of options.features) {
       const installed = feature.install({
         hub,
