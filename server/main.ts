@@ -75,7 +75,12 @@ async function main(): Promise<void> {
     storeUrl: config.store,
     ...(config.agentLeaseTtlMs !== undefined ? { agentLeaseTtlMs: config.agentLeaseTtlMs } : {}),
     ...(config.remoteAgentGraceMs !== undefined ? { remoteAgentGraceMs: config.remoteAgentGraceMs } : {}),
-    ...(config.tenantDiskQuota !== undefined ? { limits: { maxTenantDiskBytes: config.tenantDiskQuota } } : {}),
+    ...(config.compactIntervalMs !== undefined ? { compactIntervalMs: config.compactIntervalMs } : {}),
+    limits: {
+      ...(config.tenantDiskQuota !== undefined ? { maxTenantDiskBytes: config.tenantDiskQuota } : {}),
+      ...(config.replayWindow !== undefined ? { replayBufferSize: config.replayWindow } : {}),
+      ...(config.snapshotEvery !== undefined ? { snapshotEvery: config.snapshotEvery } : {}),
+    },
     auth,
     logger,
     staticDir: existsSync(appDir) ? appDir : undefined,

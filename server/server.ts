@@ -52,6 +52,8 @@ export interface HubServerConfig {
   readonly storeUrl?: string | undefined;
   /** Cluster mode: a session's agent lease expires this long after its process stops renewing it. */
   readonly agentLeaseTtlMs?: number;
+  /** Cluster mode: time between compaction rounds of each tenant's shared log (default 60 s). */
+  readonly compactIntervalMs?: number;
   /** A remote agent's turn interrupted by a restart stays open this long for the agent to come back (docs/continuity.md). */
   readonly remoteAgentGraceMs?: number;
   readonly auth: Authenticator;
@@ -172,6 +174,7 @@ export async function startHubServer(config: HubServerConfig): Promise<HubServer
           log: await storage.logs.open(tenant),
           leases: storage.leasesFor?.(tenant, leaseNode),
           collabLog: storage.collabLogFor?.(tenant),
+          compactIntervalMs: config.compactIntervalMs,
           agentLeaseTtlMs: config.agentLeaseTtlMs ?? 5_000,
           remoteAgentGraceMs: config.remoteAgentGraceMs,
           providers: providersFor(tenant, config.dataDir === undefined ? undefined : tenantDir(config.dataDir, tenant)),

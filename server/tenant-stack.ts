@@ -11,7 +11,7 @@
 import type { Authenticator } from './auth/auth.js';
 import type { AgentProvider } from './agents/agent.js';
 import { AgentRunner, DEFAULT_REMOTE_AGENT_GRACE_MS, noSteering } from './agents/agent-runner.js';
-import { Hub, type HubLimits, type HubOptions } from './hub/hub.js';
+import { DEFAULT_HUB_LIMITS, Hub, type HubLimits, type HubOptions } from './hub/hub.js';
 import { StateTooLargeToLoadError } from './hub/load-guard.js';
 import { registerAhpMethods, throttledDispatchHandler } from './hub/ahp-methods.js';
 import { RpcRouter, type RateLimit } from './hub/rpc.js';
@@ -22,6 +22,7 @@ import type { AgentLeaseStore } from './storage/postgres-agent-leases.js';
 import { CLUSTER_BUS_SERVICE, tenantBus, type ClusterBus } from './cluster-bus/cluster-bus.js';
 import { HttpRouter } from './transport/http-router.js';
 import { COLLAB_LOG_SERVICE, type CollabLog } from './collab/collab-log.js';
+import { DEFAULT_COMPACT_INTERVAL_MS, isCompactingLog, LogCompactor } from './hub/log-compactor.js';
 import type { HubMetrics } from './metrics.js';
 import type { Feature } from './server.js';
 
@@ -40,6 +41,8 @@ export interface TenantStackOptions {
   readonly features: readonly Feature[];
   readonly metrics: HubMetrics;
   readonly bus?: ClusterBus | undefined;
+  /** Cluster mode: time between compaction rounds of the tenant's shared log (log-compactor.ts). */
+  readonly compactIntervalMs?: number | undefined;
   /** Cluster mode: this tenant's shared update log of collaborative documents. */
   readonly collabLog?: CollabLog | undefined;
   readonly logger: Logger;
@@ -54,6 +57,7 @@ export class TenantStack {
   readonly http: HttpRouter;
   readonly #runner: AgentRunner;
   readonly #leaseKeeper: AgentLeaseKeeper | undefined;
+  readonly #compactor: LogCompactor | undefined;
   readonly #closers: Array<() => Promise<void> | void> = [];
 
   static async open(options: TenantStackOptions): Promise<TenantStack> {
@@ -81,6 +85,16 @@ export class TenantStack {
       ? new AgentLeaseKeeper(hub, options.leases, logger.child({ component: 'leases' }), now, {
           tickMs: Math.max(50, Math.floor(options.agentLeaseTtlMs / 4)),
         })
+      : undefined;
+    // Cluster mode: the shared log is pruned on a schedule, one node at a time.
+    this.#compactor = isCompactingLog(options.log)
+      ? new LogCompactor(
+          options.log,
+          options.limits?.replayBufferSize ?? DEFAULT_HUB_LIMITS.replayBufferSize,
+          options.compactIntervalMs ?? DEFAULT_COMPACT_INTERVAL_MS,
+          (bytes) => metrics.logRetainedBytes(options.tenant, bytes),
+          logger.child({ component: 'compactor' }),
+        )
       : undefined;
     this.#runner = new AgentRunner(hub, new Map(options.providers.map((p) => [p.info.provider, p])), logger.child({ component: 'agents' }), now, newId, noSteering, {
       remoteAgentGraceMs: options.remoteAgentGraceMs ?? DEFAULT_REMOTE_AGENT_GRACE_MS,
@@ -135,6 +149,7 @@ export class TenantStack {
   async close(): Promise<void> {
     for (const c of this.#closers) await c();
     await this.hub.close();
+    await this.#compactor?.close();
     await this.#leaseKeeper?.close();
   }
 }
