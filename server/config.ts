@@ -30,9 +30,24 @@ export interface CliConfig {
   remoteAgentGraceMs: number | undefined;
   /** Bytes each tenant's log and snapshots may take (`--tenant-disk-quota`); undefined = the hub's default (1 GiB). */
   tenantDiskQuota: number | undefined;
+  /** Cluster mode: time between compaction rounds of each tenant's shared log (HUB_COMPACT_INTERVAL_MS; default 60000). */
+  compactIntervalMs: number | undefined;
+  /** Records a reconnect can be replayed from, and kept behind a snapshot (HUB_REPLAY_WINDOW; default 20000). */
+  replayWindow: number | undefined;
+  /** Records a hub appends between snapshots (HUB_SNAPSHOT_EVERY; default 5000). */
+  snapshotEvery: number | undefined;
 }
 
 export class ConfigError extends Error {}
+
+/** A positive integer from the environment, undefined when unset; anything else is a ConfigError. */
+function positiveIntegerEnv(env: NodeJS.ProcessEnv, name: string): number | undefined {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return undefined;
+  const value = Number(raw);
+  if (!Number.isSafeInteger(value) || value < 1) throw new ConfigError(`${name} must be a positive integer, got ${JSON.stringify(raw)}`);
+  return value;
+}
 
 const LOOPBACK = new Set(['127.0.0.1', 'localhost', '::1']);
 
@@ -83,6 +98,9 @@ export function parseArgs(argv: readonly string[], env: NodeJS.ProcessEnv = proc
     drainGraceMs: env['HUB_DRAIN_GRACE_MS'] ? Number(env['HUB_DRAIN_GRACE_MS']) : undefined,
     remoteAgentGraceMs: env['HUB_REMOTE_AGENT_GRACE_MS'] ? Number(env['HUB_REMOTE_AGENT_GRACE_MS']) : undefined,
     tenantDiskQuota: parseSize('tenant-disk-quota', flag('tenant-disk-quota') ?? (env['HUB_TENANT_DISK_QUOTA'] || undefined)),
+    compactIntervalMs: positiveIntegerEnv(env, 'HUB_COMPACT_INTERVAL_MS'),
+    replayWindow: positiveIntegerEnv(env, 'HUB_REPLAY_WINDOW'),
+    snapshotEvery: positiveIntegerEnv(env, 'HUB_SNAPSHOT_EVERY'),
   };
   if (config.remoteAgentGraceMs !== undefined && (!Number.isInteger(config.remoteAgentGraceMs) || config.remoteAgentGraceMs < 0)) {
     throw new ConfigError('HUB_REMOTE_AGENT_GRACE_MS must be a non-negative integer (milliseconds)');

@@ -76,7 +76,12 @@ async function main(): Promise<void> {
     ...(config.agentLeaseTtlMs !== undefined ? { agentLeaseTtlMs: config.agentLeaseTtlMs } : {}),
     ...(config.drainGraceMs !== undefined ? { drainGraceMs: config.drainGraceMs } : {}),
     ...(config.remoteAgentGraceMs !== undefined ? { remoteAgentGraceMs: config.remoteAgentGraceMs } : {}),
-    ...(config.tenantDiskQuota !== undefined ? { limits: { maxTenantDiskBytes: config.tenantDiskQuota } } : {}),
+    ...(config.compactIntervalMs !== undefined ? { compactIntervalMs: config.compactIntervalMs } : {}),
+    limits: {
+      ...(config.tenantDiskQuota !== undefined ? { maxTenantDiskBytes: config.tenantDiskQuota } : {}),
+      ...(config.replayWindow !== undefined ? { replayBufferSize: config.replayWindow } : {}),
+      ...(config.snapshotEvery !== undefined ? { snapshotEvery: config.snapshotEvery } : {}),
+    },
     auth,
     logger,
     staticDir: existsSync(appDir) ? appDir : undefined,

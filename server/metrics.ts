@@ -30,6 +30,7 @@ export class HubMetrics implements HubObserver {
   readonly #logAppend: Histogram;
   readonly #reconnects: Counter<'kind'>;
   readonly #quotaRefusals: Counter<'quota'>;
+  readonly #retainedBytes: Gauge<'tenant'>;
   /** Readers per gauge name (see `gauge`). */
   readonly #gaugeReaders = new Map<string, Array<() => number>>();
 
@@ -62,6 +63,17 @@ export class HubMetrics implements HubObserver {
       labelNames: ['quota'],
       registers,
     });
+    this.#retainedBytes = new Gauge({
+      name: 'ahp_hub_log_retained_bytes',
+      help: "Cluster mode: bytes a tenant's shared log (records and snapshots) retains, measured after each compaction round.",
+      labelNames: ['tenant'],
+      registers,
+    });
+  }
+
+  /** Cluster mode: what a tenant's shared log retains (one series per configured tenant). */
+  logRetainedBytes(tenant: string, bytes: number): void {
+    this.#retainedBytes.set({ tenant }, bytes);
   }
 
   /**

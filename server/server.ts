@@ -26,6 +26,7 @@ import { errorFields, errorMessage } from './log.js';
 import { STORAGE_UNAVAILABLE_REASON } from './hub/commit-pipeline.js';
 import type { AgentLeaseStore } from './storage/postgres-agent-leases.js';
 import { PostgresStore } from './storage/postgres-store.js';
+import type { CollabLog } from './collab/collab-log.js';
 import { PostgresClusterBus } from './cluster-bus/postgres-bus.js';
 import { memoryTenantLogs, sqliteTenantLogs, tenantDir, tenantLogsOf, type TenantLogs } from './storage/tenant-logs.js';
 import { migrateSingleLogDataDir } from './migrate-data-dir.js';
@@ -54,6 +55,8 @@ export interface HubServerConfig {
   readonly agentLeaseTtlMs?: number;
   /** Cluster drain: /healthz answers 503 at least this long before the node closes (docs/cluster.md). */
   readonly drainGraceMs?: number;
+  /** Cluster mode: time between compaction rounds of each tenant's shared log (default 60 s). */
+  readonly compactIntervalMs?: number;
   /** A remote agent's turn interrupted by a restart stays open this long for the agent to come back (docs/continuity.md). */
   readonly remoteAgentGraceMs?: number;
   readonly auth: Authenticator;
@@ -179,6 +182,8 @@ export async function startHubServer(config: HubServerConfig): Promise<HubServer
           tenant,
           log: await storage.logs.open(tenant),
           leases: storage.leasesFor?.(tenant, leaseNode),
+          collabLog: storage.collabLogFor?.(tenant),
+          compactIntervalMs: config.compactIntervalMs,
           agentLeaseTtlMs: config.agentLeaseTtlMs ?? 5_000,
           remoteAgentGraceMs: config.remoteAgentGraceMs,
           providers: providersFor(tenant, config.dataDir === undefined ? undefined : tenantDir(config.dataDir, tenant)),
@@ -466,6 +471,7 @@ function hasDecodablePath(url: string | undefined): boolean {
 interface Storage {
   readonly logs: TenantLogs;
   leasesFor?(tenant: string, node: string): AgentLeaseStore;
+  collabLogFor?(tenant: string): CollabLog;
   close(): Promise<void>;
 }
 
@@ -478,6 +484,7 @@ async function openStorage(config: HubServerConfig, logger: Logger): Promise<Sto
     return {
       logs,
       leasesFor: (tenant, node) => store.agentLeases(tenant, { node, ttlMs: config.agentLeaseTtlMs ?? 5_000 }),
+      collabLogFor: (tenant) => store.collabLog(tenant),
       close: async () => {
         await logs.close();
         await store.close();

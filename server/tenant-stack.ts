@@ -11,7 +11,7 @@
 import type { Authenticator } from './auth/auth.js';
 import type { AgentProvider } from './agents/agent.js';
 import { AgentRunner, DEFAULT_REMOTE_AGENT_GRACE_MS, noSteering } from './agents/agent-runner.js';
-import { Hub, type HubLimits, type HubOptions } from './hub/hub.js';
+import { DEFAULT_HUB_LIMITS, Hub, type HubLimits, type HubOptions } from './hub/hub.js';
 import { StateTooLargeToLoadError } from './hub/load-guard.js';
 import type { InterruptedTurn } from './hub/recovery.js';
 import { registerAhpMethods, throttledDispatchHandler } from './hub/ahp-methods.js';
@@ -22,6 +22,8 @@ import type { ActionLog } from './storage/action-log.js';
 import type { AgentLeaseStore } from './storage/postgres-agent-leases.js';
 import { CLUSTER_BUS_SERVICE, tenantBus, type ClusterBus } from './cluster-bus/cluster-bus.js';
 import { HttpRouter } from './transport/http-router.js';
+import { COLLAB_LOG_SERVICE, type CollabLog } from './collab/collab-log.js';
+import { DEFAULT_COMPACT_INTERVAL_MS, isCompactingLog, LogCompactor } from './hub/log-compactor.js';
 import type { HubMetrics } from './metrics.js';
 import type { Feature } from './server.js';
 
@@ -40,6 +42,10 @@ export interface TenantStackOptions {
   readonly features: readonly Feature[];
   readonly metrics: HubMetrics;
   readonly bus?: ClusterBus | undefined;
+  /** Cluster mode: time between compaction rounds of the tenant's shared log (log-compactor.ts). */
+  readonly compactIntervalMs?: number | undefined;
+  /** Cluster mode: this tenant's shared update log of collaborative documents. */
+  readonly collabLog?: CollabLog | undefined;
   readonly logger: Logger;
   readonly now: () => number;
   readonly newId: () => string;
@@ -52,6 +58,7 @@ export class TenantStack {
   readonly http: HttpRouter;
   readonly #runner: AgentRunner;
   readonly #leaseKeeper: AgentLeaseKeeper | undefined;
+  readonly #compactor: LogCompactor | undefined;
   readonly #closers: Array<() => Promise<void> | void> = [];
 
   static async open(options: TenantStackOptions): Promise<TenantStack> {
@@ -82,6 +89,16 @@ export class TenantStack {
           resume: (sessions) => this.#runner.resumeInterrupted(runningTurnsOf(hub, sessions)),
         })
       : undefined;
+    // Cluster mode: the shared log is pruned on a schedule, one node at a time.
+    this.#compactor = isCompactingLog(options.log)
+      ? new LogCompactor(
+          options.log,
+          options.limits?.replayBufferSize ?? DEFAULT_HUB_LIMITS.replayBufferSize,
+          options.compactIntervalMs ?? DEFAULT_COMPACT_INTERVAL_MS,
+          (bytes) => metrics.logRetainedBytes(options.tenant, bytes),
+          logger.child({ component: 'compactor' }),
+        )
+      : undefined;
     this.#runner = new AgentRunner(hub, new Map(options.providers.map((p) => [p.info.provider, p])), logger.child({ component: 'agents' }), now, newId, noSteering, {
       remoteAgentGraceMs: options.remoteAgentGraceMs ?? DEFAULT_REMOTE_AGENT_GRACE_MS,
     });
@@ -106,6 +123,7 @@ export class TenantStack {
     const services = new Map<string, unknown>();
     // Cluster mode: the ephemeral channel between processes (presence), never the durable log.
     if (options.bus) services.set(CLUSTER_BUS_SERVICE, tenantBus(options.bus, options.tenant));
+    if (options.collabLog) services.set(COLLAB_LOG_SERVICE, options.collabLog);
     for (const feature of options.features) {
       const installed = feature.install({
         hub,
@@ -149,6 +167,7 @@ export class TenantStack {
   async close(): Promise<void> {
     for (const c of this.#closers) await c();
     await this.hub.close();
+    await this.#compactor?.close();
     await this.#leaseKeeper?.close();
   }
 }

@@ -31,13 +31,23 @@ interface Member {
 export const SERVER_ORIGIN = Symbol('collab-server');
 /** Origin of presence another hub process relayed (never relayed again). */
 export const REMOTE_ORIGIN = Symbol('collab-remote');
+/** Origin of updates read from the cluster's shared update log (history: nobody edited now). */
+export const LOG_ORIGIN = Symbol('collab-log');
+
+/**
+ * Origin of a text update another hub process appended to the shared update log, with who made
+ * it there: the text changed here too, so this process mirrors it into the draft as that person.
+ */
+export interface RemoteEditOrigin {
+  readonly remoteEditBy: Principal;
+}
 
 export class CollabRoom {
   /**
    * Names this document instance: a client re-joining after a hub restart (or after the document
    * was dropped and seeded anew) sees another epoch and knows its history is not in this one.
    */
-  readonly epoch = randomUUID();
+  readonly epoch: string;
   readonly doc = new Y.Doc();
   readonly awareness: awarenessProtocol.Awareness;
   readonly members = new Map<Connection, Member>();
@@ -47,6 +57,8 @@ export class CollabRoom {
   readonly remoteOwners = new Map<number, string>();
   /** Cluster mode: called with the client ids whose presence changed here (members, leaves). */
   relayAwareness: ((ids: readonly number[]) => void) | undefined;
+  /** Cluster mode: called with each update made here (members, the server), for the shared log. */
+  onLocalUpdate: ((update: Uint8Array, by: Principal | undefined) => void) | undefined;
 
   constructor(
     readonly channel: string,
@@ -57,7 +69,10 @@ export class CollabRoom {
     private readonly onMemberEdit: (questionId: string, principal: Principal) => void,
     /** Called when the document outgrew its budget. */
     private readonly onOverflow: (room: CollabRoom) => void,
+    /** Cluster mode: the document's name in the shared update log, the same on every node. */
+    epoch: string = randomUUID(),
   ) {
+    this.epoch = epoch;
     this.awareness = new awarenessProtocol.Awareness(this.doc);
     // The server has no presence of its own.
     this.awareness.setLocalState(null);
@@ -66,13 +81,15 @@ export class CollabRoom {
       const encoder = encoding.createEncoder();
       syncProtocol.writeUpdate(encoder, update);
       this.#broadcast(CollabMethod.Sync, encoding.toUint8Array(encoder), isMemberOrigin(origin) ? origin.conn : undefined);
+      if (isMemberOrigin(origin) || origin === SERVER_ORIGIN) this.onLocalUpdate?.(update, isMemberOrigin(origin) ? origin.principal : undefined);
       if (this.#bytes > this.limits.maxDocBytes) this.onOverflow(this);
     });
     this.doc.on('afterTransaction', (tr: Y.Transaction) => {
-      if (!isMemberOrigin(tr.origin)) return;
+      const editor = isMemberOrigin(tr.origin) ? tr.origin.principal : isRemoteEditOrigin(tr.origin) ? tr.origin.remoteEditBy : undefined;
+      if (editor === undefined) return;
       for (const type of tr.changed.keys()) {
         const name = nameOf(this.doc, type);
-        if (name !== undefined) this.onMemberEdit(name, tr.origin.principal);
+        if (name !== undefined) this.onMemberEdit(name, editor);
       }
     });
     this.awareness.on('update', ({ added, updated, removed }: AwarenessChange, origin: unknown) => {
@@ -232,6 +249,10 @@ interface AwarenessChange {
   added: number[];
   updated: number[];
   removed: number[];
+}
+
+function isRemoteEditOrigin(origin: unknown): origin is RemoteEditOrigin {
+  return typeof origin === 'object' && origin !== null && 'remoteEditBy' in origin;
 }
 
 function isMemberOrigin(origin: unknown): origin is MemberOrigin {

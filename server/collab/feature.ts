@@ -27,6 +27,8 @@ import type { Logger } from '../log.js';
 import { errorFields } from '../log.js';
 import type { Feature, FeatureContext } from '../server.js';
 import { CollabRoom, SERVER_ORIGIN } from './collab-room.js';
+import { COLLAB_LOG_SERVICE, type CollabLog } from './collab-log.js';
+import { ClusterText } from './cluster-text.js';
 import { CHAT_PRESENCE_DOC, CollabMethod, dataParamsSchema, joinParamsSchema, leaveParamsSchema, textDiff } from '../../shared/protocol/collab.js';
 import { DEFAULT_COLLAB_LIMITS, type CollabLimits } from './protocol.js';
 
@@ -69,19 +71,26 @@ export class CollabEngine {
   readonly #lastHeard = new Map<string, number>();
   #heartbeat: NodeJS.Timeout | undefined;
   #offBus: (() => void) | undefined;
+  /** Cluster mode with a collab log: the one Yjs history per document every node shares. */
+  readonly #text: ClusterText | undefined;
+  /** Cluster mode: rooms whose history is being read (joins of the same document wait for it). */
+  readonly #opening = new Map<string, Promise<CollabRoom>>();
 
   constructor(
     private readonly hub: HubPort,
     private readonly logger: Logger,
     readonly limits: CollabLimits = DEFAULT_COLLAB_LIMITS,
     bus?: ClusterBus,
+    collabLog?: CollabLog,
   ) {
     this.#bus = bus;
+    this.#text = bus && collabLog ? new ClusterText(collabLog, bus, logger, roomKey) : undefined;
     if (bus) {
       const offMessages = bus.onMessage((m) => this.#onBusMessage(m));
       // Connected (late at start, or again after an outage): announce and ask again, since
       // everything sent while the bus was down is lost.
       const offConnected = bus.onConnected(() => {
+        this.#text?.onBusConnected();
         for (const room of this.rooms.values()) {
           bus.publish({ kind: 'awarenessQuery', channel: room.channel, doc: room.requestId });
           this.#relay(room, room.localAwarenessIds());
@@ -114,6 +123,7 @@ export class CollabEngine {
   #onBusMessage(m: BusMessage): void {
     this.#lastHeard.set(m.from, Date.now());
     if (m.kind === 'bye') return this.#expire(m.from);
+    if (this.#text?.onBusMessage(m)) return;
     if (typeof m['channel'] !== 'string' || typeof m['doc'] !== 'string') return;
     const room = this.rooms.get(roomKey(m['channel'], m['doc']));
     if (!room) return;
@@ -139,45 +149,78 @@ export class CollabEngine {
     for (const room of this.rooms.values()) room.expireRemote(node);
   }
 
-  join(conn: Connection, principal: Principal, channel: string, doc: string): ReturnType<CollabRoom['join']> {
+  join(conn: Connection, principal: Principal, channel: string, doc: string): ReturnType<CollabRoom['join']> | Promise<ReturnType<CollabRoom['join']>> {
+    const { chat, request } = this.#joinable(principal, channel, doc);
+    const key = roomKey(channel, doc);
+    const room = this.rooms.get(key);
+    this.#assertRoomFor(conn, room);
+    if (room) return this.#enter(conn, principal, room);
+    if (!this.#text || doc === CHAT_PRESENCE_DOC) {
+      const created = this.#newRoom(channel, doc, chat.session);
+      // Seed each text question with its current draft (or its default), once, by the server:
+      // every member then receives the same insert through sync and nobody seeds twice.
+      created.doc.transact(() => {
+        for (const [questionId, value] of seedTextOf(request)) if (value) created.text(questionId).insert(0, value);
+      }, SERVER_ORIGIN);
+      return this.#enter(conn, principal, created);
+    }
+    // Cluster mode: the document's history is shared, and the first node to open it seeds it.
+    const text = this.#text;
+    let opening = this.#opening.get(key);
+    if (!opening) {
+      opening = (async () => {
+        const { epoch, rows } = await text.history(channel, doc, seedTextOf(request));
+        const created = this.#newRoom(channel, doc, chat.session, epoch);
+        text.attach(created, rows);
+        return created;
+      })().finally(() => this.#opening.delete(key));
+      this.#opening.set(key, opening);
+    }
+    return opening.then((opened) => {
+      // The request may have been answered (or the member gone) while the history was read.
+      this.#joinable(principal, channel, doc);
+      if (opened.closed) throw new ProtocolError(ErrorCode.NotFound, `no open input request ${doc} on ${channel}`);
+      this.#assertRoomFor(conn, opened);
+      return this.#enter(conn, principal, opened);
+    });
+  }
+
+  #joinable(principal: Principal, channel: string, doc: string): { chat: NonNullable<ReturnType<HubPort['visibleChat']>>; request: ChatInputRequest | undefined } {
     const chat = this.hub.visibleChat(principal, channel);
     const presenceOnly = doc === CHAT_PRESENCE_DOC;
     const request = chat && !presenceOnly ? openRequest(chat.state, doc) : undefined;
     if (!chat || (!request && !presenceOnly)) throw new ProtocolError(ErrorCode.NotFound, `no open input request ${doc} on ${channel}`);
-    const key = roomKey(channel, doc);
-    let room = this.rooms.get(key);
-    const mine = this.#byConn.get(conn) ?? new Set<CollabRoom>();
-    if (!(room && mine.has(room)) && mine.size >= this.limits.maxDocsPerConnection) {
+    return { chat, request };
+  }
+
+  #assertRoomFor(conn: Connection, room: CollabRoom | undefined): void {
+    const mine = this.#byConn.get(conn);
+    if (!(room && mine?.has(room)) && (mine?.size ?? 0) >= this.limits.maxDocsPerConnection) {
       throw new ProtocolError(ErrorCode.LimitExceeded, `at most ${this.limits.maxDocsPerConnection} collaborative documents per connection`);
     }
-    if (!room) {
-      room = new CollabRoom(
-        channel,
-        doc,
-        chat.session,
-        this.limits,
-        (questionId, who) => this.#markDirty(room!, questionId, who),
-        (r) => this.drop(r, 'document too large'),
-      );
-      this.rooms.set(key, room);
-      if (this.#bus) {
-        const created = room;
-        created.relayAwareness = (ids) => this.#relay(created, ids);
-        // Others' members already in this document: ask them to say so.
-        this.#bus.publish({ kind: 'awarenessQuery', channel, doc });
-      }
-      // Seed each text question with its current draft (or its default), once, by the server:
-      // every member then receives the same insert through sync and nobody seeds twice.
-      room.doc.transact(() => {
-        for (const q of request?.questions ?? []) {
-          if (q.kind !== 'text') continue;
-          const answer = request?.answers?.[q.id];
-          const draft = answer && answer.state !== 'skipped' && answer.value.kind === 'text' ? (answer.value as { value: string }).value : undefined;
-          const value = draft ?? (answer === undefined && typeof q.defaultValue === 'string' ? q.defaultValue : '');
-          if (value) room!.text(q.id).insert(0, value);
-        }
-      }, SERVER_ORIGIN);
+  }
+
+  #newRoom(channel: string, doc: string, session: string, epoch?: string): CollabRoom {
+    const room: CollabRoom = new CollabRoom(
+      channel,
+      doc,
+      session,
+      this.limits,
+      (questionId, who) => this.#markDirty(room, questionId, who),
+      (r) => this.drop(r, 'document too large'),
+      epoch,
+    );
+    this.rooms.set(roomKey(channel, doc), room);
+    if (this.#bus) {
+      room.relayAwareness = (ids) => this.#relay(room, ids);
+      // Others' members already in this document: ask them to say so.
+      this.#bus.publish({ kind: 'awarenessQuery', channel, doc });
     }
+    return room;
+  }
+
+  #enter(conn: Connection, principal: Principal, room: CollabRoom): ReturnType<CollabRoom['join']> {
+    const mine = this.#byConn.get(conn) ?? new Set<CollabRoom>();
     mine.add(room);
     this.#byConn.set(conn, mine);
     return room.join(conn, principal);
@@ -233,9 +276,13 @@ export class CollabEngine {
     if (problem) ctx.conn.send(encodeError(null, ErrorCode.InvalidParams, `${CollabMethod.Awareness} refused: ${problem}`));
   }
 
-  /** Drops a document: members are told, pending mirrors are abandoned. */
-  drop(room: CollabRoom, reason: string): void {
+  /**
+   * Drops a document: members are told, pending mirrors are abandoned. `ended`: its request is
+   * over (answered, turn ended, chat gone), so the cluster's shared history of it goes too.
+   */
+  drop(room: CollabRoom, reason: string, ended = false): void {
     if (this.rooms.get(roomKey(room.channel, room.requestId)) !== room) return;
+    this.#text?.detach(room, ended && room.requestId !== CHAT_PRESENCE_DOC);
     this.rooms.delete(roomKey(room.channel, room.requestId));
     clearTimeout(this.#timers.get(room));
     this.#timers.delete(room);
@@ -244,24 +291,30 @@ export class CollabEngine {
     room.close(reason);
   }
 
-  dropWhere(predicate: (room: CollabRoom) => boolean, reason: string): void {
-    for (const room of [...this.rooms.values()]) if (predicate(room)) this.drop(room, reason);
+  dropWhere(predicate: (room: CollabRoom) => boolean, reason: string, ended = false): void {
+    for (const room of [...this.rooms.values()]) if (predicate(room)) this.drop(room, reason, ended);
   }
 
   /** Hub commits: drafts from non-Yjs clients flow into the text; resolution drops documents. */
-  onCommitted(channel: string, action: KnownAction | undefined): void {
+  onCommitted(channel: string, action: KnownAction | undefined, remote = false): void {
     if (!action) return;
     if (action.type === 'chat/inputCompleted' && action.requestId !== CHAT_PRESENCE_DOC) {
       const room = this.rooms.get(roomKey(channel, action.requestId));
-      if (room) this.drop(room, `input request ${room.requestId} was answered (${String(action.response)})`);
+      if (room) this.drop(room, `input request ${room.requestId} was answered (${String(action.response)})`, true);
+      else if (!remote) this.#text?.removeHistory(channel, action.requestId);
       return;
     }
-    if (action.type === 'chat/inputAnswerChanged') {
+    // Cluster mode: text reaches this node's document through the shared history; only the node
+    // that sequenced a draft merges it (into the history), or two nodes would insert it twice.
+    if (action.type === 'chat/inputAnswerChanged' && !(this.#text && remote)) {
       const room = this.rooms.get(roomKey(channel, action.requestId));
-      if (!room) return;
       const questionId = action.questionId;
       const answer: { state?: string; value?: { kind?: string; value?: unknown } } | undefined = action.answer;
       const next = answer === undefined ? '' : answer.value?.kind === 'text' && typeof answer.value.value === 'string' ? answer.value.value : undefined;
+      if (!room) {
+        if (this.#text && next !== undefined && this.#isTextQuestionOf(channel, action.requestId, questionId)) this.#text.mergeDraftWithoutRoom(channel, action.requestId, questionId, next, applyDiff);
+        return;
+      }
       if (next === undefined || !this.#isTextQuestion(room, questionId)) return;
       if (this.#takeInFlight(room, questionId, next)) return;
       const text = room.text(questionId);
@@ -271,11 +324,12 @@ export class CollabEngine {
 
   /** The chat's turn ended: its input requests are gone, and so are their documents. */
   onTurnEnded(channel: string): void {
-    this.dropWhere((r) => r.channel === channel && r.requestId !== CHAT_PRESENCE_DOC, 'the turn ended');
+    this.dropWhere((r) => r.channel === channel && r.requestId !== CHAT_PRESENCE_DOC, 'the turn ended', true);
   }
 
   close(): void {
     this.dropWhere(() => true, 'the hub is shutting down');
+    this.#text?.close();
     if (this.#bus) {
       clearInterval(this.#heartbeat);
       this.#offBus?.();
@@ -295,8 +349,12 @@ export class CollabEngine {
   }
 
   #isTextQuestion(room: CollabRoom, questionId: string): boolean {
-    const chat = this.hub.chatEntry(room.channel);
-    const request = openRequest(chat?.state, room.requestId);
+    return this.#isTextQuestionOf(room.channel, room.requestId, questionId);
+  }
+
+  #isTextQuestionOf(channel: string, requestId: string, questionId: string): boolean {
+    const chat = this.hub.chatEntry(channel);
+    const request = openRequest(chat?.state, requestId);
     return request?.questions?.some((q) => q.id === questionId && q.kind === 'text') ?? false;
   }
 
@@ -352,6 +410,18 @@ export class CollabEngine {
   }
 }
 
+/** Question id → the text a new document starts with: its current draft, or its default. */
+function seedTextOf(request: ChatInputRequest | undefined): Map<string, string> {
+  const seed = new Map<string, string>();
+  for (const q of request?.questions ?? []) {
+    if (q.kind !== 'text') continue;
+    const answer = request?.answers?.[q.id];
+    const draft = answer && answer.state !== 'skipped' && answer.value.kind === 'text' ? (answer.value as { value: string }).value : undefined;
+    seed.set(q.id, draft ?? (answer === undefined && typeof q.defaultValue === 'string' ? q.defaultValue : ''));
+  }
+  return seed;
+}
+
 /** Turns `text` into `next` with one delete and one insert (see `textDiff`). */
 export function applyDiff(text: Y.Text, next: string): void {
   const edit = textDiff(text.toString(), next);
@@ -367,7 +437,13 @@ function decode(data: string, limits: CollabLimits): Uint8Array {
 /** Registers the `x-collab/*` methods and hub listeners; `dispose` undoes it and drops every document. */
 export function installCollab(ctx: Pick<FeatureContext, 'hub' | 'rpc' | 'logger'> & Partial<Pick<FeatureContext, 'services'>>, limits: CollabLimits = DEFAULT_COLLAB_LIMITS): { engine: CollabEngine; dispose(): void } {
   const { hub, rpc, logger } = ctx;
-  const engine = new CollabEngine(hub, logger, limits, ctx.services?.get(CLUSTER_BUS_SERVICE) as ClusterBus | undefined);
+  const engine = new CollabEngine(
+    hub,
+    logger,
+    limits,
+    ctx.services?.get(CLUSTER_BUS_SERVICE) as ClusterBus | undefined,
+    ctx.services?.get(COLLAB_LOG_SERVICE) as CollabLog | undefined,
+  );
 
   rpc.request(CollabMethod.Join, {
     params: joinParamsSchema,
@@ -389,10 +465,10 @@ export function installCollab(ctx: Pick<FeatureContext, 'hub' | 'rpc' | 'logger'
 
   // Every reaction sends frames to members (or drops documents they hold): delivered phase only.
   const off = hub.hook('collab', {
-    afterDurable: (e) => engine.onCommitted(e.channel, e.known),
+    afterDurable: (e) => engine.onCommitted(e.channel, e.known, e.remote),
     turnEndedDurable: (e) => engine.onTurnEnded(e.chat),
-    chatDisposed: (e) => engine.dropWhere((r) => r.channel === e.chat, 'the chat was disposed'),
-    sessionDisposed: (e) => engine.dropWhere((r) => r.session === e.session, 'the session was disposed'),
+    chatDisposed: (e) => engine.dropWhere((r) => r.channel === e.chat, 'the chat was disposed', true),
+    sessionDisposed: (e) => engine.dropWhere((r) => r.session === e.session, 'the session was disposed', true),
     disconnected: (conn) => engine.disconnect(conn),
   });
 

@@ -44,6 +44,11 @@ export const LOG_NOTIFY_CHANNEL = 'ahp_log';
  * their snapshot saves take turns; it never mixes their rows.
  */
 const SNAPSHOT_LOCK_CLASS = 0x61687002;
+/**
+ * The cluster's compaction lease per partition (COMPACTION_LOCK_CLASS, hashtext(partition)),
+ * taken with pg_try_advisory_xact_lock: one node compacts a tenant at a time, the others skip.
+ */
+const COMPACTION_LOCK_CLASS = 0x61687003;
 
 /** What a partition's log needs from its store (postgres-store.ts). */
 export interface PostgresPartition {
@@ -193,6 +198,41 @@ export class PostgresActionLog implements SharedActionLog {
       requireCompactionCovered(uptoSeq, seq === null || seq === undefined ? undefined : Number(seq));
       await client.query('DELETE FROM ahp_records WHERE partition = $1 AND seq <= $2', [this.#name, uptoSeq]);
     });
+  }
+
+  /**
+   * Cluster compaction (log-compactor.ts): under the partition's compaction lease, drops every
+   * snapshot but the newest and every record at or before `min(newest snapshot, head - keepRecords)`
+   * (the newest snapshot plus the replay window stay; records after the snapshot stay for
+   * recovery). Undefined when another node holds the lease or no snapshot exists yet.
+   */
+  async compactBehindNewestSnapshot(keepRecords: number): Promise<{ uptoSeq: number; recordsDeleted: number; snapshotsDeleted: number } | undefined> {
+    this.#assertOpen();
+    requireSeqArgument('keepRecords', keepRecords);
+    return this.#transaction(async (client) => {
+      const lease = await client.query<{ ok: boolean }>('SELECT pg_try_advisory_xact_lock($1::int, hashtext($2)) AS ok', [COMPACTION_LOCK_CLASS, this.#name]);
+      if (!lease.rows[0]?.ok) return undefined;
+      await this.#lockSnapshots(client);
+      const latest = await client.query<{ seq: string | null }>('SELECT MAX(seq) AS seq FROM ahp_snapshots WHERE partition = $1', [this.#name]);
+      const newest = latest.rows[0]?.seq;
+      if (newest === null || newest === undefined) return undefined;
+      const head = await client.query<{ head: string }>('SELECT head FROM ahp_log_head WHERE partition = $1', [this.#name]);
+      const uptoSeq = Math.min(Number(newest), Math.max(0, this.#parseHead(head.rows[0]?.head) - keepRecords));
+      const records = await client.query('DELETE FROM ahp_records WHERE partition = $1 AND seq <= $2', [this.#name, uptoSeq]);
+      const snapshots = await client.query('DELETE FROM ahp_snapshots WHERE partition = $1 AND seq < $2', [this.#name, Number(newest)]);
+      return { uptoSeq, recordsDeleted: records.rowCount ?? 0, snapshotsDeleted: snapshots.rowCount ?? 0 };
+    });
+  }
+
+  /** Bytes this partition's records and snapshots hold (row sizes, as PostgreSQL stores them). */
+  async retainedBytes(): Promise<number> {
+    this.#assertOpen();
+    const r = await this.#pool.query<{ bytes: string }>(
+      `SELECT (SELECT COALESCE(SUM(pg_column_size(r.*)), 0) FROM ahp_records r WHERE partition = $1)
+            + (SELECT COALESCE(SUM(pg_column_size(s.*)), 0) FROM ahp_snapshots s WHERE partition = $1) AS bytes`,
+      [this.#name],
+    );
+    return Number(r.rows[0]?.bytes ?? 0);
   }
 
   /**

@@ -20,6 +20,7 @@ import { LOG_NOTIFY_CHANNEL, PostgresActionLog, type PostgresPartition, decodeWa
 import { PostgresAgentLeases } from './postgres-agent-leases.js';
 import { errorMessage } from '../log.js';
 import { ListeningConnection } from './postgres-listener.js';
+import { COLLAB_TABLE_DDL, PostgresCollabLog } from './postgres-collab-log.js';
 
 /**
  * Bump when the schema changes; a database written by a newer build is refused, not misread.
@@ -125,6 +126,13 @@ export class PostgresStore {
     if (typeof options.node !== 'string' || options.node.length === 0) throw new RangeError('agent leases: node must be a non-empty string');
     if (!Number.isSafeInteger(options.ttlMs) || options.ttlMs < 0) throw new RangeError(`agent leases: ttlMs must be a non-negative integer, got ${String(options.ttlMs)}`);
     return new PostgresAgentLeases(this.#pool, partition, options.node, options.ttlMs, () => this.#closed);
+  }
+
+  /** The shared update log of one partition's collaborative documents (postgres-collab-log.ts). */
+  collabLog(partition: string): PostgresCollabLog {
+    requirePartitionName(partition);
+    this.#assertOpen();
+    return new PostgresCollabLog(this.#pool, partition, () => this.#closed);
   }
 
   /** Ends the LISTEN connection and every pooled connection. Safe to call more than once. */
@@ -237,9 +245,11 @@ async function migrate(pool: pg.Pool): Promise<void> {
         throw new Error(
           `the database has schema version ${version}: it was created by a development build before per-tenant ` +
             `partitions and cannot be upgraded. Drop its ahp_* tables (ahp_meta, ahp_log_head, ahp_records, ` +
-            `ahp_snapshots, ahp_agent_leases) or give the hub a new, empty database.`,
+            `ahp_snapshots, ahp_agent_leases, ahp_collab_updates) or give the hub a new, empty database.`,
         );
       }
+      // Added within version 2 (no reader of older builds minds an extra table).
+      await client.query(COLLAB_TABLE_DDL);
       await client.query('COMMIT');
       return;
     }
@@ -268,6 +278,7 @@ async function migrate(pool: pg.Pool): Promise<void> {
         PRIMARY KEY (partition, session)
       );
     `);
+    await client.query(COLLAB_TABLE_DDL);
     await client.query(`INSERT INTO ahp_meta (key, value) VALUES ('schema_version', $1)`, [String(SCHEMA_VERSION)]);
     await client.query('COMMIT');
   } catch (error) {

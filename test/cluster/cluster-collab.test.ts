@@ -1,8 +1,8 @@
 /**
- * Collaborative answers across nodes: each node keeps its own Y.Doc per open request; text
- * travels between nodes as the `chat/inputAnswerChanged` drafts the collaboration feature mirrors
- * into the shared log, and each node merges folded drafts into its document. Presence travels on
- * the cluster bus (PostgreSQL NOTIFY, never the log) and expires with a node that stops.
+ * Collaborative answers across nodes: each node's Y.Doc of an open request is built from one
+ * shared Yjs history (docs/cluster.md "Text merge across nodes"), and every node mirrors the text
+ * into the same AHP draft. Presence travels on the cluster bus (PostgreSQL NOTIFY, never the log)
+ * and expires with a node that stops. Concurrent typing: cluster-text-merge.test.ts.
  */
 import { afterAll, describe, expect, it } from 'vitest';
 import { RpcClient } from '../helpers/rpc-client.js';

@@ -22,11 +22,11 @@ export interface Cluster {
  * `server`: a PostgreSQL URL other than the run's shared one (tests that stop their server).
  * `args`: more flags for every node (e.g. `--auth FILE`).
  */
-export async function startCluster(size: number, server?: string, args: readonly string[] = []): Promise<Cluster> {
+export async function startCluster(size: number, server?: string, args: readonly string[] = [], env?: Record<string, string>): Promise<Cluster> {
   const db = await freshDatabase('cluster', server);
   const nodes: HubProcess[] = [];
   const addNode = async (): Promise<HubProcess> => {
-    const node = await startHubProcess(['--store', db.url, '--log-level', 'warn', ...args]);
+    const node = await startHubProcess(['--store', db.url, '--log-level', 'warn', ...args], env ? { env } : {});
     nodes.push(node);
     return node;
   };
@@ -97,11 +97,11 @@ export async function queuedMessageCountsInLog(storeUrl: string): Promise<Map<st
  * tests push onto `clients` closed first. A `beforeAll` registered before this call runs before
  * the cluster starts; an `afterAll` registered after it runs before the cluster stops.
  */
-export function clusterPerFile(size: number, args: readonly string[] = []): { readonly cluster: Cluster; readonly clients: RpcClient[] } {
+export function clusterPerFile(size: number, args: readonly string[] = [], env?: Record<string, string>): { readonly cluster: Cluster; readonly clients: RpcClient[] } {
   let cluster: Cluster | undefined;
   const clients: RpcClient[] = [];
   beforeAll(async () => {
-    cluster = await startCluster(size, undefined, args);
+    cluster = await startCluster(size, undefined, args, env);
   }, 60_000);
   afterAll(async () => {
     await Promise.all(clients.splice(0).map((c) => c.close()));
