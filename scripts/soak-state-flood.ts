@@ -32,9 +32,11 @@ export interface StateFloodFigures {
   readonly restartMs: number;
 }
 
-/** A bare JSON-RPC client: requests by id, dispatches by clientSeq, echoes matched to them. */
-class FloodClient {
+/** A bare JSON-RPC client: requests by id, dispatches by clientSeq, echoes matched to them (also used by soak-floods.ts). */
+export class FloodClient {
   readonly clientId = randomUUID();
+  /** Sees every action envelope of the channels this client subscribed to. */
+  onAction: ((envelope: { channel: string; action: { type: string; [key: string]: unknown } }) => void) | undefined;
   readonly #waiting = new Map<number, (msg: { result?: unknown; error?: { message: string } }) => void>();
   readonly #echoes = new Map<number, (reason: string | undefined) => void>();
   #id = 0;
@@ -44,6 +46,7 @@ class FloodClient {
     ws.on('message', (data) => {
       const msg = JSON.parse(String(data)) as { id?: number; method?: string; params?: { origin?: { clientId: string; clientSeq: number }; rejectionReason?: string }; result?: unknown; error?: { message: string } };
       if (msg.method === 'action') {
+        this.onAction?.(msg.params as unknown as { channel: string; action: { type: string } });
         const origin = msg.params?.origin;
         if (origin?.clientId === this.clientId) this.#echoes.get(origin.clientSeq)?.(msg.params?.rejectionReason);
         return;
@@ -52,7 +55,7 @@ class FloodClient {
     });
   }
 
-  static async open(wsUrl: string, token: string): Promise<FloodClient> {
+  static async open(wsUrl: string, token?: string): Promise<FloodClient> {
     const client = new FloodClient(await openSocket(wsUrl, token));
     await client.request('initialize', { channel: 'ahp-root://', protocolVersions: ['1.0.0'], clientId: client.clientId });
     return client;

@@ -13,9 +13,12 @@
  *      them (4008) and its memory must stay bounded.
  *   4. Connection floods (with tokens): one token opens far more sockets than its cap while
  *      half-open HTTP requests pile up; another user still connects and `/healthz` still answers.
+ *   5. The aggregate-state flood (scripts/soak-state-flood.ts), then issue 18's other floods
+ *      (scripts/soak-floods.ts): 1,000 SSE streams, an agent spawn flood, a full disk, a burst of
+ *      3,000 permission requests.
  *
  * Flags: --seed N (1), --cycles N (25), --fuzz-frames N (1000000), --quick (small numbers),
- * --only kill|fuzz|slow|flood|state (one phase, with the same seeded inputs as in the full run).
+ * --only kill|fuzz|slow|flood|state|sse|spawn|disk|permissions (one phase, with the same seeded inputs as in the full run).
  * Prints one line per phase and a summary; exits non-zero if any action was lost or the hub died.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -33,6 +36,7 @@ import { tenantLogFile } from '../server/storage/tenant-logs.js';
 import { DEV_PRINCIPAL } from '../server/auth/auth.js';
 import { prng } from './prng.js';
 import { stateFlood } from './soak-state-flood.js';
+import { describeDisk, describePermissions, describeSpawn, describeSse, diskFlood, permissionBurst, sseFlood, spawnFlood } from './soak-floods.js';
 
 /** The dev tenant's log file in a data directory (dev mode has one tenant). */
 const devLogFile = (dataDir: string): string => tenantLogFile(dataDir, DEV_PRINCIPAL.tenant);
@@ -64,7 +68,7 @@ function parseOptions(argv: readonly string[]): Options {
       o.quick = true;
       o.cycles = 3;
       o.fuzzFrames = 50_000;
-    } else throw new Error(`unknown flag ${flag}; flags: --seed N --cycles N --fuzz-frames N --quick --only kill|fuzz|slow|flood|state`);
+    } else throw new Error(`unknown flag ${flag}; flags: --seed N --cycles N --fuzz-frames N --quick --only kill|fuzz|slow|flood|state|sse|spawn|disk|permissions`);
   }
   return o;
 }
@@ -612,6 +616,26 @@ async function main(): Promise<void> {
     if (!st.restartOk) failures.push('the hub did not start again after the aggregate-state flood');
     if (!Object.keys(st.refusals).some((code) => code.endsWith('_quota'))) failures.push('no state quota refused the aggregate-state flood');
     if (!st.otherTenantWorks) failures.push('the aggregate-state flood locked out another tenant');
+  }
+  if (runs('sse')) {
+    const sse = await sseFlood(startHub, o.quick);
+    say(describeSse(sse));
+    if (sse.failures > 0) failures.push(`${sse.failures} of another tenant's requests failed during the SSE flood`);
+  }
+  if (runs('spawn')) {
+    const spawnRuns = await spawnFlood(startHub, o.quick);
+    say(describeSpawn(spawnRuns));
+    if (spawnRuns.some((r) => !r.hubUp)) failures.push('the hub died in the agent spawn flood');
+  }
+  if (runs('disk')) {
+    const disk = await diskFlood(startHub);
+    say(describeDisk(disk));
+    if (disk.some((r) => !r.hubUp || r.otherAccepted < r.otherWrites)) failures.push("a full tenant disk took the hub or another tenant's writes down");
+  }
+  if (runs('permissions')) {
+    const perm = await permissionBurst(startHub, o.quick);
+    say(describePermissions(perm));
+    if (!perm.hubUp) failures.push('the hub died in the permission burst');
   }
   say(`summary: ${((performance.now() - started) / 1000).toFixed(0)} s; actions lost: ${lost}; ${failures.length === 0 ? 'PASS' : 'FAIL: ' + failures.join('; ')}`);
   process.exitCode = failures.length === 0 ? 0 : 1;

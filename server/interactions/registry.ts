@@ -33,6 +33,7 @@ import {
   type ToolCallState,
 } from '../../shared/protocol/state.js';
 import { interactionIdOf } from '../../shared/state/status.js';
+import { firstPositionOf, inputKey, lastPositionOf, toolKey } from '../../shared/state/part-index.js';
 import { APPROVED_TOOLS_META, DENIED_TOOLS_META, findEndedTurn, findOpenInputRequest, isOpenInputRequest, isToolCallDecided, openInteractions, rememberedTools, turnResponseParts } from '../../shared/state/selectors.js';
 import { sessionIdOf } from '../../shared/protocol/uris.js';
 import { canWrite, type Principal } from '../auth/auth.js';
@@ -560,13 +561,9 @@ interface Wanted {
 function wantedOf(parts: readonly ResponsePart[], key: string): Wanted | undefined {
   const id = key.slice(key.indexOf(':') + 1);
   const tool = key.startsWith('tool:');
-  for (let i = parts.length - 1; i >= 0; i--) {
-    const part = parts[i]!;
-    if (tool && isPartOfKind(part, 'toolCall') && part.toolCall.toolCallId === id) {
-      return part.toolCall.status === 'pending-confirmation' ? { tool: part.toolCall } : undefined;
-    }
-    if (!tool && isPartOfKind(part, 'inputRequest') && part.request.id === id) return isOpenInputRequest(part) ? { input: part.request } : undefined;
-  }
+  const part = parts[lastPositionOf(parts, tool ? toolKey(id) : inputKey(id))];
+  if (part && isPartOfKind(part, 'toolCall')) return part.toolCall.status === 'pending-confirmation' ? { tool: part.toolCall } : undefined;
+  if (part && isOpenInputRequest(part)) return { input: part.request };
   return undefined;
 }
 
@@ -599,14 +596,14 @@ function deriveOutcome(it: Interaction, state: ChatState): PermissionOutcome {
   const allowOnce = it.options.find((o) => o.kind === 'allow_once')!.optionId;
   const rejectOnce = it.options.find((o) => o.kind === 'reject_once')!.optionId;
   if (it.kind === 'question') {
-    const part = parts.find((p) => isPartOfKind(p, 'inputRequest') && p.request.id === it.inputRequestId);
+    const part = it.inputRequestId === undefined ? undefined : parts[firstPositionOf(parts, inputKey(it.inputRequestId))];
     const response = part && isPartOfKind(part, 'inputRequest') ? part.response : undefined;
     if (response === 'accept') return { outcome: 'selected', optionId: allowOnce };
     if (response === 'decline') return { outcome: 'selected', optionId: rejectOnce };
     return { outcome: 'cancelled' };
   }
-  let tool: ToolCallState | undefined;
-  for (const p of parts) if (isPartOfKind(p, 'toolCall') && p.toolCall.toolCallId === it.toolCallId) tool = p.toolCall;
+  const last = it.toolCallId === undefined ? undefined : parts[lastPositionOf(parts, toolKey(it.toolCallId))];
+  const tool: ToolCallState | undefined = last && isPartOfKind(last, 'toolCall') ? last.toolCall : undefined;
   if (!tool || !isToolCallDecided(tool)) return { outcome: 'cancelled' };
   const selected = 'selectedOption' in tool ? (tool.selectedOption as ConfirmationOption | undefined) : undefined;
   // Only the tool's own options count as selected (`toolOptions` gives each its id unchanged and

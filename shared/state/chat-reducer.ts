@@ -51,7 +51,8 @@ import {
   type Turn,
   type TurnState,
 } from '../protocol/state.js';
-import { nonEmpty, nonEmptyRecord, removeWhere, setEntry, updateAt, upsertBy, withField } from './collections.js';
+import { nonEmpty, nonEmptyRecord, removeWhere, setEntry, upsertBy, withField } from './collections.js';
+import { appendPart, firstPositionOf, inputKey, replacePart, toolKey } from './part-index.js';
 import { hasTurn, isOpenInputRequest } from './selectors.js';
 import { deriveChatStatus } from './status.js';
 
@@ -196,7 +197,8 @@ function updateActiveTurn(state: ChatState, turnId: string, update: (turn: Activ
 }
 
 function withResponseParts(turn: ActiveTurn, responseParts: readonly ResponsePart[]): ActiveTurn {
-  return responseParts === turn.responseParts ? turn : { ...turn, responseParts: [...responseParts] };
+  // Every helper that changes parts returns a fresh array (which may carry the part index): no copy.
+  return responseParts === turn.responseParts ? turn : { ...turn, responseParts: responseParts as ResponsePart[] };
 }
 
 /** `chat/delta` → markdown part, `chat/reasoning` → reasoning part, addressed by part `id`. */
@@ -207,7 +209,7 @@ function appendToStreamedPart(state: ChatState, action: DeltaAction | ReasoningA
     const index = turn.responseParts.findIndex((part) => isPartOfKind(part, kind) && part.id === action.partId);
     return withResponseParts(
       turn,
-      updateAt(turn.responseParts, index, (part) =>
+      replacePartAt(turn.responseParts, index, (part) =>
         isPartOfKind(part, kind) ? { ...part, content: part.content + action.content } : part,
       ),
     );
@@ -219,7 +221,7 @@ function appendResponsePart(state: ChatState, action: ResponsePartAction): ChatS
   if (isPartOfKind(action.part, 'error')) return state;
   const next = updateActiveTurn(state, action.turnId, (turn) => ({
     ...turn,
-    responseParts: [...turn.responseParts, action.part],
+    responseParts: appendPart(turn.responseParts, action.part),
   }));
   // A part may arrive already blocking (an open request, a tool awaiting confirmation).
   return next === state ? state : withDerivedStatus(next);
@@ -331,13 +333,19 @@ function updateOpenRequest(
   return updateActiveTurn(state, turn.id, (current) =>
     withResponseParts(
       current,
-      updateAt(current.responseParts, index, (part) => (isOpenInputRequest(part) ? update(part) : part)),
+      replacePartAt(current.responseParts, index, (part) => (isOpenInputRequest(part) ? update(part) : part)),
     ),
   );
 }
 
 function findOpenRequestIndex(turn: ActiveTurn, requestId: string): number {
-  return turn.responseParts.findIndex((part) => isOpenInputRequest(part) && part.request.id === requestId);
+  return firstPositionOf(turn.responseParts, inputKey(requestId), isOpenInputRequest);
+}
+
+/** `updateAt` for response parts, keeping the part index (a part keeps its id through every update here). */
+function replacePartAt(parts: readonly ResponsePart[], index: number, update: (part: ResponsePart) => ResponsePart): readonly ResponsePart[] {
+  const current = parts[index];
+  return index < 0 || current === undefined ? parts : replacePart(parts, index, update(current));
 }
 
 /**
@@ -351,7 +359,7 @@ function inputRequested(state: ChatState, action: InputRequestedAction): ChatSta
     findOpenRequestIndex(turn, action.request.id) === -1
       ? updateActiveTurn(state, turn.id, (current) => ({
           ...current,
-          responseParts: [...current.responseParts, { kind: 'inputRequest', request: action.request }],
+          responseParts: appendPart(current.responseParts, { kind: 'inputRequest', request: action.request }),
         }))
       : updateOpenRequest(state, action.request.id, (part) => ({
           ...part,
@@ -434,9 +442,7 @@ function queuedMessagesReordered(state: ChatState, action: QueuedMessagesReorder
 // ─── Tool calls (§3.4) ───────────────────────────────────────────────────────
 
 function findToolCallIndex(turn: ActiveTurn, toolCallId: string): number {
-  return turn.responseParts.findIndex(
-    (part) => isPartOfKind(part, 'toolCall') && part.toolCall.toolCallId === toolCallId,
-  );
+  return firstPositionOf(turn.responseParts, toolKey(toolCallId));
 }
 
 function toolCallStart(state: ChatState, action: ToolCallStartAction): ChatState {
@@ -452,7 +458,7 @@ function toolCallStart(state: ChatState, action: ToolCallStartAction): ChatState
       contributor: action.contributor,
       _meta: action._meta,
     };
-    return { ...turn, responseParts: [...turn.responseParts, { kind: 'toolCall', toolCall }] };
+    return { ...turn, responseParts: appendPart(turn.responseParts, { kind: 'toolCall', toolCall }) };
   });
 }
 
@@ -476,7 +482,7 @@ function transitionToolCall<A extends ToolAction>(
     const index = findToolCallIndex(turn, action.toolCallId);
     return withResponseParts(
       turn,
-      updateAt(turn.responseParts, index, (part) => {
+      replacePartAt(turn.responseParts, index, (part) => {
         if (!isPartOfKind(part, 'toolCall')) return part;
         const toolCall = transition(part.toolCall, action);
         return toolCall ? { ...part, toolCall } : part;

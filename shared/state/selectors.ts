@@ -18,6 +18,7 @@ import {
   type ToolCallState,
   type Turn,
 } from '../protocol/state.js';
+import { firstPositionOf, inputKey, toolKey } from './part-index.js';
 
 type WithActiveTurn = Pick<ChatState, 'activeTurn'>;
 type WithTurns = Pick<ChatState, 'activeTurn' | 'turns'>;
@@ -31,25 +32,24 @@ export function isOpenInputRequest(part: ResponsePart): part is InputRequestPart
 
 /** The open input-request part with `requestId` in the active turn, if any. */
 export function findOpenInputRequest(chat: WithActiveTurn, requestId: string): InputRequestPart | undefined {
-  return chat.activeTurn?.responseParts.find(
-    (part): part is InputRequestPart => isOpenInputRequest(part) && part.request.id === requestId,
-  );
+  const parts = chat.activeTurn?.responseParts;
+  const part = parts?.[parts ? firstPositionOf(parts, inputKey(requestId), isOpenInputRequest) : -1];
+  return part && isOpenInputRequest(part) ? part : undefined;
 }
 
 /** An answered (accepted, declined or cancelled) input-request part with `requestId` in the active turn. */
 export function findAnsweredInputRequest(chat: WithActiveTurn, requestId: string): InputRequestPart | undefined {
-  return chat.activeTurn?.responseParts.find(
-    (part): part is InputRequestPart =>
-      isPartOfKind(part, 'inputRequest') && part.request.id === requestId && part.response !== undefined,
-  );
+  const parts = chat.activeTurn?.responseParts;
+  const answered = (part: ResponsePart): boolean => isPartOfKind(part, 'inputRequest') && part.response !== undefined;
+  const part = parts?.[parts ? firstPositionOf(parts, inputKey(requestId), answered) : -1];
+  return part && isPartOfKind(part, 'inputRequest') ? part : undefined;
 }
 
 /** The tool call with `toolCallId` in the active turn, if any. */
 export function findActiveToolCall(chat: WithActiveTurn, toolCallId: string): ToolCallState | undefined {
-  for (const part of chat.activeTurn?.responseParts ?? []) {
-    if (isPartOfKind(part, 'toolCall') && part.toolCall.toolCallId === toolCallId) return part.toolCall;
-  }
-  return undefined;
+  const parts = chat.activeTurn?.responseParts;
+  const part = parts?.[parts ? firstPositionOf(parts, toolKey(toolCallId)) : -1];
+  return part && isPartOfKind(part, 'toolCall') ? part.toolCall : undefined;
 }
 
 /**

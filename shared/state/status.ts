@@ -17,23 +17,12 @@ import {
 } from '../protocol/state.js';
 import type { KnownAction } from '../protocol/actions.js';
 import { isOpenInputRequest } from './selectors.js';
-
-/** Tool statuses that wait for a person: a confirmation prompt or an MCP sign-in. */
-const USER_BLOCKING_TOOL_STATUSES: ReadonlySet<ToolCallState['status']> = new Set([
-  'pending-confirmation',
-  'pending-result-confirmation',
-  'auth-required',
-]);
+import { blockingPartCount, inputKey, lastPositionOf, toolKey } from './part-index.js';
 
 /** True when the active turn is blocked on the user (§2.5). A client-executed running tool is not. */
 export function chatNeedsInput(chat: Pick<ChatState, 'activeTurn'>): boolean {
-  return (
-    chat.activeTurn?.responseParts.some(
-      (part) =>
-        isOpenInputRequest(part) ||
-        (isPartOfKind(part, 'toolCall') && USER_BLOCKING_TOOL_STATUSES.has(part.toolCall.status)),
-    ) ?? false
-  );
+  // Counted, not scanned: during a burst of requests every action re-derives the status.
+  return chat.activeTurn !== undefined && blockingPartCount(chat.activeTurn.responseParts) > 0;
 }
 
 /**
@@ -148,13 +137,10 @@ export function sessionInputNeededEntries(chatUri: string, chat: Pick<ChatState,
 export function sessionInputNeededEntryOf(chatUri: string, chat: Pick<ChatState, 'activeTurn'>, requestOrToolCallId: string): SessionInputRequest | undefined {
   const turn = chat.activeTurn;
   if (!turn) return undefined;
-  for (let i = turn.responseParts.length - 1; i >= 0; i--) {
-    const part = turn.responseParts[i]!;
-    if (isPartOfKind(part, 'toolCall') && part.toolCall.toolCallId === requestOrToolCallId) return toolCallEntry(chatUri, turn.id, part.toolCall);
-    if (isPartOfKind(part, 'inputRequest') && part.request.id === requestOrToolCallId) {
-      return isOpenInputRequest(part) ? { kind: 'chatInput', id: sessionInputId(chatUri, part.request.id), chat: chatUri, request: part.request } : undefined;
-    }
-  }
+  const parts = turn.responseParts;
+  const part = parts[Math.max(lastPositionOf(parts, toolKey(requestOrToolCallId)), lastPositionOf(parts, inputKey(requestOrToolCallId)))];
+  if (part && isPartOfKind(part, 'toolCall')) return toolCallEntry(chatUri, turn.id, part.toolCall);
+  if (part && isOpenInputRequest(part)) return { kind: 'chatInput', id: sessionInputId(chatUri, part.request.id), chat: chatUri, request: part.request };
   return undefined;
 }
 

@@ -7,7 +7,7 @@
 // · {"elicitComplete": elicitationId} · {"waitCancel": true} · {"stop": StopReason}
 // · {"exit": code} · {"reportInit": true} · {"probe": {"paths": [...]}} · {"spawnChild": true} · {"awaitSteering": n} · {"elicit": params, "background": true} then
 // {"awaitElicitation": true}; {"permission": …, "background": true} (several may be open at once) then
-// {"awaitPermissions": true}. With SCRIPTED_AGENT_LOG set, every answer the client gives is also
+// {"awaitPermissions": true}; {"permissionBurst": {"count": n}} asks n at once (tool calls burst-0 …). With SCRIPTED_AGENT_LOG set, every answer the client gives is also
 // appended there as a JSON line (answers that arrive after a turn was cancelled are seen only there).
 import { spawn } from 'node:child_process';
 import { appendFileSync, readdirSync, readFileSync, statSync } from 'node:fs';
@@ -88,6 +88,12 @@ const app = acp
       if (step.update) await client.notify(acp.methods.client.session.update, { sessionId, update: step.update });
       else if (step.permission && step.background) {
         backgroundPermissions.push(client.request(acp.methods.client.session.requestPermission, { sessionId, ...step.permission }));
+      } else if (step.permissionBurst) {
+        // `count` permission requests at once (tool calls burst-0 …), answered by a later awaitPermissions.
+        for (let i = 0; i < step.permissionBurst.count; i++) {
+          const toolCall = { toolCallId: `burst-${i}`, title: `Write burst-${i}` };
+          backgroundPermissions.push(client.request(acp.methods.client.session.requestPermission, { sessionId, toolCall, options: [{ optionId: 'ok', name: 'Allow', kind: 'allow_once' }] }));
+        }
       } else if (step.awaitPermissions) {
         const answers = await Promise.all(backgroundPermissions.splice(0));
         await report({ permissions: answers.map((a) => a.outcome) });

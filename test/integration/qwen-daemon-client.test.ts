@@ -187,6 +187,34 @@ describe('qwen serve compatibility: @qwen-code/sdk DaemonClient against the hub'
     expect(updates).toContain('completed');
   });
 
+  it('the session-less POST /permission/{requestId} refuses an id pending in two sessions with 409 ambiguous_request_id, naming both; the per-session route answers', async () => {
+    const client = await start();
+    const sessions = [await DaemonSessionClient.createOrAttach(client, {}), await DaemonSessionClient.createOrAttach(client, {})];
+    const streams = sessions.map((s) => collect(client, s.sessionId));
+    for (const e of streams) closers.push(e.stop);
+    // The same question id in both sessions: each session's request keeps the agent's id.
+    const turns = sessions.map((s) => s.prompt(script([{ ask: { id: 'q-same', message: 'Go on?' } }])));
+    const asked = await Promise.all(streams.map((e) => e.waitFor((f) => f.type === 'permission_request', 'a permission request')));
+    expect(asked[0]!.data.requestId).toBe(asked[1]!.data.requestId);
+    const requestId = asked[0]!.data.requestId as string;
+
+    const res = await fetch(`${server.url}/permission/${requestId}`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${TOKENS.alice}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ outcome: { outcome: 'selected', optionId: 'proceed_once' } }),
+    });
+    expect(res.status).toBe(409);
+    const body = (await res.json()) as { code: string; message: string; sessions: string[] };
+    expect(body.code).toBe('ambiguous_request_id');
+    expect(body.message).toMatch(/2 sessions/);
+    expect(new Set(body.sessions)).toEqual(new Set(sessions.map((s) => s.sessionId)));
+    // Neither request was answered by the refused reply.
+    expect(streams.flatMap((e) => e.frames).some((f) => f.type === 'permission_resolved')).toBe(false);
+
+    for (const s of sessions) expect(await s.respondToSessionPermission(requestId, { outcome: { outcome: 'selected', optionId: 'proceed_once' } })).toBe(true);
+    for (const t of turns) expect((await t).stopReason).toBe('end_turn');
+  });
+
   it('a prompt whose turn fails ends with turn_error, which DaemonClient raises as a turn error', async () => {
     const client = await start();
     const session = await DaemonSessionClient.createOrAttach(client, {});
