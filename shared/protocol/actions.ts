@@ -43,6 +43,8 @@ import {
   turnsLoadedActionSchema,
   turnStartedActionSchema,
   usageActionSchema,
+  chatWorkingDirectorySetActionSchema,
+  chatWorkingDirectoryRemovedActionSchema,
 } from './actions/chat.js';
 import {
   chatAddedActionSchema,
@@ -60,7 +62,12 @@ import {
   toolChoiceForgottenActionSchema,
   toolDenialRememberedActionSchema,
 } from './actions/session.js';
-import { agentsChangedActionSchema } from './actions/root.js';
+import {
+  agentsChangedActionSchema,
+  activeSessionsChangedActionSchema,
+  terminalsChangedActionSchema,
+  rootConfigChangedActionSchema,
+} from './actions/root.js';
 import type {
   ChatActionType,
   KnownAction,
@@ -68,12 +75,73 @@ import type {
   RootActionType,
   SessionActionType,
 } from './actions/unions.js';
+import {
+  sessionCreationFailedActionSchema,
+  sessionActivityChangedActionSchema,
+  sessionChangesetsChangedActionSchema,
+  sessionServerToolsChangedActionSchema,
+  sessionActiveClientSetActionSchema,
+  sessionActiveClientRemovedActionSchema,
+  sessionWorkingDirectorySetActionSchema,
+  sessionWorkingDirectoryRemovedActionSchema,
+  sessionCustomizationsChangedActionSchema,
+  sessionCustomizationToggledActionSchema,
+  sessionCustomizationUpdatedActionSchema,
+  sessionCustomizationRemovedActionSchema,
+  sessionMcpServerStateChangedActionSchema,
+  sessionMcpServerStartRequestedActionSchema,
+  sessionMcpServerStopRequestedActionSchema,
+  sessionConfigChangedActionSchema,
+  sessionMetaChangedActionSchema,
+} from './actions/session-host.js';
+import {
+  terminalDataActionSchema,
+  terminalInputActionSchema,
+  terminalResizedActionSchema,
+  terminalClaimedActionSchema,
+  terminalTitleChangedActionSchema,
+  terminalCwdChangedActionSchema,
+  terminalExitedActionSchema,
+  terminalClearedActionSchema,
+  terminalCommandDetectionAvailableActionSchema,
+  terminalCommandExecutedActionSchema,
+  terminalCommandFinishedActionSchema,
+} from './actions/terminal.js';
+import {
+  changesetStatusChangedActionSchema,
+  changesetFileSetActionSchema,
+  changesetFileRemovedActionSchema,
+  changesetFilesReviewChangedActionSchema,
+  changesetContentChangedActionSchema,
+  changesetOperationsChangedActionSchema,
+  changesetOperationStatusChangedActionSchema,
+  changesetClearedActionSchema,
+} from './actions/changeset.js';
+import {
+  annotationsSetActionSchema,
+  annotationsUpdatedActionSchema,
+  annotationsRemovedActionSchema,
+  annotationsEntrySetActionSchema,
+  annotationsEntryRemovedActionSchema,
+} from './actions/annotations.js';
+import {
+  resourceWatchChangedActionSchema,
+} from './actions/resource-watch.js';
+import type { AnnotationsActionType } from './actions/annotations.js';
+import type { ChangesetActionType } from './actions/changeset.js';
+import type { ResourceWatchActionType } from './actions/resource-watch.js';
+import type { TerminalActionType } from './actions/terminal.js';
 
 export * from './actions/common.js';
 export * from './actions/chat.js';
 export * from './actions/session.js';
 export * from './actions/root.js';
 export * from './actions/unions.js';
+export * from './actions/session-host.js';
+export * from './actions/terminal.js';
+export * from './actions/changeset.js';
+export * from './actions/annotations.js';
+export * from './actions/resource-watch.js';
 
 // ─── Registry ────────────────────────────────────────────────────────────────
 
@@ -124,6 +192,53 @@ const ACTION_SCHEMAS = {
   'x-session/toolDenialRemembered': toolDenialRememberedActionSchema,
   'x-session/toolChoiceForgotten': toolChoiceForgottenActionSchema,
   'root/agentsChanged': agentsChangedActionSchema,
+  'chat/workingDirectorySet': chatWorkingDirectorySetActionSchema,
+  'chat/workingDirectoryRemoved': chatWorkingDirectoryRemovedActionSchema,
+  'session/creationFailed': sessionCreationFailedActionSchema,
+  'session/activityChanged': sessionActivityChangedActionSchema,
+  'session/changesetsChanged': sessionChangesetsChangedActionSchema,
+  'session/serverToolsChanged': sessionServerToolsChangedActionSchema,
+  'session/activeClientSet': sessionActiveClientSetActionSchema,
+  'session/activeClientRemoved': sessionActiveClientRemovedActionSchema,
+  'session/workingDirectorySet': sessionWorkingDirectorySetActionSchema,
+  'session/workingDirectoryRemoved': sessionWorkingDirectoryRemovedActionSchema,
+  'session/customizationsChanged': sessionCustomizationsChangedActionSchema,
+  'session/customizationToggled': sessionCustomizationToggledActionSchema,
+  'session/customizationUpdated': sessionCustomizationUpdatedActionSchema,
+  'session/customizationRemoved': sessionCustomizationRemovedActionSchema,
+  'session/mcpServerStateChanged': sessionMcpServerStateChangedActionSchema,
+  'session/mcpServerStartRequested': sessionMcpServerStartRequestedActionSchema,
+  'session/mcpServerStopRequested': sessionMcpServerStopRequestedActionSchema,
+  'session/configChanged': sessionConfigChangedActionSchema,
+  'session/metaChanged': sessionMetaChangedActionSchema,
+  'root/activeSessionsChanged': activeSessionsChangedActionSchema,
+  'root/terminalsChanged': terminalsChangedActionSchema,
+  'root/configChanged': rootConfigChangedActionSchema,
+  'terminal/data': terminalDataActionSchema,
+  'terminal/input': terminalInputActionSchema,
+  'terminal/resized': terminalResizedActionSchema,
+  'terminal/claimed': terminalClaimedActionSchema,
+  'terminal/titleChanged': terminalTitleChangedActionSchema,
+  'terminal/cwdChanged': terminalCwdChangedActionSchema,
+  'terminal/exited': terminalExitedActionSchema,
+  'terminal/cleared': terminalClearedActionSchema,
+  'terminal/commandDetectionAvailable': terminalCommandDetectionAvailableActionSchema,
+  'terminal/commandExecuted': terminalCommandExecutedActionSchema,
+  'terminal/commandFinished': terminalCommandFinishedActionSchema,
+  'changeset/statusChanged': changesetStatusChangedActionSchema,
+  'changeset/fileSet': changesetFileSetActionSchema,
+  'changeset/fileRemoved': changesetFileRemovedActionSchema,
+  'changeset/filesReviewChanged': changesetFilesReviewChangedActionSchema,
+  'changeset/contentChanged': changesetContentChangedActionSchema,
+  'changeset/operationsChanged': changesetOperationsChangedActionSchema,
+  'changeset/operationStatusChanged': changesetOperationStatusChangedActionSchema,
+  'changeset/cleared': changesetClearedActionSchema,
+  'annotations/set': annotationsSetActionSchema,
+  'annotations/updated': annotationsUpdatedActionSchema,
+  'annotations/removed': annotationsRemovedActionSchema,
+  'annotations/entrySet': annotationsEntrySetActionSchema,
+  'annotations/entryRemoved': annotationsEntryRemovedActionSchema,
+  'resourceWatch/changed': resourceWatchChangedActionSchema,
 } satisfies { [T in KnownActionType]: z.ZodType<Extract<KnownAction, { type: T }>> };
 
 export const KNOWN_ACTION_TYPES: readonly KnownActionType[] = Object.keys(ACTION_SCHEMAS) as KnownActionType[];
@@ -143,6 +258,22 @@ export function isSessionActionType(type: string): type is SessionActionType {
 
 export function isRootActionType(type: string): type is RootActionType {
   return isKnownActionType(type) && type.startsWith('root/');
+}
+
+export function isTerminalActionType(type: string): type is TerminalActionType {
+  return isKnownActionType(type) && type.startsWith('terminal/');
+}
+
+export function isChangesetActionType(type: string): type is ChangesetActionType {
+  return isKnownActionType(type) && type.startsWith('changeset/');
+}
+
+export function isAnnotationsActionType(type: string): type is AnnotationsActionType {
+  return isKnownActionType(type) && type.startsWith('annotations/');
+}
+
+export function isResourceWatchActionType(type: string): type is ResourceWatchActionType {
+  return isKnownActionType(type) && type.startsWith('resourceWatch/');
 }
 
 /**

@@ -20,3 +20,8 @@ export * from './state/tool-calls.js';
 export * from './state/chat.js';
 export * from './state/session.js';
 export * from './state/root.js';
+export * from './state/config.js';
+export * from './state/terminal.js';
+export * from './state/changeset.js';
+export * from './state/annotations.js';
+export * from './state/resource-watch.js';

@@ -30,6 +30,7 @@ import {
 } from '../protocol/state.js';
 import { updateAt, upsertBy, withField } from './collections.js';
 import { hasTurn } from './selectors.js';
+import { withDirectory, withoutDirectory } from './session-host-reducer.js';
 import { updateActiveTurn, withDerivedStatus, withResponseParts } from './chat-helpers.js';
 import {
   idOf,
@@ -102,6 +103,10 @@ function reduce(state: ChatState, action: ChatAction): ChatState {
       return withField(state, 'activity', action.activity);
     case 'chat/draftChanged':
       return withField(state, 'draft', action.draft);
+    case 'chat/workingDirectorySet':
+      return withDirectory(state, action.directory);
+    case 'chat/workingDirectoryRemoved':
+      return withoutDirectory(state, action.directory);
     case 'chat/inputRequested':
       return inputRequested(state, action);
     case 'chat/inputAnswerChanged':

@@ -237,3 +237,16 @@ export const toolCallAuthResolvedActionSchema = z.looseObject({
   ...toolScoped,
 });
 
+
+// ─── Working directories (AHP 0.8) ───────────────────────────────────────────
+
+export const chatWorkingDirectorySetActionSchema = z.looseObject({
+  type: z.literal('chat/workingDirectorySet'),
+  directory: z.string().min(1).max(StateLimits.resourceUri),
+  ...meta,
+});
+export const chatWorkingDirectoryRemovedActionSchema = z.looseObject({
+  type: z.literal('chat/workingDirectoryRemoved'),
+  directory: z.string().min(1).max(StateLimits.resourceUri),
+  ...meta,
+});

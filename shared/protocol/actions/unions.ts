@@ -33,6 +33,8 @@ import {
   turnsLoadedActionSchema,
   turnStartedActionSchema,
   usageActionSchema,
+  chatWorkingDirectorySetActionSchema,
+  chatWorkingDirectoryRemovedActionSchema,
 } from './chat.js';
 import {
   chatAddedActionSchema,
@@ -50,7 +52,17 @@ import {
   toolChoiceForgottenActionSchema,
   toolDenialRememberedActionSchema,
 } from './session.js';
-import { agentsChangedActionSchema } from './root.js';
+import {
+  activeSessionsChangedActionSchema,
+  agentsChangedActionSchema,
+  rootConfigChangedActionSchema,
+  terminalsChangedActionSchema,
+} from './root.js';
+import { sessionHostActionSchemas } from './session-host.js';
+import type { AnnotationsAction } from './annotations.js';
+import type { ChangesetAction } from './changeset.js';
+import type { ResourceWatchAction } from './resource-watch.js';
+import type { TerminalAction } from './terminal.js';
 
 // ─── Unions and types ────────────────────────────────────────────────────────
 
@@ -85,6 +97,8 @@ export const chatActionSchema = z.discriminatedUnion('type', [
   toolCallContentChangedActionSchema,
   toolCallAuthRequiredActionSchema,
   toolCallAuthResolvedActionSchema,
+  chatWorkingDirectorySetActionSchema,
+  chatWorkingDirectoryRemovedActionSchema,
 ]);
 
 export const sessionActionSchema = z.discriminatedUnion('type', [
@@ -102,9 +116,15 @@ export const sessionActionSchema = z.discriminatedUnion('type', [
   toolApprovalRememberedActionSchema,
   toolDenialRememberedActionSchema,
   toolChoiceForgottenActionSchema,
+  ...sessionHostActionSchemas,
 ]);
 
-export const rootActionSchema = z.discriminatedUnion('type', [agentsChangedActionSchema]);
+export const rootActionSchema = z.discriminatedUnion('type', [
+  agentsChangedActionSchema,
+  activeSessionsChangedActionSchema,
+  terminalsChangedActionSchema,
+  rootConfigChangedActionSchema,
+]);
 
 export type TurnStartedAction = z.infer<typeof turnStartedActionSchema>;
 export type DeltaAction = z.infer<typeof deltaActionSchema>;
@@ -157,7 +177,9 @@ export type ToolChoiceForgottenAction = z.infer<typeof toolChoiceForgottenAction
 export type ChatAction = z.infer<typeof chatActionSchema>;
 export type SessionAction = z.infer<typeof sessionActionSchema>;
 export type RootAction = z.infer<typeof rootActionSchema>;
-export type KnownAction = ChatAction | SessionAction | RootAction;
+/** Actions of the channels a session owns beside its chats (terminal, changeset, annotations, resource watch). */
+export type AuxiliaryAction = TerminalAction | ChangesetAction | AnnotationsAction | ResourceWatchAction;
+export type KnownAction = ChatAction | SessionAction | RootAction | AuxiliaryAction;
 export type ChatActionType = ChatAction['type'];
 export type SessionActionType = SessionAction['type'];
 export type RootActionType = RootAction['type'];

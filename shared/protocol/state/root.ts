@@ -2,6 +2,8 @@
 import { z } from 'zod';
 import { labelSchema, metaSchema, SessionStatus, StateLimits, textSchema } from './common.js';
 import type { ChatState } from './chat.js';
+import { configStateSchema } from './config.js';
+import { terminalInfoSchema } from './terminal.js';
 import type { SessionState } from './session.js';
 
 // ─── Root ────────────────────────────────────────────────────────────────────
@@ -15,6 +17,10 @@ export type AgentInfo = z.infer<typeof agentInfoSchema>;
 
 export const rootStateSchema = z.looseObject({
   agents: z.array(agentInfoSchema),
+  /** Number of sessions the host has running. */
+  activeSessions: z.number().int().nonnegative().optional(),
+  terminals: z.array(terminalInfoSchema).max(StateLimits.listItems).optional(),
+  config: configStateSchema.optional(),
   _meta: metaSchema.optional(),
 });
 export type RootState = z.infer<typeof rootStateSchema>;

@@ -3,6 +3,7 @@ import { z } from 'zod';
 import { MAX_URI_LENGTH } from '../uris.js';
 import {
   channelUriSchema,
+  errorInfoSchema,
   idSchema,
   isoTimestampSchema,
   labelSchema,
@@ -13,6 +14,38 @@ import {
 import { chatInputRequestSchema } from './chat-input.js';
 import { toolCallStateSchema } from './tool-calls.js';
 import { chatSummarySchema } from './chat.js';
+import { changesetSchema } from './changeset.js';
+import { configStateSchema } from './config.js';
+
+/** A tool the host offers (name plus an opaque JSON schema and description). */
+export const toolDefinitionSchema = z.looseObject({ name: z.string().min(1).max(StateLimits.id) });
+export type ToolDefinition = z.infer<typeof toolDefinitionSchema>;
+
+/**
+ * One customization: `plugin`, `mcpServer`, or a container with `children` (open `type`). Only
+ * `id`, `enabled`, `children`, and an MCP server's `state` / `channel` are read by reducers.
+ */
+export interface Customization {
+  readonly type: string;
+  readonly id: string;
+  readonly enabled?: boolean;
+  readonly children?: readonly Customization[];
+  /** An MCP server's run state and the channel it is reachable on once ready. */
+  readonly state?: unknown;
+  readonly channel?: string;
+  readonly [key: string]: unknown;
+}
+export const customizationSchema: z.ZodType<Customization> = z.looseObject({
+  type: z.string().min(1).max(64),
+  id: idSchema,
+  enabled: z.boolean().optional(),
+  get children() {
+    return z.array(customizationSchema).max(StateLimits.listItems).optional();
+  },
+});
+
+/** An MCP server's run state: `{kind: 'starting' | 'ready' | 'stopped' | 'error' | …}`. */
+export const mcpServerStateSchema = z.looseObject({ kind: z.string().min(1).max(64) });
 
 // ─── Sessions (§2.5, §3.5) ───────────────────────────────────────────────────
 
@@ -75,6 +108,16 @@ export const sessionStateSchema = z.looseObject({
   defaultChat: channelUriSchema.optional(),
   /** Host-maintained roll-up of everything blocked on a person (or a client) across all chats. */
   inputNeeded: z.array(sessionInputRequestSchema).optional(),
+  /** Why provisioning failed (`lifecycle: 'creationFailed'`). */
+  creationError: errorInfoSchema.optional(),
+  /** Tools the host itself offers in this session. */
+  serverTools: z.array(toolDefinitionSchema).max(StateLimits.listItems).optional(),
+  /** Plugins, MCP servers and their containers (open `type`). */
+  customizations: z.array(customizationSchema).max(StateLimits.listItems).optional(),
+  config: configStateSchema.optional(),
+  /** Where this session's changeset channels live. */
+  changesets: z.array(changesetSchema).max(StateLimits.listItems).optional(),
+  workingDirectories: z.array(z.string().max(StateLimits.resourceUri)).max(StateLimits.listItems).optional(),
   _meta: metaSchema.optional(),
 });
 export type SessionState = z.infer<typeof sessionStateSchema>;
