@@ -9,52 +9,53 @@
  *   safety net, a payload that would make a transition throw is dropped as a no-op.
  */
 import {
-  isChatActionType,
   type ChatAction,
   type DeltaAction,
-  type InputAnswerChangedAction,
-  type InputCompletedAction,
-  type InputRequestedAction,
-  type PendingMessageRemovedAction,
-  type PendingMessageSetAction,
-  type QueuedMessagesReorderedAction,
+  isChatActionType,
   type ReasoningAction,
   type ResponsePartAction,
-  type ToolCallAuthRequiredAction,
-  type ToolCallAuthResolvedAction,
-  type ToolCallCompleteAction,
-  type ToolCallConfirmedAction,
-  type ToolCallContentChangedAction,
-  type ToolCallDeltaAction,
-  type ToolCallReadyAction,
-  type ToolCallResultConfirmedAction,
-  type ToolCallStartAction,
   type TruncatedAction,
   type TurnResumeAction,
-  type TurnStartedAction,
   type TurnsLoadedAction,
+  type TurnStartedAction,
 } from '../protocol/actions.js';
 import {
-  SessionStatus,
-  isPartOfKind,
-  withBit,
   type ActiveTurn,
-  type ChatInputRequest,
   type ChatState,
   type ErrorInfo,
   type ErrorPart,
-  type InputRequestPart,
-  type PendingMessage,
-  type ResponsePart,
-  type ToolCallContributor,
-  type ToolCallState,
+  isPartOfKind,
   type Turn,
   type TurnState,
 } from '../protocol/state.js';
-import { nonEmpty, nonEmptyRecord, removeWhere, setEntry, upsertBy, withField } from './collections.js';
-import { appendPart, firstPositionOf, inputKey, replacePart, toolKey } from './part-index.js';
-import { hasTurn, isOpenInputRequest } from './selectors.js';
-import { deriveChatStatus } from './status.js';
+import { upsertBy, withField } from './collections.js';
+import { appendPart } from './part-index.js';
+import { hasTurn } from './selectors.js';
+import { withDirectory, withoutDirectory } from './session-host-reducer.js';
+import { replacePartAt, updateActiveTurn, withDerivedStatus, withResponseParts } from './chat-helpers.js';
+import {
+  idOf,
+  inputAnswerChanged,
+  inputCompleted,
+  inputRequested,
+  pendingMessageRemoved,
+  pendingMessageSet,
+  queuedMessagesReordered,
+  removePendingFromList,
+} from './chat-inputs.js';
+import {
+  cancelUnfinishedToolCall,
+  changeToolContent,
+  completeToolCall,
+  confirmToolCall,
+  confirmToolResult,
+  prepareToolCall,
+  requireToolAuth,
+  resolveToolAuth,
+  streamToolInput,
+  toolCallStart,
+  transitionToolCall,
+} from './chat-tool-calls.js';
 
 /**
  * `action` is typed loosely on purpose: logs and peers may carry types this version does not
@@ -103,6 +104,10 @@ function reduce(state: ChatState, action: ChatAction): ChatState {
       return withField(state, 'activity', action.activity);
     case 'chat/draftChanged':
       return withField(state, 'draft', action.draft);
+    case 'chat/workingDirectorySet':
+      return withDirectory(state, action.directory);
+    case 'chat/workingDirectoryRemoved':
+      return withoutDirectory(state, action.directory);
     case 'chat/inputRequested':
       return inputRequested(state, action);
     case 'chat/inputAnswerChanged':
@@ -147,22 +152,6 @@ function unreachable(_action: never, state: ChatState): ChatState {
   return state;
 }
 
-// ─── Status ──────────────────────────────────────────────────────────────────
-
-interface StatusChange {
-  /** The turn just ended through `chat/error` (§2.4 rule 1). */
-  readonly turnEndedWithError?: boolean;
-  /** New activity the user has not seen: `turnStarted`, `inputRequested`, `turnResume`. */
-  readonly clearIsRead?: boolean;
-}
-
-/** Recomputes `status` (flags kept); returns `state` itself when the value does not change. */
-function withDerivedStatus(state: ChatState, change: StatusChange = {}): ChatState {
-  let status = deriveChatStatus(state, change.turnEndedWithError);
-  if (change.clearIsRead) status = withBit(status, SessionStatus.IsRead, false);
-  return status === state.status ? state : { ...state, status };
-}
-
 // ─── Turn lifecycle (§3.1) ───────────────────────────────────────────────────
 
 function turnStarted(state: ChatState, action: TurnStartedAction): ChatState {
@@ -187,18 +176,6 @@ function removeConsumedMessage(state: ChatState, messageId: string): ChatState {
   if (next.steeringMessage?.id === messageId) next = withField(next, 'steeringMessage', undefined);
   next = removePendingFromList(next, 'steeringMessages', messageId);
   return removePendingFromList(next, 'queuedMessages', messageId);
-}
-
-function updateActiveTurn(state: ChatState, turnId: string, update: (turn: ActiveTurn) => ActiveTurn): ChatState {
-  const turn = state.activeTurn;
-  if (!turn || turn.id !== turnId) return state;
-  const next = update(turn);
-  return next === turn ? state : { ...state, activeTurn: next };
-}
-
-function withResponseParts(turn: ActiveTurn, responseParts: readonly ResponsePart[]): ActiveTurn {
-  // Every helper that changes parts returns a fresh array (which may carry the part index): no copy.
-  return responseParts === turn.responseParts ? turn : { ...turn, responseParts: responseParts as ResponsePart[] };
 }
 
 /** `chat/delta` → markdown part, `chat/reasoning` → reasoning part, addressed by part `id`. */
@@ -318,383 +295,3 @@ function turnsLoaded(state: ChatState, action: TurnsLoadedAction): ChatState {
   return withField(next, 'turnsNextCursor', action.turnsNextCursor);
 }
 
-// ─── Input requests (§3.2) ───────────────────────────────────────────────────
-
-/** Updates the open (unanswered) input-request part with `requestId` in the active turn. */
-function updateOpenRequest(
-  state: ChatState,
-  requestId: string,
-  update: (part: InputRequestPart) => InputRequestPart,
-): ChatState {
-  const turn = state.activeTurn;
-  if (!turn) return state;
-  const index = findOpenRequestIndex(turn, requestId);
-  if (index === -1) return state;
-  return updateActiveTurn(state, turn.id, (current) =>
-    withResponseParts(
-      current,
-      replacePartAt(current.responseParts, index, (part) => (isOpenInputRequest(part) ? update(part) : part)),
-    ),
-  );
-}
-
-function findOpenRequestIndex(turn: ActiveTurn, requestId: string): number {
-  return firstPositionOf(turn.responseParts, inputKey(requestId), isOpenInputRequest);
-}
-
-/** `updateAt` for response parts, keeping the part index (a part keeps its id through every update here). */
-function replacePartAt(parts: readonly ResponsePart[], index: number, update: (part: ResponsePart) => ResponsePart): readonly ResponsePart[] {
-  const current = parts[index];
-  return index < 0 || current === undefined ? parts : replacePart(parts, index, update(current));
-}
-
-/**
- * Upserts by request id among *open* parts (a resolved part with the same id is history and is
- * not matched). A re-sent request keeps the answers synced so far unless it carries its own.
- */
-function inputRequested(state: ChatState, action: InputRequestedAction): ChatState {
-  const turn = state.activeTurn;
-  if (!turn) return state;
-  const next =
-    findOpenRequestIndex(turn, action.request.id) === -1
-      ? updateActiveTurn(state, turn.id, (current) => ({
-          ...current,
-          responseParts: appendPart(current.responseParts, { kind: 'inputRequest', request: action.request }),
-        }))
-      : updateOpenRequest(state, action.request.id, (part) => ({
-          ...part,
-          request: keepSyncedAnswers(part.request, action.request),
-        }));
-  return withDerivedStatus(next, { clearIsRead: true });
-}
-
-function keepSyncedAnswers(previous: ChatInputRequest, incoming: ChatInputRequest): ChatInputRequest {
-  if (incoming.answers !== undefined || previous.answers === undefined) return incoming;
-  return { ...incoming, answers: previous.answers };
-}
-
-/** Sets or clears one question's answer (drafts from any client merge per question). */
-function inputAnswerChanged(state: ChatState, action: InputAnswerChangedAction): ChatState {
-  return updateOpenRequest(state, action.requestId, (part) => {
-    const current = part.request.answers;
-    if (action.answer === undefined && !(current && Object.hasOwn(current, action.questionId))) return part;
-    const answers = nonEmptyRecord(setEntry(current, action.questionId, action.answer));
-    return { ...part, request: withField(part.request, 'answers', answers) };
-  });
-}
-
-/** Resolves the part in place: final answers = synced answers overlaid per question by the action's. */
-function inputCompleted(state: ChatState, action: InputCompletedAction): ChatState {
-  const next = updateOpenRequest(state, action.requestId, (part) => {
-    const answers = nonEmptyRecord({ ...part.request.answers, ...action.answers });
-    // As upstream, the part's `_meta` is left alone: who answered (the hub's stamp on the action)
-    // is indexed beside the state, see shared/state/answered-by.ts.
-    return { ...part, request: withField(part.request, 'answers', answers), response: action.response };
-  });
-  return next === state ? state : withDerivedStatus(next);
-}
-
-// ─── Pending messages and steering (§3.3) ────────────────────────────────────
-
-const idOf = (message: PendingMessage): string => message.id;
-
-function pendingMessageSet(state: ChatState, action: PendingMessageSetAction): ChatState {
-  const pending: PendingMessage = { id: action.id, message: action.message };
-  return action.kind === 'steering'
-    ? { ...state, steeringMessage: pending }
-    : { ...state, queuedMessages: upsertBy(state.queuedMessages, pending, idOf) };
-}
-
-function pendingMessageRemoved(state: ChatState, action: PendingMessageRemovedAction): ChatState {
-  if (action.kind === 'queued') return removePendingFromList(state, 'queuedMessages', action.id);
-  return state.steeringMessage?.id === action.id ? withField(state, 'steeringMessage', undefined) : state;
-}
-
-function removePendingFromList(
-  state: ChatState,
-  key: 'queuedMessages' | 'steeringMessages',
-  messageId: string,
-): ChatState {
-  const list = state[key];
-  if (!list) return state;
-  const remaining = removeWhere(list, (message) => message.id === messageId);
-  return remaining === list ? state : withField(state, key, nonEmpty(remaining));
-}
-
-/** Listed ids first (unknown and repeated ids ignored), then the rest in their original order. */
-function queuedMessagesReordered(state: ChatState, action: QueuedMessagesReorderedAction): ChatState {
-  const queued = state.queuedMessages;
-  if (!queued || queued.length === 0) return state;
-  const firstById = new Map<string, PendingMessage>();
-  for (const message of queued) if (!firstById.has(message.id)) firstById.set(message.id, message);
-  const front: PendingMessage[] = [];
-  const moved = new Set<PendingMessage>();
-  for (const id of action.order) {
-    const message = firstById.get(id);
-    if (message && !moved.has(message)) {
-      moved.add(message);
-      front.push(message);
-    }
-  }
-  return { ...state, queuedMessages: [...front, ...queued.filter((message) => !moved.has(message))] };
-}
-
-// ─── Tool calls (§3.4) ───────────────────────────────────────────────────────
-
-function findToolCallIndex(turn: ActiveTurn, toolCallId: string): number {
-  return firstPositionOf(turn.responseParts, toolKey(toolCallId));
-}
-
-function toolCallStart(state: ChatState, action: ToolCallStartAction): ChatState {
-  return updateActiveTurn(state, action.turnId, (turn) => {
-    // Tool calls are addressed by id; a second start for the same id would make that ambiguous.
-    if (findToolCallIndex(turn, action.toolCallId) !== -1) return turn;
-    const toolCall: ToolCallState = {
-      status: 'streaming',
-      toolCallId: action.toolCallId,
-      toolName: action.toolName,
-      displayName: action.displayName,
-      intention: action.intention,
-      contributor: action.contributor,
-      _meta: action._meta,
-    };
-    return { ...turn, responseParts: appendPart(turn.responseParts, { kind: 'toolCall', toolCall }) };
-  });
-}
-
-interface ToolAction {
-  readonly turnId: string;
-  readonly toolCallId: string;
-  readonly _meta?: Record<string, unknown> | undefined;
-}
-
-/**
- * Applies a tool-call transition in the active turn. `transition` returns undefined when the
- * call is not in a status the action applies to; wrong turn, unknown id or wrong status are
- * all no-ops. Status is recomputed because most transitions start or end a wait for the user.
- */
-function transitionToolCall<A extends ToolAction>(
-  state: ChatState,
-  action: A,
-  transition: (toolCall: ToolCallState, action: A) => ToolCallState | undefined,
-): ChatState {
-  const next = updateActiveTurn(state, action.turnId, (turn) => {
-    const index = findToolCallIndex(turn, action.toolCallId);
-    return withResponseParts(
-      turn,
-      replacePartAt(turn.responseParts, index, (part) => {
-        if (!isPartOfKind(part, 'toolCall')) return part;
-        const toolCall = transition(part.toolCall, action);
-        return toolCall ? { ...part, toolCall } : part;
-      }),
-    );
-  });
-  return next === state ? state : withDerivedStatus(next);
-}
-
-/** Identity and presentation fields every status carries; an action's `_meta` replaces the stored one. */
-function toolBase(toolCall: ToolCallState, meta: Record<string, unknown> | undefined) {
-  return {
-    toolCallId: toolCall.toolCallId,
-    toolName: toolCall.toolName,
-    displayName: toolCall.displayName,
-    intention: toolCall.intention,
-    contributor: toolCall.contributor,
-    _meta: meta ?? toolCall._meta,
-  };
-}
-
-function streamToolInput(toolCall: ToolCallState, action: ToolCallDeltaAction): ToolCallState | undefined {
-  if (toolCall.status !== 'streaming') return undefined;
-  return {
-    ...toolCall,
-    ...(action.content !== undefined && { partialInput: (toolCall.partialInput ?? '') + action.content }),
-    invocationMessage: action.invocationMessage ?? toolCall.invocationMessage,
-    _meta: action._meta ?? toolCall._meta,
-  };
-}
-
-/**
- * Producers may refine the contributor late (e.g. name the MCP server), but client execution
- * ownership is fixed at `toolCallStart`: it is never granted, moved or revoked afterwards,
- * because only the owning client may complete the call.
- */
-function refineContributor(
-  current: ToolCallContributor | undefined,
-  proposed: ToolCallContributor | undefined,
-): ToolCallContributor | undefined {
-  if (!proposed || current?.kind === 'client' || proposed.kind === 'client') return current;
-  return proposed;
-}
-
-/**
- * `chat/toolCallReady`: from streaming, running (mid-run re-confirmation) or pending-confirmation
- * (an update that merges earlier prompt fields). `confirmed` → running, else → pending-confirmation.
- */
-function prepareToolCall(toolCall: ToolCallState, action: ToolCallReadyAction): ToolCallState | undefined {
-  if (toolCall.status !== 'streaming' && toolCall.status !== 'running' && toolCall.status !== 'pending-confirmation') {
-    return undefined;
-  }
-  const base = {
-    ...toolBase(toolCall, action._meta),
-    intention: action.intention ?? toolCall.intention,
-    contributor: refineContributor(toolCall.contributor, action.contributor),
-  };
-  const toolInput = action.toolInput ?? (toolCall.status === 'streaming' ? undefined : toolCall.toolInput);
-  if (action.confirmed !== undefined) {
-    return { ...base, status: 'running', invocationMessage: action.invocationMessage, toolInput, confirmed: action.confirmed };
-  }
-  const earlierPrompt = toolCall.status === 'pending-confirmation' ? toolCall : undefined;
-  return {
-    ...base,
-    status: 'pending-confirmation',
-    invocationMessage: action.invocationMessage,
-    toolInput,
-    confirmationTitle: action.confirmationTitle ?? earlierPrompt?.confirmationTitle,
-    riskAssessment: action.riskAssessment ?? earlierPrompt?.riskAssessment,
-    edits: action.edits ?? earlierPrompt?.edits,
-    editable: action.editable ?? earlierPrompt?.editable,
-    options: action.options ?? earlierPrompt?.options,
-  };
-}
-
-/** pending-confirmation → running (approved) or cancelled (denied). */
-function confirmToolCall(toolCall: ToolCallState, action: ToolCallConfirmedAction): ToolCallState | undefined {
-  if (toolCall.status !== 'pending-confirmation') return undefined;
-  const base = toolBase(toolCall, action._meta);
-  const selectedOption =
-    action.selectedOptionId === undefined
-      ? undefined
-      : toolCall.options?.find((option) => option.id === action.selectedOptionId);
-  const chosen = selectedOption ? { selectedOption } : {};
-  if (action.approved) {
-    // Inline (string) input is replaced by the user's edit; referenced input is rewritten by the host.
-    const toolInput =
-      typeof toolCall.toolInput === 'object' ? toolCall.toolInput : (action.editedToolInput ?? toolCall.toolInput);
-    return {
-      ...base,
-      status: 'running',
-      invocationMessage: toolCall.invocationMessage,
-      toolInput,
-      confirmed: action.confirmed,
-      ...chosen,
-    };
-  }
-  return {
-    ...base,
-    status: 'cancelled',
-    invocationMessage: toolCall.invocationMessage,
-    toolInput: toolCall.toolInput,
-    reason: action.reason,
-    reasonMessage: action.reasonMessage,
-    userSuggestion: action.userSuggestion,
-    ...chosen,
-  };
-}
-
-/**
- * running / pending-confirmation (`confirmed` defaults to `not-needed`) / auth-required → completed,
- * or pending-result-confirmation when requested. From auth-required only a *failed* result is
- * accepted (the user gave up signing in) and it never waits for result review: a success can only
- * follow `chat/toolCallAuthResolved`.
- */
-function completeToolCall(toolCall: ToolCallState, action: ToolCallCompleteAction): ToolCallState | undefined {
-  const execution = executionFields(toolCall);
-  if (!execution) return undefined;
-  if (toolCall.status === 'auth-required' && action.result.success) return undefined;
-  const { success, pastTenseMessage, content, structuredContent, error } = action.result;
-  const fields = {
-    ...toolBase(toolCall, action._meta),
-    ...execution,
-    success,
-    pastTenseMessage,
-    // Partial output streamed while running stays unless the result brings its own.
-    content: content ?? execution.content,
-    structuredContent,
-    error,
-  };
-  const awaitsReview = action.requiresResultConfirmation === true && toolCall.status !== 'auth-required';
-  return awaitsReview ? { ...fields, status: 'pending-result-confirmation' } : { ...fields, status: 'completed' };
-}
-
-/** What an executing (or about to execute) tool call carries into its result states. */
-function executionFields(toolCall: ToolCallState) {
-  switch (toolCall.status) {
-    case 'pending-confirmation':
-      return { invocationMessage: toolCall.invocationMessage, toolInput: toolCall.toolInput, confirmed: 'not-needed' as const };
-    case 'running':
-    case 'auth-required':
-      return {
-        invocationMessage: toolCall.invocationMessage,
-        toolInput: toolCall.toolInput,
-        confirmed: toolCall.confirmed,
-        selectedOption: toolCall.selectedOption,
-        content: toolCall.content,
-      };
-    case 'streaming':
-    case 'pending-result-confirmation':
-    case 'completed':
-    case 'cancelled':
-      return undefined;
-  }
-}
-
-/** pending-result-confirmation → completed (approved) or cancelled `result-denied`. */
-function confirmToolResult(toolCall: ToolCallState, action: ToolCallResultConfirmedAction): ToolCallState | undefined {
-  if (toolCall.status !== 'pending-result-confirmation') return undefined;
-  if (action.approved) return { ...toolCall, status: 'completed', _meta: action._meta ?? toolCall._meta };
-  return {
-    ...toolBase(toolCall, action._meta),
-    status: 'cancelled',
-    invocationMessage: toolCall.invocationMessage,
-    toolInput: toolCall.toolInput,
-    reason: 'result-denied',
-    ...(toolCall.selectedOption && { selectedOption: toolCall.selectedOption }),
-  };
-}
-
-function changeToolContent(toolCall: ToolCallState, action: ToolCallContentChangedAction): ToolCallState | undefined {
-  if (toolCall.status !== 'running') return undefined;
-  return { ...toolCall, content: action.content, _meta: action._meta ?? toolCall._meta };
-}
-
-/** running → auth-required, for MCP-contributed calls only (sign-in is an MCP step-up). */
-function requireToolAuth(toolCall: ToolCallState, action: ToolCallAuthRequiredAction): ToolCallState | undefined {
-  if (toolCall.status !== 'running' || toolCall.contributor?.kind !== 'mcp') return undefined;
-  return { ...toolCall, status: 'auth-required', auth: action.auth, _meta: action._meta ?? toolCall._meta };
-}
-
-/** auth-required → running, everything else preserved. */
-function resolveToolAuth(toolCall: ToolCallState, action: ToolCallAuthResolvedAction): ToolCallState | undefined {
-  if (toolCall.status !== 'auth-required') return undefined;
-  const running = withField(toolCall, 'auth', undefined);
-  return { ...running, status: 'running', _meta: action._meta ?? toolCall._meta };
-}
-
-/** Turn end: every call not yet completed/cancelled becomes cancelled with reason `skipped`. */
-function cancelUnfinishedToolCall(part: ResponsePart): ResponsePart {
-  if (!isPartOfKind(part, 'toolCall')) return part;
-  const toolCall = part.toolCall;
-  const base = { ...toolBase(toolCall, undefined), status: 'cancelled' as const, reason: 'skipped' as const };
-  switch (toolCall.status) {
-    case 'completed':
-    case 'cancelled':
-      return part;
-    case 'streaming':
-      return { ...part, toolCall: { ...base, invocationMessage: toolCall.invocationMessage ?? '' } };
-    case 'pending-confirmation':
-      return { ...part, toolCall: { ...base, invocationMessage: toolCall.invocationMessage, toolInput: toolCall.toolInput } };
-    case 'running':
-    case 'auth-required':
-    case 'pending-result-confirmation':
-      return {
-        ...part,
-        toolCall: {
-          ...base,
-          invocationMessage: toolCall.invocationMessage,
-          toolInput: toolCall.toolInput,
-          ...(toolCall.selectedOption && { selectedOption: toolCall.selectedOption }),
-        },
-      };
-  }
-}

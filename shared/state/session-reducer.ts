@@ -6,7 +6,12 @@
  * exactly as upstream, a session's `status` moves only through the `inputNeeded` roll-up and the
  * IsRead / IsArchived flags. The hub publishes the aggregate in the root catalogue's summaries.
  */
-import { isSessionActionType, type SessionAction } from '../protocol/actions.js';
+import {
+  isSessionActionType,
+  SESSION_HOST_ACTION_TYPES,
+  type SessionAction,
+  type SessionHostAction,
+} from '../protocol/actions.js';
 import {
   INPUT_NEEDED_BIT,
   SessionStatus,
@@ -18,7 +23,13 @@ import {
 } from '../protocol/state.js';
 import { nonEmpty, removeWhere, upsertBy, withField } from './collections.js';
 import { awaitsUser } from './status.js';
-import { APPROVED_TOOLS_META, DENIED_TOOLS_META, rememberedTools, type RememberedToolList } from './selectors.js';
+import { reduceSessionHostAction } from './session-host-reducer.js';
+import {
+  APPROVED_TOOLS_META,
+  DENIED_TOOLS_META,
+  rememberedTools,
+  type RememberedToolList,
+} from './selectors.js';
 
 /** `action` is typed loosely on purpose (unknown types are legal); see `chatReducer`. */
 export function sessionReducer(state: SessionState, action: SessionAction | { readonly type: string }): SessionState {
@@ -63,8 +74,13 @@ function reduce(state: SessionState, action: SessionAction): SessionState {
     case 'x-session/toolChoiceForgotten':
       return toolChoiceForgotten(state, action.toolName);
     default:
+      if (isSessionHostAction(action)) return reduceSessionHostAction(state, action);
       return unreachable(action, state);
   }
+}
+
+function isSessionHostAction(action: SessionAction): action is SessionHostAction {
+  return SESSION_HOST_ACTION_TYPES.has(action.type);
 }
 
 /** Compile-time exhaustiveness: adding a session action without a case fails to type-check here. */

@@ -32,7 +32,15 @@ import type {
 } from '../protocol/state.js';
 import { answerProblem } from './answer-rules.js';
 import { isResumableTurn } from './chat-reducer.js';
-import { APPROVED_TOOLS_META, DENIED_TOOLS_META, findActiveToolCall, findEndedTurn, findOpenInputRequest, rememberedTools, type RememberedToolList } from './selectors.js';
+import {
+  APPROVED_TOOLS_META,
+  DENIED_TOOLS_META,
+  findActiveToolCall,
+  findEndedTurn,
+  findOpenInputRequest,
+  rememberedTools,
+  type RememberedToolList,
+} from './selectors.js';
 
 export interface ClientActionContext {
   /** Kind of the channel the action was dispatched on. */

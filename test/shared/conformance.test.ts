@@ -14,19 +14,31 @@ import { z } from 'zod';
 import { parseAction } from '../../shared/protocol/actions.js';
 import { actionEnvelopeSchema } from '../../shared/protocol/messages.js';
 import {
+  annotationsStateSchema,
+  changesetStateSchema,
   chatInputQuestionSchema,
   chatStateSchema,
+  resourceWatchStateSchema,
   rootStateSchema,
   sessionStateSchema,
   sessionStatusSchema,
   sessionSummarySchema,
+  terminalStateSchema,
+  type AnnotationsState,
+  type ChangesetState,
   type ChatState,
+  type ResourceWatchState,
   type RootState,
   type SessionState,
+  type TerminalState,
 } from '../../shared/protocol/state.js';
+import { annotationsReducer } from '../../shared/state/annotations-reducer.js';
+import { changesetReducer } from '../../shared/state/changeset-reducer.js';
 import { chatReducer } from '../../shared/state/chat-reducer.js';
+import { resourceWatchReducer } from '../../shared/state/resource-watch-reducer.js';
 import { rootReducer } from '../../shared/state/root-reducer.js';
 import { sessionReducer } from '../../shared/state/session-reducer.js';
+import { terminalReducer } from '../../shared/state/terminal-reducer.js';
 
 // ─── Locating and loading the fixtures ───────────────────────────────────────
 
@@ -66,8 +78,8 @@ function deepFreeze<T>(value: T): T {
   return value;
 }
 
-type AnyState = ChatState | SessionState | RootState;
-type ReducerName = 'chat' | 'session' | 'root';
+type AnyState = ChatState | SessionState | RootState | TerminalState | ChangesetState | AnnotationsState | ResourceWatchState;
+type ReducerName = 'chat' | 'session' | 'root' | 'terminal' | 'changeset' | 'annotations' | 'resourceWatch';
 
 interface ReducerFixture {
   readonly description: string;
@@ -87,12 +99,20 @@ const REDUCERS: Record<ReducerName, (state: AnyState, action: { type: string }) 
   chat: (state, action) => chatReducer(state as ChatState, action),
   session: (state, action) => sessionReducer(state as SessionState, action),
   root: (state, action) => rootReducer(state as RootState, action),
+  terminal: (state, action) => terminalReducer(state as TerminalState, action),
+  changeset: (state, action) => changesetReducer(state as ChangesetState, action),
+  annotations: (state, action) => annotationsReducer(state as AnnotationsState, action),
+  resourceWatch: (state, action) => resourceWatchReducer(state as ResourceWatchState, action),
 };
 
 const STATE_SCHEMAS: Record<ReducerName, z.ZodType> = {
   chat: chatStateSchema,
   session: sessionStateSchema,
   root: rootStateSchema,
+  terminal: terminalStateSchema,
+  changeset: changesetStateSchema,
+  annotations: annotationsStateSchema,
+  resourceWatch: resourceWatchStateSchema,
 };
 
 function run(fixture: ReducerFixture): AnyState & { modifiedAt?: string } {
@@ -193,10 +213,12 @@ const CLOCK_FREE_MODIFIED_AT: Readonly<Record<string, { reason: string; modified
 // ─── Reducer fixtures ────────────────────────────────────────────────────────
 
 const reducerFiles = jsonFiles(REDUCERS_DIR);
+/** Every reducer fixture of the copied upstream tree (see the fixtures' README): all of them run. */
+const UPSTREAM_REDUCER_FIXTURES = 249;
 
 describe('AHP reducer fixtures', () => {
   it('finds the full copied set', () => {
-    expect(reducerFiles).toHaveLength(145);
+    expect(reducerFiles).toHaveLength(UPSTREAM_REDUCER_FIXTURES);
   });
 
   describe.each(reducerFiles)('%s', (file) => {
