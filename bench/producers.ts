@@ -123,9 +123,10 @@ export class HubProducer implements Producer {
    * `subscribe`: each producer connection also subscribes to the chat, as an agent that follows
    * its chat would (it then gets its echoes through the fan-out instead of privately).
    */
-  static async open(wsUrl: string, rate: number, filler: string, subscribe = false): Promise<HubProducer> {
+  static async open(wsUrl: string, rate: number, filler: string, subscribe = false, name = ''): Promise<HubProducer> {
+    // `name`: distinguishes several producers of one process (duplicate detection is per clientId).
     const control = new Rpc(await openSocket(wsUrl));
-    await control.initialize(`bench-control-${process.pid}`);
+    await control.initialize(`bench-control-${process.pid}${name}`);
     const session = `ahp-session:/${randomUUID()}`;
     const { defaultChat } = await control.request<{ defaultChat: string }>('createSession', { channel: session, provider: 'remote', title: 'fan-out bench' });
     // Subscribe the control connection just long enough to see the setup echoes.
@@ -160,7 +161,7 @@ export class HubProducer implements Producer {
     const lanes: Rpc[] = [];
     for (let i = 0; i < laneCount; i++) {
       const lane = new Rpc(await openSocket(wsUrl));
-      await lane.initialize(`bench-producer-${process.pid}-${i}`);
+      await lane.initialize(`bench-producer-${process.pid}${name}-${i}`);
       if (subscribe) await lane.request('subscribe', { channel: defaultChat });
       lanes.push(lane);
     }
