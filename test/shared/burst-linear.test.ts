@@ -23,7 +23,13 @@ let kindReads = 0;
 /** A tool-call part waiting for confirmation whose `kind` reads are counted. */
 function countedPendingTool(i: number): ResponsePart {
   const part = { toolCall: { toolCallId: `tool-${i}`, status: 'pending-confirmation', toolName: 'touch', displayName: 'touch', invocationMessage: 'touch' } as ToolCallState };
-  Object.defineProperty(part, 'kind', { enumerable: true, get: () => (kindReads++, 'toolCall') });
+  Object.defineProperty(part, 'kind', {
+    enumerable: true,
+    get: () => {
+      kindReads++;
+      return 'toolCall';
+    },
+  });
   return part as unknown as ResponsePart;
 }
 
