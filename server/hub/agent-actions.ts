@@ -77,21 +77,21 @@ function validateSessionReferences(action: WireAction, scope: AgentActionScope):
       const { request } = known;
       return own(request.chat) ? undefined : `session/inputNeededSet: request.chat ${request.chat} is not a chat of this session`;
     }
-    case 'session/stateReplaced': {
+    case 'x-session/stateReplaced': {
       const { state } = known;
       if (state.resource !== undefined && state.resource !== scope.session) {
-        return `session/stateReplaced: state.resource must be this session (${scope.session})`;
+        return `x-session/stateReplaced: state.resource must be this session (${scope.session})`;
       }
       if (state.defaultChat !== undefined && !own(state.defaultChat)) {
-        return `session/stateReplaced: state.defaultChat ${state.defaultChat} is not a chat of this session`;
+        return `x-session/stateReplaced: state.defaultChat ${state.defaultChat} is not a chat of this session`;
       }
       const foreign = state.chats.find((c) => !own(c.resource));
-      if (foreign) return `session/stateReplaced: state.chats names ${foreign.resource}, which is not a chat of this session`;
+      if (foreign) return `x-session/stateReplaced: state.chats names ${foreign.resource}, which is not a chat of this session`;
       const listed = new Set(state.chats.map((c) => c.resource));
       const missing = [...scope.chats].find((c) => !listed.has(c));
-      if (missing) return `session/stateReplaced: state.chats must list every chat of this session (missing ${missing})`;
+      if (missing) return `x-session/stateReplaced: state.chats must list every chat of this session (missing ${missing})`;
       const entry = state.inputNeeded?.find((e) => !own(e.chat));
-      if (entry) return `session/stateReplaced: state.inputNeeded names chat ${entry.chat}, which is not a chat of this session`;
+      if (entry) return `x-session/stateReplaced: state.inputNeeded names chat ${entry.chat}, which is not a chat of this session`;
       return undefined;
     }
     default:

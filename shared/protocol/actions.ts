@@ -44,10 +44,13 @@ import {
   turnStartedActionSchema,
   usageActionSchema,
   chatWorkingDirectorySetActionSchema,
+  chatIsReadChangedActionSchema,
+  chatIsArchivedChangedActionSchema,
   chatWorkingDirectoryRemovedActionSchema,
 } from './actions/chat.js';
 import {
   chatAddedActionSchema,
+  chatsReorderedActionSchema,
   chatRemovedActionSchema,
   chatUpdatedActionSchema,
   defaultChatChangedActionSchema,
@@ -187,12 +190,15 @@ const ACTION_SCHEMAS = {
   'session/inputNeededRemoved': inputNeededRemovedActionSchema,
   'session/isReadChanged': isReadChangedActionSchema,
   'session/isArchivedChanged': isArchivedChangedActionSchema,
-  'session/stateReplaced': sessionStateReplacedActionSchema,
+  'x-session/stateReplaced': sessionStateReplacedActionSchema,
   'x-session/toolApprovalRemembered': toolApprovalRememberedActionSchema,
   'x-session/toolDenialRemembered': toolDenialRememberedActionSchema,
   'x-session/toolChoiceForgotten': toolChoiceForgottenActionSchema,
   'root/agentsChanged': agentsChangedActionSchema,
   'chat/workingDirectorySet': chatWorkingDirectorySetActionSchema,
+  'chat/isReadChanged': chatIsReadChangedActionSchema,
+  'chat/isArchivedChanged': chatIsArchivedChangedActionSchema,
+  'session/chatsReordered': chatsReorderedActionSchema,
   'chat/workingDirectoryRemoved': chatWorkingDirectoryRemovedActionSchema,
   'session/creationFailed': sessionCreationFailedActionSchema,
   'session/activityChanged': sessionActivityChangedActionSchema,
@@ -317,8 +323,20 @@ export const CLIENT_DISPATCHABLE_ACTIONS: ReadonlySet<string> = new Set<KnownAct
   'chat/toolCallContentChanged',
   'session/isReadChanged',
   'session/isArchivedChanged',
+  'chat/isReadChanged',
+  'chat/isArchivedChanged',
   'session/defaultChatChanged',
   'x-session/toolChoiceForgotten',
+]);
+
+/**
+ * Hub-only actions that used to sit in a standard namespace, by their old name. Read for one
+ * version (agents written against it may still send it, and logs written before hold it):
+ * `parseAction` and the session reducer treat the old name as the new one; nothing is sent
+ * under the old name. Drop an entry one release after its rename (docs/compatibility.md).
+ */
+export const LEGACY_ACTION_TYPES: ReadonlyMap<string, KnownActionType> = new Map<string, KnownActionType>([
+  ['session/stateReplaced', 'x-session/stateReplaced'],
 ]);
 
 // ─── Parsing ─────────────────────────────────────────────────────────────────
@@ -342,10 +360,12 @@ export function parseAction(raw: unknown): ParseActionResult {
   if (!envelope.success) {
     return { ok: false, message: `action: ${describeIssues(envelope.error.issues)}` };
   }
-  const { type } = envelope.data;
-  if (!isKnownActionType(type)) return { ok: true, action: envelope.data };
+  const legacy = LEGACY_ACTION_TYPES.get(envelope.data.type);
+  const action = legacy ? { ...envelope.data, type: legacy } : envelope.data;
+  const { type } = action;
+  if (!isKnownActionType(type)) return { ok: true, action };
 
-  const parsed = ACTION_SCHEMAS[type].safeParse(withoutNullFields(envelope.data));
+  const parsed = ACTION_SCHEMAS[type].safeParse(withoutNullFields(action));
   if (!parsed.success) return { ok: false, message: `${type}: ${describeIssues(parsed.error.issues)}` };
   return { ok: true, action: parsed.data };
 }

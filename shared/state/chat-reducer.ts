@@ -25,6 +25,8 @@ import {
   type ErrorInfo,
   type ErrorPart,
   isPartOfKind,
+  SessionStatus,
+  withBit,
   type Turn,
   type TurnState,
 } from '../protocol/state.js';
@@ -104,6 +106,10 @@ function reduce(state: ChatState, action: ChatAction): ChatState {
       return withField(state, 'activity', action.activity);
     case 'chat/draftChanged':
       return withField(state, 'draft', action.draft);
+    case 'chat/isReadChanged':
+      return withFlag(state, SessionStatus.IsRead, action.isRead);
+    case 'chat/isArchivedChanged':
+      return withFlag(state, SessionStatus.IsArchived, action.isArchived);
     case 'chat/workingDirectorySet':
       return withDirectory(state, action.directory);
     case 'chat/workingDirectoryRemoved':
@@ -145,6 +151,12 @@ function reduce(state: ChatState, action: ChatAction): ChatState {
     default:
       return unreachable(action, state);
   }
+}
+
+/** The chat's own IsRead / IsArchived bit; the same state when it already has that value. */
+function withFlag(state: ChatState, bit: number, on: boolean): ChatState {
+  const status = withBit(state.status, bit, on);
+  return status === state.status ? state : { ...state, status };
 }
 
 /** Compile-time exhaustiveness: adding a chat action without a case fails to type-check here. */

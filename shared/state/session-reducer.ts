@@ -8,6 +8,7 @@
  */
 import {
   isSessionActionType,
+  LEGACY_ACTION_TYPES,
   SESSION_HOST_ACTION_TYPES,
   type SessionAction,
   type SessionHostAction,
@@ -33,6 +34,9 @@ import {
 
 /** `action` is typed loosely on purpose (unknown types are legal); see `chatReducer`. */
 export function sessionReducer(state: SessionState, action: SessionAction | { readonly type: string }): SessionState {
+  // Records logged before a rename carry the old name (see LEGACY_ACTION_TYPES).
+  const legacy = LEGACY_ACTION_TYPES.get(action.type);
+  if (legacy) return sessionReducer(state, { ...action, type: legacy });
   if (!isSessionActionType(action.type)) return state;
   try {
     return reduce(state, action as SessionAction);
@@ -51,6 +55,8 @@ function reduce(state: SessionState, action: SessionAction): SessionState {
       return withField(state, 'title', action.title);
     case 'session/chatAdded':
       return { ...state, chats: upsertBy(state.chats, action.summary, resourceOf) };
+    case 'session/chatsReordered':
+      return chatsReordered(state, action.chats);
     case 'session/chatRemoved':
       return chatRemoved(state, action.chat);
     case 'session/chatUpdated':
@@ -65,7 +71,7 @@ function reduce(state: SessionState, action: SessionAction): SessionState {
       return withField(state, 'status', withBit(state.status, SessionStatus.IsRead, action.isRead));
     case 'session/isArchivedChanged':
       return withField(state, 'status', withBit(state.status, SessionStatus.IsArchived, action.isArchived));
-    case 'session/stateReplaced':
+    case 'x-session/stateReplaced':
       return action.state;
     case 'x-session/toolApprovalRemembered':
       return toolApprovalRemembered(state, action.toolName);
@@ -136,6 +142,16 @@ function rememberTool(state: SessionState, toolName: string, addTo: RememberedTo
 
 const resourceOf = (chat: ChatSummary): string => chat.resource;
 const idOf = (entry: SessionInputRequest): string => entry.id;
+
+/** Listed chats first, in the listed order; unlisted ones after them in their old order. */
+function chatsReordered(state: SessionState, order: readonly string[]): SessionState {
+  const rank = new Map<string, number>();
+  for (const uri of order) if (!rank.has(uri)) rank.set(uri, rank.size);
+  const position = (chat: ChatSummary): number => rank.get(chat.resource) ?? Number.MAX_SAFE_INTEGER;
+  // Array.prototype.sort is stable, so unlisted chats keep their relative order.
+  const chats = [...state.chats].sort((a, b) => position(a) - position(b));
+  return chats.every((chat, i) => chat === state.chats[i]) ? state : { ...state, chats };
+}
 
 /** Removes a chat from the catalogue; a default-chat hint pointing at it goes too. */
 function chatRemoved(state: SessionState, chat: string): SessionState {

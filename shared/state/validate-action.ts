@@ -126,6 +126,10 @@ function validateChatAction(ctx: ClientActionContext, chat: ChatState, action: C
       return action.turnId === undefined || findEndedTurn(chat, action.turnId) !== undefined
         ? undefined
         : `unknown turn ${action.turnId}`;
+    case 'chat/isReadChanged':
+    case 'chat/isArchivedChanged':
+      // Per-person flags with no side effect: setting one twice is harmless (like the session's).
+      return undefined;
     case 'chat/draftChanged':
       return action.draft ? requireUserMessage(action.type, action.draft) : undefined;
     case 'chat/pendingMessageSet':

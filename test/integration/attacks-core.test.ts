@@ -165,8 +165,9 @@ describe('attacks on the hub core (issue 8)', () => {
     const own = `ahp-session:/agent-${Date.now()}`;
     const { defaultChat } = await agent.request<{ defaultChat: string }>('createSession', { channel: own, provider: 'remote' });
     const ownState = (await agent.subscribe<Record<string, unknown>>(own)).state;
-    const forged = await agent.dispatchAndWait(own, { type: 'session/stateReplaced', state: { ...ownState, defaultChat: victim.chat } });
+    const forged = await agent.dispatchAndWait(own, { type: 'x-session/stateReplaced', state: { ...ownState, defaultChat: victim.chat } });
     expect(forged.rejectionReason).toMatch(/not a chat of this session/);
+    // The pre-rename name is still read for one version, and checked the same way.
     const smuggled = await agent.dispatchAndWait(own, {
       type: 'session/stateReplaced',
       state: { ...ownState, chats: [...(ownState['chats'] as unknown[]), { resource: victim.chat, title: 'x', status: 1, modifiedAt: new Date().toISOString() }] },

@@ -117,12 +117,12 @@ describe('agent actions that name other resources', () => {
   });
 
   it('accepts a stateReplaced that names only its own chats, and refuses every foreign reference', () => {
-    expect(validateAgentAction({ type: 'session/stateReplaced', state: state({}) }, undefined, scope)).toBeUndefined();
-    expect(validateAgentAction({ type: 'session/stateReplaced', state: state({ defaultChat: 'ahp-chat:/foreign' }) }, undefined, scope)).toMatch(/defaultChat/);
-    expect(validateAgentAction({ type: 'session/stateReplaced', state: state({ resource: 'ahp-session:/other' }) }, undefined, scope)).toMatch(/resource/);
-    expect(validateAgentAction({ type: 'session/stateReplaced', state: state({ chats: [] }) }, undefined, scope)).toMatch(/every chat/);
+    expect(validateAgentAction({ type: 'x-session/stateReplaced', state: state({}) }, undefined, scope)).toBeUndefined();
+    expect(validateAgentAction({ type: 'x-session/stateReplaced', state: state({ defaultChat: 'ahp-chat:/foreign' }) }, undefined, scope)).toMatch(/defaultChat/);
+    expect(validateAgentAction({ type: 'x-session/stateReplaced', state: state({ resource: 'ahp-session:/other' }) }, undefined, scope)).toMatch(/resource/);
+    expect(validateAgentAction({ type: 'x-session/stateReplaced', state: state({ chats: [] }) }, undefined, scope)).toMatch(/every chat/);
     expect(
-      validateAgentAction({ type: 'session/stateReplaced', state: state({ inputNeeded: [{ kind: 'chatInput', id: 'x', chat: 'ahp-chat:/foreign', requestId: 'r' }] }) }, undefined, scope),
+      validateAgentAction({ type: 'x-session/stateReplaced', state: state({ inputNeeded: [{ kind: 'chatInput', id: 'x', chat: 'ahp-chat:/foreign', requestId: 'r' }] }) }, undefined, scope),
     ).toMatch(/inputNeeded/);
     expect(validateAgentAction({ type: 'session/chatUpdated', chat: 'ahp-chat:/foreign', changes: {} }, undefined, scope)).toMatch(/not a chat of this session/);
     expect(validateAgentAction({ type: 'session/inputNeededSet', request: { kind: 'chatInput', id: 'x', chat: 'ahp-chat:/foreign' } }, undefined, scope)).toMatch(/request.chat/);

@@ -4,7 +4,7 @@
  * turnStarted, [L] steering list, [S] error parts and turnResume).
  */
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import type { ChatAction } from '../../shared/protocol/actions.js';
+import { parseAction, type ChatAction } from '../../shared/protocol/actions.js';
 import {
   SessionStatus,
   initialChatState,
@@ -546,7 +546,17 @@ describe('sessionReducer', () => {
   it('titleChanged and stateReplaced', () => {
     expect(sessionReducer(session(), { type: 'session/titleChanged', title: 'New' }).title).toBe('New');
     const replacement = initialSessionState('ahp-session:/s1', 'demo', 'Replaced');
-    expect(sessionReducer(session(), { type: 'session/stateReplaced', state: replacement })).toBe(replacement);
+    expect(sessionReducer(session(), { type: 'x-session/stateReplaced', state: replacement })).toBe(replacement);
+  });
+
+  it('reads the pre-rename session/stateReplaced as x-session/stateReplaced (logs and agents written before)', () => {
+    const replacement = initialSessionState('ahp-session:/s1', 'demo', 'Replaced');
+    const legacy: { type: string; state: unknown } = { type: 'session/stateReplaced', state: replacement };
+    expect(sessionReducer(session(), legacy)).toBe(replacement);
+    const parsed = parseAction(legacy);
+    expect(parsed).toEqual({ ok: true, action: { type: 'x-session/stateReplaced', state: replacement } });
+    // The input object is left as it was: the rename is made on a copy.
+    expect(legacy.type).toBe('session/stateReplaced');
   });
 });
 

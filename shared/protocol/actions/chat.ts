@@ -87,9 +87,19 @@ export const truncatedActionSchema = z.looseObject({
   turnId: idSchema.optional(),
   ...meta,
 });
+/**
+ * Typed peers encode a turn without usage as `usage: null` (upstream's `UsageInfo | null`); a JSON
+ * `null` means absent, so it is dropped before the turn is read.
+ */
+function withoutNullUsage(turn: unknown): unknown {
+  if (typeof turn !== 'object' || turn === null || !('usage' in turn) || turn.usage !== null) return turn;
+  const { usage: _absent, ...rest } = turn;
+  return rest;
+}
+
 export const turnsLoadedActionSchema = z.looseObject({
   type: z.literal('chat/turnsLoaded'),
-  turns: z.array(turnSchema),
+  turns: z.array(z.preprocess(withoutNullUsage, turnSchema)),
   turnsNextCursor: z.string().max(StateLimits.label).optional(),
   ...meta,
 });
@@ -237,6 +247,21 @@ export const toolCallAuthResolvedActionSchema = z.looseObject({
   ...toolScoped,
 });
 
+
+// ─── Per-chat read and archived flags (AHP 1.0) ─────────────────────────────
+
+/** Sets or clears the chat's own IsRead bit (`status` 32); the session's flag is separate. */
+export const chatIsReadChangedActionSchema = z.looseObject({
+  type: z.literal('chat/isReadChanged'),
+  isRead: z.boolean(),
+  ...meta,
+});
+/** Sets or clears the chat's own IsArchived bit (`status` 64). */
+export const chatIsArchivedChangedActionSchema = z.looseObject({
+  type: z.literal('chat/isArchivedChanged'),
+  isArchived: z.boolean(),
+  ...meta,
+});
 
 // ─── Working directories (AHP 0.8) ───────────────────────────────────────────
 

@@ -60,9 +60,26 @@ export const isArchivedChangedActionSchema = z.looseObject({
   isArchived: z.boolean(),
   ...meta,
 });
-/** Replaces the whole session state while subscribed (2026-07-31). */
+/**
+ * The session's chats in their new order (AHP 1.0, after a move): `chats` is the complete
+ * resulting order of chat URIs. Chats it does not list keep their relative order after the
+ * listed ones, and URIs that are not chats of the session are ignored, so a stale list never
+ * drops a chat.
+ */
+export const chatsReorderedActionSchema = z.looseObject({
+  type: z.literal('session/chatsReordered'),
+  chats: z.array(channelUriSchema).max(StateLimits.listItems),
+  ...meta,
+});
+
+/**
+ * Implementation-defined (`x-`): an agent replaces the whole session state while subscribed
+ * (2026-07-31). Named `session/stateReplaced` until 2026-12: upstream AHP has no such action, so
+ * the name moved out of the standard namespace; `parseAction` still reads the old name (see
+ * `LEGACY_ACTION_TYPES`).
+ */
 export const sessionStateReplacedActionSchema = z.looseObject({
-  type: z.literal('session/stateReplaced'),
+  type: z.literal('x-session/stateReplaced'),
   state: sessionStateSchema,
   ...meta,
 });

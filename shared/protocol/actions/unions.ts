@@ -35,9 +35,12 @@ import {
   usageActionSchema,
   chatWorkingDirectorySetActionSchema,
   chatWorkingDirectoryRemovedActionSchema,
+  chatIsReadChangedActionSchema,
+  chatIsArchivedChangedActionSchema,
 } from './chat.js';
 import {
   chatAddedActionSchema,
+  chatsReorderedActionSchema,
   chatRemovedActionSchema,
   chatUpdatedActionSchema,
   defaultChatChangedActionSchema,
@@ -99,6 +102,8 @@ export const chatActionSchema = z.discriminatedUnion('type', [
   toolCallAuthResolvedActionSchema,
   chatWorkingDirectorySetActionSchema,
   chatWorkingDirectoryRemovedActionSchema,
+  chatIsReadChangedActionSchema,
+  chatIsArchivedChangedActionSchema,
 ]);
 
 export const sessionActionSchema = z.discriminatedUnion('type', [
@@ -117,6 +122,7 @@ export const sessionActionSchema = z.discriminatedUnion('type', [
   toolDenialRememberedActionSchema,
   toolChoiceForgottenActionSchema,
   ...sessionHostActionSchemas,
+  chatsReorderedActionSchema,
 ]);
 
 export const rootActionSchema = z.discriminatedUnion('type', [
