@@ -143,7 +143,11 @@ export async function startAcpBridge(options: BridgeOptions): Promise<Bridge> {
       const text = params.prompt.map((b) => (b.type === 'text' ? b.text : b.type === 'resource_link' ? b.uri : '')).join('');
       const turnId = `turn-${randomUUID()}`;
       const started = await view.dispatch({ type: 'chat/turnStarted', turnId, startedAt: new Date().toISOString(), message: { text, origin: { kind: 'user' } } });
-      if (!started.accepted) throw acp.RequestError.invalidRequest({ reason: started.reason }, `the hub refused the turn: ${started.reason}`);
+      if (!started.accepted) {
+        // The hub's kind of refusal (error-kinds.ts) travels in data.kind, as on every other surface.
+        const kind = started.envelope?.rejectionKind;
+        throw acp.RequestError.invalidRequest({ reason: started.reason, ...(kind !== undefined && { kind }) }, `the hub refused the turn: ${started.reason}`);
+      }
       const turn = await waitForTurnEnd(turnId);
       if (turn.state === 'complete') return { stopReason: 'end_turn' as const };
       if (turn.state === 'cancelled') return { stopReason: 'cancelled' as const };

@@ -35,7 +35,8 @@ import {
 import { interactionIdOf } from '../../shared/state/status.js';
 import { APPROVED_TOOLS_META, DENIED_TOOLS_META, findEndedTurn, findOpenInputRequest, isOpenInputRequest, isToolCallDecided, openInteractions, rememberedTools, turnResponseParts } from '../../shared/state/selectors.js';
 import { sessionIdOf } from '../../shared/protocol/uris.js';
-import { canWrite, type Principal } from '../auth/auth.js';
+import type { Principal } from '../auth/auth.js';
+import { authorize } from '../auth/authorize.js';
 import { STREAMING_ONLY_ACTIONS, type KnownAction } from '../../shared/protocol/actions.js';
 import type { CommitEvent, HubPort, TurnEndedEvent } from '../hub/hub-port.js';
 import type { Logger } from '../log.js';
@@ -177,7 +178,8 @@ export class InteractionRegistry {
    */
   /** `surface` names where the reply came from; the hub records it with the user (`hub/answeredBy`). */
   async reply(principal: Principal, session: string, requestId: string, reply: Reply, surface = 'HTTP reply'): Promise<ReplyResult> {
-    if (!canWrite(principal)) return { kind: 'error', code: 'PERMISSION_DENIED', message: 'read-only access: viewers cannot answer permission requests' };
+    const refused = authorize(principal, 'answerPermission');
+    if (refused) return { kind: 'error', code: 'PERMISSION_DENIED', message: refused.message };
     if (!this.hub.visibleSession(principal, session)) return { kind: 'notAccepted' };
     const found = this.lookup(session, requestId);
     if (found.state !== 'pending') {
