@@ -25,10 +25,7 @@ import { asSessionUri, sessionIdOf } from '../../shared/protocol/uris.js';
 import { findEndedTurn, openInteractions, turnDuration } from '../../shared/state/selectors.js';
 import type { WireAction } from '../../shared/protocol/messages.js';
 import type { ChatInputAnswer, ChatInputQuestion, ChatInputRequest, PendingConfirmationToolCall } from '../../shared/protocol/state.js';
-import { acpToolKind, acpUpdatesFor, rawInputOf } from '../../server/interactions/acp.js';
-import { acpOptionKind } from '../../server/agents/acp/mapping.js';
-import { turnEndReasonOf } from '../../server/hub/hub-port.js';
-import { STEERING_EXTENSION as HOSTED_STEERING_EXTENSION } from '../../server/agents/acp/steering-relay.js';
+import { acpOptionKind, acpToolKind, acpUpdatesFor, rawInputOf, STEERING_EXTENSION as HOSTED_STEERING_EXTENSION, turnEndReasonOf } from '../../server/acp-mapping/index.js';
 
 /** The seed-003 mid-turn input extension (the same names the hub uses towards hosted agents), advertised in `agentCapabilities._meta`. */
 export const STEERING_EXTENSION = { ...HOSTED_STEERING_EXTENSION, version: 1 } as const;

@@ -41,9 +41,9 @@ import { STREAMING_ONLY_ACTIONS, type KnownAction } from '../../shared/protocol/
 import type { CommitEvent, HubPort, TurnEndedEvent } from '../hub/hub-port.js';
 import type { Logger } from '../log.js';
 import { errorFields } from '../log.js';
-import { acpToolKind, acpUpdatesFor, hubNotify, qwenNotify, qwenQuestion, rawInputOf, sessionUpdate, type PermissionOption, type PermissionOutcome } from './acp.js';
+import { acpToolKind, acpUpdatesFor, hubNotify, qwenNotify, qwenQuestion, rawInputOf, sessionUpdate, type PermissionOption, type PermissionOutcome } from '../acp-mapping/index.js';
 import { mapIndexedAnswers } from './answers.js';
-import { acpOptionKind, permissionOutcome } from '../agents/acp/mapping.js';
+import { acpOptionKind, permissionOutcome } from '../acp-mapping/index.js';
 import type { SessionStreams, TurnEnd } from './event-stream.js';
 
 export const ASK_USER_QUESTION = 'ask_user_question';
