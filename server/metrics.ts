@@ -7,20 +7,7 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import { isSharedActionLog, type ActionLog, type SharedActionLog } from './storage/action-log.js';
 import type { HubObserver } from './hub/hub.js';
-
-/** Rejection reasons are free text; metrics group them into a fixed set of kinds. */
-export type RejectionKind = 'rate_limited' | 'read_only' | 'duplicate' | 'invalid' | 'forbidden' | 'quota' | 'limit' | 'state';
-
-export function rejectionKind(reason: string): RejectionKind {
-  if (/rate limit|slow down/i.test(reason)) return 'rate_limited';
-  if (/read-only|viewers cannot/i.test(reason)) return 'read_only';
-  if (/clientSeq/i.test(reason)) return 'duplicate';
-  if (/^invalid /i.test(reason)) return 'invalid';
-  if (/not client-dispatchable|not allowed|forbidden|only (agents|the)|may not|permission/i.test(reason)) return 'forbidden';
-  if (/quota exceeded/i.test(reason)) return 'quota';
-  if (/at most|too (many|large|long)|limit/i.test(reason)) return 'limit';
-  return 'state';
-}
+import type { ErrorKind } from '../shared/protocol/error-kinds.js';
 
 export class HubMetrics implements HubObserver {
   readonly registry = new Registry();
@@ -39,7 +26,7 @@ export class HubMetrics implements HubObserver {
     const registers = [this.registry];
     this.#dispatches = new Counter({
       name: 'ahp_hub_dispatches_total',
-      help: 'Actions dispatched by clients and accepted (outcome="accepted", reason="") or rejected with an echo (outcome="rejected", reason=kind).',
+      help: 'Actions dispatched by clients and accepted (outcome="accepted", reason="") or rejected with an echo (outcome="rejected", reason=its ErrorKind, docs/errors.md).',
       labelNames: ['outcome', 'reason'],
       registers,
     });
@@ -104,8 +91,8 @@ export class HubMetrics implements HubObserver {
     this.#dispatches.inc({ outcome: 'accepted', reason: '' });
   }
 
-  dispatchRejected(reason: string): void {
-    this.#dispatches.inc({ outcome: 'rejected', reason: rejectionKind(reason) });
+  dispatchRejected(kind: ErrorKind): void {
+    this.#dispatches.inc({ outcome: 'rejected', reason: kind });
   }
 
   quotaRefused(quota: string): void {

@@ -269,7 +269,7 @@ export async function startHubServer(config: HubServerConfig): Promise<HubServer
     else sendJson(res, 200, { status: 'ok' });
   }, { public: true });
   serverRoutes.add('GET', '/metrics', async (_req, res, { principal }) => {
-    if (config.auth.enforced && principal.role !== Role.Admin) throw new HttpError(403, 'forbidden', 'metrics are for admin tokens only');
+    if (config.auth.enforced && principal.role !== Role.Admin) throw HttpError.of('permission_denied', 'metrics are for admin tokens only');
     const { contentType, text } = await metrics.render();
     res.writeHead(200, { 'content-type': contentType, 'content-length': Buffer.byteLength(text), 'cache-control': 'no-store' });
     res.end(text);

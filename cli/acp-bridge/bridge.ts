@@ -25,10 +25,7 @@ import { asSessionUri, sessionIdOf } from '../../shared/protocol/uris.js';
 import { findEndedTurn, openInteractions, turnDuration } from '../../shared/state/selectors.js';
 import type { WireAction } from '../../shared/protocol/messages.js';
 import type { ChatInputAnswer, ChatInputQuestion, ChatInputRequest, PendingConfirmationToolCall } from '../../shared/protocol/state.js';
-import { acpToolKind, acpUpdatesFor, rawInputOf } from '../../server/interactions/acp.js';
-import { acpOptionKind } from '../../server/agents/acp/mapping.js';
-import { turnEndReasonOf } from '../../server/hub/hub-port.js';
-import { STEERING_EXTENSION as HOSTED_STEERING_EXTENSION } from '../../server/agents/acp/steering-relay.js';
+import { acpOptionKind, acpToolKind, acpUpdatesFor, rawInputOf, STEERING_EXTENSION as HOSTED_STEERING_EXTENSION, turnEndReasonOf } from '../../server/acp-mapping/index.js';
 
 /** The seed-003 mid-turn input extension (the same names the hub uses towards hosted agents), advertised in `agentCapabilities._meta`. */
 export const STEERING_EXTENSION = { ...HOSTED_STEERING_EXTENSION, version: 1 } as const;
@@ -143,7 +140,11 @@ export async function startAcpBridge(options: BridgeOptions): Promise<Bridge> {
       const text = params.prompt.map((b) => (b.type === 'text' ? b.text : b.type === 'resource_link' ? b.uri : '')).join('');
       const turnId = `turn-${randomUUID()}`;
       const started = await view.dispatch({ type: 'chat/turnStarted', turnId, startedAt: new Date().toISOString(), message: { text, origin: { kind: 'user' } } });
-      if (!started.accepted) throw acp.RequestError.invalidRequest({ reason: started.reason }, `the hub refused the turn: ${started.reason}`);
+      if (!started.accepted) {
+        // The hub's kind of refusal (error-kinds.ts) travels in data.kind, as on every other surface.
+        const kind = started.envelope?.rejectionKind;
+        throw acp.RequestError.invalidRequest({ reason: started.reason, ...(kind !== undefined && { kind }) }, `the hub refused the turn: ${started.reason}`);
+      }
       const turn = await waitForTurnEnd(turnId);
       if (turn.state === 'complete') return { stopReason: 'end_turn' as const };
       if (turn.state === 'cancelled') return { stopReason: 'cancelled' as const };

@@ -5,6 +5,7 @@
 
 import { z } from 'zod';
 import { ErrorCode, ProtocolError } from '../../shared/protocol/errors.js';
+import type { ErrorKind } from '../../shared/protocol/error-kinds.js';
 import {
   createChatParamsSchema,
   createSessionParamsSchema,
@@ -188,12 +189,12 @@ export function registerAhpMethods(router: RpcRouter, hub: Hub): void {
  * action's `type`, never the refused value itself.
  */
 export function throttledDispatchHandler(hub: Hub) {
-  return (ctx: RpcContext, method: string, params: unknown, reason = 'rate limit exceeded: slow down and dispatch again'): boolean => {
+  return (ctx: RpcContext, method: string, params: unknown, reason = 'rate limit exceeded: slow down and dispatch again', kind: ErrorKind = 'rate_limited'): boolean => {
     if (method !== Method.DispatchAction) return false;
     const refused = refusedDispatchSchema.safeParse(params);
     if (!refused.success) return false;
     const { channel, clientSeq, action } = refused.data;
-    hub.rejectFromClient(clientOf(ctx), channel, clientSeq, { type: action.type }, reason);
+    hub.rejectFromClient(clientOf(ctx), channel, clientSeq, { type: action.type }, reason, kind);
     return true;
   };
 }

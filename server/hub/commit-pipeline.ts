@@ -439,7 +439,7 @@ export class CommitPipeline {
     const error = new Error(reason);
     for (const item of outbox) {
       if (item.kind === 'envelope' && item.source && item.envelope.origin) {
-        deliverPrivate(this.#receivers.fanoutOf(item.envelope.channel), item.source, { ...item.envelope, serverSeq: this.#durableSeq, rejectionReason: reason }, this.#fanoutLimits);
+        deliverPrivate(this.#receivers.fanoutOf(item.envelope.channel), item.source, { ...item.envelope, serverSeq: this.#durableSeq, rejectionReason: reason, rejectionKind: 'storage_unavailable' }, this.#fanoutLimits);
       } else if (item.kind === 'durable') {
         item.reject(error);
       }

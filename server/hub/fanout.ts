@@ -33,6 +33,7 @@ export function encodeEnvelope(envelope: ActionEnvelope): string {
   let params = '{"channel":' + JSON.stringify(envelope.channel) + ',"action":' + actionJson(envelope.action) + ',"serverSeq":' + envelope.serverSeq;
   if (envelope.origin !== undefined) params += ',"origin":' + JSON.stringify(envelope.origin);
   if (envelope.rejectionReason !== undefined) params += ',"rejectionReason":' + JSON.stringify(envelope.rejectionReason);
+  if (envelope.rejectionKind !== undefined) params += ',"rejectionKind":' + JSON.stringify(envelope.rejectionKind);
   return '{"jsonrpc":"2.0","method":"action","params":' + params + '}}';
 }
 

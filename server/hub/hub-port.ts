@@ -25,6 +25,7 @@
  * A hook that throws is logged and does not stop the others (nor the commit, which is already
  * sequenced).
  */
+import type { ErrorKind } from '../../shared/protocol/error-kinds.js';
 import type { ErrorCode } from '../../shared/protocol/errors.js';
 import type { KnownAction } from '../../shared/protocol/actions.js';
 import type { ActionOrigin, WireAction } from '../../shared/protocol/messages.js';
@@ -97,7 +98,7 @@ export interface HubHooks {
 /** How a submitted action fared: committed (durable), or refused with a stable code. */
 export type SubmitOutcome =
   | { readonly ok: true; readonly serverSeq: number }
-  | { readonly ok: false; readonly code: RejectionCode; readonly message: string };
+  | { readonly ok: false; readonly code: RejectionCode; readonly kind: ErrorKind; readonly message: string };
 
 /**
  * The codes a submission can be refused with, from the one error-code table

@@ -1,145 +1,58 @@
 /**
  * The hub's facade: the `HubPort` features see and the API the composition root, the JSON-RPC
- * methods and the tests call. It holds the decision: every dispatch is validated against current
- * state, checked against the duplicate ledger and the channel's size budget, and accepted or
- * rejected synchronously (`#decide`), so "first reply wins" needs no lock. An accepted action is
- * sequenced through the commit pipeline together with the roll-up it causes (chat → session →
- * root), so the log replays to the same state without recomputing anything.
+ * methods and the tests call. It runs a dispatch through its stages, each in its own module:
  *
- * The rest lives beside it, each behind a narrow interface:
- * - `commit-pipeline.ts`: sequencing, group commit, delivery in order, durability waiters, held
- *   answers, snapshot cadence — where "nothing reaches a client before it is durable; answers
- *   never overtake envelopes" is enforced;
- * - `recovery.ts`: open from snapshot + replay, ledger rebuild, listing interrupted turns;
- * - `subscriptions.ts`: who is subscribed to what, reconnect (replay or snapshots);
- * - `root-catalogue.ts`: the session summaries root subscribers were last sent;
- * - `write-gate.ts`: cluster mode (decisions wait for the write turn).
+ *   decode (`rpc.ts` framing and bounds, `ahp-methods.ts` params) → authorize
+ *   (`../auth/authorize.ts`) → decide (`decide.ts`: pure, state + action → `Decision`; then the
+ *   size budget) → sequence (`sequencer.ts`: the action with its roll-up, the hooks' commit
+ *   phase) → persist (`commit-pipeline.ts` group commit) → deliver (`fanout.ts`, after the log
+ *   append, then the hooks' delivered phase).
  *
- * The hub knows connections only through the `Connection` interface and storage only through
- * the `ActionLog` port.
+ * Deciding is synchronous within the call (`#decide`), so "first reply wins" needs no lock. Every
+ * write enters through `write-admission.ts` (open, writable, disk quota, cluster write turn);
+ * session and chat lifecycle commands are `catalogue-commands.ts`, reads `queries.ts`; the rest
+ * lives beside it behind narrow interfaces: `recovery.ts` (open from snapshot + replay),
+ * `subscriptions.ts` (who is subscribed, reconnect), `root-catalogue.ts` (root summaries),
+ * `write-gate.ts` (cluster mode). The hub knows connections only through `Connection` and
+ * storage only through the `ActionLog` port.
  */
 import { ProtocolError, ErrorCode } from '../../shared/protocol/errors.js';
-import type { ActionOrigin, ReconnectParams, ReconnectResult, Snapshot, WireAction } from '../../shared/protocol/messages.js';
-import { CLIENT_DISPATCHABLE_ACTIONS, STREAMING_ONLY_ACTIONS, isKnownAction, parseAction, type KnownAction } from '../../shared/protocol/actions.js';
-import { validateParsedClientAction } from '../../shared/state/validate-action.js';
-import { CHAT_SCHEME, ROOT_URI, channelKind } from '../../shared/protocol/uris.js';
-import { checkJsonBounds } from '../../shared/protocol/json-bounds.js';
-import { isSharedActionLog, type ActionLog, type LogRecord } from '../storage/action-log.js';
+import type { ErrorKind } from '../../shared/protocol/error-kinds.js';
+import type { ReconnectParams, ReconnectResult, Snapshot, WireAction } from '../../shared/protocol/messages.js';
+import { ROOT_URI } from '../../shared/protocol/uris.js';
+import { isSharedActionLog } from '../storage/action-log.js';
 import type { AgentInfo } from '../agents/agent.js';
-import { canActAsAgent, canWrite, type Principal } from '../auth/auth.js';
+import type { Principal } from '../auth/auth.js';
 import type { Logger } from '../log.js';
-import { errorFields, errorMessage } from '../log.js';
-import { CATALOG_CHANNEL, CatalogAction, catalogActionOf, chatSnapshotMeta, type CatalogRecordAction, type ChatEntry, type HubState, type SessionEntry } from './catalog.js';
+import { errorFields } from '../log.js';
+import type { ChatEntry, HubState, SessionEntry } from './catalog.js';
 import type { Connection } from './connection.js';
-import { DEFAULT_FANOUT_LIMITS, type FanoutLimits } from './fanout.js';
-import { chatRollUpActions, sessionSummary, type SessionSummaryView } from './rollup.js';
-import { actorOf, LEDGER_LIMITS, type Actor, type ClaimOutcome, type ClientLedger, type LedgerLimits } from './client-ledger.js';
-import { validateAgentAction } from './agent-actions.js';
-import { ChannelSizeBudget, DEFAULT_MAX_CHANNEL_JSON_CHARS, DEFAULT_MAX_TENANT_STATE_CHARS, DEFAULT_MAX_USER_STATE_CHARS, type StateRefusal } from './channel-budget.js';
-import { WriteGate } from './write-gate.js';
+import type { SessionSummaryView } from './rollup.js';
+import { actorOf, type ClaimOutcome, type ClientLedger } from './client-ledger.js';
+import { ChannelSizeBudget, type StateRefusal } from './channel-budget.js';
+import type { WriteGate } from './write-gate.js';
 import { ReplayWindow } from './replay-window.js';
-import type { CommitEvent, HookOwner, HubHooks, HubPort, RejectionCode, SubmitOutcome } from './hub-port.js';
+import type { HookOwner, HubHooks, HubPort, SubmitOutcome } from './hub-port.js';
 import { HookList } from './hook-list.js';
-import { CommitPipeline, STORAGE_UNAVAILABLE_REASON } from './commit-pipeline.js';
+import { CommitPipeline } from './commit-pipeline.js';
 import { Subscriptions } from './subscriptions.js';
 import { RootCatalogue } from './root-catalogue.js';
 import { interruptedTurns, recoverFromLog, snapshotImageOf, type InterruptedTurn, type RecoveredHub } from './recovery.js';
-import { hasTurn } from '../../shared/state/selectors.js';
-import { ANSWERED_BY_META } from '../../shared/state/answered-by.js';
-import { defaultMaxLoadStateChars } from './load-guard.js';
+import { DEFAULT_HUB_LIMITS, type ClientHandle, type HubLimits, type HubObserver, type HubOptions } from './hub-options.js';
+import { CLIENT_SURFACE, decide, decideServer, echoableRejected, optionalRejection, rejection, rejectionOf, sessionOfVisibleChannel, type Decision, type DecisionInput, type Rejection } from './decide.js';
+import { gateFor, WriteAdmission } from './write-admission.js';
+import { CatalogueCommands } from './catalogue-commands.js';
+import { Sequencer } from './sequencer.js';
+import { defaultChatIn, listSessionsIn, snapshotIn, visibleChatIn, visibleSessionIn } from './queries.js';
 
-export interface HubLimits {
-  readonly maxSessionsPerTenant: number;
-  readonly maxChatsPerSession: number;
-  readonly maxSubscriptionsPerConnection: number;
-  /** Envelopes kept in memory for `reconnect` replay; older gaps get snapshots. */
-  readonly replayBufferSize: number;
-  /** …and at most this many characters of encoded envelopes, whichever bound is hit first. */
-  readonly replayBufferChars: number;
-  /** Largest encoded state (JSON characters) one chat or session may grow to. */
-  readonly maxChannelJsonChars: number;
-  /** Everything the sessions one user owns may hold together (JSON characters; channel-budget.ts). */
-  readonly maxUserStateChars: number;
-  /** Everything this tenant's sessions may hold together (JSON characters). */
-  readonly maxTenantStateChars: number;
-  /** A log holding more state than this is refused at start with a message saying what to do (load-guard.ts). */
-  readonly maxLoadStateChars: number;
-  /** A snapshot is written after this many records, so recovery replays at most that many. */
-  readonly snapshotEvery: number;
-  /**
-   * Bytes the tenant's log and snapshots may take on disk (`ActionLog.storedBytes`; SQLite). Over
-   * it, writes from clients are refused with `StorageQuotaExceeded`; agents can still end turns.
-   */
-  readonly maxTenantDiskBytes: number;
-  readonly fanout: FanoutLimits;
-  /** The duplicate ledger's bounds per principal (client-ledger.ts). */
-  readonly ledger: LedgerLimits;
-}
-
-/** Default per-tenant disk quota (`--tenant-disk-quota`). */
-export const DEFAULT_TENANT_DISK_BYTES = 1024 * 1024 * 1024;
-/** How long a disk-usage measurement is reused before the next decision measures again. */
-const DISK_USAGE_TTL_MS = 100;
-
-export const DEFAULT_HUB_LIMITS: HubLimits = {
-  maxSessionsPerTenant: 10_000,
-  maxChatsPerSession: 64,
-  maxSubscriptionsPerConnection: 1_024,
-  replayBufferSize: 20_000,
-  replayBufferChars: 64 * 1024 * 1024,
-  maxChannelJsonChars: DEFAULT_MAX_CHANNEL_JSON_CHARS,
-  maxUserStateChars: DEFAULT_MAX_USER_STATE_CHARS,
-  maxTenantStateChars: DEFAULT_MAX_TENANT_STATE_CHARS,
-  maxLoadStateChars: defaultMaxLoadStateChars(),
-  snapshotEvery: 5_000,
-  maxTenantDiskBytes: DEFAULT_TENANT_DISK_BYTES,
-  fanout: DEFAULT_FANOUT_LIMITS,
-  ledger: LEDGER_LIMITS,
-};
-
-export interface HubOptions {
-  readonly log: ActionLog;
-  readonly logger: Logger;
-  /** Wall clock in ms; the only source of time. Reducers never read a clock. */
-  readonly now: () => number;
-  /** Fresh opaque ids (chat URIs, tool request ids). */
-  readonly newId: () => string;
-  readonly agents: readonly AgentInfo[];
-  readonly defaultProvider: string;
-  readonly limits?: Partial<HubLimits>;
-  /** Told about rejections and reconnect answers (metrics); optional. */
-  readonly observer?: HubObserver | undefined;
-}
-
-/** What the hub reports for metrics; counters only, called on the hot path. */
-export interface HubObserver {
-  dispatchRejected(reason: string): void;
-  reconnectServed(kind: 'replay' | 'snapshot'): void;
-  /** A quota on what a user or tenant holds refused something (`StateRefusal.kind`, `client_id_quota`). */
-  quotaRefused?(quota: string): void;
-}
-
-/** Answers, approvals and stops, stamped with who gave them (see `#stampAnswer`). */
-const ANSWER_ACTIONS: ReadonlySet<string> = new Set(['chat/inputCompleted', 'chat/toolCallConfirmed', 'chat/toolCallResultConfirmed', 'chat/turnCancelled']);
-/** The surface of a WebSocket (AHP) client that does not name itself. */
-const CLIENT_SURFACE = 'AHP client';
-/** What a new session or chat is charged before it is measured (an empty one is a few hundred characters). */
-const NEW_CHANNEL_CHARS = 1_024;
-
-/** A client that dispatches actions: the connection it speaks on and who it is. */
-export interface ClientHandle {
-  readonly conn: Connection;
-  readonly principal: Principal;
-  readonly clientId: string;
-}
+export { DEFAULT_HUB_LIMITS, DEFAULT_TENANT_DISK_BYTES, type ClientHandle, type HubLimits, type HubObserver, type HubOptions } from './hub-options.js';
+export { STORAGE_QUOTA_REASON } from './write-admission.js';
 
 export class Hub implements HubPort {
   readonly limits: HubLimits;
   readonly #logger: Logger;
   readonly #now: () => number;
-  readonly #newId: () => string;
   readonly #agents: readonly AgentInfo[];
-  readonly #defaultProvider: string;
   /** Every session and chat with its current state (catalog.ts). */
   readonly #state: HubState;
   readonly #ledger: ClientLedger;
@@ -155,9 +68,12 @@ export class Hub implements HubPort {
   #gate: WriteGate | undefined;
   #failed: Error | undefined;
   #closed = false;
-  readonly #log: ActionLog;
-  /** The last disk-usage measurement and when it was taken (see `#quotaRefusal`). */
-  #diskUsage = { bytes: 0, at: Number.NEGATIVE_INFINITY };
+  /** Whether a write is taken now (open, writable, disk quota, cluster write turn). */
+  readonly #admission: WriteAdmission;
+  /** createSession, disposeSession, createChat, disposeChat (catalogue-commands.ts). */
+  readonly #catalogue: CatalogueCommands;
+  /** Sequencing with roll-up and the hooks' commit phase, local and remote (sequencer.ts). */
+  readonly #sequencer: Sequencer;
   /** Set by the composition root: what to do when the log fails (exit so a supervisor restarts). */
   #onFatal: ((err: Error) => void) | undefined;
 
@@ -165,11 +81,10 @@ export class Hub implements HubPort {
     this.limits = limits;
     this.#logger = options.logger;
     this.#now = options.now;
-    this.#newId = options.newId;
     this.#agents = options.agents;
-    this.#defaultProvider = options.defaultProvider;
     this.#observer = options.observer;
-    this.#log = options.log;
+    const admissionHost = () => ({ pipelineProblem: this.#pipeline.storageProblem, storageProblem: this.storageProblem, gate: this.#gate, failed: this.#failed, closed: this.#closed });
+    this.#admission = new WriteAdmission(admissionHost, options.log, options.now, limits.maxTenantDiskBytes);
     this.#state = recovered.state;
     this.#ledger = recovered.ledger;
     this.#replay = replay;
@@ -198,6 +113,14 @@ export class Hub implements HubPort {
     });
     this.#rootCatalogue = new RootCatalogue(recovered.state, this.#pipeline);
     this.#rootCatalogue.publishedFromState();
+    const { agents, defaultProvider, observer, now, newId } = options;
+    const parts = { state, pipeline: this.#pipeline, channelBudget: this.#channelBudget, rootCatalogue: this.#rootCatalogue, subscriptions: this.#subscriptions, hooks: this.#hooks };
+    this.#catalogue = new CatalogueCommands({
+      ...parts, observer, admission: this.#admission, limits, agents, defaultProvider, now, newId,
+      visibleSession: (principal, uri) => this.visibleSession(principal, uri),
+      visibleChat: (principal, uri) => this.visibleChat(principal, uri),
+    });
+    this.#sequencer = new Sequencer({ ...parts, ledger: this.#ledger, catalogue: this.#catalogue });
   }
 
   /**
@@ -212,19 +135,7 @@ export class Hub implements HubPort {
     if (isSharedActionLog(options.log)) {
       // Other processes share this log and may be running the turns recovery finds active, so
       // they are not ended here (see the README's Cluster section for what ends them).
-      const pipeline = hub.#pipeline;
-      hub.#gate = new WriteGate(options.log, {
-        get serverSeq() {
-          return pipeline.serverSeq;
-        },
-        get inDoubt() {
-          return pipeline.storageProblem;
-        },
-        hasPendingRecords: () => pipeline.hasPendingRecords,
-        foldRemote: (records) => hub.#foldRemote(records),
-        fail: (err) => hub.#fail(err),
-      }, options.logger);
-      pipeline.appendThrough(hub.#gate);
+      hub.#gate = gateFor(options.log, hub.#pipeline, (records) => hub.#sequencer.foldRemote(records), (err) => hub.#fail(err), options.logger);
     } else {
       // Left running: the agent runner decides, per provider, whether each one continues or ends.
       hub.interruptedTurns = interruptedTurns(hub.#state);
@@ -266,13 +177,11 @@ export class Hub implements HubPort {
 
   /** A session the principal may see, or undefined (other tenants' sessions do not exist for them). */
   visibleSession(principal: Principal, uri: string): SessionEntry | undefined {
-    const s = this.#state.sessions.get(uri);
-    return s && s.tenant === principal.tenant ? s : undefined;
+    return visibleSessionIn(this.#state, principal, uri);
   }
 
   visibleChat(principal: Principal, uri: string): ChatEntry | undefined {
-    const c = this.#state.chats.get(uri);
-    return c && this.visibleSession(principal, c.session) ? c : undefined;
+    return visibleChatIn(this.#state, principal, uri);
   }
 
   /** Lookups for the agent runner and features, with no tenant check: they act for the hub. */
@@ -289,43 +198,22 @@ export class Hub implements HubPort {
    * Features follow this rather than `state.defaultChat`, which a peer's action wrote.
    */
   defaultChatOf(sessionUri: string): string | undefined {
-    const session = this.#state.sessions.get(sessionUri);
-    const chat = session?.state.defaultChat;
-    return chat !== undefined && session!.chats.has(chat) && this.#state.chats.get(chat)?.session === sessionUri ? chat : undefined;
+    return defaultChatIn(this.#state, sessionUri);
   }
 
   listSessions(principal: Principal): SessionSummaryView[] {
-    const out: SessionSummaryView[] = [];
-    for (const s of this.#state.sessions.values()) {
-      if (s.tenant === principal.tenant) out.push(sessionSummary(s, this.#state));
-    }
-    return out.sort((a, b) => Date.parse(b.modifiedAt) - Date.parse(a.modifiedAt));
+    return listSessionsIn(this.#state, principal);
   }
 
   /** The snapshot of a channel visible to the principal; throws SessionNotFound/NotFound otherwise. */
   snapshot(principal: Principal, channel: string): Snapshot {
-    const kind = channelKind(channel);
-    const fromSeq = this.#pipeline.serverSeq;
-    if (kind === 'root') return { resource: ROOT_URI, state: this.#state.root, fromSeq };
-    if (kind === 'session') {
-      const s = this.visibleSession(principal, channel);
-      if (!s) throw new ProtocolError(ErrorCode.SessionNotFound, `session ${channel} not found`);
-      return { resource: channel, state: s.state, fromSeq };
-    }
-    if (kind === 'chat') {
-      const c = this.visibleChat(principal, channel);
-      if (!c) throw new ProtocolError(ErrorCode.NotFound, `chat ${channel} not found`);
-      // Who answered and who stopped stay beside the state (see shared/state/answered-by.ts).
-      const meta = chatSnapshotMeta(c);
-      return meta ? { resource: channel, state: c.state, fromSeq, _meta: meta } : { resource: channel, state: c.state, fromSeq };
-    }
-    throw new ProtocolError(ErrorCode.InvalidParams, `unsupported channel URI ${JSON.stringify(channel)}`);
+    return snapshotIn(this.#state, principal, channel, this.#pipeline.serverSeq);
   }
 
   // ─── Subscriptions (subscriptions.ts) ───────────────────────────────────────
 
   subscribe(conn: Connection, principal: Principal, channel: string, maxLatencyMs = 0): Snapshot {
-    this.#assertReadable();
+    this.#admission.assertReadable();
     const snapshot = this.snapshot(principal, channel);
     this.#subscriptions.attach(conn, principal.tenant, channel, snapshot.fromSeq, this.#pipeline.deliveredSeq, maxLatencyMs);
     this.#hooks.call((h) => h.subscribed?.({ channel, principal }));
@@ -360,9 +248,9 @@ export class Hub implements HubPort {
    * still covers the gap, else snapshots; invisible channels are `missing` (see subscriptions.ts).
    */
   reconnect(conn: Connection, principal: Principal, params: ReconnectParams): ReconnectResult {
-    this.#assertReadable();
+    this.#admission.assertReadable();
     const result = this.#subscriptions.reconnect(conn, principal.tenant, params, {
-      visible: (channel) => channel === ROOT_URI || this.#sessionOfVisibleChannel(principal, channel) !== undefined,
+      visible: (channel) => channel === ROOT_URI || sessionOfVisibleChannel(this.#state, principal, channel) !== undefined,
       snapshot: (channel) => this.snapshot(principal, channel),
       serverSeq: this.#pipeline.serverSeq,
       deliveredSeq: this.#pipeline.deliveredSeq,
@@ -385,150 +273,27 @@ export class Hub implements HubPort {
 
   // ─── Commands ───────────────────────────────────────────────────────────────
 
-  async createSession(principal: Principal, params: { uri: string; provider?: string | undefined; title?: string | undefined }): Promise<{ defaultChat: string }> {
-    const turn = this.#enterWrite();
-    if (turn) await turn;
-    this.#assertQuota();
-    if (!canWrite(principal)) throw new ProtocolError(ErrorCode.PermissionDenied, 'viewers cannot create sessions');
-    if (channelKind(params.uri) !== 'session') {
-      throw new ProtocolError(ErrorCode.InvalidParams, 'channel must be an ahp-session:/<id> URI');
-    }
-    if (this.#state.sessions.has(params.uri)) {
-      // The server gives each tenant a hub of its own (tenant-stack.ts), so this is always one
-      // of the caller's own tenant's sessions: it says nothing about anyone else's.
-      throw new ProtocolError(ErrorCode.SessionAlreadyExists, `session ${params.uri} already exists`);
-    }
-    const provider = params.provider ?? this.#defaultProvider;
-    if (!this.#agents.some((a) => a.provider === provider)) {
-      throw new ProtocolError(ErrorCode.ProviderNotFound, `no agent provider ${JSON.stringify(provider)}`);
-    }
-    let count = 0;
-    for (const s of this.#state.sessions.values()) if (s.tenant === principal.tenant) count++;
-    if (count >= this.limits.maxSessionsPerTenant) {
-      throw new ProtocolError(ErrorCode.LimitExceeded, `at most ${this.limits.maxSessionsPerTenant} sessions per tenant`);
-    }
-    this.#refuseOverQuota(this.#channelBudget.chargeNew(principal.user, NEW_CHANNEL_CHARS * 2));
-    const createdAt = new Date(this.#now()).toISOString();
-    const title = params.title ?? 'New session';
-    this.#sequenceLifecycle({
-      type: CatalogAction.SessionCreated,
-      session: params.uri,
-      tenant: principal.tenant,
-      owner: principal.user,
-      provider,
-      title,
-      createdAt,
-    });
-    const defaultChat = this.#createChatRecord(params.uri, CHAT_SCHEME + this.#newId(), 'Chat', createdAt);
-    this.#pipeline.sequence(params.uri, { type: 'session/defaultChatChanged', defaultChat });
-    this.#channelBudget.opened(params.uri);
-    this.#channelBudget.opened(defaultChat);
-    this.#rootCatalogue.sessionAdded(this.#state.sessions.get(params.uri)!);
-    await this.#pipeline.durable();
-    return { defaultChat };
+  createSession(principal: Principal, params: { uri: string; provider?: string | undefined; title?: string | undefined }): Promise<{ defaultChat: string }> {
+    return this.#catalogue.createSession(principal, params);
   }
 
-  async disposeSession(principal: Principal, uri: string): Promise<void> {
-    const turn = this.#enterWrite();
-    if (turn) await turn;
-    const session = this.visibleSession(principal, uri);
-    if (!session) throw new ProtocolError(ErrorCode.SessionNotFound, `session ${uri} not found`);
-    if (!canWrite(principal)) throw new ProtocolError(ErrorCode.PermissionDenied, 'viewers cannot dispose sessions');
-    const chats = [...session.chats];
-    this.#sequenceLifecycle({ type: CatalogAction.SessionDisposed, session: uri });
-    this.#sessionGone(session, chats);
-    await this.#pipeline.durable();
+  disposeSession(principal: Principal, uri: string): Promise<void> {
+    return this.#catalogue.disposeSession(principal, uri);
   }
 
-  async createChat(principal: Principal, sessionUri: string, params: { chat?: string | undefined; title?: string | undefined }): Promise<{ chat: string }> {
-    const turn = this.#enterWrite();
-    if (turn) await turn;
-    this.#assertQuota();
-    const session = this.visibleSession(principal, sessionUri);
-    if (!session) throw new ProtocolError(ErrorCode.SessionNotFound, `session ${sessionUri} not found`);
-    if (!canWrite(principal)) throw new ProtocolError(ErrorCode.PermissionDenied, 'viewers cannot create chats');
-    if (session.chats.size >= this.limits.maxChatsPerSession) {
-      throw new ProtocolError(ErrorCode.LimitExceeded, `at most ${this.limits.maxChatsPerSession} chats per session`);
-    }
-    const chat = params.chat ?? CHAT_SCHEME + this.#newId();
-    if (channelKind(chat) !== 'chat') throw new ProtocolError(ErrorCode.InvalidParams, 'chat must be an ahp-chat:/<id> URI');
-    if (this.#state.chats.has(chat)) throw new ProtocolError(ErrorCode.AlreadyExists, `chat ${chat} already exists`);
-    this.#refuseOverQuota(this.#channelBudget.chargeNew(session.owner, NEW_CHANNEL_CHARS));
-    this.#createChatRecord(sessionUri, chat, params.title ?? 'Chat', new Date(this.#now()).toISOString());
-    this.#channelBudget.opened(chat);
-    this.#channelBudget.opened(sessionUri);
-    this.#rootCatalogue.sessionChanged(session);
-    await this.#pipeline.durable();
-    return { chat };
+  createChat(principal: Principal, sessionUri: string, params: { chat?: string | undefined; title?: string | undefined }): Promise<{ chat: string }> {
+    return this.#catalogue.createChat(principal, sessionUri, params);
   }
 
-  async disposeChat(principal: Principal, chatUri: string): Promise<void> {
-    const turn = this.#enterWrite();
-    if (turn) await turn;
-    const chat = this.visibleChat(principal, chatUri);
-    if (!chat) throw new ProtocolError(ErrorCode.NotFound, `chat ${chatUri} not found`);
-    if (!canWrite(principal)) throw new ProtocolError(ErrorCode.PermissionDenied, 'viewers cannot dispose chats');
-    const session = this.#state.sessions.get(chat.session)!;
-    if (session.state.defaultChat === chatUri) {
-      throw new ProtocolError(ErrorCode.InvalidParams, 'the default chat is disposed with its session');
-    }
-    for (const entry of session.state.inputNeeded ?? []) {
-      if (entry.chat === chatUri) this.#pipeline.sequence(session.uri, { type: 'session/inputNeededRemoved', id: entry.id });
-    }
-    this.#sequenceLifecycle({ type: CatalogAction.ChatDisposed, chat: chatUri });
-    this.#pipeline.sequence(session.uri, { type: 'session/chatRemoved', chat: chatUri });
-    this.#chatGone(chatUri, session.uri);
-    this.#rootCatalogue.sessionChanged(session);
-    await this.#pipeline.durable();
-  }
-
-  /** Throws the quota refusal, if any, as the named error (and counts it). */
-  #refuseOverQuota(refusal: StateRefusal | undefined): void {
-    if (!refusal) return;
-    this.#observer?.quotaRefused?.(refusal.kind);
-    throw new ProtocolError(ErrorCode.QuotaExceeded, refusal.reason);
+  disposeChat(principal: Principal, chatUri: string): Promise<void> {
+    return this.#catalogue.disposeChat(principal, chatUri);
   }
 
   /** A budget refusal as a decision: the channel's size is a limit, the user's and tenant's totals quotas. */
-  #budgetRefusal(refusal: StateRefusal): { ok: false; code: RejectionCode; reason: string } {
-    if (refusal.kind === 'channel_too_large') return { ok: false, code: ErrorCode.LimitExceeded, reason: refusal.reason };
+  #budgetRefusal(refusal: StateRefusal): Rejection {
+    if (refusal.kind === 'channel_too_large') return rejection('limit_exceeded', refusal.reason);
     this.#observer?.quotaRefused?.(refusal.kind);
-    return { ok: false, code: ErrorCode.QuotaExceeded, reason: refusal.reason };
-  }
-
-  /** Sequences a session or chat lifecycle record (the internal catalogue channel; never sent). */
-  #sequenceLifecycle(action: CatalogRecordAction): void {
-    this.#pipeline.sequence(CATALOG_CHANNEL, action);
-  }
-
-  #createChatRecord(session: string, chat: string, title: string, createdAt: string): string {
-    this.#sequenceLifecycle({ type: CatalogAction.ChatCreated, chat, session, title, createdAt });
-    const state = this.#state.chats.get(chat)!.state;
-    this.#pipeline.sequence(session, {
-      type: 'session/chatAdded',
-      summary: { resource: chat, title: state.title, status: state.status, modifiedAt: state.modifiedAt, origin: { kind: 'user' } },
-    });
-    return chat;
-  }
-
-  /** After a session's disposal is sequenced (here or by another process): everyone who must know is told. */
-  #sessionGone(session: { readonly uri: string; readonly tenant: string }, chats: Iterable<string>): void {
-    this.#rootCatalogue.sessionRemoved(session);
-    for (const chat of chats) this.#dropChannel(chat);
-    this.#dropChannel(session.uri);
-    // Delivered phase: the owners act once the disposal is durable.
-    this.#pipeline.afterDelivered(() => this.#hooks.call((h) => h.sessionDisposed?.({ session: session.uri })));
-  }
-
-  /** After a chat's disposal is sequenced (here or by another process). */
-  #chatGone(chat: string, session: string): void {
-    this.#dropChannel(chat);
-    this.#pipeline.afterDelivered(() => this.#hooks.call((h) => h.chatDisposed?.({ chat, session })));
-  }
-
-  #dropChannel(channel: string): void {
-    this.#channelBudget.forget(channel);
-    this.#subscriptions.dropChannel(channel);
+    return rejection('quota_exceeded', refusal.reason);
   }
 
   // ─── Dispatch and decision ──────────────────────────────────────────────────
@@ -539,48 +304,40 @@ export class Hub implements HubPort {
    * to its sender alone with a `rejectionReason` and not applied.
    */
   dispatchFromClient(client: ClientHandle, channel: string, clientSeq: number, rawAction: WireAction): void {
-    const refusal = this.#writeRefusal() ?? this.#quotaRefusal();
+    const writeRefusal = this.#admission.writeRefusal();
+    const refusal = writeRefusal !== undefined ? rejection('storage_unavailable', writeRefusal) : optionalRejection('storage_quota_exceeded', this.#admission.quotaRefusal());
     if (refusal === undefined && this.#closed) return;
-    if (refusal !== undefined) {
-      this.#observer?.dispatchRejected(refusal);
-      this.#pipeline.sendPrivate(client.conn, {
-        channel, action: echoableRejected(rawAction), serverSeq: this.#pipeline.serverSeq, origin: { clientId: client.clientId, clientSeq }, rejectionReason: refusal,
-      });
-      return;
-    }
+    if (refusal !== undefined) return this.#echoRejection(client, channel, clientSeq, echoableRejected(rawAction), refusal);
     if (this.#gate && !this.#gate.isOpen) {
       // Cluster mode: decide once this process holds the write turn (in arrival order).
-      this.#writeTurn().then(
+      this.#admission.writeTurn().then(
         () => this.dispatchFromClient(client, channel, clientSeq, rawAction),
-        (err: unknown) => this.#pipeline.sendPrivate(client.conn, {
-          channel, action: rawAction, serverSeq: this.#pipeline.serverSeq, origin: { clientId: client.clientId, clientSeq }, rejectionReason: errorMessage(err),
-        }),
+        (err: unknown) => this.#echoRejection(client, channel, clientSeq, rawAction, rejectionOf(err)),
       );
       return;
     }
     const origin = { clientId: client.clientId, clientSeq };
     const actor = actorOf(client.principal);
-    const duplicate = this.#sessionOfVisibleChannel(client.principal, channel) ? this.#ledger.duplicate(actor, client.clientId, clientSeq) : undefined;
+    const duplicate = sessionOfVisibleChannel(this.#state, client.principal, channel) ? this.#ledger.duplicate(actor, client.clientId, clientSeq) : undefined;
     if (duplicate?.kind === 'accepted') {
       // A re-sent action that was applied: answer with its original echo, never apply it again.
       const original = this.#replay.find(duplicate.serverSeq);
       if (original) return this.#pipeline.sendPrivate(client.conn, original);
     }
     const decision = duplicate
-      ? ({ ok: false, reason: duplicate.kind === 'rejected' ? duplicate.reason : `clientSeq ${clientSeq} was already applied; it is not applied again` } as const)
-      : this.#decide(client.principal, client.clientId, channel, rawAction, CLIENT_SURFACE);
+      ? rejection('duplicate', duplicate.kind === 'rejected' ? duplicate.reason : `clientSeq ${clientSeq} was already applied; it is not applied again`)
+      : this.#decide({ principal: client.principal, clientId: client.clientId, channel, rawAction, surface: CLIENT_SURFACE, now: this.#now() });
     if (!decision) return;
     if (!decision.ok) {
-      this.#observer?.dispatchRejected(decision.reason);
       if (!duplicate) this.#ledger.rejected(actor, client.clientId, clientSeq, decision.reason);
-      this.#pipeline.sendPrivate(client.conn, { channel, action: echoableRejected(rawAction), serverSeq: this.#pipeline.serverSeq, origin, rejectionReason: decision.reason });
+      this.#echoRejection(client, channel, clientSeq, echoableRejected(rawAction), decision);
       return;
     }
     this.#ledger.accepted(actor, client.clientId, clientSeq, this.#pipeline.serverSeq + 1);
     // The source connection gets its echo at delivery even when it is not subscribed (AHP lets a
     // client answer a chat it has not subscribed to). The stored origin also names the actor, so
     // recovery can rebuild the principal-scoped ledger; envelopes never carry it.
-    this.#accept(channel, decision.action, origin, client.conn, actor);
+    this.#sequencer.accept(channel, decision.action, origin, client.conn, actor);
   }
 
   /**
@@ -591,82 +348,23 @@ export class Hub implements HubPort {
    * `{ok: false, code: ErrorCode.NotFound}`.
    */
   async submitAs(principal: Principal, channel: string, rawAction: WireAction, surface = 'hub'): Promise<SubmitOutcome> {
-    const turn = this.#enterWrite();
+    const turn = this.#admission.enter();
     if (turn) await turn;
-    this.#assertQuota();
-    const decision = this.#decide(principal, `hub:${principal.user}`, channel, rawAction, surface);
-    if (!decision) return { ok: false, code: ErrorCode.NotFound, message: `no channel ${channel}` };
-    if (!decision.ok) return { ok: false, code: decision.code, message: decision.reason };
-    const serverSeq = this.#accept(channel, decision.action, undefined);
+    this.#admission.assertQuota();
+    const decision = this.#decide({ principal, clientId: `hub:${principal.user}`, channel, rawAction, surface, now: this.#now() });
+    if (!decision) return { ok: false, code: ErrorCode.NotFound, kind: 'not_found', message: `no channel ${channel}` };
+    if (!decision.ok) return { ok: false, code: decision.code, kind: decision.kind, message: decision.reason };
+    const serverSeq = this.#sequencer.accept(channel, decision.action, undefined);
     await this.#pipeline.durable();
     return { ok: true, serverSeq };
   }
 
-  #sessionOfVisibleChannel(principal: Principal, channel: string): SessionEntry | undefined {
-    const session = this.#state.sessionOf(channel);
-    return session && session.tenant === principal.tenant ? session : undefined;
-  }
-
-  /** Validation shared by every client path. undefined = channel unknown or invisible (ignore). */
-  #decide(principal: Principal, clientId: string, channel: string, rawAction: WireAction, surface: string):
-    | { ok: true; action: WireAction }
-    | { ok: false; code: RejectionCode; reason: string }
-    | undefined {
-    const session = this.#sessionOfVisibleChannel(principal, channel);
-    if (!session) return undefined;
-    const chat = channelKind(channel) === 'chat' ? this.#state.chats.get(channel) : undefined;
-    if (!canWrite(principal)) return { ok: false, code: ErrorCode.PermissionDenied, reason: 'read-only access: viewers cannot dispatch actions' };
-    const parsed = parseAction(rawAction);
-    if (!parsed.ok) return { ok: false, code: ErrorCode.InvalidParams, reason: `invalid ${rawAction.type}: ${parsed.message}` };
-    const action = parsed.action as WireAction;
-    // Server-side actions (streaming, input requests, turn end) are open to agents only, and are
-    // checked for shape and turn; everything a client may dispatch gets the full AHP validation.
-    const reason = !CLIENT_DISPATCHABLE_ACTIONS.has(action.type) && canActAsAgent(principal)
-      ? validateAgentAction(action, chat?.state, { session: session.uri, chats: session.chats })
-      : validateParsedClientAction(
-          {
-            channelKind: chat ? 'chat' : 'session',
-            chat: chat?.state,
-            session: session.state,
-            clientId,
-            sessionChats: [...session.chats],
-            allTurnIds: (turnId: string) => this.#turnIdUsed(session, turnId),
-          },
-          action,
-        );
-    if (reason !== undefined) {
-      // Starting a turn while one runs is the one refusal callers answer differently (HTTP 409).
-      const code = action.type === 'chat/turnStarted' && chat?.state.activeTurn ? ErrorCode.TurnInProgress : ErrorCode.InvalidParams;
-      return { ok: false, code, reason };
-    }
-    const decided = ANSWER_ACTIONS.has(action.type) ? this.#stampAnswer(action, principal, surface) : action;
-    const full = this.#channelBudget.charge(channel, decided);
-    return full === undefined ? { ok: true, action: decided } : this.#budgetRefusal(full);
-  }
-
-  /** True when some chat of the session has, or had, a turn with this id. */
-  #turnIdUsed(session: SessionEntry, turnId: string): boolean {
-    for (const uri of session.chats) {
-      const state = this.#state.chats.get(uri)?.state;
-      if (state && hasTurn(state, turnId)) return true;
-    }
-    return false;
-  }
-
-  /**
-   * Records who answered, from which surface and when, in the answer's `_meta["hub/answeredBy"]`
-   * (the standard reducers carry it onto the tool call; for input requests it is indexed beside
-   * the chat state and sent as the snapshot's `_meta`, see answered-by.ts), so every client can say
-   * "approved by alice in the app, 10:42" whichever surface the answer came from. The user is
-   * always the authenticated one; a WebSocket client may only name itself (`hub/client`, e.g.
-   * "app"), which becomes the surface "<name> (AHP)".
-   */
-  #stampAnswer(action: WireAction, principal: Principal, surface: string): WireAction {
-    const meta = (action as { _meta?: Record<string, unknown> })._meta;
-    const named = meta?.['hub/client'];
-    const from = surface === CLIENT_SURFACE && typeof named === 'string' && /^[\w .-]{1,40}$/.test(named) ? named : surface;
-    const answeredBy = { user: principal.user, surface: from, at: new Date(this.#now()).toISOString() };
-    return { ...action, _meta: { ...meta, [ANSWERED_BY_META]: answeredBy } };
+  /** The decide stage (decide.ts), then the size budget: an accepted action is charged before it is sequenced. */
+  #decide(input: DecisionInput): Decision {
+    const decision = decide(this.#state, input);
+    if (!decision?.ok) return decision;
+    const full = this.#channelBudget.charge(input.channel, decision.action);
+    return full === undefined ? decision : this.#budgetRefusal(full);
   }
 
   /**
@@ -682,16 +380,21 @@ export class Hub implements HubPort {
   }
 
   /** Echoes a rejection to the sender without looking at the action (e.g. rate limits), in order. */
-  rejectFromClient(client: ClientHandle, channel: string, clientSeq: number, action: WireAction, reason: string): void {
+  rejectFromClient(client: ClientHandle, channel: string, clientSeq: number, action: WireAction, reason: string, kind: ErrorKind): void {
     if (this.#gate && !this.#gate.isOpen) {
       // Keeps the rejection behind this client's earlier dispatches that wait for the write turn.
-      const later = (): void => this.rejectFromClient(client, channel, clientSeq, action, reason);
-      this.#writeTurn().then(later, later);
+      const later = (): void => this.rejectFromClient(client, channel, clientSeq, action, reason, kind);
+      this.#admission.writeTurn().then(later, later);
       return;
     }
+    this.#echoRejection(client, channel, clientSeq, action, rejection(kind, reason));
+  }
+
+  /** Echoes a rejection to its sender alone (in order), counted by kind. */
+  #echoRejection(client: ClientHandle, channel: string, clientSeq: number, action: WireAction, refused: Rejection): void {
+    this.#observer?.dispatchRejected(refused.kind);
     const origin = { clientId: client.clientId, clientSeq };
-    this.#observer?.dispatchRejected(reason);
-    this.#pipeline.sendPrivate(client.conn, { channel, action, serverSeq: this.#pipeline.serverSeq, origin, rejectionReason: reason });
+    this.#pipeline.sendPrivate(client.conn, { channel, action, serverSeq: this.#pipeline.serverSeq, origin, rejectionReason: refused.reason, rejectionKind: refused.kind });
   }
 
   /**
@@ -699,63 +402,17 @@ export class Hub implements HubPort {
    * (like a remote agent's), sequenced, and resolved once durable. Rejections throw.
    */
   async dispatchServer(channel: string, action: WireAction): Promise<number> {
-    const turn = this.#enterWrite();
+    const turn = this.#admission.enter();
     if (turn) await turn;
-    const parsed = parseAction(action);
-    if (!parsed.ok) throw new Error(`invalid server action ${action.type}: ${parsed.message}`);
-    const chat = this.#state.chats.get(channel);
-    const session = this.#state.sessionOf(channel);
-    if (!chat && !this.#state.sessions.has(channel)) throw new ProtocolError(ErrorCode.NotFound, `no channel ${channel}`);
-    const reason = validateAgentAction(parsed.action as WireAction, chat?.state, session && { session: session.uri, chats: session.chats });
-    if (reason !== undefined) throw new ProtocolError(ErrorCode.InvalidParams, reason);
-    const full = this.#channelBudget.charge(channel, parsed.action);
+    const decided = decideServer(this.#state, channel, action);
+    const full = this.#channelBudget.charge(channel, decided);
     if (full) {
       const refusal = this.#budgetRefusal(full);
       throw new ProtocolError(refusal.code, refusal.reason);
     }
-    const seq = this.#accept(channel, parsed.action as WireAction, undefined);
+    const seq = this.#sequencer.accept(channel, decided, undefined);
     await this.#pipeline.durable();
     return seq;
-  }
-
-  /**
-   * Sequences a decided action, then the roll-up it causes (chat → session → root), and announces
-   * it to the hooks. Returns its serverSeq; it is durable once the pipeline's next batch is.
-   */
-  #accept(channel: string, action: WireAction, origin: ActionOrigin | undefined, source?: Connection, actor?: Actor): number {
-    const turnBefore = this.#state.chats.get(channel)?.state.activeTurn?.id;
-    // The delivered phase is known only once the commit phase ran, after sequencing.
-    let delivered: (() => void) | undefined;
-    const seq = this.#pipeline.sequence(channel, action, origin, source, actor, () => delivered?.());
-    const chat = this.#state.chats.get(channel);
-    const known = isKnownAction(action) ? action : undefined;
-    if (chat && !STREAMING_ONLY_ACTIONS.has(action.type)) this.#rollUpChat(chat, known);
-    else if (!chat) this.#rollUpSession(channel);
-    delivered = this.#announceCommit({ channel, action, known, serverSeq: seq, origin }, turnBefore);
-    return seq;
-  }
-
-  /** Sequences the session actions that bring the session in line with the chat, then publishes its summary. */
-  #rollUpChat(chat: ChatEntry, after: KnownAction | undefined): void {
-    const session = this.#state.sessions.get(chat.session);
-    if (!session) return;
-    for (const action of chatRollUpActions(chat, session, after)) this.#pipeline.sequence(session.uri, action);
-    this.#rootCatalogue.sessionChanged(session);
-  }
-
-  /** Publishes the session's summary to the root catalogue when it changed (no-op for other channels). */
-  #rollUpSession(uri: string): void {
-    const session = this.#state.sessions.get(uri);
-    if (session) this.#rootCatalogue.sessionChanged(session);
-  }
-
-  /**
-   * Runs a commit's commit phase in the owners' hooks and returns its delivered phase, which the
-   * pipeline runs once the record is durable (the phases and the turn-end rule live in `HookList`).
-   */
-  #announceCommit(event: CommitEvent, turnBefore: string | undefined): () => void {
-    const chat = this.#state.chats.get(event.channel);
-    return this.#hooks.announceCommit(event, chat && { uri: chat.uri, session: chat.session, activeTurnId: chat.state.activeTurn?.id }, turnBefore);
   }
 
   // ─── Cluster mode ───────────────────────────────────────────────────────────
@@ -771,114 +428,7 @@ export class Hub implements HubPort {
    * its synchronous decision right after. undefined with a local log (every decision is in turn).
    */
   decisionTurn(): Promise<void> | undefined {
-    return this.#gate && !this.#gate.isOpen ? this.#writeTurn() : undefined;
-  }
-
-  /** Cluster mode: waits for the write turn; a log that cannot be reached is a clear error. */
-  async #writeTurn(): Promise<void> {
-    try {
-      await this.#gate!.turn();
-    } catch (err) {
-      throw new ProtocolError(this.#closed ? ErrorCode.InternalError : ErrorCode.StorageUnavailable, errorMessage(err));
-    }
-  }
-
-  /**
-   * Where every decision that writes starts: open, writable, then (cluster) the write turn.
-   * Refuses a write now (closed, storage away) or, in cluster mode, returns the write turn to
-   * await. On one node it returns undefined and the caller decides without awaiting anything:
-   * `await undefined` would still defer the decision by a microtask, and the hub's rule is that
-   * a dispatch is decided synchronously within the call (AGENTS.md).
-   */
-  #enterWrite(): Promise<void> | undefined {
-    this.#assertOpen();
-    this.#assertWritable();
-    if (!this.#gate) return undefined;
-    // The log may have failed while this call waited for the turn.
-    return this.#writeTurn().then(() => this.#assertWritable());
-  }
-
-
-  /** Why a write would be refused now (a `StorageUnavailable` reason), or undefined. */
-  #writeRefusal(): string | undefined {
-    // Not the gate's last failure: taking the turn finds out whether the log is back.
-    const problem = this.#pipeline.storageProblem ?? (this.#failed ? this.storageProblem : undefined);
-    return problem === undefined ? undefined : `${STORAGE_UNAVAILABLE_REASON}: ${problem}`;
-  }
-
-  #assertWritable(): void {
-    const refusal = this.#writeRefusal();
-    if (refusal !== undefined) throw new ProtocolError(ErrorCode.StorageUnavailable, refusal);
-  }
-
-  /**
-   * While a batch is in doubt memory holds records the log may never take: a snapshot now could
-   * show them, so reads that answer with state are refused exactly when writes are.
-   */
-  #assertReadable(): void {
-    this.#assertWritable();
-  }
-
-  /**
-   * Why a client's write would be refused for the tenant's disk quota, or undefined. Measured at
-   * most every DISK_USAGE_TTL_MS, so a burst may overshoot by what it writes in that time.
-   */
-  #quotaRefusal(): string | undefined {
-    if (!this.#log.storedBytes) return undefined;
-    const now = this.#now();
-    if (now - this.#diskUsage.at >= DISK_USAGE_TTL_MS) {
-      try {
-        this.#diskUsage = { bytes: this.#log.storedBytes(), at: now };
-      } catch {
-        return undefined; // the log is failing: the append will say so
-      }
-    }
-    const { bytes } = this.#diskUsage;
-    const max = this.limits.maxTenantDiskBytes;
-    if (bytes <= max) return undefined;
-    return `${STORAGE_QUOTA_REASON}: this tenant's log and snapshots take ${mib(bytes)} MiB of its ${mib(max)} MiB disk quota; ` +
-      'writes are refused until sessions are disposed (space returns as the log is compacted) or the quota (--tenant-disk-quota) is raised';
-  }
-
-  #assertQuota(): void {
-    const refusal = this.#quotaRefusal();
-    if (refusal !== undefined) throw new ProtocolError(ErrorCode.StorageQuotaExceeded, refusal);
-  }
-
-  /**
-   * Cluster mode: records another process appended, folded through the path recovery uses
-   * (`HubState.applyRecord`; roll-up records are in the log, so nothing is recomputed), then
-   * delivered to this process's subscribers and features exactly like local ones.
-   */
-  #foldRemote(records: readonly LogRecord[]): void {
-    for (const r of records) {
-      const lifecycle = catalogActionOf(r);
-      const disposedSession = lifecycle?.type === CatalogAction.SessionDisposed ? this.#state.sessions.get(lifecycle.session) : undefined;
-      const disposedChat = lifecycle?.type === CatalogAction.ChatDisposed ? this.#state.chats.get(lifecycle.chat) : undefined;
-      const turnBefore = this.#state.chats.get(r.channel)?.state.activeTurn?.id;
-      let delivered: (() => void) | undefined;
-      this.#pipeline.adoptDurable(r, () => delivered?.());
-      this.#channelBudget.applied(r.channel, r.action);
-      this.#ledger.acceptedFromLog(r);
-      if (lifecycle) {
-        if (lifecycle.type === CatalogAction.SessionCreated) {
-          const session = this.#state.sessions.get(lifecycle.session);
-          if (session) this.#rootCatalogue.sessionAdded(session);
-          this.#channelBudget.opened(lifecycle.session);
-        } else if (lifecycle.type === CatalogAction.ChatCreated) {
-          this.#channelBudget.opened(lifecycle.chat);
-        } else if (disposedSession) {
-          this.#sessionGone(disposedSession, disposedSession.chats);
-        } else if (disposedChat) {
-          this.#chatGone(disposedChat.uri, disposedChat.session);
-        }
-        continue;
-      }
-      const action = r.action as WireAction;
-      const session = this.#state.sessionOf(r.channel);
-      if (session && !STREAMING_ONLY_ACTIONS.has(action.type)) this.#rootCatalogue.sessionChanged(session);
-      delivered = this.#announceCommit({ channel: r.channel, action, known: isKnownAction(action) ? action : undefined, serverSeq: r.serverSeq, origin: r.origin, remote: true }, turnBefore);
-    }
+    return this.#gate && !this.#gate.isOpen ? this.#admission.writeTurn() : undefined;
   }
 
   // ─── Failure and shutdown ───────────────────────────────────────────────────
@@ -898,11 +448,6 @@ export class Hub implements HubPort {
   /** Set by the composition root: what to do when memory no longer matches the log (reload the tenant). */
   onFatal(handler: (err: Error) => void): void {
     this.#onFatal = handler;
-  }
-
-  #assertOpen(): void {
-    if (this.#closed && this.#failed) throw new ProtocolError(ErrorCode.StorageUnavailable, `${STORAGE_UNAVAILABLE_REASON}: this tenant is being reloaded from its log`);
-    if (this.#closed) throw new ProtocolError(ErrorCode.InternalError, 'the hub is shutting down');
   }
 
   /**
@@ -937,19 +482,3 @@ export class Hub implements HubPort {
     if (!this.#failed) await this.#pipeline.snapshotIfBehind();
   }
 }
-
-/** How every `StorageQuotaExceeded` refusal begins (rejection echoes have no code field). */
-export const STORAGE_QUOTA_REASON = 'storage quota exceeded';
-
-function mib(bytes: number): string {
-  return (bytes / (1024 * 1024)).toFixed(1);
-}
-
-/**
- * The action a rejection echo carries: the action as sent, unless its JSON is out of bounds, in
- * which case only its type (a rejection must never send the refused value back, nor fail to encode).
- */
-function echoableRejected(raw: WireAction): WireAction {
-  return checkJsonBounds(raw) ? { type: typeof raw.type === 'string' ? raw.type.slice(0, 128) : 'unknown' } : raw;
-}
-

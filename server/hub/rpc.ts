@@ -9,6 +9,7 @@
  */
 import type { z } from 'zod';
 import { ErrorCode, ProtocolError } from '../../shared/protocol/errors.js';
+import { withKind, type ErrorKind } from '../../shared/protocol/error-kinds.js';
 import { checkJsonBounds } from '../../shared/protocol/json-bounds.js';
 import { describeIssues } from '../../shared/protocol/describe-issues.js';
 import { jsonRpcInboundSchema, requestIdSchema, type RequestId } from '../../shared/protocol/messages.js';
@@ -86,8 +87,8 @@ export function encodeResult(id: RequestId | null, result: unknown): string {
 }
 
 export function encodeError(id: RequestId | null, code: number, message: string, data?: unknown): string {
-  const error: { code: number; message: string; data?: unknown } = { code, message };
-  if (data !== undefined) error.data = data;
+  // Every error names its kind (`error.data.kind`, shared/protocol/error-kinds.ts).
+  const error = { code, message, data: withKind(code, data) };
   return JSON.stringify({ jsonrpc: '2.0', id, error });
 }
 
@@ -106,7 +107,7 @@ export class RpcRouter {
      * Called when a notification is refused before its handler runs (over budget, or its JSON out
      * of bounds), so the hub can echo a rejection for dispatches. Returns true when it answered.
      */
-    private readonly onRefusedNotification?: (ctx: RpcContext, method: string, params: unknown, reason?: string) => boolean,
+    private readonly onRefusedNotification?: (ctx: RpcContext, method: string, params: unknown, reason?: string, kind?: ErrorKind) => boolean,
     /**
      * How every answer and error is sent. The composition root routes them through the hub so an
      * answer never overtakes (or describes) state that is not yet durable and delivered, and counts
@@ -247,7 +248,7 @@ export class RpcRouter {
     const method = typeof message['method'] === 'string' ? message['method'] : '';
     // A notification (a dispatch) gets its refusal the way its method reports refusals, so the
     // sender's pending action resolves; the hook never echoes the offending value.
-    if (id === null && this.onRefusedNotification?.(ctx, method, message['params'], reason) === true) return;
+    if (id === null && this.onRefusedNotification?.(ctx, method, message['params'], reason, 'invalid_request') === true) return;
     this.sendResponse(ctx.conn, encodeError(id, ErrorCode.InvalidRequest, `invalid request: ${reason}`, { code }));
   }
 

@@ -13,11 +13,13 @@
  * `{sessionId}` is the path part of `ahp-session:/<id>` (the full URI is accepted too).
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { ErrorCode } from '../../shared/protocol/errors.js';
+import { ErrorCode, ProtocolError } from '../../shared/protocol/errors.js';
+import { kindOfRpcError } from '../../shared/protocol/error-kinds.js';
 import type { SubmitOutcome } from '../hub/hub-port.js';
 import { asSessionUri } from '../../shared/protocol/uris.js';
 import { StateLimits } from '../../shared/protocol/state.js';
-import { canWrite, type Principal } from '../auth/auth.js';
+import type { Principal } from '../auth/auth.js';
+import { authorize } from '../auth/authorize.js';
 import type { Feature, FeatureContext } from '../server.js';
 import { HttpError, readJsonBody, sendJson, type HttpContext } from '../transport/http-router.js';
 import { JSONRPC } from '../../shared/protocol/messages.js';
@@ -92,7 +94,8 @@ export function createInteractionsFeature(options: InteractionsOptions = {}): Fe
         const session = visibleSession(hc.principal, hc.params['sessionId']!);
         if (!session) throw new HttpError(404, 'session_not_found', `no session ${hc.params['sessionId']}`);
         const { text, rpcId } = parsePrompt(body, ctx.newId);
-        if (!canWrite(hc.principal)) throw new HttpError(403, 'forbidden', 'read-only access: viewers cannot prompt');
+        const refused = authorize(hc.principal, 'prompt');
+        if (refused) throw HttpError.of(refused.kind, refused.message);
         const chat = ctx.hub.defaultChatOf(session);
         if (!chat) throw new HttpError(409, 'no_default_chat', 'the session has no default chat to prompt');
         if (streams.listenerCount(session) >= streams.limits.maxListenersPerSession) {
@@ -141,10 +144,12 @@ export function createInteractionsFeature(options: InteractionsOptions = {}): Fe
             startedAt: new Date(ctx.now()).toISOString(),
             message: { text, origin: { kind: 'user' } },
           });
-        } catch {
+        } catch (err) {
           streams.detach(session, listener);
           slot.release();
-          throw new HttpError(503, 'unavailable', 'the hub cannot start turns right now');
+          // The hub refused before deciding (storage away, over the disk quota, shutting down).
+          const kind = err instanceof ProtocolError ? kindOfRpcError(err) : 'internal_error';
+          throw HttpError.of(kind, err instanceof ProtocolError ? err.message : 'the hub cannot start turns right now');
         }
         if (!started.ok) {
           streams.detach(session, listener);

@@ -36,14 +36,15 @@ import { interactionIdOf } from '../../shared/state/status.js';
 import { firstPositionOf, inputKey, lastPositionOf, toolKey } from '../../shared/state/part-index.js';
 import { APPROVED_TOOLS_META, DENIED_TOOLS_META, findEndedTurn, findOpenInputRequest, isOpenInputRequest, isToolCallDecided, openInteractions, rememberedTools, turnResponseParts } from '../../shared/state/selectors.js';
 import { sessionIdOf } from '../../shared/protocol/uris.js';
-import { canWrite, type Principal } from '../auth/auth.js';
+import type { Principal } from '../auth/auth.js';
+import { authorize } from '../auth/authorize.js';
 import { STREAMING_ONLY_ACTIONS, type KnownAction } from '../../shared/protocol/actions.js';
 import type { CommitEvent, HubPort, TurnEndedEvent } from '../hub/hub-port.js';
 import type { Logger } from '../log.js';
 import { errorFields } from '../log.js';
-import { acpToolKind, acpUpdatesFor, hubNotify, qwenNotify, qwenQuestion, rawInputOf, sessionUpdate, type PermissionOption, type PermissionOutcome } from './acp.js';
+import { acpToolKind, acpUpdatesFor, hubNotify, qwenNotify, qwenQuestion, rawInputOf, sessionUpdate, type PermissionOption, type PermissionOutcome } from '../acp-mapping/index.js';
 import { mapIndexedAnswers } from './answers.js';
-import { acpOptionKind, permissionOutcome } from '../agents/acp/mapping.js';
+import { acpOptionKind, permissionOutcome } from '../acp-mapping/index.js';
 import type { SessionStreams, TurnEnd } from './event-stream.js';
 
 export const ASK_USER_QUESTION = 'ask_user_question';
@@ -178,7 +179,8 @@ export class InteractionRegistry {
    */
   /** `surface` names where the reply came from; the hub records it with the user (`hub/answeredBy`). */
   async reply(principal: Principal, session: string, requestId: string, reply: Reply, surface = 'HTTP reply'): Promise<ReplyResult> {
-    if (!canWrite(principal)) return { kind: 'error', code: 'PERMISSION_DENIED', message: 'read-only access: viewers cannot answer permission requests' };
+    const refused = authorize(principal, 'answerPermission');
+    if (refused) return { kind: 'error', code: 'PERMISSION_DENIED', message: refused.message };
     if (!this.hub.visibleSession(principal, session)) return { kind: 'notAccepted' };
     const found = this.lookup(session, requestId);
     if (found.state !== 'pending') {

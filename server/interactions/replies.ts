@@ -16,6 +16,7 @@
 import { isCanonicalIndexKey, MAX_ANSWER_KEYS, MAX_ANSWER_LENGTH } from './answers.js';
 import type { Reply } from './registry.js';
 import { HttpError } from '../transport/http-error.js';
+import { ERROR_TABLE } from '../../shared/protocol/error-kinds.js';
 
 /** Stable business error codes (`ErrorCode`) with their JSON-RPC codes. */
 export const REPLY_ERRORS = {
@@ -34,7 +35,7 @@ export const REPLY_ERRORS = {
   INVALID_ANSWER: -32602,
   MISSING_REQUIRED_ANSWER: -32602,
   ANSWERS_NOT_EXPECTED: -32602,
-  PERMISSION_DENIED: -32009,
+  PERMISSION_DENIED: ERROR_TABLE.permission_denied.rpc,
   DAEMON_PERMISSION_UNAVAILABLE: -32601,
   INTERNAL_ERROR: -32603,
 } as const satisfies Record<string, number>;
@@ -53,7 +54,7 @@ export interface ParamError {
 export function replyErrorStatus(code: ReplyErrorName): number {
   switch (code) {
     case 'PERMISSION_DENIED':
-      return 403;
+      return ERROR_TABLE.permission_denied.http;
     case 'DAEMON_PERMISSION_UNAVAILABLE':
       return 501;
     case 'INTERNAL_ERROR':

@@ -22,7 +22,9 @@
 import { ProtocolError, ErrorCode } from '../../shared/protocol/errors.js';
 import { asSessionUri, sessionIdOf, sessionUri } from '../../shared/protocol/uris.js';
 import { turnDuration } from '../../shared/state/selectors.js';
-import { canWrite, type Principal } from '../auth/auth.js';
+import type { Principal } from '../auth/auth.js';
+import { authorize, type Operation } from '../auth/authorize.js';
+import { httpStatusOf } from '../../shared/protocol/error-kinds.js';
 import { SERVER_INFO } from '../hub/ahp-methods.js';
 import type { Feature, FeatureContext } from '../server.js';
 import { HttpError, readJsonBody, sendJson } from '../transport/http-router.js';
@@ -90,8 +92,9 @@ export function createQwenServeFeature(options: QwenServeOptions = {}): Feature 
         if (!uri) throw qwenHttpError(404, 'session_not_found', `no session ${rawId}`);
         return uri;
       };
-      const requireWriter = (principal: Principal, what: string): void => {
-        if (!canWrite(principal)) throw qwenHttpError(403, 'permission_denied', `read-only access: viewers cannot ${what}`);
+      const requireWriter = (principal: Principal, operation: Operation): void => {
+        const refused = authorize(principal, operation);
+        if (refused) throw qwenHttpError(httpStatusOf(refused.kind), refused.kind, refused.message);
       };
 
       /** The session's event log, created (and attached to the interaction streams) on first use. */
@@ -200,7 +203,7 @@ export function createQwenServeFeature(options: QwenServeOptions = {}): Feature 
           attached = uri !== undefined;
         }
         if (!uri) {
-          requireWriter(hc.principal, 'create sessions');
+          requireWriter(hc.principal, 'createQwenSession');
           const id = typeof requested === 'string' ? requested.toLowerCase() : ctx.newId();
           uri = sessionUri(id);
           try {
@@ -231,7 +234,7 @@ export function createQwenServeFeature(options: QwenServeOptions = {}): Feature 
 
       ctx.http.add('DELETE', '/session/{sessionId}', async (_req, res, hc) => {
         const session = requireSession(hc.principal, hc.params['sessionId']!);
-        requireWriter(hc.principal, 'close sessions');
+        requireWriter(hc.principal, 'closeQwenSession');
         await ctx.hub.disposeSession(hc.principal, session);
         res.writeHead(204).end();
       });
@@ -395,8 +398,8 @@ export function createQwenServeFeature(options: QwenServeOptions = {}): Feature 
           const result = await registry.reply(hc.principal, session, requestId, reply);
           if (result.kind === 'accepted') return sendJson(res, 200, { accepted: true });
           if (result.kind === 'error') throw replyHttpError({ errorCode: result.code, message: result.message });
-        } else if (!canWrite(hc.principal)) {
-          throw qwenHttpError(403, 'permission_denied', 'read-only access: viewers cannot answer permission requests');
+        } else {
+          requireWriter(hc.principal, 'answerPermission');
         }
         throw qwenHttpError(404, 'permission_request_not_found', 'no pending permission request with that id (unknown, already resolved or expired)');
       });

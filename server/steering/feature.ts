@@ -15,29 +15,36 @@
  */
 import { InputMethod } from '../../shared/protocol/steering.js';
 import { z } from 'zod';
-import { ErrorCode, ProtocolError } from '../../shared/protocol/errors.js';
+import { ProtocolError } from '../../shared/protocol/errors.js';
+import { httpStatusOf, rpcCodeOf, type ErrorKind } from '../../shared/protocol/error-kinds.js';
 import { channelKind, sessionUri } from '../../shared/protocol/uris.js';
-import { canWrite, type Principal } from '../auth/auth.js';
+import type { Principal } from '../auth/auth.js';
+import { authorize } from '../auth/authorize.js';
 import type { HubPort } from '../hub/hub-port.js';
 import type { Feature, FeatureContext } from '../server.js';
 import { HttpError, readJsonBody, sendJson } from '../transport/http-router.js';
 import { SteeringEngine, type SteeringOptions } from './engine.js';
 import { InputError, parseStatusQuery, parseSubmit, type InputSource } from './inputs.js';
 
-/** Maps the HTTP status of a steering refusal to the JSON-RPC error code the WebSocket answers it with. */
-export function rpcCodeForStatus(status: number): number {
-  switch (status) {
+/**
+ * The kind of a steering refusal (shared/protocol/error-kinds.ts), which gives the JSON-RPC code
+ * the WebSocket answers it with. Only a missing session is `session_not_found`: a missing input
+ * receipt is `not_found` (a session that exists).
+ */
+export function inputErrorKind(err: InputError): ErrorKind {
+  if (err.code === 'session_not_found') return 'session_not_found';
+  switch (err.status) {
     case 400:
-      return ErrorCode.InvalidParams;
+      return 'invalid_params';
     case 403:
-      return ErrorCode.PermissionDenied;
+      return 'permission_denied';
     case 404:
-      return ErrorCode.SessionNotFound;
+      return 'not_found';
     case 429:
-      return ErrorCode.LimitExceeded;
+      return 'limit_exceeded';
     default:
       // An input refused as closed/rejected (409/422 over HTTP); data.code says which.
-      return ErrorCode.InputRejected;
+      return 'input_rejected';
   }
 }
 
@@ -50,7 +57,8 @@ function visibleSession(hub: HubPort, principal: Principal, uri: string): string
 }
 
 function assertWriter(principal: Principal): void {
-  if (!canWrite(principal)) throw new InputError(403, undefined, 'permission_denied', 'read-only access: viewers cannot add input to a turn');
+  const refused = authorize(principal, 'steer');
+  if (refused) throw new InputError(httpStatusOf(refused.kind), undefined, refused.kind, refused.message);
 }
 
 export function createSteeringFeature(options: SteeringOptions = {}): Feature {
@@ -136,7 +144,10 @@ export function createSteeringFeature(options: SteeringOptions = {}): Feature {
         try {
           return await fn();
         } catch (err) {
-          if (err instanceof InputError) throw new ProtocolError(rpcCodeForStatus(err.status), err.message, { ...err.body(), status: err.status });
+          if (err instanceof InputError) {
+            const kind = inputErrorKind(err);
+            throw new ProtocolError(rpcCodeOf(kind), err.message, { ...err.body(), status: err.status, kind });
+          }
           throw err;
         }
       };

@@ -5,6 +5,8 @@
  * (steering's input rules) can build their refusals as HTTP errors.
  */
 
+import { httpStatusOf, type ErrorKind } from '../../shared/protocol/error-kinds.js';
+
 /** An error that becomes the JSON body `{...extra, code, message}` with the given HTTP status. */
 export class HttpError extends Error {
   constructor(
@@ -16,6 +18,11 @@ export class HttpError extends Error {
   ) {
     super(message);
     this.name = 'HttpError';
+  }
+
+  /** The error for a kind of the one table (shared/protocol/error-kinds.ts): its status, the kind as `code`. */
+  static of(kind: ErrorKind, message: string, extra: Readonly<Record<string, unknown>> = {}): HttpError {
+    return new HttpError(httpStatusOf(kind), kind, message, extra);
   }
 
   /** The JSON body: `extra`'s fields, then `code` and `message` (a stable machine-readable code and words for people). */

@@ -3,11 +3,14 @@
  * `{accepted: false, reason}` for those (AHP §1.5, §1.8).
  */
 import type { JsonRpcError } from '../protocol/messages.js';
+import { kindOfRpcError, type ErrorKind } from '../protocol/error-kinds.js';
 
 /** The server answered a request with a JSON-RPC error (codes in shared/protocol/errors.ts). */
 export class AhpRequestError extends Error {
   readonly code: number;
   readonly data: unknown;
+  /** What was refused, from the one table (`error.data.kind`, shared/protocol/error-kinds.ts): branch on this. */
+  readonly kind: ErrorKind;
   /** The request method, for logs; not part of the wire error. */
   readonly method: string;
   constructor(method: string, error: JsonRpcError) {
@@ -16,6 +19,7 @@ export class AhpRequestError extends Error {
     this.method = method;
     this.code = error.code;
     this.data = error.data;
+    this.kind = kindOfRpcError(error);
   }
 }
 

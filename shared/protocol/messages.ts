@@ -74,6 +74,8 @@ export const actionEnvelopeSchema = z.object({
   serverSeq: z.number().int().nonnegative(),
   origin: actionOriginSchema.optional(),
   rejectionReason: z.string().optional(),
+  /** Hub extension: the rejection's `ErrorKind` (error-kinds.ts), for clients that branch on it. */
+  rejectionKind: z.string().optional(),
 });
 export type ActionEnvelope = z.infer<typeof actionEnvelopeSchema>;
 

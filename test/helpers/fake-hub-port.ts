@@ -9,6 +9,7 @@
  */
 import { isKnownAction } from '../../shared/protocol/actions.js';
 import { ErrorCode } from '../../shared/protocol/errors.js';
+import { kindOfRpcCode, type ErrorKind } from '../../shared/protocol/error-kinds.js';
 import type { WireAction } from '../../shared/protocol/messages.js';
 import { initialChatState, initialSessionState } from '../../shared/protocol/state.js';
 import { chatReducer } from '../../shared/state/chat-reducer.js';
@@ -37,7 +38,7 @@ export class FakeHubPort implements HubPort {
   #delivering = false;
   /** Commit phases running (a hook that dispatches commits inside one): delivery waits for them. */
   #committing = 0;
-  #refusal: { code: RejectionCode; message: string } | undefined;
+  #refusal: { code: RejectionCode; kind: ErrorKind; message: string } | undefined;
 
   /** A session of `tenant` with one chat, its default (`<uri>/chat`). Returns the chat's URI. */
   addSession(uri: string, tenant = 'default', provider = 'demo'): string {
@@ -50,13 +51,13 @@ export class FakeHubPort implements HubPort {
 
   /** The next `submitAs` (only) is refused with this code, as the hub's validation would. */
   refuseNext(code: RejectionCode, message: string): void {
-    this.#refusal = { code, message };
+    this.#refusal = { code, kind: kindOfRpcCode(code), message };
   }
 
   async submitAs(principal: Principal, channel: string, action: WireAction, surface?: string): Promise<SubmitOutcome> {
     const chat = this.chats.get(channel);
     const session = this.sessions.get(chat ? chat.session : channel);
-    if (!session || session.tenant !== principal.tenant) return { ok: false, code: ErrorCode.NotFound, message: `no channel ${channel}` };
+    if (!session || session.tenant !== principal.tenant) return { ok: false, code: ErrorCode.NotFound, kind: 'not_found', message: `no channel ${channel}` };
     const refusal = this.#refusal;
     this.#refusal = undefined;
     if (refusal) return { ok: false, ...refusal };

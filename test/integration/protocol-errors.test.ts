@@ -74,7 +74,7 @@ describe('JSON-RPC errors keep the connection up', () => {
       if (answer === -32005) {
         const err = await reply.catch((e: RpcError) => e);
         expect(err).toMatchObject({ code: -32005 });
-        expect((err as RpcError).data).toEqual({ supportedVersions: ['1.0.0', '0.9.0', '0.8.0'] });
+        expect((err as RpcError).data).toEqual({ kind: 'unsupported_protocol_version', supportedVersions: ['1.0.0', '0.9.0', '0.8.0'] });
       } else {
         const r = await reply;
         expect(offered).toContain(r.protocolVersion);

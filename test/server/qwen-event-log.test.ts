@@ -5,7 +5,7 @@
 import { describe, expect, it } from 'vitest';
 import { QwenSessionLog, qwenSseMessage } from '../../server/qwen-serve/event-log.js';
 import { offeredOption } from '../../server/interactions/registry.js';
-import type { PermissionOption } from '../../server/interactions/acp.js';
+import type { PermissionOption } from '../../server/acp-mapping/index.js';
 
 const update = (text: string) => JSON.stringify({ jsonrpc: '2.0', method: 'session/update', params: { sessionId: 's1', update: { sessionUpdate: 'agent_message_chunk', content: { type: 'text', text } } } });
 const parse = (text: string) => JSON.parse(text.split('\n').find((l) => l.startsWith('data: '))!.slice(6));

@@ -6,7 +6,8 @@
 import { describe, expect, it } from 'vitest';
 import { ErrorCode } from '../../shared/protocol/errors.js';
 import { qwenHttpError, replyErrorStatus, replyHttpError, REPLY_ERRORS, type ReplyErrorName } from '../../server/interactions/replies.js';
-import { rpcCodeForStatus } from '../../server/steering/feature.js';
+import { inputErrorKind } from '../../server/steering/feature.js';
+import { rpcCodeOf } from '../../shared/protocol/error-kinds.js';
 import { InputError, malformed } from '../../server/steering/inputs.js';
 import { HttpError } from '../../server/transport/http-error.js';
 
@@ -37,12 +38,23 @@ describe('InputError (steering refusals) is an HttpError with the same body as b
   });
 });
 
-describe('steering: HTTP status → JSON-RPC error code on the WebSocket', () => {
-  it('maps 400, 403, 404 and 429 to their codes and every other refusal to InputRejected', () => {
-    expect([400, 403, 404, 429, 409, 422].map(rpcCodeForStatus)).toEqual([
+describe('steering: refusal → error kind → JSON-RPC error code on the WebSocket', () => {
+  it('maps 400, 403, 404 and 429 to their kinds and every other refusal to input_rejected', () => {
+    const refusals = [
+      malformed('inputId is required'),
+      new InputError(403, undefined, 'permission_denied', 'read-only'),
+      new InputError(404, undefined, 'session_not_found', 'session not found'),
+      new InputError(404, 'rejected', 'input_not_found', 'no receipt'),
+      new InputError(429, 'rejected', 'input_quota_exceeded', 'at most 32'),
+      new InputError(409, 'closed', 'turn_closed', 'closed'),
+      new InputError(422, 'rejected', 'empty_content', 'empty'),
+    ];
+    expect(refusals.map(inputErrorKind)).toEqual(['invalid_params', 'permission_denied', 'session_not_found', 'not_found', 'limit_exceeded', 'input_rejected', 'input_rejected']);
+    expect(refusals.map((e) => rpcCodeOf(inputErrorKind(e)))).toEqual([
       ErrorCode.InvalidParams,
       ErrorCode.PermissionDenied,
       ErrorCode.SessionNotFound,
+      ErrorCode.NotFound,
       ErrorCode.LimitExceeded,
       ErrorCode.InputRejected,
       ErrorCode.InputRejected,

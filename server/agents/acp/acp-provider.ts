@@ -22,7 +22,7 @@ import { TurnFailure, type AgentInfo, type AgentProvider, type TurnContext, type
 import type { NamedAcpAgent, ResolvedAcpAgentConfig } from './agents-config.js';
 import { AGENT_LIMIT_ERROR, AgentProcessBudget, agentLimitMessage, DEFAULT_AGENT_LIMITS, type BudgetHolder } from '../agent-budget.js';
 import { agentEnvironment, AgentWorkspaces, tenantSegment } from '../agent-workspace.js';
-import { STOP_REASON_MESSAGES } from './mapping.js';
+import { STOP_REASON_MESSAGES } from '../../acp-mapping/index.js';
 import { offersMidTurnInput, SteeringRelay } from './steering-relay.js';
 import { TurnTranslator } from './turn-translator.js';
 

@@ -12,12 +12,8 @@ import type { Logger } from '../../log.js';
 import { errorFields } from '../../log.js';
 import type { TurnContext } from '../agent.js';
 
-export const STEERING_EXTENSION = {
-  metaKey: 'tansr.com',
-  capabilities: '_tansr.com/session/input_capabilities',
-  steer: '_tansr.com/session/steer',
-  status: '_tansr.com/session/input_status',
-} as const;
+export { STEERING_EXTENSION } from '../../acp-mapping/extension.js';
+import { STEERING_EXTENSION } from '../../acp-mapping/extension.js';
 
 /** How often the relay asks the agent about inputs it accepted but has not consumed yet. */
 const STATUS_POLL_MS = 150;

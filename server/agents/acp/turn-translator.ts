@@ -35,7 +35,7 @@ import {
   toolContent,
   toolInputText,
   toolLocations,
-} from './mapping.js';
+} from '../../acp-mapping/index.js';
 
 /**
  * What one turn may make the hub hold and log: response parts, and the characters of every

@@ -9,8 +9,8 @@ import type {
   ChatInputQuestion,
   ConfirmationOption,
   ToolContent,
-} from '../../../shared/protocol/state.js';
-import { StateLimits } from '../../../shared/protocol/state.js';
+} from '../../shared/protocol/state.js';
+import { StateLimits } from '../../shared/protocol/state.js';
 
 /** Longest text the hub keeps from one agent value (the AHP text limit). */
 export const MAX_TEXT: number = StateLimits.text;
