@@ -33,7 +33,10 @@ export class Attention {
     client.onConnectionState((state, previous) => {
       if (state === 'open' && previous !== 'open') void this.#load();
     });
-    void client.subscribe(ROOT_URI).catch(() => undefined).then(() => this.#load());
+    void client
+      .subscribe(ROOT_URI)
+      .catch(() => undefined)
+      .then(() => this.#load());
   }
 
   /** Sessions that need input now (resource → title), most recent first. */

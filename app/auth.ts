@@ -60,13 +60,18 @@ export function signInForm(root: HTMLElement, problem?: string): Promise<string>
     const input = el('input', { attrs: { type: 'password', name: 'token', autocomplete: 'current-password', required: 'required', placeholder: 'access token', 'aria-label': 'Access token' } });
     const form = el(
       'form',
-      { class: 'signin card', on: { submit: (e) => {
-        e.preventDefault();
-        const token = input.value.trim();
-        if (!token) return;
-        rememberToken(token);
-        resolve(token);
-      } } },
+      {
+        class: 'signin card',
+        on: {
+          submit: (e) => {
+            e.preventDefault();
+            const token = input.value.trim();
+            if (!token) return;
+            rememberToken(token);
+            resolve(token);
+          },
+        },
+      },
       el('h1', { text: 'Sign in to the hub' }),
       el('p', { class: 'muted', text: 'Paste the access token you were given, or open the link that carries it (…/?token=…).' }),
       problem ? el('p', { class: 'error', attrs: { role: 'alert' }, text: problem }) : null,

@@ -19,7 +19,6 @@ import { AnswerStamps } from './answer-stamps.js';
 import { nextFrame } from './markdown-stream.js';
 import { APPROVED_TOOLS_META, DENIED_TOOLS_META, rememberedTools, turnDuration } from '../shared/state/selectors.js';
 
-
 export class ChatPage {
   readonly el: HTMLElement;
   readonly #title = el('h1', { class: 'session-title', text: 'Loading…' });
@@ -34,7 +33,11 @@ export class ChatPage {
   #offs: Array<() => void> = [];
   #destroyed = false;
 
-  constructor(private readonly ctx: AppContext, readonly sessionUri: string, chat: string | undefined) {
+  constructor(
+    private readonly ctx: AppContext,
+    readonly sessionUri: string,
+    chat: string | undefined,
+  ) {
     this.#chatUri = chat;
     this.el = el(
       'section',
@@ -61,9 +64,7 @@ export class ChatPage {
       const missing = err instanceof AhpRequestError && err.code === ErrorCode.SessionNotFound;
       this.#title.textContent = missing ? 'Session not found' : 'Could not open this session';
       this.ctx.setPageTitle(this.#title.textContent);
-      this.#fail(missing
-        ? 'There is no such session here: it may have been deleted, or the link is mistyped. Go back to all sessions to pick one.'
-        : 'The hub did not open this session. Check the connection and reload the page.');
+      this.#fail(missing ? 'There is no such session here: it may have been deleted, or the link is mistyped. Go back to all sessions to pick one.' : 'The hub did not open this session. Check the connection and reload the page.');
     }
   }
 
@@ -82,7 +83,7 @@ export class ChatPage {
     this.#renderFacts(s);
     this.#renderRemembered(s);
     const chats = s.chats;
-    const current = this.#chatUri && chats.some((c) => c.resource === this.#chatUri) ? this.#chatUri : s.defaultChat ?? chats[0]?.resource;
+    const current = this.#chatUri && chats.some((c) => c.resource === this.#chatUri) ? this.#chatUri : (s.defaultChat ?? chats[0]?.resource);
     replaceChildren(
       this.#tabs,
       ...(chats.length > 1
@@ -117,21 +118,23 @@ export class ChatPage {
       class: 'link small',
       attrs: { type: 'button', 'data-testid': 'copy-session-id', 'aria-label': 'Copy session id' },
       text: 'Copy',
-      on: { click: () => {
-        const done = (): void => {
-          copy.textContent = 'Copied';
-          window.setTimeout(() => (copy.textContent = 'Copy'), 1500);
-        };
-        const fallback = (): void => {
-          const range = document.createRange();
-          range.selectNodeContents(code);
-          getSelection()?.removeAllRanges();
-          getSelection()?.addRange(range);
-          copy.textContent = 'Selected — press Ctrl+C';
-        };
-        if (navigator.clipboard) navigator.clipboard.writeText(id).then(done, fallback);
-        else fallback();
-      } },
+      on: {
+        click: () => {
+          const done = (): void => {
+            copy.textContent = 'Copied';
+            window.setTimeout(() => (copy.textContent = 'Copy'), 1500);
+          };
+          const fallback = (): void => {
+            const range = document.createRange();
+            range.selectNodeContents(code);
+            getSelection()?.removeAllRanges();
+            getSelection()?.addRange(range);
+            copy.textContent = 'Selected — press Ctrl+C';
+          };
+          if (navigator.clipboard) navigator.clipboard.writeText(id).then(done, fallback);
+          else fallback();
+        },
+      },
     });
     const code = el('code', { class: 'session-id', attrs: { 'data-testid': 'session-id' }, text: id });
     replaceChildren(this.#facts, el('span', {}, 'Agent: ', el('strong', { attrs: { 'data-testid': 'provider' }, text: s.provider })), el('span', {}, 'Session id: ', code, ' ', copy));
@@ -142,10 +145,7 @@ export class ChatPage {
    * for a user (not a viewer) to clear it, so the agent asks again next time.
    */
   #renderRemembered(s: SessionState): void {
-    const choices = [
-      ...rememberedTools(s, APPROVED_TOOLS_META).map((tool) => [tool, 'always allowed'] as const),
-      ...rememberedTools(s, DENIED_TOOLS_META).map((tool) => [tool, 'always denied'] as const),
-    ];
+    const choices = [...rememberedTools(s, APPROVED_TOOLS_META).map((tool) => [tool, 'always allowed'] as const), ...rememberedTools(s, DENIED_TOOLS_META).map((tool) => [tool, 'always denied'] as const)];
     const key = JSON.stringify(choices);
     if (this.#remembered.dataset['for'] === key) return;
     this.#remembered.dataset['for'] = key;
@@ -153,13 +153,19 @@ export class ChatPage {
     replaceChildren(
       this.#remembered,
       el('span', { class: 'muted small', text: 'Remembered tool choices: ' }),
-      el('ul', {}, ...choices.map(([tool, choice]) =>
-        el('li', { attrs: { 'data-tool-choice': tool } },
-          el('code', { text: tool }), ` — ${choice} `,
-          this.ctx.canWrite
-            ? el('button', { class: 'link small', attrs: { type: 'button', 'data-testid': 'forget-choice' }, text: 'Forget', on: { click: () => void this.#forget(tool) } })
-            : null),
-      )),
+      el(
+        'ul',
+        {},
+        ...choices.map(([tool, choice]) =>
+          el(
+            'li',
+            { attrs: { 'data-tool-choice': tool } },
+            el('code', { text: tool }),
+            ` — ${choice} `,
+            this.ctx.canWrite ? el('button', { class: 'link small', attrs: { type: 'button', 'data-testid': 'forget-choice' }, text: 'Forget', on: { click: () => void this.#forget(tool) } }) : null,
+          ),
+        ),
+      ),
     );
   }
 
@@ -199,7 +205,13 @@ class TurnView {
   #lastIsLast: boolean | undefined;
   #lastStoppedBy: AnsweredBy | undefined;
 
-  constructor(private readonly ctx: AppContext, private readonly chat: ChannelView<ChatState>, readonly id: string, private readonly onAnswered: () => void, private readonly onGrew: () => void) {
+  constructor(
+    private readonly ctx: AppContext,
+    private readonly chat: ChannelView<ChatState>,
+    readonly id: string,
+    private readonly onAnswered: () => void,
+    private readonly onGrew: () => void,
+  ) {
     this.el = el('article', { class: 'turn', attrs: { 'data-turn': id } }, this.#message, this.#parts, this.#footer);
   }
 
@@ -247,26 +259,33 @@ class TurnView {
       // A failed last turn says what happened in words and offers the next step.
       // A turn a restart stopped is resumed: a new turn whose questions start with the answers given.
       const restarted = t.error?.errorType === 'hubRestarted';
-      const nextSteps = t.error && isLast && this.ctx.canWrite
-        ? el(
-            'div',
-            { class: 'actions' },
-            restarted
-              ? el('button', { class: 'primary', attrs: { type: 'button', 'data-testid': 'resume' }, text: 'Resume', on: { click: () => handlers.onResume(t.message.text, t.id) } })
-              : el('button', { class: 'primary', attrs: { type: 'button', 'data-testid': 'retry' }, text: 'Retry', on: { click: () => handlers.onRetry(t.message.text) } }),
-            el('button', { attrs: { type: 'button', 'data-testid': 'new-turn' }, text: 'Write a new message', on: { click: handlers.onNewTurn } }),
-          )
-        : null;
+      const nextSteps =
+        t.error && isLast && this.ctx.canWrite
+          ? el(
+              'div',
+              { class: 'actions' },
+              restarted
+                ? el('button', { class: 'primary', attrs: { type: 'button', 'data-testid': 'resume' }, text: 'Resume', on: { click: () => handlers.onResume(t.message.text, t.id) } })
+                : el('button', { class: 'primary', attrs: { type: 'button', 'data-testid': 'retry' }, text: 'Retry', on: { click: () => handlers.onRetry(t.message.text) } }),
+              el('button', { attrs: { type: 'button', 'data-testid': 'new-turn' }, text: 'Write a new message', on: { click: handlers.onNewTurn } }),
+            )
+          : null;
       replaceChildren(
         this.#footer,
         `${state}${duration}`,
         ended ? el('span', { class: 'ago', title: ended, attrs: { 'data-at': ended }, text: ` · ${relativeTime(ended)}` }) : null,
         t.error
-          ? el('div', { class: 'turn-error', attrs: { role: 'alert', 'data-testid': 'turn-error' } },
+          ? el(
+              'div',
+              { class: 'turn-error', attrs: { role: 'alert', 'data-testid': 'turn-error' } },
               // The error part (when the agent sent one) already says what failed.
               t.responseParts.some((p) => p.kind === 'error') ? null : el('div', { class: 'error-words', text: errorInWords(t.error.errorType, t.error.message) }),
-              el('div', { class: 'muted small', text: restarted ? 'Nothing you sent was lost. Resume runs it again with the answers already given, or write a new message.' : 'Retry runs the same message again as a new turn; or write a new message.' }),
-              nextSteps)
+              el('div', {
+                class: 'muted small',
+                text: restarted ? 'Nothing you sent was lost. Resume runs it again with the answers already given, or write a new message.' : 'Retry runs the same message again as a new turn; or write a new message.',
+              }),
+              nextSteps,
+            )
           : null,
       );
     }
@@ -289,10 +308,7 @@ class TurnView {
       } catch {
         // shown as text below
       }
-      replaceChildren(
-        this.#message,
-        el('details', { class: 'script' }, el('summary', { text: `Demo-agent script${steps}` }), el('pre', {}, el('code', { text: trimmed.length > 4000 ? trimmed.slice(0, 4000) + '…' : trimmed }))),
-      );
+      replaceChildren(this.#message, el('details', { class: 'script' }, el('summary', { text: `Demo-agent script${steps}` }), el('pre', {}, el('code', { text: trimmed.length > 4000 ? trimmed.slice(0, 4000) + '…' : trimmed }))));
     } else {
       const body = el('div', { class: 'markdown' });
       markdownInto(body, text);
@@ -358,7 +374,12 @@ class ChatView {
   readonly #announcer = el('div', { class: 'sr-only', attrs: { role: 'status', 'aria-live': 'polite', 'data-testid': 'announcer' } });
   readonly #announced = new Set<string>();
 
-  constructor(private readonly ctx: AppContext, sessionUri: string, readonly uri: string, private readonly provider: string) {
+  constructor(
+    private readonly ctx: AppContext,
+    sessionUri: string,
+    readonly uri: string,
+    private readonly provider: string,
+  ) {
     this.#steering = new SessionInputs(ctx.client, sessionUri);
     this.#textarea = el('textarea', {
       attrs: { rows: '1', placeholder: 'Message the agent…', 'aria-label': 'Message', 'data-testid': 'composer', maxlength: '100000', disabled: ctx.canWrite ? undefined : 'disabled' },
@@ -387,10 +408,16 @@ class ChatView {
     });
     this.#composer = el(
       'form',
-      { class: 'composer card', attrs: { 'data-testid': 'composer-form' }, on: { submit: (e) => {
-        e.preventDefault();
-        void this.#submit();
-      } } },
+      {
+        class: 'composer card',
+        attrs: { 'data-testid': 'composer-form' },
+        on: {
+          submit: (e) => {
+            e.preventDefault();
+            void this.#submit();
+          },
+        },
+      },
       this.#jump,
       this.#pending,
       el('div', { class: 'composer-main' }, this.#textarea, this.#send),
@@ -549,7 +576,13 @@ class ChatView {
     wanted.forEach(([turn, active], index) => {
       let tv = this.#turns.get(turn.id);
       if (!tv) {
-        tv = new TurnView(this.ctx, view, turn.id, () => (this.#revealNext = true), () => this.#afterPartGrew());
+        tv = new TurnView(
+          this.ctx,
+          view,
+          turn.id,
+          () => (this.#revealNext = true),
+          () => this.#afterPartGrew(),
+        );
         this.#turns.set(turn.id, tv);
       }
       tv.update(turn, active, handlers(index === wanted.length - 1, turn.id));
@@ -636,24 +669,52 @@ class ChatView {
   /** An empty chat says what this agent can do, and offers the demo tour in one click. */
   #emptyChat(): HTMLElement {
     if (this.provider !== 'demo') return el('p', { class: 'empty muted', text: 'No messages yet. Write a message below to start a turn.' });
-    const example = JSON.stringify({ script: [{ say: 'Checking the release…' }, { ask: { id: 'confirm', message: 'Ship it?', questions: [{ id: 'ship', kind: 'boolean', title: 'Ship now', message: 'Ship the release now?', required: true }] } }, { tool: { id: 'deploy', name: 'deploy', confirm: true } }, { say: 'Done.' }] }, null, 1).replace(/\n\s*/g, ' ');
+    const example = JSON.stringify(
+      {
+        script: [
+          { say: 'Checking the release…' },
+          { ask: { id: 'confirm', message: 'Ship it?', questions: [{ id: 'ship', kind: 'boolean', title: 'Ship now', message: 'Ship the release now?', required: true }] } },
+          { tool: { id: 'deploy', name: 'deploy', confirm: true } },
+          { say: 'Done.' },
+        ],
+      },
+      null,
+      1,
+    ).replace(/\n\s*/g, ' ');
     return el(
       'div',
       { class: 'empty card', attrs: { 'data-testid': 'empty-chat' } },
       el('strong', { text: 'This chat talks to the demo agent.' }),
       el('p', { class: 'muted', text: 'Send any message for a short tour: it asks one question of every kind (text, email, numbers, yes/no, choices), asks you to open a link, and waits for your approval before running a tool.' }),
-      el('div', { class: 'actions' },
-        el('button', { class: 'primary', attrs: { type: 'button', 'data-testid': 'start-tour', disabled: this.ctx.canWrite ? undefined : 'disabled' }, text: 'Start the demo tour', on: { click: () => void this.#startTurn('Show me the tour') } }),
-        el('button', { attrs: { type: 'button', 'data-testid': 'use-script', disabled: this.ctx.canWrite ? undefined : 'disabled' }, text: 'Try a script', on: { click: () => {
-          this.#textarea.value = example;
-          this.#fitComposer();
-          this.#textarea.focus();
-        } } }),
+      el(
+        'div',
+        { class: 'actions' },
+        el('button', {
+          class: 'primary',
+          attrs: { type: 'button', 'data-testid': 'start-tour', disabled: this.ctx.canWrite ? undefined : 'disabled' },
+          text: 'Start the demo tour',
+          on: { click: () => void this.#startTurn('Show me the tour') },
+        }),
+        el('button', {
+          attrs: { type: 'button', 'data-testid': 'use-script', disabled: this.ctx.canWrite ? undefined : 'disabled' },
+          text: 'Try a script',
+          on: {
+            click: () => {
+              this.#textarea.value = example;
+              this.#fitComposer();
+              this.#textarea.focus();
+            },
+          },
+        }),
       ),
-      el('details', { class: 'script-help' },
+      el(
+        'details',
+        { class: 'script-help' },
         el('summary', { text: 'Script format' }),
         el('p', { class: 'small', text: 'A message that is JSON with a "script" list runs its steps in order:' }),
-        el('ul', { class: 'small' },
+        el(
+          'ul',
+          { class: 'small' },
           el('li', {}, el('code', { text: '{"say": "text"}' }), ' streams text'),
           el('li', {}, el('code', { text: '{"ask": {"id", "message", "questions": [...]}}' }), ' asks for input and waits'),
           el('li', {}, el('code', { text: '{"tool": {"id", "name", "confirm": true}}' }), ' runs a tool after approval'),
@@ -689,11 +750,7 @@ class ChatView {
     this.#send.disabled = !this.ctx.canWrite || this.#sending || blocked !== undefined;
     this.#textarea.disabled = !this.ctx.canWrite || blocked !== undefined;
     this.#textarea.placeholder = running ? 'Add to the running turn…' : 'Message the agent…';
-    this.#composerNote.textContent = blocked
-      ? blocked
-      : running
-        ? 'Extra context for the running turn. It never approves a tool or answers a question — use the buttons above.'
-        : 'Ctrl+Enter to send.';
+    this.#composerNote.textContent = blocked ? blocked : running ? 'Extra context for the running turn. It never approves a tool or answers a question — use the buttons above.' : 'Ctrl+Enter to send.';
     const pendingSteering = [...(chat.steeringMessages ?? []), ...(chat.steeringMessage ? [chat.steeringMessage] : [])];
     const mine = new Set(this.#inputs.map((i) => i.inputId));
     const inputIdOf = (p: { id: string; message: { _meta?: Record<string, unknown> } }): string => {
@@ -705,7 +762,7 @@ class ChatView {
     };
     const others = pendingSteering.filter((p) => !mine.has(inputIdOf(p)));
     const receipt = (i: TrackedInput): HTMLElement => {
-      const state = i.problem ? 'not added' : i.receipt?.state ?? 'sending';
+      const state = i.problem ? 'not added' : (i.receipt?.state ?? 'sending');
       const words = receiptInWords(state, i.receipt?.reason);
       return el(
         'div',
@@ -724,9 +781,7 @@ class ChatView {
     replaceChildren(
       this.#pending,
       ended.length > 0
-        ? el('details', { class: 'earlier-receipts small muted', attrs: { 'data-testid': 'earlier-receipts' } },
-            el('summary', { text: `${ended.length} addition${ended.length === 1 ? '' : 's'} to earlier turns` }),
-            ...ended.map(receipt))
+        ? el('details', { class: 'earlier-receipts small muted', attrs: { 'data-testid': 'earlier-receipts' } }, el('summary', { text: `${ended.length} addition${ended.length === 1 ? '' : 's'} to earlier turns` }), ...ended.map(receipt))
         : null,
       ...current.slice(-5).map(receipt),
       ...others.map((p) => el('div', { class: 'receipt receipt-accepted' }, el('span', { class: 'badge', text: 'pending (another tab)' }), ' ', el('span', { text: p.message.text }))),
@@ -746,8 +801,7 @@ class ChatView {
       // The hub's reason names ids; it stays on hover for bug reports.
       this.#composerError.textContent = view.state.activeTurn ? 'Not sent: another turn started first. Send it again to add it to that turn.' : 'Not sent: the hub refused this message. Try again, or reload the page.';
       this.#composerError.title = result.reason;
-    }
-    else this.#scrollToBottom();
+    } else this.#scrollToBottom();
     return result.accepted;
   }
 

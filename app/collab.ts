@@ -136,9 +136,7 @@ export class CollabDoc {
     const previous = this.#serverVector;
     // Another document than the one we edited (a restarted hub seeded it anew from the drafts), or
     // one that lost history we had from it: the texts we hold are what this tab last saw and typed.
-    const fresh =
-      (this.#epoch !== undefined && r.epoch !== this.#epoch) ||
-      (previous !== undefined && [...previous].some(([client, clock]) => (serverVector.get(client) ?? 0) < clock));
+    const fresh = (this.#epoch !== undefined && r.epoch !== this.#epoch) || (previous !== undefined && [...previous].some(([client, clock]) => (serverVector.get(client) ?? 0) < clock));
     this.#epoch = r.epoch;
     const ours = fresh ? this.#texts() : undefined;
     Y.applyUpdate(this.doc, fromBase64(r.state), REMOTE);

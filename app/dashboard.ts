@@ -70,10 +70,15 @@ export class DashboardView {
     });
     const form = el(
       'form',
-      { class: 'new-session', on: { submit: (e) => {
-        e.preventDefault();
-        void this.#create(title.value.trim(), create);
-      } } },
+      {
+        class: 'new-session',
+        on: {
+          submit: (e) => {
+            e.preventDefault();
+            void this.#create(title.value.trim(), create);
+          },
+        },
+      },
       title,
       this.#provider,
       create,
@@ -210,10 +215,13 @@ export class DashboardView {
       ),
       s.activity ? el('div', { class: 'activity muted', text: s.activity }) : null,
       label === 'Error'
-        ? el('div', { class: 'failure', attrs: { 'data-testid': 'failure' } },
+        ? el(
+            'div',
+            { class: 'failure', attrs: { 'data-testid': 'failure' } },
             el('span', { text: this.#failures.get(s.resource)?.text ?? 'The last turn failed.' }),
             ' ',
-            el('a', { attrs: { href, 'data-route': '' }, text: 'Open to retry or start a new turn' }))
+            el('a', { attrs: { href, 'data-route': '' }, text: 'Open to retry or start a new turn' }),
+          )
         : null,
       briefs.length > 0
         ? el(
@@ -230,10 +238,14 @@ export class DashboardView {
             ),
           )
         : null,
-      el('div', { class: 'muted small facts' },
+      el(
+        'div',
+        { class: 'muted small facts' },
         el('span', { attrs: { 'data-testid': 'provider' } }, 'Agent: ', s.provider),
         typeof chatCount === 'number' && chatCount > 1 ? ` · ${chatCount} chats` : '',
-        ' · id ', el('code', { class: 'session-id', title: sessionIdOf(s.resource), text: shortSessionId(sessionIdOf(s.resource)) })),
+        ' · id ',
+        el('code', { class: 'session-id', title: sessionIdOf(s.resource), text: shortSessionId(sessionIdOf(s.resource)) }),
+      ),
     );
   }
 

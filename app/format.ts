@@ -45,10 +45,7 @@ export function newId(): string {
  * Presence colours: sixteen hues far enough apart to tell people apart, each dark enough for white
  * chip text (contrast ≥ 4.5:1, WCAG AA).
  */
-export const PRESENCE_COLORS = [
-  '#1f5fbf', '#b3261e', '#17653a', '#7b3fb0', '#a04600', '#0b6670', '#b0216e', '#4d5b12',
-  '#3b4cc0', '#8a3a00', '#5a4a9e', '#1a6b4f', '#9c2c4d', '#2f5f7a', '#6b4f00', '#6a3d7a',
-] as const;
+export const PRESENCE_COLORS = ['#1f5fbf', '#b3261e', '#17653a', '#7b3fb0', '#a04600', '#0b6670', '#b0216e', '#4d5b12', '#3b4cc0', '#8a3a00', '#5a4a9e', '#1a6b4f', '#9c2c4d', '#2f5f7a', '#6b4f00', '#6a3d7a'] as const;
 
 /** A stable colour for a person (presence chips, carets): the same name gets the same colour in every tab. */
 export function colorFor(name: string): string {
@@ -78,7 +75,11 @@ export function displayTitle(title: string | undefined, fallback = 'Untitled ses
       }
     }
   }
-  const line = text.split(/\r?\n/).map((l) => l.trim()).find((l) => l !== '') ?? fallback;
+  const line =
+    text
+      .split(/\r?\n/)
+      .map((l) => l.trim())
+      .find((l) => l !== '') ?? fallback;
   return line.length > 80 ? line.slice(0, 79) + '…' : line;
 }
 

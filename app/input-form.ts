@@ -43,7 +43,7 @@ function answerText(answer: ChatInputAnswer | undefined, question?: Q): string {
   if (!answer) return '—';
   if (answer.state === 'skipped') return 'skipped';
   const v = answer.value as { kind: string; value?: unknown; freeformValues?: string[] };
-  const label = (id: unknown): string => ((question?.['options'] as Option[] | undefined)?.find((o) => o.id === id)?.label ?? String(id));
+  const label = (id: unknown): string => (question?.['options'] as Option[] | undefined)?.find((o) => o.id === id)?.label ?? String(id);
   let text: string;
   if (v.kind === 'selected-many' && Array.isArray(v.value)) text = v.value.map(label).join(', ');
   else if (v.kind === 'selected') text = label(v.value);
@@ -76,7 +76,11 @@ export class InputRequestView implements PartView {
   #editing: string | null = null;
   #cursor: SharedCursor | null = null;
 
-  constructor(private readonly ctx: PartContext, part: InputRequestPart, active: boolean) {
+  constructor(
+    private readonly ctx: PartContext,
+    part: InputRequestPart,
+    active: boolean,
+  ) {
     this.#request = part.request;
     this.el = el('div', { class: 'part input-request card', attrs: { 'data-request': part.request.id } });
     const recheck = (): void => {
@@ -136,7 +140,7 @@ export class InputRequestView implements PartView {
       children.push(field.el);
     }
     if (!canWrite) children.push(el('p', { class: 'muted', attrs: { 'data-testid': 'read-only' }, text: 'You have read-only access: you can follow along but not answer.' }));
-    const acceptLabel = request.url && !(request.questions?.length) ? 'Mark as done' : 'Submit answers';
+    const acceptLabel = request.url && !request.questions?.length ? 'Mark as done' : 'Submit answers';
     const accept = this.#button(acceptLabel, 'primary', 'accept');
     const decline = this.#button('Decline', '', 'decline');
     const cancel = this.#button('Cancel', 'link', 'cancel');
@@ -165,23 +169,35 @@ export class InputRequestView implements PartView {
 
   #askToEnd(response: 'decline' | 'cancel'): void {
     const verb = response === 'decline' ? 'Decline' : 'Cancel';
-    const yes = el('button', { class: 'danger', attrs: { type: 'button', 'data-testid': 'confirm-end' }, text: `${verb} for everyone`, on: { click: () => {
-      this.#confirmEnd.hidden = true;
-      void this.#complete(response);
-    } } });
-    const keep = el('button', { class: 'link', attrs: { type: 'button', 'data-testid': 'keep-form' }, text: 'Keep answering', on: { click: () => {
-      this.#confirmEnd.hidden = true;
-    } } });
-    replaceChildren(this.#confirmEnd,
-      el('span', { text: `${response === 'decline' ? 'Declining' : 'Cancelling'} ends this request for everyone in this chat, and the agent is told. ` }),
-      yes, ' ', keep);
+    const yes = el('button', {
+      class: 'danger',
+      attrs: { type: 'button', 'data-testid': 'confirm-end' },
+      text: `${verb} for everyone`,
+      on: {
+        click: () => {
+          this.#confirmEnd.hidden = true;
+          void this.#complete(response);
+        },
+      },
+    });
+    const keep = el('button', {
+      class: 'link',
+      attrs: { type: 'button', 'data-testid': 'keep-form' },
+      text: 'Keep answering',
+      on: {
+        click: () => {
+          this.#confirmEnd.hidden = true;
+        },
+      },
+    });
+    replaceChildren(this.#confirmEnd, el('span', { text: `${response === 'decline' ? 'Declining' : 'Cancelling'} ends this request for everyone in this chat, and the agent is told. ` }), yes, ' ', keep);
     this.#confirmEnd.hidden = false;
     yes.focus();
   }
 
   #refreshButtons(): void {
     for (const b of this.#buttons) {
-      const needsUrl = b.dataset['response'] === 'accept' && this.#request.url !== undefined && !this.#urlOpened && !(this.#request.questions?.length);
+      const needsUrl = b.dataset['response'] === 'accept' && this.#request.url !== undefined && !this.#urlOpened && !this.#request.questions?.length;
       b.disabled = !this.ctx.app.canWrite || this.#busy || needsUrl;
     }
   }
@@ -192,20 +208,17 @@ export class InputRequestView implements PartView {
       class: 'primary',
       attrs: { type: 'button', disabled: href && this.ctx.app.canWrite ? undefined : 'disabled', 'data-testid': 'open-url' },
       text: 'Open link',
-      on: { click: () => {
-        if (!href) return;
-        window.open(href, '_blank', 'noopener,noreferrer');
-        this.#urlOpened = true;
-        this.#refreshButtons();
-        this.#setStatus('When you are done on that page, come back and mark it as done.');
-      } },
+      on: {
+        click: () => {
+          if (!href) return;
+          window.open(href, '_blank', 'noopener,noreferrer');
+          this.#urlOpened = true;
+          this.#refreshButtons();
+          this.#setStatus('When you are done on that page, come back and mark it as done.');
+        },
+      },
     });
-    return el(
-      'div',
-      { class: 'url-request' },
-      el('div', {}, 'Link: ', href ? el('code', { text: href }) : el('span', { class: 'md-inert-link', text: `${url} (not an http(s) link; not opened)` })),
-      el('div', { class: 'actions' }, open),
-    );
+    return el('div', { class: 'url-request' }, el('div', {}, 'Link: ', href ? el('code', { text: href }) : el('span', { class: 'md-inert-link', text: `${url} (not an http(s) link; not opened)` })), el('div', { class: 'actions' }, open));
   }
 
   #field(question: Q): Field {
@@ -232,10 +245,13 @@ export class InputRequestView implements PartView {
     const presence = el('span', { class: 'presence', attrs: { 'data-testid': 'presence' } });
     // A choice group is named with aria-label (see `#field`); only a single field gets a <label for>.
     const single = question.kind === 'text' || question.kind === 'number' || question.kind === 'integer';
-    const label = el(single ? 'label' : 'span', { class: 'q-title', attrs: { for: single ? id : undefined, id: `${id}-label` } },
+    const label = el(
+      single ? 'label' : 'span',
+      { class: 'q-title', attrs: { for: single ? id : undefined, id: `${id}-label` } },
       (question.title as string | undefined) ?? question.id,
       // The star is for the eye only; the control's own name says ", required" (see `#field`).
-      required ? el('span', { class: 'required', attrs: { 'aria-hidden': 'true' }, text: ' *' }) : null);
+      required ? el('span', { class: 'required', attrs: { 'aria-hidden': 'true' }, text: ' *' }) : null,
+    );
     const message = question.message ? el('div', { class: 'q-message markdown', attrs: { id: `${id}-message` } }) : null;
     if (message) markdownInto(message, String(question.message));
     const hint = el('div', { class: 'q-hint muted', attrs: { id: `${id}-hint` } });
@@ -251,14 +267,27 @@ export class InputRequestView implements PartView {
         return this.#textField(question, id, wrap, presence, hint, required);
       case 'number':
       case 'integer': {
-        const input = el('input', { attrs: { id, type: 'number', step: question.kind === 'integer' ? '1' : 'any', min: numAttr(question['min']), max: numAttr(question['max']), required: required ? 'required' : undefined, 'aria-required': required ? 'true' : undefined } });
+        const input = el('input', {
+          attrs: {
+            id,
+            type: 'number',
+            step: question.kind === 'integer' ? '1' : 'any',
+            min: numAttr(question['min']),
+            max: numAttr(question['max']),
+            required: required ? 'required' : undefined,
+            'aria-required': required ? 'true' : undefined,
+          },
+        });
         if (typeof question['defaultValue'] === 'number') input.value = String(question['defaultValue']);
         hint.textContent = rangeHint(question['min'], question['max'], question.kind === 'integer' ? 'whole number' : 'number');
         const read = (): ChatInputAnswerValue | undefined => (input.value === '' || Number.isNaN(input.valueAsNumber) ? undefined : { kind: 'number', value: input.valueAsNumber });
         input.addEventListener('input', () => draft(read()));
         wrap.append(input);
         return {
-          question, el: wrap, presence, value: read,
+          question,
+          el: wrap,
+          presence,
+          value: read,
           show: (a) => {
             if (document.activeElement === input) return;
             if (a && a.state !== 'skipped' && a.value.kind === 'number') input.value = String((a.value as { value: number }).value);
@@ -278,7 +307,10 @@ export class InputRequestView implements PartView {
         group.append(el('label', { class: 'option' }, yes, ' Yes'), el('label', { class: 'option' }, no, ' No'));
         wrap.append(group);
         return {
-          question, el: wrap, presence, value: read,
+          question,
+          el: wrap,
+          presence,
+          value: read,
           show: (a) => {
             if (a && a.state !== 'skipped' && a.value.kind === 'boolean') {
               const v = (a.value as { value: boolean }).value;
@@ -321,7 +353,9 @@ export class InputRequestView implements PartView {
     let bound = false;
     let draftTimer: number | undefined;
     const field: Field & { bind(doc: CollabDoc): void } = {
-      question, el: wrap, presence,
+      question,
+      el: wrap,
+      presence,
       value: () => (input.value === '' ? undefined : { kind: 'text', value: input.value }),
       show: (a) => {
         // While bound to the shared text, the Y.Text is the truth for this field; before that, a
@@ -443,7 +477,10 @@ export class InputRequestView implements PartView {
     }
     wrap.append(group);
     return {
-      question, el: wrap, presence, value: read,
+      question,
+      el: wrap,
+      presence,
+      value: read,
       show: (a) => {
         if (!a || a.state === 'skipped' || wrap.contains(document.activeElement) || otherTimer !== undefined) return;
         const v = a.value as { kind: string; value: unknown; freeformValues?: string[] };

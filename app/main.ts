@@ -64,7 +64,7 @@ async function start(): Promise<void> {
   }
   const principal = (client.initializeResult?._meta?.['hub/principal'] ?? {}) as { user?: string; role?: string };
   const devMode = token === undefined;
-  const user = devMode ? devTabName() : principal.user ?? 'me';
+  const user = devMode ? devTabName() : (principal.user ?? 'me');
   const role = principal.role ?? 'user';
   shell(client, user, role, devMode);
 }
@@ -77,16 +77,20 @@ function shell(client: AhpClient, user: string, role: string, devMode: boolean):
     attrs: { type: 'button', 'data-testid': 'notify-toggle', hidden: typeof Notification === 'undefined' ? 'hidden' : undefined },
     text: attention.notificationsOn ? 'Notifications on' : 'Notify me',
     title: 'Show a browser notification when a session needs input while this tab is in the background',
-    on: { click: () => void attention.toggleNotifications().then((on) => {
-      bell.textContent = on ? 'Notifications on' : 'Notify me';
-      // A browser that blocks notifications answers nothing visible: say so, and how to allow them.
-      bellNote.textContent = on || Notification.permission === 'granted'
-        ? ''
-        : Notification.permission === 'denied'
-          ? 'Your browser blocks notifications for this site. Allow them in the site settings (the icon left of the address), then click Notify me again.'
-          : 'Notifications were not allowed. Click Notify me again and choose Allow when the browser asks.';
-      bellNote.hidden = bellNote.textContent === '';
-    }) },
+    on: {
+      click: () =>
+        void attention.toggleNotifications().then((on) => {
+          bell.textContent = on ? 'Notifications on' : 'Notify me';
+          // A browser that blocks notifications answers nothing visible: say so, and how to allow them.
+          bellNote.textContent =
+            on || Notification.permission === 'granted'
+              ? ''
+              : Notification.permission === 'denied'
+                ? 'Your browser blocks notifications for this site. Allow them in the site settings (the icon left of the address), then click Notify me again.'
+                : 'Notifications were not allowed. Click Notify me again and choose Allow when the browser asks.';
+          bellNote.hidden = bellNote.textContent === '';
+        }),
+    },
   });
   const bellNote = el('div', { class: 'banner banner-info', attrs: { 'data-testid': 'notify-blocked', role: 'status', hidden: 'hidden' } });
   const conn = el('span', { class: 'conn conn-open', attrs: { 'data-testid': 'connection', role: 'status', 'aria-live': 'polite' }, text: 'Connected' });
@@ -99,17 +103,29 @@ function shell(client: AhpClient, user: string, role: string, devMode: boolean):
     el('span', { class: 'spacer' }),
     conn,
     bell,
-    el('span', { class: 'me', attrs: { 'data-testid': 'me' }, title: devMode ? 'Dev mode: each tab gets its own name so presence can be tried locally' : undefined }, user, el('span', { class: 'role', text: devMode ? ' · dev mode' : ` · ${role}` })),
+    el(
+      'span',
+      { class: 'me', attrs: { 'data-testid': 'me' }, title: devMode ? 'Dev mode: each tab gets its own name so presence can be tried locally' : undefined },
+      user,
+      el('span', { class: 'role', text: devMode ? ' · dev mode' : ` · ${role}` }),
+    ),
     // Without a token there is nothing to sign out of.
-    devMode ? null : el('button', { class: 'link', attrs: { 'data-testid': 'sign-out' }, text: 'Sign out', on: { click: () => {
-      forgetToken();
-      client.close();
-      location.href = '/';
-    } } }),
+    devMode
+      ? null
+      : el('button', {
+          class: 'link',
+          attrs: { 'data-testid': 'sign-out' },
+          text: 'Sign out',
+          on: {
+            click: () => {
+              forgetToken();
+              client.close();
+              location.href = '/';
+            },
+          },
+        }),
   );
-  const readOnly = canWrite
-    ? null
-    : el('div', { class: 'banner banner-info', attrs: { 'data-testid': 'read-only', role: 'note' }, text: 'Read-only access: you can follow every session live, but not send, answer or create anything.' });
+  const readOnly = canWrite ? null : el('div', { class: 'banner banner-info', attrs: { 'data-testid': 'read-only', role: 'note' }, text: 'Read-only access: you can follow every session live, but not send, answer or create anything.' });
   root.replaceChildren(header, readOnly ?? '', bellNote, banner, viewHost);
 
   let lost = false;

@@ -116,7 +116,10 @@ export class StreamingMarkdown {
       tokens = lexMarkdown(rest.slice(0, window));
       finished = finishedBlocks(tokens);
     }
-    const done = tokens.slice(0, finished).map((t) => t.raw).join('');
+    const done = tokens
+      .slice(0, finished)
+      .map((t) => t.raw)
+      .join('');
     this.#shownLength = this.#stableText.length + window;
     // The lexer's blocks cover the text exactly; if not, keep everything in the tail (correct, slower).
     if (finished > 0 && rest.startsWith(done)) {

@@ -217,12 +217,14 @@ function renderInline(token: Token, doc: MarkdownDocument, depth: number): unkno
 /** Plain text of a markdown source (for previews). */
 export function markdownToText(source: string): string {
   const inline = (tokens: readonly Token[] | undefined): string =>
-    (tokens ?? []).map((t) => {
-      const g = t as Tokens.Generic;
-      if (g.type === 'br') return ' ';
-      if (g.tokens) return inline(g.tokens);
-      return g.type === 'html' ? g.raw : typeof g['text'] === 'string' ? (g['text'] as string) : '';
-    }).join('');
+    (tokens ?? [])
+      .map((t) => {
+        const g = t as Tokens.Generic;
+        if (g.type === 'br') return ' ';
+        if (g.tokens) return inline(g.tokens);
+        return g.type === 'html' ? g.raw : typeof g['text'] === 'string' ? (g['text'] as string) : '';
+      })
+      .join('');
   const block = (t: Token): string => {
     const g = t as Tokens.Generic;
     switch (g.type) {
@@ -243,5 +245,8 @@ export function markdownToText(source: string): string {
         return g.tokens ? inline(g.tokens) : typeof g['text'] === 'string' ? (g['text'] as string) : '';
     }
   };
-  return lexMarkdown(source).map(block).filter((s) => s !== '').join(' ');
+  return lexMarkdown(source)
+    .map(block)
+    .filter((s) => s !== '')
+    .join(' ');
 }

@@ -175,7 +175,10 @@ class ToolCallView implements PartView {
       if (typeof t['pastTenseMessage'] === 'string') body.push(el('div', { class: 'muted', text: t['pastTenseMessage'] as string }));
       const content = t['content'];
       if (Array.isArray(content)) {
-        const text = content.map((c: { type?: string; text?: unknown }) => (c.type === 'text' && typeof c.text === 'string' ? c.text : '')).filter(Boolean).join('\n');
+        const text = content
+          .map((c: { type?: string; text?: unknown }) => (c.type === 'text' && typeof c.text === 'string' ? c.text : ''))
+          .filter(Boolean)
+          .join('\n');
         if (text) body.push(el('pre', { class: 'tool-output' }, el('code', { text: text.length > 4000 ? text.slice(0, 4000) + '…' : text })));
       }
       const error = t['error'] as { message?: string } | undefined;
@@ -184,7 +187,12 @@ class ToolCallView implements PartView {
     if (tool.status === 'cancelled') {
       const reason = String(t['reason'] ?? '');
       const option = (t['selectedOption'] as { label?: string } | undefined)?.label;
-      body.push(el('div', { class: 'muted', text: `${reason === 'denied' ? 'Denied' : reason === 'result-denied' ? 'Result rejected' : 'Skipped'}${option ? ` (${option})` : ''}${typeof t['reasonMessage'] === 'string' ? `: ${t['reasonMessage'] as string}` : ''}` }));
+      body.push(
+        el('div', {
+          class: 'muted',
+          text: `${reason === 'denied' ? 'Denied' : reason === 'result-denied' ? 'Result rejected' : 'Skipped'}${option ? ` (${option})` : ''}${typeof t['reasonMessage'] === 'string' ? `: ${t['reasonMessage'] as string}` : ''}`,
+        }),
+      );
     }
     if (tool.status === 'running' || tool.status === 'completed') {
       const option = (t['selectedOption'] as { label?: string } | undefined)?.label;
@@ -213,9 +221,7 @@ class ToolCallView implements PartView {
     const t = tool as ToolCallState & Record<string, unknown>;
     const decided = tool.status !== 'pending-confirmation' && tool.status !== 'pending-result-confirmation';
     const option = (t['selectedOption'] as { label?: string } | undefined)?.label;
-    const text = decided
-      ? wonRaceText(answeredByOf(t['_meta']), tool.status !== 'cancelled', option, this.ctx.app.devMode)
-      : 'Your answer was not applied. Reload the page and try again.';
+    const text = decided ? wonRaceText(answeredByOf(t['_meta']), tool.status !== 'cancelled', option, this.ctx.app.devMode) : 'Your answer was not applied. Reload the page and try again.';
     return el('div', { class: decided ? 'muted race-lost' : 'error', attrs: { role: 'alert', 'data-testid': 'tool-refusal' }, title: this.#refused, text });
   }
 
@@ -233,16 +239,18 @@ class ToolCallView implements PartView {
       });
     if (tool.status === 'pending-confirmation') {
       const options = (tool as { options?: Array<{ id: string; label: string; kind: 'approve' | 'deny' }> }).options;
-      const buttons = options && options.length > 0
-        ? options.map((o) =>
-            button(o.label, o.kind === 'approve' ? 'primary' : 'danger', o.kind === 'approve'
-              ? { type: 'chat/toolCallConfirmed', ...scoped, approved: true, confirmed: 'user-action', selectedOptionId: o.id }
-              : { type: 'chat/toolCallConfirmed', ...scoped, approved: false, reason: 'denied', selectedOptionId: o.id }),
-          )
-        : [
-            button('Approve', 'primary', { type: 'chat/toolCallConfirmed', ...scoped, approved: true, confirmed: 'user-action' }),
-            button('Deny', 'danger', { type: 'chat/toolCallConfirmed', ...scoped, approved: false, reason: 'denied' }),
-          ];
+      const buttons =
+        options && options.length > 0
+          ? options.map((o) =>
+              button(
+                o.label,
+                o.kind === 'approve' ? 'primary' : 'danger',
+                o.kind === 'approve'
+                  ? { type: 'chat/toolCallConfirmed', ...scoped, approved: true, confirmed: 'user-action', selectedOptionId: o.id }
+                  : { type: 'chat/toolCallConfirmed', ...scoped, approved: false, reason: 'denied', selectedOptionId: o.id },
+              ),
+            )
+          : [button('Approve', 'primary', { type: 'chat/toolCallConfirmed', ...scoped, approved: true, confirmed: 'user-action' }), button('Deny', 'danger', { type: 'chat/toolCallConfirmed', ...scoped, approved: false, reason: 'denied' })];
       return el('div', { class: 'actions' }, ...buttons);
     }
     if (tool.status === 'pending-result-confirmation') {

@@ -122,12 +122,19 @@ async function writeTrace(buffer: Buffer, name: string): Promise<void> {
   writeFileSync(file, buffer);
   type Ev = { name: string; ph: string; ts: number; dur?: number; tdur?: number; tid: number; pid: number };
   const events = (JSON.parse(buffer.toString('utf8')) as { traceEvents: Ev[] }).traceEvents.filter((e) => e.ph === 'X' && e.dur !== undefined);
-  const tasks = events.filter((e) => e.name === 'RunTask' && e.dur! > 50_000).sort((a, b) => (b.tdur ?? b.dur!) - (a.tdur ?? a.dur!)).slice(0, 5);
+  const tasks = events
+    .filter((e) => e.name === 'RunTask' && e.dur! > 50_000)
+    .sort((a, b) => (b.tdur ?? b.dur!) - (a.tdur ?? a.dur!))
+    .slice(0, 5);
   const lines = tasks.map((t) => {
     const inside = events.filter((e) => e !== t && e.tid === t.tid && e.pid === t.pid && e.ts >= t.ts && e.ts + e.dur! <= t.ts + t.dur! && e.name !== 'RunTask');
     const by = new Map<string, number>();
     for (const e of inside) by.set(e.name, (by.get(e.name) ?? 0) + (e.tdur ?? e.dur!));
-    const top = [...by].sort((a, b) => b[1] - a[1]).slice(0, 8).map(([n, us]) => `${n} ${(us / 1000).toFixed(0)}`).join(', ');
+    const top = [...by]
+      .sort((a, b) => b[1] - a[1])
+      .slice(0, 8)
+      .map(([n, us]) => `${n} ${(us / 1000).toFixed(0)}`)
+      .join(', ');
     // Thread (CPU) time beside wall time: on a busy machine the wall time is mostly waiting.
     return `  task ${(t.dur! / 1000).toFixed(0)} ms (cpu ${((t.tdur ?? t.dur!) / 1000).toFixed(0)} ms): ${top}`;
   });
@@ -174,7 +181,12 @@ async function metrics(page: Page): Promise<{ heapMiB: number; domNodes: number 
 /** Scrolls the page from top to bottom, 400 px a frame; p95 of the time between frames. */
 async function scrollP95(page: Page): Promise<{ p95: number; frames: number }> {
   const gaps = await page.evaluate(async () => {
-    const w = globalThis as unknown as { scrollTo(x: number, y: number): void; scrollBy(x: number, y: number): void; requestAnimationFrame(cb: (t: number) => void): void; document: { documentElement: { scrollHeight: number; clientHeight: number; scrollTop: number } } };
+    const w = globalThis as unknown as {
+      scrollTo(x: number, y: number): void;
+      scrollBy(x: number, y: number): void;
+      requestAnimationFrame(cb: (t: number) => void): void;
+      document: { documentElement: { scrollHeight: number; clientHeight: number; scrollTop: number } };
+    };
     w.scrollTo(0, 0);
     const out: number[] = [];
     let last = -1;
@@ -209,7 +221,11 @@ async function streamedAnswer(browser: import('playwright-core').Browser, base: 
     (globalThis as unknown as { __longTasks: number[] }).__longTasks.length = 0;
   });
   const profiler = PROFILE_DIR ? await startProfile(page) : undefined;
-  if (TRACE_DIR) await page.context().browser()!.startTracing(page, { categories: ['devtools.timeline', 'disabled-by-default-devtools.timeline'] });
+  if (TRACE_DIR)
+    await page
+      .context()
+      .browser()!
+      .startTracing(page, { categories: ['devtools.timeline', 'disabled-by-default-devtools.timeline'] });
   for (let i = 0; i < chunks.length - 1; i++) await peer.dispatch(chat, { type: 'chat/delta', turnId, partId, content: chunks[i] }, false);
   await peer.dispatch(chat, { type: 'chat/delta', turnId, partId, content: chunks[chunks.length - 1] });
   const lastDeltaAt = Date.now();
@@ -255,13 +271,24 @@ async function longChat(browser: import('playwright-core').Browser, base: string
   }
   const openedAt = Date.now();
   const page = await openPage(browser, base, session);
-  await page.locator('article.turn').nth(turns - 1).waitFor({ state: 'attached', timeout: 120_000 });
+  await page
+    .locator('article.turn')
+    .nth(turns - 1)
+    .waitFor({ state: 'attached', timeout: 120_000 });
   const shownMs = Date.now() - openedAt;
   const longTasks = await page.evaluate(() => (globalThis as unknown as { __longTasks: number[] }).__longTasks.slice());
   const mem = await metrics(page);
   const scroll = await scrollP95(page);
   await page.context().close();
-  return { what: `${turns.toLocaleString('en')}-turn chat, opened cold (all turns in ${shownMs} ms)`, shownAfterLastDeltaMs: undefined, longestTaskMs: longTasks.length ? Math.max(...longTasks) : undefined, longTasks: longTasks.length, ...mem, scrollP95Ms: scroll.p95, scrollFrames: scroll.frames };
+  return {
+    what: `${turns.toLocaleString('en')}-turn chat, opened cold (all turns in ${shownMs} ms)`,
+    shownAfterLastDeltaMs: undefined,
+    longestTaskMs: longTasks.length ? Math.max(...longTasks) : undefined,
+    longTasks: longTasks.length,
+    ...mem,
+    scrollP95Ms: scroll.p95,
+    scrollFrames: scroll.frames,
+  };
 }
 
 async function main(): Promise<void> {

@@ -91,7 +91,15 @@ async function run(cfg: Config, nodes: number, pgUrl: string): Promise<Row> {
     for (let i = 0; i < cfg.sessions; i++) {
       const producer = await HubProducer.open(wsUrls[i % nodes]!, cfg.rate, 'bench ', false, `-s${i}`);
       producers.push(producer);
-      sockets.push(await subscribe(wsUrls[(i + 1) % nodes]!, producer.channel, () => warmStart, hist, () => received++));
+      sockets.push(
+        await subscribe(
+          wsUrls[(i + 1) % nodes]!,
+          producer.channel,
+          () => warmStart,
+          hist,
+          () => received++,
+        ),
+      );
     }
     const intervalUs = 1e6 / cfg.rate;
     const cpuBefore = hubs.map((h) => cpuSeconds(h.pid));
@@ -128,15 +136,13 @@ async function run(cfg: Config, nodes: number, pgUrl: string): Promise<Row> {
 
 function table(rows: Row[], cfg: Config): string {
   const lines = [
-    `cluster sessions: one tenant, ${cfg.sessions} streaming sessions at ${cfg.rate} deltas/s each for ${cfg.seconds} s, ` +
-      `producer on node i mod n, subscriber on node i+1 mod n; ${cpus().length} cores; PostgreSQL fsync on`,
+    `cluster sessions: one tenant, ${cfg.sessions} streaming sessions at ${cfg.rate} deltas/s each for ${cfg.seconds} s, ` + `producer on node i mod n, subscriber on node i+1 mod n; ${cpus().length} cores; PostgreSQL fsync on`,
     '| nodes | delivered | writes/s | p99 ms | CPU per node (cores) | RSS per node MiB | status |',
     '|---|---|---|---|---|---|---|',
   ];
   for (const r of rows) {
     lines.push(
-      `| ${r.nodes} | ${r.received}/${r.sent} | ${r.writesPerSecond.toFixed(0)} | ${r.p99.toFixed(1)} | ${r.cpuPerNode.map((c) => c.toFixed(2)).join(' / ')} | ` +
-        `${r.rssPerNode.map((m) => m.toFixed(0)).join(' / ')} | ${r.status} |`,
+      `| ${r.nodes} | ${r.received}/${r.sent} | ${r.writesPerSecond.toFixed(0)} | ${r.p99.toFixed(1)} | ${r.cpuPerNode.map((c) => c.toFixed(2)).join(' / ')} | ` + `${r.rssPerNode.map((m) => m.toFixed(0)).join(' / ')} | ${r.status} |`,
     );
   }
   return lines.join('\n');
@@ -169,6 +175,6 @@ async function main(): Promise<void> {
 }
 
 main().catch((error: unknown) => {
-  process.stderr.write(`cluster sessions bench failed: ${error instanceof Error ? error.stack ?? error.message : String(error)}\n`);
+  process.stderr.write(`cluster sessions bench failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
   process.exit(1);
 });

@@ -125,7 +125,15 @@ async function run(cfg: Config, nodes: number, pgServer: { url: string }): Promi
     let received = 0;
     for (let i = 0; i < cfg.subscribers; i++) {
       const node = i % nodes;
-      sockets.push(await subscriber(wsUrls[node]!, producer.channel, () => warmStart, node === 0 ? hist : remote, () => received++));
+      sockets.push(
+        await subscriber(
+          wsUrls[node]!,
+          producer.channel,
+          () => warmStart,
+          node === 0 ? hist : remote,
+          () => received++,
+        ),
+      );
     }
     // Warm up for one second (not counted), then measure.
     const intervalUs = 1e6 / cfg.rate;
@@ -179,16 +187,12 @@ async function run(cfg: Config, nodes: number, pgServer: { url: string }): Promi
 
 function table(rows: Row[], cfg: Config): string {
   const lines = [
-    `cluster fan-out: ${cfg.subscribers} subscribers spread over the nodes, 1 producer on node 1 at ${cfg.rate} updates/s for ${cfg.seconds} s; ` +
-      `${cpus().length} cores; PostgreSQL fsync on`,
+    `cluster fan-out: ${cfg.subscribers} subscribers spread over the nodes, 1 producer on node 1 at ${cfg.rate} updates/s for ${cfg.seconds} s; ` + `${cpus().length} cores; PostgreSQL fsync on`,
     '| nodes | delivered | p50 ms | p99 ms | p99 ms (nodes 2–3) | max ms | hub CPU s (all nodes) | status |',
     '|---|---|---|---|---|---|---|---|',
   ];
   for (const r of rows) {
-    lines.push(
-      `| ${r.nodes} | ${r.received}/${r.expected} | ${r.p50.toFixed(1)} | ${r.p99.toFixed(1)} | ${r.p99Remote === undefined ? '–' : r.p99Remote.toFixed(1)} | ` +
-        `${r.max.toFixed(1)} | ${r.hubCpu.toFixed(2)} | ${r.status} |`,
-    );
+    lines.push(`| ${r.nodes} | ${r.received}/${r.expected} | ${r.p50.toFixed(1)} | ${r.p99.toFixed(1)} | ${r.p99Remote === undefined ? '–' : r.p99Remote.toFixed(1)} | ` + `${r.max.toFixed(1)} | ${r.hubCpu.toFixed(2)} | ${r.status} |`);
   }
   return lines.join('\n');
 }
@@ -210,6 +214,6 @@ async function main(): Promise<void> {
 }
 
 main().catch((error: unknown) => {
-  process.stderr.write(`cluster bench failed: ${error instanceof Error ? error.stack ?? error.message : String(error)}\n`);
+  process.stderr.write(`cluster bench failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
   process.exit(1);
 });

@@ -603,7 +603,8 @@ function label(r: Result, cfg: Config): string {
 }
 
 function table(results: Result[], cfg: Config): string {
-  const head = '| load | server | N | upd/s offered | upd/s sent | delivered | deltas/s delivered | frames/s | upd/frame | bytes/frame | p50 ms | p99 ms | max ms | srv CPU | srv µs/delivery | bench CPU | other CPU | srv RSS MiB | sub ELU | status |';
+  const head =
+    '| load | server | N | upd/s offered | upd/s sent | delivered | deltas/s delivered | frames/s | upd/frame | bytes/frame | p50 ms | p99 ms | max ms | srv CPU | srv µs/delivery | bench CPU | other CPU | srv RSS MiB | sub ELU | status |';
   const sep = '|' + '---|'.repeat(20);
   const rows = results.map(
     (r) =>
@@ -618,7 +619,9 @@ function ratios(results: Result[], cfg: Config): string {
     if (r.server === 'raw') continue;
     const base = results.find((b) => b.server === 'raw' && b.load === r.load && b.subscribers === r.subscribers);
     if (!base) continue;
-    lines.push(`| ${r.subscribers} | ${r.load} | ${label(r, cfg)} | ${f(r.p50Ms / base.p50Ms, 2)}× | ${f(r.p99Ms / base.p99Ms, 2)}× | ${f(r.deliveredPerSec / base.deliveredPerSec, 2)}× | ${f(r.serverCpuUsPerDelivery / base.serverCpuUsPerDelivery, 2)}× |`);
+    lines.push(
+      `| ${r.subscribers} | ${r.load} | ${label(r, cfg)} | ${f(r.p50Ms / base.p50Ms, 2)}× | ${f(r.p99Ms / base.p99Ms, 2)}× | ${f(r.deliveredPerSec / base.deliveredPerSec, 2)}× | ${f(r.serverCpuUsPerDelivery / base.serverCpuUsPerDelivery, 2)}× |`,
+    );
   }
   return lines.join('\n');
 }

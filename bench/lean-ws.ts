@@ -82,9 +82,7 @@ export function leanLink(url: string, h: LinkHandlers): Link {
 
   socket.on('connect', () => {
     const key = randomBytes(16).toString('base64');
-    socket.write(
-      `GET ${u.pathname}${u.search} HTTP/1.1\r\nHost: ${u.host}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: ${key}\r\nSec-WebSocket-Version: 13\r\n\r\n`,
-    );
+    socket.write(`GET ${u.pathname}${u.search} HTTP/1.1\r\nHost: ${u.host}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: ${key}\r\nSec-WebSocket-Version: 13\r\n\r\n`);
   });
 
   const parse = (buf: Buffer): void => {

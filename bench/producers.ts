@@ -207,7 +207,10 @@ export class RawProducer implements Producer {
   readonly #clientId = `bench-producer-${process.pid}-0`;
   #serverSeq = 16;
 
-  private constructor(private readonly ws: WebSocket, private readonly filler: string) {}
+  private constructor(
+    private readonly ws: WebSocket,
+    private readonly filler: string,
+  ) {}
 
   static async open(baseWsUrl: string, filler: string): Promise<RawProducer> {
     return new RawProducer(await openSocket(`${baseWsUrl}/producer`), filler);

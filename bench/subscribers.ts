@@ -43,11 +43,7 @@ export interface SubscriberWorkerData {
   readonly client: 'ws' | 'lean';
 }
 
-export type WorkerCommand =
-  | { cmd: 'window'; fromUs: number; toUs: number }
-  | { cmd: 'progress' }
-  | { cmd: 'report' }
-  | { cmd: 'close' };
+export type WorkerCommand = { cmd: 'window'; fromUs: number; toUs: number } | { cmd: 'progress' } | { cmd: 'report' } | { cmd: 'close' };
 
 export interface WorkerReport {
   type: 'report';

@@ -40,7 +40,7 @@ function findBinDir(): string {
   if (!found) {
     throw new Error(
       `PostgreSQL server binaries not found (looked for initdb and pg_ctl in ${dirs.join(', ')}). ` +
-        'Install Debian\'s `postgresql` package (`.ci/run` does), set PG_BIN to the directory holding ' +
+        "Install Debian's `postgresql` package (`.ci/run` does), set PG_BIN to the directory holding " +
         'initdb/pg_ctl, or set PG_URL to an existing server.',
     );
   }
@@ -73,7 +73,7 @@ export async function startPostgres(options: { fsync?: boolean } = {}): Promise<
   let gid: number | undefined;
   if (isRoot) {
     const ids = spawnSync('id', ['-u', 'postgres'], { encoding: 'utf8' });
-    if (ids.status !== 0) throw new Error('running as root but there is no `postgres` user to run PostgreSQL as (install Debian\'s postgresql package)');
+    if (ids.status !== 0) throw new Error("running as root but there is no `postgres` user to run PostgreSQL as (install Debian's postgresql package)");
     uid = Number(ids.stdout.trim());
     gid = Number(spawnSync('id', ['-g', 'postgres'], { encoding: 'utf8' }).stdout.trim());
     chownSync(dir, uid, gid);
@@ -89,13 +89,7 @@ export async function startPostgres(options: { fsync?: boolean } = {}): Promise<
     }
   };
   run('initdb', ['-D', data, '-U', 'postgres', '--auth=trust', '-E', 'UTF8', '--locale=C', '--no-sync']);
-  const serverOptions = [
-    `-p ${port}`,
-    "-c listen_addresses=127.0.0.1",
-    `-c unix_socket_directories=${dir}`,
-    '-c max_connections=200',
-    ...(options.fsync === true ? [] : ['-c fsync=off', '-c full_page_writes=off']),
-  ].join(' ');
+  const serverOptions = [`-p ${port}`, '-c listen_addresses=127.0.0.1', `-c unix_socket_directories=${dir}`, '-c max_connections=200', ...(options.fsync === true ? [] : ['-c fsync=off', '-c full_page_writes=off'])].join(' ');
   const start = (): void => run('pg_ctl', ['-D', data, '-l', join(dir, 'server.log'), '-o', serverOptions, '-w', '-t', '60', 'start']);
   const stopServer = (mode: 'fast' | 'immediate' = 'fast'): void => run('pg_ctl', ['-D', data, '-m', mode, '-w', '-t', '60', 'stop']);
   start();

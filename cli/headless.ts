@@ -90,7 +90,13 @@ export async function runHeadless(options: RunOptions, io: HeadlessIo): Promise<
       }
     });
     if (view.confirmed.activeTurn) {
-      return finish(EXIT.error, { subtype: 'error_busy', is_error: true, session, code: 'turn_in_progress', message: `a turn (${view.confirmed.activeTurn.id}) is already running in this session; add to it with a steer frame from the client that started it, or wait` });
+      return finish(EXIT.error, {
+        subtype: 'error_busy',
+        is_error: true,
+        session,
+        code: 'turn_in_progress',
+        message: `a turn (${view.confirmed.activeTurn.id}) is already running in this session; add to it with a steer frame from the client that started it, or wait`,
+      });
     }
     turnId = `turn-${randomUUID()}`;
     const ended = waitForTurnEnd(view, turnId);
@@ -115,27 +121,32 @@ export async function runHeadless(options: RunOptions, io: HeadlessIo): Promise<
       const caps = await inputs.inputCapabilities();
       const target: InputTarget | null = caps.target && caps.target.turnId === turnId ? caps.target : null;
       write({ type: 'input.ready', capabilities: { ...caps, target }, maxLineLength: MAX_LINE_UNITS });
-      stopInput = startControl(io, write, async (frame) => {
-        switch (frame.method) {
-          case 'steer': {
-            const p = frame.params;
-            const result = await inputs.submitInput({ inputId: p['inputId'] as string, target: p['target'] as InputTarget, content: p['content'] as { text: string }, ...(p['ack'] !== undefined && { ack: p['ack'] as 'memory' }) });
-            return result;
-          }
-          case 'input_status': {
-            try {
-              const receipt = await inputs.getInputStatus(frame.params['inputId'] as string, frame.params['target'] as InputTarget);
-              return receipt ? { receipt } : { receipt: null, outcome: 'rejected', code: 'input_not_found', message: 'no receipt for this input and target in the retention window' };
-            } catch (err) {
-              const refusal = inputRefusal(err);
-              if (refusal) return refusal;
-              throw err;
+      stopInput = startControl(
+        io,
+        write,
+        async (frame) => {
+          switch (frame.method) {
+            case 'steer': {
+              const p = frame.params;
+              const result = await inputs.submitInput({ inputId: p['inputId'] as string, target: p['target'] as InputTarget, content: p['content'] as { text: string }, ...(p['ack'] !== undefined && { ack: p['ack'] as 'memory' }) });
+              return result;
             }
+            case 'input_status': {
+              try {
+                const receipt = await inputs.getInputStatus(frame.params['inputId'] as string, frame.params['target'] as InputTarget);
+                return receipt ? { receipt } : { receipt: null, outcome: 'rejected', code: 'input_not_found', message: 'no receipt for this input and target in the retention window' };
+              } catch (err) {
+                const refusal = inputRefusal(err);
+                if (refusal) return refusal;
+                throw err;
+              }
+            }
+            case 'cancel':
+              return cancel();
           }
-          case 'cancel':
-            return cancel();
-        }
-      }, () => finished);
+        },
+        () => finished,
+      );
     }
 
     const outcome = await ended;
@@ -211,12 +222,7 @@ function finalText(turn: ChatState['turns'][number]): string {
  * that stops reading for good (called when the query ends): frames not yet started are dropped
  * unanswered; it resolves once the frame being handled (if any) has been answered.
  */
-export function startControl(
-  io: HeadlessIo,
-  write: (record: Record<string, unknown>) => boolean,
-  handle: (frame: ControlFrame) => Promise<unknown>,
-  isFinished: () => boolean,
-): () => Promise<void> {
+export function startControl(io: HeadlessIo, write: (record: Record<string, unknown>) => boolean, handle: (frame: ControlFrame) => Promise<unknown>, isFinished: () => boolean): () => Promise<void> {
   const framer = new LineFramer(MAX_LINE_UNITS);
   const queue: Array<{ frame?: ControlFrame; reject?: { id: FrameId | null; code: string; message: string; limit?: number } }> = [];
   let pumping: Promise<void> | undefined;

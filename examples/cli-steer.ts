@@ -16,11 +16,7 @@ const url = process.argv[2] ?? 'ws://127.0.0.1:8787/ahp';
 const cliMain = fileURLToPath(new URL('../cli/main.js', import.meta.url)); // what `npx ahp-hub-cli` runs
 const script = { script: [{ say: 'Reading the contract.' }, { sleep: 1500 }, { say: 'Open clauses: renewal, liability.' }] };
 
-const cli = spawn(
-  process.execPath,
-  [cliMain, 'run', '--url', url, '--session', 'cli-steer-demo', '-p', JSON.stringify(script), '--output-format', 'stream-json', '--input-format', 'ndjson'],
-  { stdio: ['pipe', 'pipe', 'inherit'] },
-);
+const cli = spawn(process.execPath, [cliMain, 'run', '--url', url, '--session', 'cli-steer-demo', '-p', JSON.stringify(script), '--output-format', 'stream-json', '--input-format', 'ndjson'], { stdio: ['pipe', 'pipe', 'inherit'] });
 const exited = once(cli, 'exit') as Promise<[number | null]>;
 const send = (frame: object): void => {
   cli.stdin.write(JSON.stringify(frame) + '\n');

@@ -155,16 +155,18 @@ export async function sseFlood(startHub: StartHub, quick: boolean): Promise<SseF
 
     const streams = quick ? 300 : 1_000;
     const results = await Promise.all(
-      Array.from({ length: streams }, (_, i) =>
-        new Promise<number>((resolve) => {
-          const req = httpRequest(`${hub.url}/v2/sessions/${sessions[i % sessions.length]}/events`, { headers: { authorization: `Bearer ${t.viewer}` }, agent: false }, (res) => {
-            if (res.statusCode === 200) held.push(res);
-            else res.resume();
-            resolve(res.statusCode ?? 0);
-          });
-          req.on('error', () => resolve(0));
-          req.end();
-        }),
+      Array.from(
+        { length: streams },
+        (_, i) =>
+          new Promise<number>((resolve) => {
+            const req = httpRequest(`${hub.url}/v2/sessions/${sessions[i % sessions.length]}/events`, { headers: { authorization: `Bearer ${t.viewer}` }, agent: false }, (res) => {
+              if (res.statusCode === 200) held.push(res);
+              else res.resume();
+              resolve(res.statusCode ?? 0);
+            });
+            req.on('error', () => resolve(0));
+            req.end();
+          }),
       ),
     );
     // Hold the streams while sampling goes on.
@@ -192,8 +194,10 @@ export async function sseFlood(startHub: StartHub, quick: boolean): Promise<SseF
 }
 
 export function describeSse(f: SseFloodFigures): string {
-  return `1,000 SSE streams: one viewer opened ${f.streams} event streams at once: ${f.accepted} held, ${f.refused429} refused 429, ${f.reset} reset; ` +
-    `another tenant over ${f.samples} samples: /healthz p99 ${fmt(f.healthzP99Ms)} (worst ${fmt(f.healthzWorstMs)}), WebSocket upgrade + dispatch echoed p99 ${fmt(f.wsP99Ms)} (worst ${fmt(f.wsWorstMs)}), ${f.failures} failed`;
+  return (
+    `1,000 SSE streams: one viewer opened ${f.streams} event streams at once: ${f.accepted} held, ${f.refused429} refused 429, ${f.reset} reset; ` +
+    `another tenant over ${f.samples} samples: /healthz p99 ${fmt(f.healthzP99Ms)} (worst ${fmt(f.healthzWorstMs)}), WebSocket upgrade + dispatch echoed p99 ${fmt(f.wsP99Ms)} (worst ${fmt(f.wsWorstMs)}), ${f.failures} failed`
+  );
 }
 
 // ─── spawn: agent processes under ulimit -n 1024 ──────────────────────────────
@@ -255,7 +259,16 @@ async function spawnRun(startHub: StartHub, sessions: number, limits: object | u
     for (const type of errors.values()) counts[type] = (counts[type] ?? 0) + 1;
     const seconds = (performance.now() - started) / 1000;
     const up = alive(hub);
-    const figures = { caps, sessions, processes: up ? childrenOf(hub.child.pid!) : 0, errors: counts, hubUp: up, healthzMs: up ? await healthzOnFreshConnection(hub.port) : Number.POSITIVE_INFINITY, rssMiB: up ? rssMiB(hub.child.pid!).rss : 0, seconds };
+    const figures = {
+      caps,
+      sessions,
+      processes: up ? childrenOf(hub.child.pid!) : 0,
+      errors: counts,
+      hubUp: up,
+      healthzMs: up ? await healthzOnFreshConnection(hub.port) : Number.POSITIVE_INFINITY,
+      rssMiB: up ? rssMiB(hub.child.pid!).rss : 0,
+      seconds,
+    };
     client.ws.terminate();
     return figures;
   } finally {
@@ -273,8 +286,15 @@ export async function spawnFlood(startHub: StartHub, quick: boolean): Promise<Sp
 }
 
 export function describeSpawn(runs: readonly SpawnRun[]): string {
-  return 'agent spawn flood (hub under ulimit -n 1024): ' + runs.map((r) =>
-    `${r.caps}: ${r.sessions} turns in ${r.sessions} sessions → ${r.processes} agent processes, turns ended ${JSON.stringify(r.errors)}; hub ${r.hubUp ? 'up' : 'DOWN'}, /healthz ${fmt(r.healthzMs)}, RSS ${r.rssMiB.toFixed(0)} MiB (${r.seconds.toFixed(1)} s)`).join('; ');
+  return (
+    'agent spawn flood (hub under ulimit -n 1024): ' +
+    runs
+      .map(
+        (r) =>
+          `${r.caps}: ${r.sessions} turns in ${r.sessions} sessions → ${r.processes} agent processes, turns ended ${JSON.stringify(r.errors)}; hub ${r.hubUp ? 'up' : 'DOWN'}, /healthz ${fmt(r.healthzMs)}, RSS ${r.rssMiB.toFixed(0)} MiB (${r.seconds.toFixed(1)} s)`,
+      )
+      .join('; ')
+  );
 }
 
 // ─── disk: one tenant's disk full, or over its quota ──────────────────────────
@@ -340,7 +360,15 @@ async function diskRun(startHub: StartHub, how: 'tmpfs' | 'quota'): Promise<Disk
     const answer = (p: Promise<string | undefined>): Promise<string | undefined> => Promise.race([p, new Promise<string>((r) => setTimeout(() => r(IN_DOUBT), 10_000))]);
     if (chat) for (let i = 0; i < writes; i++) if ((await answer(other.dispatch(chat, queued(`o${i}`, 'o'.repeat(1_000))))) === undefined) otherAccepted++;
     other.ws.terminate();
-    return { how: how === 'tmpfs' ? "acme's tenant dir on an 8 MiB tmpfs" : '--tenant-disk-quota 4m', acceptedBefore: accepted, inDoubt, refusal: (refusal ?? 'never refused').slice(0, 160), otherWrites: writes, otherAccepted, hubUp: alive(hub) };
+    return {
+      how: how === 'tmpfs' ? "acme's tenant dir on an 8 MiB tmpfs" : '--tenant-disk-quota 4m',
+      acceptedBefore: accepted,
+      inDoubt,
+      refusal: (refusal ?? 'never refused').slice(0, 160),
+      otherWrites: writes,
+      otherAccepted,
+      hubUp: alive(hub),
+    };
   } finally {
     await stop(hub);
     if (mounted) execFileSync('umount', [acmeDir]);
@@ -353,8 +381,15 @@ export async function diskFlood(startHub: StartHub): Promise<DiskRun[]> {
 }
 
 export function describeDisk(runs: readonly DiskRun[]): string {
-  return 'full disk: ' + runs.map((r) =>
-    `${r.how}: ${r.acceptedBefore} messages of 100,000 characters accepted, ${r.inDoubt} held in doubt, then refused "${r.refusal}"; the other tenant's writes: ${r.otherAccepted}/${r.otherWrites} accepted; hub ${r.hubUp ? 'up' : 'DOWN'}`).join('; ');
+  return (
+    'full disk: ' +
+    runs
+      .map(
+        (r) =>
+          `${r.how}: ${r.acceptedBefore} messages of 100,000 characters accepted, ${r.inDoubt} held in doubt, then refused "${r.refusal}"; the other tenant's writes: ${r.otherAccepted}/${r.otherWrites} accepted; hub ${r.hubUp ? 'up' : 'DOWN'}`,
+      )
+      .join('; ')
+  );
 }
 
 // ─── permissions: 3,000 permission requests at once ───────────────────────────
@@ -406,14 +441,22 @@ export async function permissionBurst(startHub: StartHub, quick: boolean): Promi
     await until(() => ready >= total, `only ${ready} of ${total} asked`);
     const asked = performance.now();
     const answers: Array<Promise<string | undefined>> = [];
-    for (const { chat, turnId } of chats) for (let i = 0; i < perTurn; i++) answers.push(client.dispatch(chat, { type: 'chat/toolCallConfirmed', turnId, toolCallId: `burst-${i}`, approved: true, confirmed: 'user-action', selectedOptionId: 'ok' }));
+    for (const { chat, turnId } of chats)
+      for (let i = 0; i < perTurn; i++) answers.push(client.dispatch(chat, { type: 'chat/toolCallConfirmed', turnId, toolCallId: `burst-${i}`, approved: true, confirmed: 'user-action', selectedOptionId: 'ok' }));
     const refused = (await Promise.all(answers)).filter((r) => r !== undefined);
     if (refused.length > 0) throw new Error(`permission burst: ${refused.length} answers refused: ${refused[0]}`);
     // Each agent reports once every answer reached it.
     await until(() => reports >= turns, 'the agents did not get every answer');
     const answered = performance.now();
     const samples = await health.stop();
-    const figures = { requests: total, askedSeconds: (asked - start) / 1000, answeredSeconds: (answered - asked) / 1000, healthzWorstMs: Math.max(...samples, await healthzOnFreshConnection(hub.port)), healthzSamples: samples.length, hubUp: alive(hub) };
+    const figures = {
+      requests: total,
+      askedSeconds: (asked - start) / 1000,
+      answeredSeconds: (answered - asked) / 1000,
+      healthzWorstMs: Math.max(...samples, await healthzOnFreshConnection(hub.port)),
+      healthzSamples: samples.length,
+      hubUp: alive(hub),
+    };
     client.ws.terminate();
     return figures;
   } finally {

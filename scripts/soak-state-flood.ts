@@ -93,10 +93,7 @@ export async function stateFlood(startHub: (args: string[]) => Promise<StateFloo
   const users = quick ? 1 : 4;
   const tokens = Array.from({ length: users }, (_, i) => `soak-state-user-${i}-0123456789`);
   const other = 'soak-state-other-0123456789';
-  writeFileSync(join(dir, 'tokens.json'), JSON.stringify({ tokens: [
-    ...tokens.map((token, i) => ({ token, user: `filler-${i}`, tenant: 'a', role: 'user' })),
-    { token: other, user: 'bystander', tenant: 'b', role: 'user' },
-  ] }));
+  writeFileSync(join(dir, 'tokens.json'), JSON.stringify({ tokens: [...tokens.map((token, i) => ({ token, user: `filler-${i}`, tenant: 'a', role: 'user' })), { token: other, user: 'bystander', tenant: 'b', role: 'user' }] }));
   const args = ['--data', join(dir, 'data'), '--auth', join(dir, 'tokens.json')];
   let hub = await startHub(args);
   const refusals: Record<string, number> = {};
@@ -120,8 +117,7 @@ export async function stateFlood(startHub: (args: string[]) => Promise<StateFloo
         const chat = (created.result as { defaultChat: string }).defaultChat;
         // Bursts of 20 queued messages, until the chat is full or a quota refuses.
         for (let burst = 0; !quota; burst++) {
-          const reasons = await Promise.all(Array.from({ length: 20 }, (_, i) =>
-            client.dispatch(chat, { type: 'chat/pendingMessageSet', kind: 'queued', id: `m${burst * 20 + i}`, message: { text, origin: { kind: 'user' } } })));
+          const reasons = await Promise.all(Array.from({ length: 20 }, (_, i) => client.dispatch(chat, { type: 'chat/pendingMessageSet', kind: 'queued', id: `m${burst * 20 + i}`, message: { text, origin: { kind: 'user' } } })));
           peak = Math.max(peak, rssMiB(hub.child.pid!).rss);
           let full = false;
           for (const reason of reasons) {

@@ -271,7 +271,24 @@ async function killCycles(o: Options, random: () => number): Promise<KillFigures
 
 // ─── Phase 2: seeded fuzz ─────────────────────────────────────────────────────
 
-const METHODS = ['initialize', 'ping', 'subscribe', 'unsubscribe', 'dispatchAction', 'reconnect', 'listSessions', 'createSession', 'disposeSession', 'createChat', 'disposeChat', 'x-input/submit', 'x-input/status', 'x-collab/join', 'x-collab/sync', 'nope'];
+const METHODS = [
+  'initialize',
+  'ping',
+  'subscribe',
+  'unsubscribe',
+  'dispatchAction',
+  'reconnect',
+  'listSessions',
+  'createSession',
+  'disposeSession',
+  'createChat',
+  'disposeChat',
+  'x-input/submit',
+  'x-input/status',
+  'x-collab/join',
+  'x-collab/sync',
+  'nope',
+];
 const ACTION_TYPES = ['chat/turnStarted', 'chat/delta', 'chat/inputCompleted', 'chat/pendingMessageSet', 'session/isReadChanged', 'session/defaultChatChanged', 'chat/truncated', 'x/unknown'];
 
 function fuzzValue(random: () => number, depth: number, channels: readonly string[]): unknown {
@@ -492,10 +509,15 @@ interface FloodFigures {
 async function floods(o: Options): Promise<FloodFigures> {
   const dir = mkdtempSync(join(tmpdir(), 'ahp-soak-flood-'));
   const tokens = { viewer: 'soak-viewer-token-0123456789', user: 'soak-user-token-0123456789' };
-  writeFileSync(join(dir, 'tokens.json'), JSON.stringify({ tokens: [
-    { token: tokens.viewer, user: 'flooder', tenant: 'a', role: 'viewer' },
-    { token: tokens.user, user: 'someone', tenant: 'b', role: 'user' },
-  ] }));
+  writeFileSync(
+    join(dir, 'tokens.json'),
+    JSON.stringify({
+      tokens: [
+        { token: tokens.viewer, user: 'flooder', tenant: 'a', role: 'viewer' },
+        { token: tokens.user, user: 'someone', tenant: 'b', role: 'user' },
+      ],
+    }),
+  );
   // Under `ulimit -n 1024`, where 1,100 half-open requests used to starve /healthz.
   const hub = await startHub(['--data', join(dir, 'data'), '--auth', join(dir, 'tokens.json')], 1024);
   const attempts = o.quick ? 300 : 1_000;
@@ -596,12 +618,16 @@ async function main(): Promise<void> {
   }
   if (runs('slow')) {
     const slow = await slowConsumers(o);
-    say(`slow consumers: ${slow.consumers} paused subscribers, ${slow.closedSlow} closed with 4008 after ${slow.producedActions} actions; hub RSS ${slow.rssBeforeMiB.toFixed(0)} → peak ${slow.rssPeakMiB.toFixed(0)} MiB (≤ ${slow.perConsumerMiB.toFixed(1)} MiB per slow consumer)`);
+    say(
+      `slow consumers: ${slow.consumers} paused subscribers, ${slow.closedSlow} closed with 4008 after ${slow.producedActions} actions; hub RSS ${slow.rssBeforeMiB.toFixed(0)} → peak ${slow.rssPeakMiB.toFixed(0)} MiB (≤ ${slow.perConsumerMiB.toFixed(1)} MiB per slow consumer)`,
+    );
     if (slow.closedSlow < slow.consumers) failures.push(`${slow.consumers - slow.closedSlow} slow consumers were never closed`);
   }
   if (runs('flood')) {
     const fl = await floods(o);
-    say(`floods (hub under ulimit -n 1024): ${fl.halfOpen} half-open HTTP requests + ${fl.attempts} upgrades from one viewer token: ${fl.accepted} accepted (the per-user cap), ${fl.refused429} refused 429, ${fl.refusedAtHttpCap} cut at the HTTP connection cap; another tenant's user connected: ${fl.otherUserConnected ? 'yes' : 'NO'}; /healthz answered ${fl.healthzAnswered ? 'yes' : 'NO'}, worst ${fl.healthzWorstMs.toFixed(0)} ms`);
+    say(
+      `floods (hub under ulimit -n 1024): ${fl.halfOpen} half-open HTTP requests + ${fl.attempts} upgrades from one viewer token: ${fl.accepted} accepted (the per-user cap), ${fl.refused429} refused 429, ${fl.refusedAtHttpCap} cut at the HTTP connection cap; another tenant's user connected: ${fl.otherUserConnected ? 'yes' : 'NO'}; /healthz answered ${fl.healthzAnswered ? 'yes' : 'NO'}, worst ${fl.healthzWorstMs.toFixed(0)} ms`,
+    );
     if (!fl.healthzAnswered) failures.push('/healthz starved by the flood');
     if (!fl.otherUserConnected) failures.push('a flood from one token locked out another tenant');
   }
@@ -642,6 +668,6 @@ async function main(): Promise<void> {
 }
 
 main().catch((err: unknown) => {
-  process.stderr.write(`soak failed: ${err instanceof Error ? err.stack ?? err.message : String(err)}\n`);
+  process.stderr.write(`soak failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
   process.exit(1);
 });

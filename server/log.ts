@@ -26,12 +26,7 @@ function wrap(p: PinoLogger): Logger {
 
 /** A logger writing JSON lines to stderr (stdout carries only the `listening on` line). */
 export function createLogger(level: LogLevel = 'info'): Logger {
-  return wrap(
-    pino(
-      { level, base: undefined, timestamp: pino.stdTimeFunctions.isoTime, formatters: { level: (label) => ({ level: label }) } },
-      pino.destination({ fd: 2, sync: true }),
-    ),
-  );
+  return wrap(pino({ level, base: undefined, timestamp: pino.stdTimeFunctions.isoTime, formatters: { level: (label) => ({ level: label }) } }, pino.destination({ fd: 2, sync: true })));
 }
 
 export const silentLogger: Logger = {

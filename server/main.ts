@@ -48,7 +48,9 @@ async function main(): Promise<void> {
   if (!auth.enforced) logger.warn('no --auth given: single-user dev mode, loopback only');
   const exampleUsers = config.authFile ? usersWithExampleSecrets(config.authFile) : [];
   if (exampleUsers.length > 0) {
-    logger.warn(`the token file still holds the example secrets (change-me-…) for ${exampleUsers.join(', ')}: fine on your own machine, but replace them with long random ones before anyone else can reach this hub`, { authFile: config.authFile });
+    logger.warn(`the token file still holds the example secrets (change-me-…) for ${exampleUsers.join(', ')}: fine on your own machine, but replace them with long random ones before anyone else can reach this hub`, {
+      authFile: config.authFile,
+    });
   }
   const fileLimit = openFileLimit();
   // Each tenant's SQLite log holds descriptors for the life of the process (PostgreSQL: pooled sockets).
@@ -86,11 +88,7 @@ async function main(): Promise<void> {
     logger,
     staticDir: existsSync(appDir) ? appDir : undefined,
     features: defaultFeatures(),
-    providers: (tenant, stateDir) => [
-      demoAgent,
-      remoteAgent,
-      ...createAcpProviders(agentsFile.agents, logger, { tenant, stateDir, budget, workspaceRoot: join(config.dataDir, 'agents', tenantSegment(tenant)) }),
-    ],
+    providers: (tenant, stateDir) => [demoAgent, remoteAgent, ...createAcpProviders(agentsFile.agents, logger, { tenant, stateDir, budget, workspaceRoot: join(config.dataDir, 'agents', tenantSegment(tenant)) })],
     ...caps,
   });
   process.stdout.write(`listening on ${server.url}\n`);

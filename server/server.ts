@@ -166,9 +166,7 @@ export async function startHubServer(config: HubServerConfig): Promise<HubServer
   // Dev mode makes every caller the admin: only this machine's programs and pages may call.
   const devGuard = config.auth.enforced ? undefined : (req: IncomingMessage) => loopbackRefusal(req.headers);
   // Cluster mode: the ephemeral channel between processes (presence), never the durable log.
-  const bus = config.storeUrl
-    ? new PostgresClusterBus({ url: config.storeUrl, onConnectionError: (err) => logger.warn('cluster bus connection lost; reconnecting', errorFields(err)) })
-    : undefined;
+  const bus = config.storeUrl ? new PostgresClusterBus({ url: config.storeUrl, onConnectionError: (err) => logger.warn('cluster bus connection lost; reconnecting', errorFields(err)) }) : undefined;
 
   // One stack per tenant, opened now: every tenant's interrupted turns are ended at start, and no
   // request ever waits for a stack to open.
@@ -179,25 +177,25 @@ export async function startHubServer(config: HubServerConfig): Promise<HubServer
   const node = newId();
   const openStack = async (tenant: string, leaseNode: string): Promise<TenantStack> =>
     TenantStack.open({
-          tenant,
-          log: await storage.logs.open(tenant),
-          leases: storage.leasesFor?.(tenant, leaseNode),
-          collabLog: storage.collabLogFor?.(tenant),
-          compactIntervalMs: config.compactIntervalMs,
-          agentLeaseTtlMs: config.agentLeaseTtlMs ?? 5_000,
-          remoteAgentGraceMs: config.remoteAgentGraceMs,
-          providers: providersFor(tenant, config.dataDir === undefined ? undefined : tenantDir(config.dataDir, tenant)),
-          defaultProvider: config.defaultProvider,
-          limits: config.limits,
-          rateLimit: config.rateLimit,
-          auth: config.auth,
-          features: config.features ?? [],
-          metrics,
-          bus,
-          logger,
-          now,
-          newId,
-        });
+      tenant,
+      log: await storage.logs.open(tenant),
+      leases: storage.leasesFor?.(tenant, leaseNode),
+      collabLog: storage.collabLogFor?.(tenant),
+      compactIntervalMs: config.compactIntervalMs,
+      agentLeaseTtlMs: config.agentLeaseTtlMs ?? 5_000,
+      remoteAgentGraceMs: config.remoteAgentGraceMs,
+      providers: providersFor(tenant, config.dataDir === undefined ? undefined : tenantDir(config.dataDir, tenant)),
+      defaultProvider: config.defaultProvider,
+      limits: config.limits,
+      rateLimit: config.rateLimit,
+      auth: config.auth,
+      features: config.features ?? [],
+      metrics,
+      bus,
+      logger,
+      now,
+      newId,
+    });
   // Tenants whose log cannot be opened for a storage reason (full disk, read-only data dir): the
   // hub starts without them, refuses their requests with 503 storage_unavailable and keeps trying.
   const unavailable = new Map<string, string>();
@@ -224,11 +222,11 @@ export async function startHubServer(config: HubServerConfig): Promise<HubServer
         stacks.set(tenant, await openStack(tenant, node));
       } catch (err) {
         if (!isStorageIoError(err) || (stacks.size === 0 && tenant === config.auth.tenants[config.auth.tenants.length - 1])) throw err;
-        logger.error('cannot open a tenant\'s log; starting without it and retrying', { tenant, ...errorFields(err) });
+        logger.error("cannot open a tenant's log; starting without it and retrying", { tenant, ...errorFields(err) });
         unavailable.set(tenant, errorMessage(err));
       }
     }
-    if (stacks.size === 0) throw new Error('no tenant\'s log could be opened');
+    if (stacks.size === 0) throw new Error("no tenant's log could be opened");
   } catch (err) {
     for (const stack of stacks.values()) {
       await stack.stopAgents().catch(() => undefined);
@@ -260,14 +258,19 @@ export async function startHubServer(config: HubServerConfig): Promise<HubServer
   const serverRoutes = new HttpRouter(config.auth, logger.child({ component: 'http' }));
   /** Set once `drain` began: the load balancer takes this node out, nothing new is taken. */
   let draining = false;
-  serverRoutes.add('GET', '/healthz', (_req, res) => {
-    if (draining) return sendJson(res, 503, { status: 'draining', message: 'this hub node is shutting down; its clients move to the other nodes' });
-    // The reason names the database and the tenant's partition: it goes to the process log, while
-    // this public answer stays generic.
-    const problem = [...unavailable.values()][0] ?? [...stacks.values()].map((s) => s.hub.storageProblem).find((p) => p !== undefined);
-    if (problem !== undefined) sendJson(res, 503, { status: 'storage_unavailable', message: 'an action log cannot take writes; the hub log says why' });
-    else sendJson(res, 200, { status: 'ok' });
-  }, { public: true });
+  serverRoutes.add(
+    'GET',
+    '/healthz',
+    (_req, res) => {
+      if (draining) return sendJson(res, 503, { status: 'draining', message: 'this hub node is shutting down; its clients move to the other nodes' });
+      // The reason names the database and the tenant's partition: it goes to the process log, while
+      // this public answer stays generic.
+      const problem = [...unavailable.values()][0] ?? [...stacks.values()].map((s) => s.hub.storageProblem).find((p) => p !== undefined);
+      if (problem !== undefined) sendJson(res, 503, { status: 'storage_unavailable', message: 'an action log cannot take writes; the hub log says why' });
+      else sendJson(res, 200, { status: 'ok' });
+    },
+    { public: true },
+  );
   serverRoutes.add('GET', '/metrics', async (_req, res, { principal }) => {
     if (config.auth.enforced && principal.role !== Role.Admin) throw HttpError.of('permission_denied', 'metrics are for admin tokens only');
     const { contentType, text } = await metrics.render();

@@ -64,16 +64,19 @@ export class TenantStack {
   static async open(options: TenantStackOptions): Promise<TenantStack> {
     const { metrics, providers } = options;
     const logger = options.logger.child({ tenant: options.tenant });
-    const hub = await openHub({
-      log: metrics.timed(options.log),
-      observer: metrics,
-      logger: logger.child({ component: 'hub' }),
-      now: options.now,
-      newId: options.newId,
-      agents: providers.map((p) => p.info),
-      defaultProvider: options.defaultProvider ?? providers[0]!.info.provider,
-      ...(options.limits ? { limits: options.limits } : {}),
-    }, options.tenant);
+    const hub = await openHub(
+      {
+        log: metrics.timed(options.log),
+        observer: metrics,
+        logger: logger.child({ component: 'hub' }),
+        now: options.now,
+        newId: options.newId,
+        agents: providers.map((p) => p.info),
+        defaultProvider: options.defaultProvider ?? providers[0]!.info.provider,
+        ...(options.limits ? { limits: options.limits } : {}),
+      },
+      options.tenant,
+    );
     return new TenantStack(options, hub, logger);
   }
 

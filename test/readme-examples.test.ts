@@ -168,7 +168,7 @@ describe('README examples, run verbatim against a fresh hub process', () => {
     expect(await run('quickstart-hello')).toBe('Hello from the demo agent.\n');
   });
 
-  it('SDK quickstart: creates a session, the steering input is accepted then consumed, and the agent\'s answer includes it', async () => {
+  it("SDK quickstart: creates a session, the steering input is accepted then consumed, and the agent's answer includes it", async () => {
     const out = await run('sdk-quickstart');
     expect(out).toMatch(/^session ahp-session:\/\S+\n/);
     expect(out).toContain('status: InProgress\n');
@@ -189,7 +189,10 @@ describe('README examples, run verbatim against a fresh hub process', () => {
 
   it('CLI: stdout is pure NDJSON (init, events, input.ready with a target, one final success result) and the CLI exits 0 on its own', async () => {
     const out = await run('cli-stream-json');
-    const records = out.trimEnd().split('\n').map((line) => JSON.parse(line) as Record<string, unknown>);
+    const records = out
+      .trimEnd()
+      .split('\n')
+      .map((line) => JSON.parse(line) as Record<string, unknown>);
     expect(records[0]).toMatchObject({ type: 'system', subtype: 'init', session: 'ahp-session:/my-session' });
     expect(records.some((r) => r['type'] === 'event')).toBe(true);
     const ready = records.find((r) => r['type'] === 'input.ready') as { capabilities: { target: unknown } } | undefined;
@@ -213,13 +216,16 @@ describe('README examples, run verbatim against a fresh hub process', () => {
     const watch = start('replies-watch');
     const prompt = start('replies-prompt');
     // A person reads the question in terminal 2 before answering in terminal 3.
-    await waitFor(() => {
-      if (prompt.ended()) throw new Error(`the prompt block ended early: ${prompt.output()} ${prompt.errors()}`);
-      return /"kind":"permission_request","data":\{"requestId":"q1"/.test(prompt.output()) || undefined;
-    }, {
-      what: 'the prompt stream to show request q1',
-      timeoutMs: BLOCK_TIMEOUT_MS,
-    });
+    await waitFor(
+      () => {
+        if (prompt.ended()) throw new Error(`the prompt block ended early: ${prompt.output()} ${prompt.errors()}`);
+        return /"kind":"permission_request","data":\{"requestId":"q1"/.test(prompt.output()) || undefined;
+      },
+      {
+        what: 'the prompt stream to show request q1',
+        timeoutMs: BLOCK_TIMEOUT_MS,
+      },
+    );
     const answers = await run('replies-answer');
     expect(answers).toMatch(/\{"JsonRpcResponse":\{"Id":"reply-rpc-001","Jsonrpc":"2.0","Result":\{"Accepted":true\},"Timestamp":\d+\},"RequestId":"[^"]+"\}/);
     expect(answers).toMatch(/^HTTP\/1\.1 200 OK/m);

@@ -108,9 +108,7 @@ export async function startAcpBridge(options: BridgeOptions): Promise<Bridge> {
       checkSession(params.sessionId);
       // ACP: the whole conversation is replayed as session/update notifications before the answer.
       // Queued in order before live updates start flowing, then awaited.
-      const replay = historyUpdates(view.confirmed).map((update) =>
-        editor.notify(acp.methods.client.session.update, { sessionId, update: update as acp.SessionUpdate }),
-      );
+      const replay = historyUpdates(view.confirmed).map((update) => editor.notify(acp.methods.client.session.update, { sessionId, update: update as acp.SessionUpdate }));
       attach();
       await Promise.all(replay);
       return {};
@@ -158,19 +156,31 @@ export async function startAcpBridge(options: BridgeOptions): Promise<Bridge> {
       if (!active) return;
       await view.dispatch({ type: 'chat/turnCancelled', turnId: active.id, duration: turnDuration(active.startedAt, Date.now()) });
     })
-    .onRequest(STEERING_EXTENSION.capabilities, (p: unknown) => p as { sessionId: string }, async ({ params }) => {
-      checkSession(params.sessionId);
-      return inputs.inputCapabilities();
-    })
-    .onRequest(STEERING_EXTENSION.steer, (p: unknown) => p as { sessionId: string } & InputSubmission, async ({ params }) => {
-      checkSession(params.sessionId);
-      const { inputId, target, content, ack } = params;
-      return inputs.submitInput({ inputId, target, content, ...(ack !== undefined && { ack }) });
-    })
-    .onRequest(STEERING_EXTENSION.status, (p: unknown) => p as { sessionId: string; inputId: string; target: InputTarget }, async ({ params }) => {
-      checkSession(params.sessionId);
-      return { receipt: await inputs.getInputStatus(params.inputId, params.target) };
-    });
+    .onRequest(
+      STEERING_EXTENSION.capabilities,
+      (p: unknown) => p as { sessionId: string },
+      async ({ params }) => {
+        checkSession(params.sessionId);
+        return inputs.inputCapabilities();
+      },
+    )
+    .onRequest(
+      STEERING_EXTENSION.steer,
+      (p: unknown) => p as { sessionId: string } & InputSubmission,
+      async ({ params }) => {
+        checkSession(params.sessionId);
+        const { inputId, target, content, ack } = params;
+        return inputs.submitInput({ inputId, target, content, ...(ack !== undefined && { ack }) });
+      },
+    )
+    .onRequest(
+      STEERING_EXTENSION.status,
+      (p: unknown) => p as { sessionId: string; inputId: string; target: InputTarget },
+      async ({ params }) => {
+        checkSession(params.sessionId);
+        return { receipt: await inputs.getInputStatus(params.inputId, params.target) };
+      },
+    );
 
   const connection = app.connect(options.stream);
   const editor = connection.client;
@@ -290,9 +300,10 @@ export async function startAcpBridge(options: BridgeOptions): Promise<Bridge> {
     }
     const chosen = answer.outcome.outcome === 'selected' ? options.find((o) => o.optionId === (answer.outcome as { optionId: string }).optionId) : undefined;
     const selected = chosen?.ahpId !== undefined ? { selectedOptionId: chosen.ahpId } : {};
-    const action: ToolCallConfirmedAction = chosen && (chosen.kind === 'allow_once' || chosen.kind === 'allow_always')
-      ? { type: 'chat/toolCallConfirmed', turnId, toolCallId: tool.toolCallId, approved: true, confirmed: 'user-action', ...selected, _meta: { 'hub/client': editorName } }
-      : { type: 'chat/toolCallConfirmed', turnId, toolCallId: tool.toolCallId, approved: false, reason: chosen ? 'denied' : 'skipped', ...selected, _meta: { 'hub/client': editorName } };
+    const action: ToolCallConfirmedAction =
+      chosen && (chosen.kind === 'allow_once' || chosen.kind === 'allow_always')
+        ? { type: 'chat/toolCallConfirmed', turnId, toolCallId: tool.toolCallId, approved: true, confirmed: 'user-action', ...selected, _meta: { 'hub/client': editorName } }
+        : { type: 'chat/toolCallConfirmed', turnId, toolCallId: tool.toolCallId, approved: false, reason: chosen ? 'denied' : 'skipped', ...selected, _meta: { 'hub/client': editorName } };
     entry.outcome = { kind: 'answered', by: 'editor', summary: describeDecision(action) };
     const result = await view.dispatch(action);
     if (!result.accepted) tellEditor(key, `Your answer was not applied: another client answered first (${result.reason}).`);
@@ -339,7 +350,11 @@ export async function startAcpBridge(options: BridgeOptions): Promise<Bridge> {
 
 /** The editor's name as the hub accepts it in `_meta["hub/client"]` (answers then say "from Zed"). */
 function surfaceName(info: { name?: string; title?: string | null } | null | undefined): string | undefined {
-  const raw = (info?.title || info?.name || '').replace(/[^\w .-]/g, ' ').replace(/\s+/g, ' ').trim().slice(0, 40);
+  const raw = (info?.title || info?.name || '')
+    .replace(/[^\w .-]/g, ' ')
+    .replace(/\s+/g, ' ')
+    .trim()
+    .slice(0, 40);
   return raw === '' ? undefined : raw;
 }
 
@@ -400,11 +415,24 @@ function schemaOf(questions: readonly ChatInputQuestion[]): acp.ElicitationSchem
     const options = (x['options'] as Array<{ id: string; label: string }> | undefined) ?? [];
     switch (q.kind) {
       case 'text':
-        properties[q.id] = { ...base, type: 'string', ...(x['min'] !== undefined && { minLength: x['min'] }), ...(x['max'] !== undefined && { maxLength: x['max'] }), ...(x['format'] !== undefined && { format: x['format'] }), ...(x['defaultValue'] !== undefined && { default: x['defaultValue'] }) } as acp.ElicitationPropertySchema;
+        properties[q.id] = {
+          ...base,
+          type: 'string',
+          ...(x['min'] !== undefined && { minLength: x['min'] }),
+          ...(x['max'] !== undefined && { maxLength: x['max'] }),
+          ...(x['format'] !== undefined && { format: x['format'] }),
+          ...(x['defaultValue'] !== undefined && { default: x['defaultValue'] }),
+        } as acp.ElicitationPropertySchema;
         break;
       case 'number':
       case 'integer':
-        properties[q.id] = { ...base, type: q.kind, ...(x['min'] !== undefined && { minimum: x['min'] }), ...(x['max'] !== undefined && { maximum: x['max'] }), ...(x['defaultValue'] !== undefined && { default: x['defaultValue'] }) } as acp.ElicitationPropertySchema;
+        properties[q.id] = {
+          ...base,
+          type: q.kind,
+          ...(x['min'] !== undefined && { minimum: x['min'] }),
+          ...(x['max'] !== undefined && { maximum: x['max'] }),
+          ...(x['defaultValue'] !== undefined && { default: x['defaultValue'] }),
+        } as acp.ElicitationPropertySchema;
         break;
       case 'boolean':
         properties[q.id] = { ...base, type: 'boolean', ...(x['defaultValue'] !== undefined && { default: x['defaultValue'] }) } as acp.ElicitationPropertySchema;
@@ -413,7 +441,13 @@ function schemaOf(questions: readonly ChatInputQuestion[]): acp.ElicitationSchem
         properties[q.id] = { ...base, type: 'string', oneOf: options.map((o) => ({ const: o.id, title: o.label })) } as acp.ElicitationPropertySchema;
         break;
       case 'multi-select':
-        properties[q.id] = { ...base, type: 'array', items: { anyOf: options.map((o) => ({ const: o.id, title: o.label })) }, ...(x['min'] !== undefined && { minItems: x['min'] }), ...(x['max'] !== undefined && { maxItems: x['max'] }) } as acp.ElicitationPropertySchema;
+        properties[q.id] = {
+          ...base,
+          type: 'array',
+          items: { anyOf: options.map((o) => ({ const: o.id, title: o.label })) },
+          ...(x['min'] !== undefined && { minItems: x['min'] }),
+          ...(x['max'] !== undefined && { maxItems: x['max'] }),
+        } as acp.ElicitationPropertySchema;
         break;
       default:
         properties[q.id] = { ...base, type: 'string' } as acp.ElicitationPropertySchema;

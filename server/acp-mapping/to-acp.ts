@@ -18,7 +18,6 @@ import type { ChatInputQuestion } from '../../shared/protocol/state.js';
 
 import { JSONRPC } from '../../shared/protocol/messages.js';
 
-
 export type OptionKind = 'allow_once' | 'allow_always' | 'reject_once' | 'reject_always';
 export interface PermissionOption {
   readonly optionId: string;
@@ -107,13 +106,15 @@ export function acpUpdatesFor(action: KnownAction | undefined): Array<Record<str
       return [];
     }
     case 'chat/toolCallStart':
-      return [{
-        sessionUpdate: 'tool_call',
-        toolCallId: action.toolCallId,
-        title: action.displayName,
-        kind: acpToolKind(action.toolName),
-        status: 'pending',
-      }];
+      return [
+        {
+          sessionUpdate: 'tool_call',
+          toolCallId: action.toolCallId,
+          title: action.displayName,
+          kind: acpToolKind(action.toolName),
+          status: 'pending',
+        },
+      ];
     case 'chat/toolCallReady': {
       const update: Record<string, unknown> = { sessionUpdate: 'tool_call_update', toolCallId: action.toolCallId };
       if (action.toolInput !== undefined) update['rawInput'] = rawInputOf(action.toolInput);
@@ -153,9 +154,7 @@ export function qwenQuestion(q: ChatInputQuestion): Record<string, unknown> {
   };
   const options = (q as { options?: unknown }).options;
   if (Array.isArray(options)) {
-    out['options'] = options.map((o: { id: string; label: string; description?: string }) =>
-      o.description !== undefined ? { id: o.id, label: o.label, description: o.description } : { id: o.id, label: o.label },
-    );
+    out['options'] = options.map((o: { id: string; label: string; description?: string }) => (o.description !== undefined ? { id: o.id, label: o.label, description: o.description } : { id: o.id, label: o.label }));
   }
   out['multiSelect'] = q.kind === 'multi-select';
   for (const key of ['min', 'max', 'allowFreeformInput', 'format', 'defaultValue'] as const) {

@@ -4,12 +4,7 @@
  * Everything an agent sends is bounded here before it reaches the hub.
  */
 import type * as acp from '@agentclientprotocol/sdk';
-import type {
-  ChatInputAnswer,
-  ChatInputQuestion,
-  ConfirmationOption,
-  ToolContent,
-} from '../../shared/protocol/state.js';
+import type { ChatInputAnswer, ChatInputQuestion, ConfirmationOption, ToolContent } from '../../shared/protocol/state.js';
 import { StateLimits } from '../../shared/protocol/state.js';
 
 /** Longest text the hub keeps from one agent value (the AHP text limit). */
@@ -175,7 +170,10 @@ function enumOptions(p: Property): Array<{ id: string; label: string; descriptio
       .map((o) => defined({ id: clip(String(o['const']), 256), label: str(o['title']) ?? clip(String(o['const']), 256), description: str(o['description'], 2_000) }));
   }
   if (Array.isArray(p['enum'])) {
-    return (p['enum'] as unknown[]).filter((v): v is string => typeof v === 'string').slice(0, MAX_ITEMS).map((v) => ({ id: clip(v, 256), label: clip(v, 256) }));
+    return (p['enum'] as unknown[])
+      .filter((v): v is string => typeof v === 'string')
+      .slice(0, MAX_ITEMS)
+      .map((v) => ({ id: clip(v, 256), label: clip(v, 256) }));
   }
   return undefined;
 }

@@ -20,15 +20,7 @@ import type { CommitEvent, HubPort } from '../hub/hub-port.js';
 import type { InterruptedTurn } from '../hub/recovery.js';
 import type { Logger } from '../log.js';
 import { errorFields } from '../log.js';
-import {
-  TurnFailure,
-  type AgentProvider,
-  type InputOutcome,
-  type SteeringInput,
-  type ToolCallRequest,
-  type ToolOutcome,
-  type TurnContext,
-} from './agent.js';
+import { TurnFailure, type AgentProvider, type InputOutcome, type SteeringInput, type ToolCallRequest, type ToolOutcome, type TurnContext } from './agent.js';
 import { resumedTurnOf, TurnReplay, withCarriedAnswers } from './turn-replay.js';
 
 /** Where accepted steering inputs come from; the steering engine implements it. */
@@ -75,7 +67,6 @@ interface Run {
   readonly byKey: Map<string, Set<Waiter>>;
   readonly unkeyed: Set<Waiter>;
 }
-
 
 /** Markdown is streamed in chunks of about this many characters (whole words). */
 const DELTA_CHUNK = 24;
@@ -269,9 +260,12 @@ export class AgentRunner implements SteeringHost {
       } else if (provider?.afterHubRestart === 'reconnect') {
         this.#awaitAgent(chat, turnId, turn.startedAt);
       } else {
-        void this.#endInterrupted(chat, turnId, turn.startedAt, provider
-          ? `The hub restarted and ${provider.info.displayName} with it, so this turn was stopped. Resume runs it again with the answers already given.`
-          : 'The hub restarted while this turn was running; the turn was ended.');
+        void this.#endInterrupted(
+          chat,
+          turnId,
+          turn.startedAt,
+          provider ? `The hub restarted and ${provider.info.displayName} with it, so this turn was stopped. Resume runs it again with the answers already given.` : 'The hub restarted while this turn was running; the turn was ended.',
+        );
       }
     }
   }
@@ -416,10 +410,14 @@ export class AgentRunner implements SteeringHost {
         const chatState = this.hub.chatEntry(chat)?.state;
         const carried = resumed && chatState ? withCarriedAnswers(chatState, resumed, request) : request;
         if (!asked) await dispatch({ type: 'chat/inputRequested', request: carried });
-        return this.#waitFor(run, (state) => {
-          const answered = findAnsweredInputRequest(state, request.id);
-          return answered?.response ? { response: answered.response, answers: answered.request.answers ?? {} } : undefined;
-        }, request.id);
+        return this.#waitFor(
+          run,
+          (state) => {
+            const answered = findAnsweredInputRequest(state, request.id);
+            return answered?.response ? { response: answered.response, answers: answered.request.answers ?? {} } : undefined;
+          },
+          request.id,
+        );
       },
       runTool: async (call: ToolCallRequest): Promise<ToolOutcome> => {
         const displayName = call.displayName ?? call.name;

@@ -51,7 +51,10 @@ export class AgentWorkspaces {
   #key: Buffer | undefined;
 
   /** `root` undefined: a fresh temporary directory (an in-memory hub). */
-  constructor(root: string | undefined, private readonly config: WorkspaceConfig) {
+  constructor(
+    root: string | undefined,
+    private readonly config: WorkspaceConfig,
+  ) {
     this.#root = root ?? mkdtempSync(join(tmpdir(), 'ahp-hub-agents-'));
   }
 

@@ -116,7 +116,10 @@ export interface AgentProvider {
 export type TurnResult = 'complete' | 'external';
 
 export class TurnFailure extends Error {
-  constructor(message: string, readonly errorType = 'agentError') {
+  constructor(
+    message: string,
+    readonly errorType = 'agentError',
+  ) {
     super(message);
     this.name = 'TurnFailure';
   }

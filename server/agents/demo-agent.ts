@@ -74,7 +74,9 @@ export function describeOutcome(outcome: InputOutcome, request?: ChatInputReques
   const known = new Set(questions.map((q) => q.id));
   const ordered: Array<[string, ChatInputQuestion | undefined]> = [
     ...questions.filter((q) => Object.hasOwn(outcome.answers, q.id)).map((q): [string, ChatInputQuestion] => [q.id, q]),
-    ...Object.keys(outcome.answers).filter((id) => !known.has(id)).map((id): [string, undefined] => [id, undefined]),
+    ...Object.keys(outcome.answers)
+      .filter((id) => !known.has(id))
+      .map((id): [string, undefined] => [id, undefined]),
   ];
   if (ordered.length > 0) {
     lines.push('', 'Final answers:');

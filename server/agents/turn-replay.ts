@@ -33,7 +33,9 @@ export function resumedTurnOf(message: Message): string | undefined {
 export function withCarriedAnswers(chat: ChatState, resumedTurn: string, request: ChatInputRequest): ChatInputRequest {
   const questions = request.questions ?? [];
   if (questions.length === 0) return request;
-  const earlier = turnResponseParts(chat, resumedTurn).filter((p) => isPartOfKind(p, 'inputRequest')).reverse();
+  const earlier = turnResponseParts(chat, resumedTurn)
+    .filter((p) => isPartOfKind(p, 'inputRequest'))
+    .reverse();
   const answers: Record<string, NonNullable<ChatInputRequest['answers']>[string]> = { ...request.answers };
   for (const q of questions) {
     if (answers[q.id] !== undefined) continue;

@@ -38,7 +38,6 @@ export const PRESENCE_EXPIRY_MS = 4_000;
 /** Presence clients other processes may hold in one document here. */
 export const MAX_REMOTE_AWARENESS_CLIENTS = 1_024;
 
-
 function roomKey(channel: string, doc: string): string {
   return `${channel}\u0000${doc}`;
 }
@@ -437,13 +436,7 @@ function decode(data: string, limits: CollabLimits): Uint8Array {
 /** Registers the `x-collab/*` methods and hub listeners; `dispose` undoes it and drops every document. */
 export function installCollab(ctx: Pick<FeatureContext, 'hub' | 'rpc' | 'logger'> & Partial<Pick<FeatureContext, 'services'>>, limits: CollabLimits = DEFAULT_COLLAB_LIMITS): { engine: CollabEngine; dispose(): void } {
   const { hub, rpc, logger } = ctx;
-  const engine = new CollabEngine(
-    hub,
-    logger,
-    limits,
-    ctx.services?.get(CLUSTER_BUS_SERVICE) as ClusterBus | undefined,
-    ctx.services?.get(COLLAB_LOG_SERVICE) as CollabLog | undefined,
-  );
+  const engine = new CollabEngine(hub, logger, limits, ctx.services?.get(CLUSTER_BUS_SERVICE) as ClusterBus | undefined, ctx.services?.get(COLLAB_LOG_SERVICE) as CollabLog | undefined);
 
   rpc.request(CollabMethod.Join, {
     params: joinParamsSchema,

@@ -70,9 +70,7 @@ function validateSessionReferences(action: WireAction, scope: AgentActionScope):
     case 'session/chatUpdated':
       return own(known.chat) ? undefined : `session/chatUpdated: chat ${known.chat} is not a chat of this session`;
     case 'session/defaultChatChanged':
-      return known.defaultChat === undefined || own(known.defaultChat)
-        ? undefined
-        : `session/defaultChatChanged: chat ${known.defaultChat} is not a chat of this session`;
+      return known.defaultChat === undefined || own(known.defaultChat) ? undefined : `session/defaultChatChanged: chat ${known.defaultChat} is not a chat of this session`;
     case 'session/inputNeededSet': {
       const { request } = known;
       return own(request.chat) ? undefined : `session/inputNeededSet: request.chat ${request.chat} is not a chat of this session`;

@@ -39,7 +39,10 @@ function clientOf(ctx: RpcContext) {
 }
 
 function unsupportedVersionMessage(offered: readonly string[]): string {
-  const shown = offered.slice(0, 8).map((v) => JSON.stringify(v.slice(0, 40))).join(', ');
+  const shown = offered
+    .slice(0, 8)
+    .map((v) => JSON.stringify(v.slice(0, 40)))
+    .join(', ');
   const malformed = offered.some((v) => parseSemVer(v) === undefined) ? ' (versions are MAJOR.MINOR.PATCH, no pre-release part)' : '';
   return `none of the offered protocol versions (${shown || 'none'}) is supported${malformed}; this hub accepts ^${SUPPORTED_VERSIONS.join(', ^')}`;
 }
@@ -56,22 +59,14 @@ export function registerAhpMethods(router: RpcRouter, hub: Hub): void {
         // AHP: answer -32005 with our versions, then close; there is no renegotiation.
         // The error answer is queued when the handler returns; close only after it has gone out.
         setImmediate(() => hub.afterDelivered(() => ctx.conn.close(CloseCode.UnsupportedVersion, 'unsupported protocol version')));
-        throw new ProtocolError(
-          ErrorCode.UnsupportedProtocolVersion,
-          unsupportedVersionMessage(params.protocolVersions),
-          { supportedVersions: [...SUPPORTED_VERSIONS] },
-        );
+        throw new ProtocolError(ErrorCode.UnsupportedProtocolVersion, unsupportedVersionMessage(params.protocolVersions), { supportedVersions: [...SUPPORTED_VERSIONS] });
       }
       const claim = hub.claimClientId(ctx.principal, params.clientId);
       if (claim === 'in_use') {
         throw new ProtocolError(ErrorCode.AlreadyExists, 'clientId is in use by another principal: generate a fresh random clientId', { code: 'client_id_in_use' });
       }
       if (claim === 'client_id_quota') {
-        throw new ProtocolError(
-          ErrorCode.QuotaExceeded,
-          'quota exceeded (client_id_quota): this principal has used too many fresh clientIds recently; reconnect with a clientId it used before',
-          { code: 'client_id_quota' },
-        );
+        throw new ProtocolError(ErrorCode.QuotaExceeded, 'quota exceeded (client_id_quota): this principal has used too many fresh clientIds recently; reconnect with a clientId it used before', { code: 'client_id_quota' });
       }
       ctx.state.protocolVersion = version;
       ctx.state.clientId = params.clientId;

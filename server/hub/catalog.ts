@@ -11,13 +11,7 @@
 import { chatReducer } from '../../shared/state/chat-reducer.js';
 import { sessionReducer } from '../../shared/state/session-reducer.js';
 import { rootReducer } from '../../shared/state/root-reducer.js';
-import {
-  initialChatState,
-  initialSessionState,
-  type ChatState,
-  type RootState,
-  type SessionState,
-} from '../../shared/protocol/state.js';
+import { initialChatState, initialSessionState, type ChatState, type RootState, type SessionState } from '../../shared/protocol/state.js';
 import { isKnownAction, type InputCompletedAction, type TurnCancelledAction } from '../../shared/protocol/actions.js';
 import { channelKind } from '../../shared/protocol/uris.js';
 import { ANSWERED_BY_META, answeredByIn, STOPPED_BY_META, withAnswer, type AnswerIndex } from '../../shared/state/answered-by.js';

@@ -60,16 +60,7 @@ export interface BudgetedState {
 export type InitialSizes = ReadonlyMap<string, { readonly state: unknown; readonly size: number }>;
 
 /** Actions that never grow a channel's state: always allowed, even when full or over quota. */
-const NEVER_GROWS = new Set([
-  'chat/truncated',
-  'chat/pendingMessageRemoved',
-  'chat/steeringMessageRemoved',
-  'chat/turnCancelled',
-  'chat/turnComplete',
-  'chat/error',
-  'session/chatRemoved',
-  'session/inputNeededRemoved',
-]);
+const NEVER_GROWS = new Set(['chat/truncated', 'chat/pendingMessageRemoved', 'chat/steeringMessageRemoved', 'chat/turnCancelled', 'chat/turnComplete', 'chat/error', 'session/chatRemoved', 'session/inputNeededRemoved']);
 
 interface ChannelAccount {
   readonly owner: string;
@@ -131,7 +122,8 @@ export class ChannelSizeBudget {
     if (owner.total + size > maxUserStateChars) {
       return {
         kind: 'user_state_quota',
-        reason: `state quota exceeded (user_state_quota): the sessions of ${JSON.stringify(account.owner)} would hold more than ${maxUserStateChars} characters of state; ` +
+        reason:
+          `state quota exceeded (user_state_quota): the sessions of ${JSON.stringify(account.owner)} would hold more than ${maxUserStateChars} characters of state; ` +
           'remove queued messages, truncate or dispose chats, or dispose sessions',
       };
     }
@@ -139,8 +131,7 @@ export class ChannelSizeBudget {
     if (this.#total + size > maxTenantStateChars) {
       return {
         kind: 'tenant_state_quota',
-        reason: `state quota exceeded (tenant_state_quota): this tenant's sessions would hold more than ${maxTenantStateChars} characters of state; ` +
-          'remove queued messages, truncate or dispose chats, or dispose sessions',
+        reason: `state quota exceeded (tenant_state_quota): this tenant's sessions would hold more than ${maxTenantStateChars} characters of state; ` + 'remove queued messages, truncate or dispose chats, or dispose sessions',
       };
     }
     this.#grow(account, owner, size);

@@ -92,9 +92,7 @@ interface PrincipalEntries {
 }
 
 /** What the hub answers when a client re-sends a clientSeq it already dispatched. */
-export type DuplicateVerdict =
-  | { readonly kind: 'accepted'; readonly serverSeq: number }
-  | { readonly kind: 'rejected'; readonly reason: string };
+export type DuplicateVerdict = { readonly kind: 'accepted'; readonly serverSeq: number } | { readonly kind: 'rejected'; readonly reason: string };
 
 /** The JSON image saved in snapshots. */
 export interface LedgerImage {

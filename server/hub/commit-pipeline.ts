@@ -222,9 +222,7 @@ export class CommitPipeline {
       if (merged !== undefined) return merged;
     }
     const serverSeq = ++this.#seq;
-    const record: LogRecord = origin
-      ? { serverSeq, channel, action, origin: actor ? { ...origin, actor } : origin }
-      : { serverSeq, channel, action };
+    const record: LogRecord = origin ? { serverSeq, channel, action, origin: actor ? { ...origin, actor } : origin } : { serverSeq, channel, action };
     this.#state.applyRecord(record);
     this.#pendingRecords.push(record);
     this.#queueDelivery(record, source, onDelivered);

@@ -86,19 +86,20 @@ export function decide(state: HubState, input: DecisionInput): Decision {
   const action = parsed.action as WireAction;
   // Server-side actions (streaming, input requests, turn end) are open to agents only, and are
   // checked for shape and turn; everything a client may dispatch gets the full AHP validation.
-  const reason = !CLIENT_DISPATCHABLE_ACTIONS.has(action.type) && canActAsAgent(principal)
-    ? validateAgentAction(action, chat?.state, { session: session.uri, chats: session.chats })
-    : validateParsedClientAction(
-        {
-          channelKind: chat ? 'chat' : 'session',
-          chat: chat?.state,
-          session: session.state,
-          clientId: input.clientId,
-          sessionChats: [...session.chats],
-          allTurnIds: (turnId: string) => turnIdUsed(state, session, turnId),
-        },
-        action,
-      );
+  const reason =
+    !CLIENT_DISPATCHABLE_ACTIONS.has(action.type) && canActAsAgent(principal)
+      ? validateAgentAction(action, chat?.state, { session: session.uri, chats: session.chats })
+      : validateParsedClientAction(
+          {
+            channelKind: chat ? 'chat' : 'session',
+            chat: chat?.state,
+            session: session.state,
+            clientId: input.clientId,
+            sessionChats: [...session.chats],
+            allTurnIds: (turnId: string) => turnIdUsed(state, session, turnId),
+          },
+          action,
+        );
   if (reason !== undefined) {
     // Starting a turn while one runs is the one refusal callers answer differently (HTTP 409).
     return rejection(action.type === 'chat/turnStarted' && chat?.state.activeTurn ? 'turn_in_progress' : 'action_refused', reason);

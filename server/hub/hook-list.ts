@@ -53,9 +53,8 @@ export class HookList {
    * that one's is over, so no owner sees a later serverSeq before an earlier one.
    */
   announceCommit(event: CommitEvent, chat: { readonly uri: string; readonly session: string; readonly activeTurnId: string | undefined } | undefined, turnBefore: string | undefined): () => void {
-    const ended: TurnEndedEvent | undefined = turnBefore !== undefined && chat && chat.activeTurnId !== turnBefore
-      ? { chat: chat.uri, session: chat.session, turnId: turnBefore, reason: turnEndReasonOf(event.action.type), commit: event }
-      : undefined;
+    const ended: TurnEndedEvent | undefined =
+      turnBefore !== undefined && chat && chat.activeTurnId !== turnBefore ? { chat: chat.uri, session: chat.session, turnId: turnBefore, reason: turnEndReasonOf(event.action.type), commit: event } : undefined;
     const commitPhase = (): void => {
       this.call((h) => h.afterCommit?.(event));
       if (ended) this.call((h) => h.turnEnded?.(ended));

@@ -96,21 +96,13 @@ export interface HubHooks {
 }
 
 /** How a submitted action fared: committed (durable), or refused with a stable code. */
-export type SubmitOutcome =
-  | { readonly ok: true; readonly serverSeq: number }
-  | { readonly ok: false; readonly code: RejectionCode; readonly kind: ErrorKind; readonly message: string };
+export type SubmitOutcome = { readonly ok: true; readonly serverSeq: number } | { readonly ok: false; readonly code: RejectionCode; readonly kind: ErrorKind; readonly message: string };
 
 /**
  * The codes a submission can be refused with, from the one error-code table
  * (`shared/protocol/errors.ts`) that JSON-RPC answers use too.
  */
-export type RejectionCode =
-  | typeof ErrorCode.NotFound
-  | typeof ErrorCode.PermissionDenied
-  | typeof ErrorCode.TurnInProgress
-  | typeof ErrorCode.LimitExceeded
-  | typeof ErrorCode.QuotaExceeded
-  | typeof ErrorCode.InvalidParams;
+export type RejectionCode = typeof ErrorCode.NotFound | typeof ErrorCode.PermissionDenied | typeof ErrorCode.TurnInProgress | typeof ErrorCode.LimitExceeded | typeof ErrorCode.QuotaExceeded | typeof ErrorCode.InvalidParams;
 
 export interface HubPort {
   /**

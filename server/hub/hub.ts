@@ -89,14 +89,18 @@ export class Hub implements HubPort {
     this.#ledger = recovered.ledger;
     this.#replay = replay;
     const state = recovered.state;
-    this.#channelBudget = new ChannelSizeBudget(limits, {
-      stateOf: (channel) => state.chats.get(channel)?.state ?? state.sessions.get(channel)?.state,
-      ownerOf: (channel) => state.sessionOf(channel)?.owner,
-      *channels() {
-        yield* state.sessions.keys();
-        yield* state.chats.keys();
+    this.#channelBudget = new ChannelSizeBudget(
+      limits,
+      {
+        stateOf: (channel) => state.chats.get(channel)?.state ?? state.sessions.get(channel)?.state,
+        ownerOf: (channel) => state.sessionOf(channel)?.owner,
+        *channels() {
+          yield* state.sessions.keys();
+          yield* state.chats.keys();
+        },
       },
-    }, recovered.measured);
+      recovered.measured,
+    );
     this.#subscriptions = new Subscriptions(limits.maxSubscriptionsPerConnection, limits.fanout, replay);
     this.#pipeline = new CommitPipeline({
       log: options.log,
@@ -116,7 +120,14 @@ export class Hub implements HubPort {
     const { agents, defaultProvider, observer, now, newId } = options;
     const parts = { state, pipeline: this.#pipeline, channelBudget: this.#channelBudget, rootCatalogue: this.#rootCatalogue, subscriptions: this.#subscriptions, hooks: this.#hooks };
     this.#catalogue = new CatalogueCommands({
-      ...parts, observer, admission: this.#admission, limits, agents, defaultProvider, now, newId,
+      ...parts,
+      observer,
+      admission: this.#admission,
+      limits,
+      agents,
+      defaultProvider,
+      now,
+      newId,
       visibleSession: (principal, uri) => this.visibleSession(principal, uri),
       visibleChat: (principal, uri) => this.visibleChat(principal, uri),
     });
@@ -135,7 +146,13 @@ export class Hub implements HubPort {
     if (isSharedActionLog(options.log)) {
       // Other processes share this log and may be running the turns recovery finds active, so
       // they are not ended here (see the README's Cluster section for what ends them).
-      hub.#gate = gateFor(options.log, hub.#pipeline, (records) => hub.#sequencer.foldRemote(records), (err) => hub.#fail(err), options.logger);
+      hub.#gate = gateFor(
+        options.log,
+        hub.#pipeline,
+        (records) => hub.#sequencer.foldRemote(records),
+        (err) => hub.#fail(err),
+        options.logger,
+      );
     } else {
       // Left running: the agent runner decides, per provider, whether each one continues or ends.
       hub.interruptedTurns = interruptedTurns(hub.#state);

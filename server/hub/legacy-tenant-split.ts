@@ -33,9 +33,7 @@ export async function splitLegacyLog(legacy: ActionLog, partitionOf: (tenant: st
     if ((await partition.latestSnapshot()) !== undefined) continue;
     const sessions = image.sessions.filter((s) => s.tenant === tenant);
     const chats = image.chats.filter((c) => sessionTenant.get(c.session) === tenant);
-    const clients = ledger.clients
-      .filter((c) => c.tenant === tenant)
-      .map((c) => ({ ...c, floor: Math.max(c.floor, ...c.accepted.map(([clientSeq]) => clientSeq)), accepted: [] }));
+    const clients = ledger.clients.filter((c) => c.tenant === tenant).map((c) => ({ ...c, floor: Math.max(c.floor, ...c.accepted.map(([clientSeq]) => clientSeq)), accepted: [] }));
     const data: SnapshotImage = { catalog: { root: image.root, sessions, chats }, ledger: { clients } };
     await partition.saveSnapshot({ serverSeq: 0, data });
   }

@@ -34,7 +34,7 @@ export class StateTooLargeToLoadError extends Error {
     super(
       `${tenant === undefined ? '' : `tenant ${JSON.stringify(tenant)} cannot start: `}the log holds at least ${heldChars} characters of session and chat state, more than this hub can load ` +
         `(at most ${maxChars}: what one snapshot can hold, or an eighth of the heap limit). Nothing was changed. ` +
-        'Give the hub more memory (NODE_OPTIONS=--max-old-space-size=…) if the heap is the bound, or move the tenant\'s ' +
+        "Give the hub more memory (NODE_OPTIONS=--max-old-space-size=…) if the heap is the bound, or move the tenant's " +
         `log aside (${tenant === undefined ? 'tenants/<tenant>/' : `tenants/${tenant}/`} in the data directory; in cluster mode its PostgreSQL partition) ` +
         'to start without its data, and clean it up with a hub that has more memory.',
     );

@@ -100,7 +100,7 @@ function briefOf(entry: SessionInputRequest): InputNeededBrief {
     message = typeof candidate === 'string' ? candidate : undefined;
   } else if ('toolCall' in entry && entry.toolCall) {
     const tc = entry.toolCall as { displayName?: string; toolName?: string; invocationMessage?: unknown };
-    message = typeof tc.invocationMessage === 'string' ? tc.invocationMessage : tc.displayName ?? tc.toolName;
+    message = typeof tc.invocationMessage === 'string' ? tc.invocationMessage : (tc.displayName ?? tc.toolName);
   }
   if (message !== undefined) out.message = message.length > 200 ? message.slice(0, 199) + '…' : message;
   return out;

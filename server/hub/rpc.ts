@@ -190,7 +190,14 @@ export class RpcRouter {
       return;
     }
     if (throttled) {
-      this.sendResponse(ctx.conn, encodeError(msg.id, ErrorCode.LimitExceeded, `rate limit exceeded: this connection sent more than its budget (${this.rateLimit.perSecond} units of ${this.rateLimit.bytesPerUnit ?? DEFAULT_BYTES_PER_UNIT} bytes per second) even after being slowed down`));
+      this.sendResponse(
+        ctx.conn,
+        encodeError(
+          msg.id,
+          ErrorCode.LimitExceeded,
+          `rate limit exceeded: this connection sent more than its budget (${this.rateLimit.perSecond} units of ${this.rateLimit.bytesPerUnit ?? DEFAULT_BYTES_PER_UNIT} bytes per second) even after being slowed down`,
+        ),
+      );
       return;
     }
     this.sendResponse(ctx.conn, await this.#handleRequest(ctx, msg.id, msg.method, msg.params));

@@ -99,8 +99,10 @@ export class WriteAdmission {
     const { bytes } = this.#diskUsage;
     const max = this.maxTenantDiskBytes;
     if (bytes <= max) return undefined;
-    return `${STORAGE_QUOTA_REASON}: this tenant's log and snapshots take ${mib(bytes)} MiB of its ${mib(max)} MiB disk quota; ` +
-      'writes are refused until sessions are disposed (space returns as the log is compacted) or the quota (--tenant-disk-quota) is raised';
+    return (
+      `${STORAGE_QUOTA_REASON}: this tenant's log and snapshots take ${mib(bytes)} MiB of its ${mib(max)} MiB disk quota; ` +
+      'writes are refused until sessions are disposed (space returns as the log is compacted) or the quota (--tenant-disk-quota) is raised'
+    );
   }
 
   assertQuota(): void {
@@ -119,17 +121,21 @@ export class WriteAdmission {
  * has sequenced and how to fold what others appended; the pipeline appends through it.
  */
 export function gateFor(log: SharedActionLog, pipeline: CommitPipeline, foldRemote: (records: readonly LogRecord[]) => void, fail: (err: unknown) => void, logger: Logger): WriteGate {
-  const gate = new WriteGate(log, {
-    get serverSeq() {
-      return pipeline.serverSeq;
+  const gate = new WriteGate(
+    log,
+    {
+      get serverSeq() {
+        return pipeline.serverSeq;
+      },
+      get inDoubt() {
+        return pipeline.storageProblem;
+      },
+      hasPendingRecords: () => pipeline.hasPendingRecords,
+      foldRemote,
+      fail,
     },
-    get inDoubt() {
-      return pipeline.storageProblem;
-    },
-    hasPendingRecords: () => pipeline.hasPendingRecords,
-    foldRemote,
-    fail,
-  }, logger);
+    logger,
+  );
   pipeline.appendThrough(gate);
   return gate;
 }

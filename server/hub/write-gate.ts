@@ -283,4 +283,3 @@ export class WriteGate {
     this.#chain = this.#chain.then(task).catch((error: unknown) => this.#logger.error('write gate task failed', errorFields(error)));
   }
 }
-

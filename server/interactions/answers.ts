@@ -88,7 +88,12 @@ export function parseAnswer(question: ChatInputQuestion, text: string): ChatInpu
     }
     case 'multi-select': {
       const whole = findOption(question.options, text);
-      const entries = whole ? [whole.id] : text.split(',').map((s) => s.trim()).filter((s) => s !== '');
+      const entries = whole
+        ? [whole.id]
+        : text
+            .split(',')
+            .map((s) => s.trim())
+            .filter((s) => s !== '');
       const selected: string[] = [];
       const freeform: string[] = [];
       for (const entry of entries) {
@@ -115,7 +120,12 @@ function findOption(options: readonly ChatInputOption[], text: string): ChatInpu
 }
 
 function describeOptions(options: readonly ChatInputOption[]): string {
-  return options.slice(0, 10).map((o) => (o.id === o.label ? o.id : `${o.id} = ${o.label}`)).join(', ') + (options.length > 10 ? ', …' : '');
+  return (
+    options
+      .slice(0, 10)
+      .map((o) => (o.id === o.label ? o.id : `${o.id} = ${o.label}`))
+      .join(', ') + (options.length > 10 ? ', …' : '')
+  );
 }
 
 function clip(text: string): string {

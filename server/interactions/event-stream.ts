@@ -187,13 +187,7 @@ export function sseMessage(text: string, id?: string): string {
  * `maxQueuedBytesPerListener` unsent, or unsent bytes that have not drained for `maxStalledMs`.
  * `slot` (the caller's stream slot, `HttpContext.claimStream`) is released when the stream ends.
  */
-export function openSse(
-  req: IncomingMessage,
-  res: ServerResponse,
-  limits: StreamLimits,
-  onClose: () => void,
-  slot: StreamSlot,
-): { write(text: string): boolean; close(): void; readonly closed: boolean } {
+export function openSse(req: IncomingMessage, res: ServerResponse, limits: StreamLimits, onClose: () => void, slot: StreamSlot): { write(text: string): boolean; close(): void; readonly closed: boolean } {
   res.writeHead(200, {
     'content-type': 'text/event-stream; charset=utf-8',
     'cache-control': 'no-cache',

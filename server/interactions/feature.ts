@@ -182,8 +182,7 @@ export function createInteractionsFeature(options: InteractionsOptions = {}): Fe
         const serverRequestId = ctx.newId();
         const respond = (status: number, id: string | number | null, outcome: { Result: { Accepted: boolean } } | { Error: Record<string, unknown> }): void =>
           sendJson(res, status, { JsonRpcResponse: { Id: id, Jsonrpc: JSONRPC, ...outcome, Timestamp: ctx.now() }, RequestId: serverRequestId });
-        const fail = (id: string | number | null, e: ParamError, status = replyErrorStatus(e.errorCode)): void =>
-          respond(status, id, { Error: { Code: REPLY_ERRORS[e.errorCode], ErrorCode: e.errorCode, Message: e.message, Data: {} } });
+        const fail = (id: string | number | null, e: ParamError, status = replyErrorStatus(e.errorCode)): void => respond(status, id, { Error: { Code: REPLY_ERRORS[e.errorCode], ErrorCode: e.errorCode, Message: e.message, Data: {} } });
         let body: unknown;
         try {
           body = await readJsonBody(req);

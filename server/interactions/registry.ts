@@ -22,16 +22,7 @@
  */
 import { HeldUntilDurable } from '../hub/held-until-durable.js';
 import type { WireAction } from '../../shared/protocol/messages.js';
-import {
-  isPartOfKind,
-  type ChatInputQuestion,
-  type ChatInputRequest,
-  type ChatState,
-  type ConfirmationOption,
-  type PendingConfirmationToolCall,
-  type ResponsePart,
-  type ToolCallState,
-} from '../../shared/protocol/state.js';
+import { isPartOfKind, type ChatInputQuestion, type ChatInputRequest, type ChatState, type ConfirmationOption, type PendingConfirmationToolCall, type ResponsePart, type ToolCallState } from '../../shared/protocol/state.js';
 import { interactionIdOf } from '../../shared/state/status.js';
 import { firstPositionOf, inputKey, lastPositionOf, toolKey } from '../../shared/state/part-index.js';
 import { APPROVED_TOOLS_META, DENIED_TOOLS_META, findEndedTurn, findOpenInputRequest, isOpenInputRequest, isToolCallDecided, openInteractions, rememberedTools, turnResponseParts } from '../../shared/state/selectors.js';
@@ -81,20 +72,12 @@ export interface Reply {
   readonly answers?: Readonly<Record<string, string>> | undefined;
 }
 
-export type ReplyErrorCode =
-  | 'INVALID_OPTION_ID'
-  | 'INVALID_ANSWER_KEY'
-  | 'INVALID_ANSWER'
-  | 'MISSING_REQUIRED_ANSWER'
-  | 'ANSWERS_NOT_EXPECTED'
-  | 'PERMISSION_DENIED'
-  | 'INTERNAL_ERROR';
+export type ReplyErrorCode = 'INVALID_OPTION_ID' | 'INVALID_ANSWER_KEY' | 'INVALID_ANSWER' | 'MISSING_REQUIRED_ANSWER' | 'ANSWERS_NOT_EXPECTED' | 'PERMISSION_DENIED' | 'INTERNAL_ERROR';
 
 export type ReplyResult = { kind: 'accepted' } | { kind: 'notAccepted' } | { kind: 'error'; code: ReplyErrorCode; message: string };
 
 /** Resolved ids remembered for `permission_already_resolved` (Qwen keeps 512). */
 const RESOLVED_FIFO = 4_096;
-
 
 export class InteractionRegistry {
   /** session URI → requestId → pending interaction. */
@@ -317,16 +300,17 @@ export class InteractionRegistry {
     const always = it.options.find((o) => o.kind === (choice === 'approval' ? 'allow_always' : 'reject_always'));
     it.claimed = always ? { outcome: 'selected', optionId: always.optionId } : undefined;
     const principal: Principal = { user: choice === 'approval' ? 'hub:remembered-approval' : 'hub:remembered-denial', tenant: session.tenant, role: 'user' };
-    const action: WireAction = choice === 'approval'
-      ? { type: 'chat/toolCallConfirmed', turnId: it.turnId, toolCallId: it.toolCallId!, approved: true, confirmed: 'setting' }
-      : {
-          type: 'chat/toolCallConfirmed',
-          turnId: it.turnId,
-          toolCallId: it.toolCallId!,
-          approved: false,
-          reason: 'denied',
-          reasonMessage: `"${it.toolName}" was set to "always deny" in this session.`,
-        };
+    const action: WireAction =
+      choice === 'approval'
+        ? { type: 'chat/toolCallConfirmed', turnId: it.turnId, toolCallId: it.toolCallId!, approved: true, confirmed: 'setting' }
+        : {
+            type: 'chat/toolCallConfirmed',
+            turnId: it.turnId,
+            toolCallId: it.toolCallId!,
+            approved: false,
+            reason: 'denied',
+            reasonMessage: `"${it.toolName}" was set to "always deny" in this session.`,
+          };
     const what = choice === 'approval' ? 'auto-approval' : 'auto-denial';
     try {
       void this.hub.submitAs(principal, it.chat, action, 'remembered choice').catch((err: unknown) => this.logger.warn(`${what} failed`, errorFields(err)));
@@ -369,9 +353,10 @@ export class InteractionRegistry {
     const chat = this.hub.chatEntry(channel);
     if (!chat) return;
     const turnId = chat.state.activeTurn?.id ?? (known && 'turnId' in known && typeof known.turnId === 'string' ? known.turnId : undefined);
-    if (this.streams.isStreamed(chat.session)) for (const update of acpUpdatesFor(known)) {
-      this.#publish(chat.session, { chat: channel, turnId, payload: sessionUpdate(sessionIdOf(chat.session), update, channel, turnId) });
-    }
+    if (this.streams.isStreamed(chat.session))
+      for (const update of acpUpdatesFor(known)) {
+        this.#publish(chat.session, { chat: channel, turnId, payload: sessionUpdate(sessionIdOf(chat.session), update, channel, turnId) });
+      }
     if (STREAMING_ONLY_ACTIONS.has(action.type)) return;
     const only = interactionIdOf(known);
     if (only !== undefined && known!.type.startsWith('chat/tool')) this.#reconcileOne(chat.session, channel, chat.state, `tool:${only}`);

@@ -92,11 +92,7 @@ export function checkPermissionRequestId(value: unknown, field: string): ParamEr
 }
 
 /** Outcome + answers, shared by both shapes (`names` are the shape's field names). */
-export function parseReplyBody(
-  outcomeObj: unknown,
-  answers: unknown,
-  names: { outcome: string; kind: string; optionId: string; answers: string },
-): Reply | ParamError {
+export function parseReplyBody(outcomeObj: unknown, answers: unknown, names: { outcome: string; kind: string; optionId: string; answers: string }): Reply | ParamError {
   if (!isObject(outcomeObj)) return { errorCode: 'MISSING_OUTCOME', message: `${names.outcome} is required: {"${names.kind}": "selected", "${names.optionId}": ...} or {"${names.kind}": "cancelled"}` };
   const kind = outcomeObj[names.kind];
   if (kind !== 'selected' && kind !== 'cancelled') {

@@ -165,12 +165,16 @@ export class QwenSessionLog {
   /** `turn_complete` (end_turn / cancelled / refusal) or `turn_error`, naming the turn as `promptId`. */
   #turnEnded(turnId: string, end: TurnEnd, promptId: string | undefined): void {
     if (end.stopReason === 'error') {
-      this.publish('turn_error', {
-        sessionId: this.sessionId,
-        promptId: turnId,
-        code: end.error?.errorType ?? 'error',
-        message: end.error?.message ?? 'The turn failed.',
-      }, promptId);
+      this.publish(
+        'turn_error',
+        {
+          sessionId: this.sessionId,
+          promptId: turnId,
+          code: end.error?.errorType ?? 'error',
+          message: end.error?.message ?? 'The turn failed.',
+        },
+        promptId,
+      );
     } else {
       // As qwen serve: a cancelled prompt is announced (`prompt_cancelled`) before its turn_complete.
       if (end.stopReason === 'cancelled') this.publish('prompt_cancelled', { sessionId: this.sessionId }, promptId);

@@ -46,26 +46,33 @@ export interface QwenServeOptions {
 
 /** Paths that belong to the API: anything under them that no route matches is a JSON 404, never the app. */
 const API_PREFIXES = [
-  '/health', '/capabilities', '/session', '/sessions', '/permission', '/workspace', '/workspaces', '/standalone',
-  '/daemon', '/brand', '/language', '/usage', '/auth', '/acp', '/file', '/list', '/glob', '/stat', '/v2', '/ahp',
+  '/health',
+  '/capabilities',
+  '/session',
+  '/sessions',
+  '/permission',
+  '/workspace',
+  '/workspaces',
+  '/standalone',
+  '/daemon',
+  '/brand',
+  '/language',
+  '/usage',
+  '/auth',
+  '/acp',
+  '/file',
+  '/list',
+  '/glob',
+  '/stat',
+  '/v2',
+  '/ahp',
 ];
 
 /**
  * Feature tags (`GET /capabilities`), named as qwen serve names them, for what this surface
  * really supports; qwen's client gates on them (e.g. `session_id_override` before attaching).
  */
-const FEATURES = [
-  'health',
-  'capabilities',
-  'session_create',
-  'session_id_override',
-  'session_close',
-  'session_prompt',
-  'session_events',
-  'session_cancel',
-  'permission_vote',
-  'session_permission_vote',
-];
+const FEATURES = ['health', 'capabilities', 'session_create', 'session_id_override', 'session_close', 'session_prompt', 'session_events', 'session_cancel', 'permission_vote', 'session_permission_vote'];
 
 const MAX_SESSION_ID = 200;
 
@@ -357,11 +364,13 @@ export function createQwenServeFeature(options: QwenServeOptions = {}): Feature 
           for (const frame of replay) sse.write(frame.text);
         } else {
           if (lastEventId !== undefined) {
-            sse.write(qwenSseMessage(undefined, 'state_resync_required', {
-              reason: epoch !== undefined && epoch !== log.epoch ? 'epoch_reset' : 'replay_window_exceeded',
-              lastDeliveredId: lastEventId,
-              earliestAvailableId: log.earliestAvailableId,
-            }));
+            sse.write(
+              qwenSseMessage(undefined, 'state_resync_required', {
+                reason: epoch !== undefined && epoch !== log.epoch ? 'epoch_reset' : 'replay_window_exceeded',
+                lastDeliveredId: lastEventId,
+                earliestAvailableId: log.earliestAvailableId,
+              }),
+            );
           }
           // What is still pending, so a late listener can answer it.
           for (const it of registry.announced(session)) {
@@ -415,7 +424,6 @@ export function createQwenServeFeature(options: QwenServeOptions = {}): Feature 
 }
 
 export const qwenServeFeature: Feature = createQwenServeFeature();
-
 
 function headerOf(value: string | string[] | undefined): string | undefined {
   return Array.isArray(value) ? value[0] : value;

@@ -28,35 +28,14 @@ import { ErrorCode, ProtocolError } from '../../shared/protocol/errors.js';
 import type { WireAction } from '../../shared/protocol/messages.js';
 import { USER_INPUT_META, USER_MESSAGE_PART } from '../../shared/protocol/steering.js';
 import { acceptedUserInputs } from '../../shared/state/selectors.js';
-import {
-  entryOf,
-  historyEpochOf,
-  MAX_RECEIPTS_PER_TURN,
-  receiptOf,
-  steeringIdOf,
-  textDigestOf,
-  turnOf,
-  type InputBook,
-  type TurnReceipts,
-} from '../../shared/state/input-receipts.js';
+import { entryOf, historyEpochOf, MAX_RECEIPTS_PER_TURN, receiptOf, steeringIdOf, textDigestOf, turnOf, type InputBook, type TurnReceipts } from '../../shared/state/input-receipts.js';
 import { sessionIdOf } from '../../shared/protocol/uris.js';
 import type { SteeringInput } from '../agents/agent.js';
 import type { SteeringPort } from '../agents/agent-runner.js';
 import type { CommitEvent, HubHooks, HubPort } from '../hub/hub-port.js';
 import type { Logger } from '../log.js';
 import { errorFields } from '../log.js';
-import {
-  DEFAULT_TURN_QUOTA,
-  INPUT_PROTOCOL_VERSION,
-  InputError,
-  MAX_BLOCKS,
-  MAX_INPUT_ID_LENGTH,
-  MAX_INPUT_TEXT_LENGTH,
-  type InputReceipt,
-  type InputSource,
-  type InputTarget,
-  type SubmitRequest,
-} from './inputs.js';
+import { DEFAULT_TURN_QUOTA, INPUT_PROTOCOL_VERSION, InputError, MAX_BLOCKS, MAX_INPUT_ID_LENGTH, MAX_INPUT_TEXT_LENGTH, type InputReceipt, type InputSource, type InputTarget, type SubmitRequest } from './inputs.js';
 
 export interface SteeringOptions {
   /** Most inputs accepted per turn (retries of an accepted id do not count). Default 32, at most 256. */
@@ -268,10 +247,7 @@ export class SteeringEngine implements SteeringPort {
       const message = { ...steering.message, _meta: { ...steering.message._meta, [USER_INPUT_META]: meta } };
       // Marked first: the part's own commit phase must not take the message down a second time.
       this.#removing.add(steering.id);
-      pending.push(
-        this.#dispatchAwait(target.chat, { type: 'chat/responsePart', turnId: target.turnId, part: { kind: USER_MESSAGE_PART, id: `user-input-${ordinal}-${randomUUID()}`, message } }),
-        this.#remove(target.chat, steering.id),
-      );
+      pending.push(this.#dispatchAwait(target.chat, { type: 'chat/responsePart', turnId: target.turnId, part: { kind: USER_MESSAGE_PART, id: `user-input-${ordinal}-${randomUUID()}`, message } }), this.#remove(target.chat, steering.id));
       taken.push({ inputId, text: steering.message.text });
     }
     await Promise.all(pending);

@@ -99,42 +99,30 @@ export function createSteeringFeature(options: SteeringOptions = {}): Feature {
       const notFoundBody = { outcome: 'rejected' as const, code: 'input_not_found', message: 'no receipt for this input and target in the retention window (current and last ended turn); this does not prove it was never applied' };
 
       // ─── HTTP (an InputError is an HttpError: the router answers it with its body) ─────
-      http.add(
-        'GET',
-        '/v2/sessions/{sessionId}/input-capabilities',
-        (_req, res, c) => {
-          const session = visibleSession(hub, c.principal, sessionUri(c.params['sessionId']!));
-          sendJson(res, 200, engine.capabilities(session));
-        },
-      );
-      http.add(
-        'POST',
-        '/v2/sessions/{sessionId}/inputs',
-        async (req, res, c) => {
-          const uri = visibleSession(hub, c.principal, sessionUri(c.params['sessionId']!));
-          assertWriter(c.principal);
-          let body: unknown;
-          try {
-            body = await readJsonBody(req);
-          } catch (err) {
-            if (err instanceof HttpError) throw new InputError(err.status, 'rejected', err.code, err.message, err.extra);
-            throw err;
-          }
-          const result = await submit(c.principal, uri, body, 'http');
-          sendJson(res, 202, result);
-        },
-      );
-      http.add(
-        'GET',
-        '/v2/sessions/{sessionId}/inputs/{inputId}',
-        async (_req, res, c) => {
-          const historyEpoch = c.url.searchParams.get('historyEpoch');
-          const turnId = c.url.searchParams.get('turnId');
-          const receipt = await status(c.principal, sessionUri(c.params['sessionId']!), c.params['inputId'], historyEpoch === null && turnId === null ? undefined : { historyEpoch, turnId });
-          if (!receipt) throw new InputError(404, notFoundBody.outcome, notFoundBody.code, notFoundBody.message);
-          sendJson(res, 200, { receipt });
-        },
-      );
+      http.add('GET', '/v2/sessions/{sessionId}/input-capabilities', (_req, res, c) => {
+        const session = visibleSession(hub, c.principal, sessionUri(c.params['sessionId']!));
+        sendJson(res, 200, engine.capabilities(session));
+      });
+      http.add('POST', '/v2/sessions/{sessionId}/inputs', async (req, res, c) => {
+        const uri = visibleSession(hub, c.principal, sessionUri(c.params['sessionId']!));
+        assertWriter(c.principal);
+        let body: unknown;
+        try {
+          body = await readJsonBody(req);
+        } catch (err) {
+          if (err instanceof HttpError) throw new InputError(err.status, 'rejected', err.code, err.message, err.extra);
+          throw err;
+        }
+        const result = await submit(c.principal, uri, body, 'http');
+        sendJson(res, 202, result);
+      });
+      http.add('GET', '/v2/sessions/{sessionId}/inputs/{inputId}', async (_req, res, c) => {
+        const historyEpoch = c.url.searchParams.get('historyEpoch');
+        const turnId = c.url.searchParams.get('turnId');
+        const receipt = await status(c.principal, sessionUri(c.params['sessionId']!), c.params['inputId'], historyEpoch === null && turnId === null ? undefined : { historyEpoch, turnId });
+        if (!receipt) throw new InputError(404, notFoundBody.outcome, notFoundBody.code, notFoundBody.message);
+        sendJson(res, 200, { receipt });
+      });
 
       // ─── WebSocket JSON-RPC ─────────────────────────────────────────────
       const params = z.looseObject({ channel: z.string().min(1).max(1024) });

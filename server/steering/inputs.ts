@@ -102,9 +102,7 @@ export function parseContent(value: unknown): string {
       422,
       'rejected',
       image ? 'image_unsupported' : 'unsupported_content',
-      image
-        ? 'images are not supported (image: false); send text only'
-        : `unsupported content ${JSON.stringify(keys)}: send exactly one of {text} or {blocks}`,
+      image ? 'images are not supported (image: false); send text only' : `unsupported content ${JSON.stringify(keys)}: send exactly one of {text} or {blocks}`,
     );
   }
   let joined: string;

@@ -6,18 +6,7 @@
  * errors throw the same errors.
  */
 import type { ActionLog, AppendResult, LogRecord, LogSnapshot } from './action-log.js';
-import {
-  SNAPSHOTS_KEPT,
-  type StoredRecord,
-  requireSeqArgument,
-  requireLimitArgument,
-  encodeAppendBatch,
-  decodeRecord,
-  encodeSnapshotData,
-  decodeSnapshot,
-  requireSnapshotWithinHead,
-  requireCompactionCovered,
-} from './record-codec.js';
+import { SNAPSHOTS_KEPT, type StoredRecord, requireSeqArgument, requireLimitArgument, encodeAppendBatch, decodeRecord, encodeSnapshotData, decodeSnapshot, requireSnapshotWithinHead, requireCompactionCovered } from './record-codec.js';
 
 interface StoredSnapshot {
   readonly seq: number;
@@ -102,4 +91,3 @@ export class MemoryActionLog implements ActionLog {
     if (this.#closed) throw new Error('action log: MemoryActionLog is closed');
   }
 }
-

@@ -145,10 +145,7 @@ export class PostgresActionLog implements SharedActionLog {
   async oldestSeq(): Promise<number> {
     this.#assertOpen();
     // One statement, one snapshot: MIN(seq) and head come from the same committed state.
-    const result = await this.#pool.query<{ oldest: string | null; head: string }>(
-      'SELECT (SELECT MIN(seq) FROM ahp_records WHERE partition = $1) AS oldest, head FROM ahp_log_head WHERE partition = $1',
-      [this.#name],
-    );
+    const result = await this.#pool.query<{ oldest: string | null; head: string }>('SELECT (SELECT MIN(seq) FROM ahp_records WHERE partition = $1) AS oldest, head FROM ahp_log_head WHERE partition = $1', [this.#name]);
     const row = result.rows[0];
     if (row?.oldest !== null && row?.oldest !== undefined) return Number(row.oldest);
     return this.#parseHead(row?.head) + 1;
@@ -164,10 +161,7 @@ export class PostgresActionLog implements SharedActionLog {
       await this.#lockSnapshots(client);
       const head = await client.query<{ head: string }>('SELECT head FROM ahp_log_head WHERE partition = $1', [this.#name]);
       requireSnapshotWithinHead(snapshot.serverSeq, this.#parseHead(head.rows[0]?.head));
-      await client.query(
-        'INSERT INTO ahp_snapshots (partition, seq, data) VALUES ($1, $2, $3) ON CONFLICT (partition, seq) DO UPDATE SET data = EXCLUDED.data',
-        [this.#name, snapshot.serverSeq, data],
-      );
+      await client.query('INSERT INTO ahp_snapshots (partition, seq, data) VALUES ($1, $2, $3) ON CONFLICT (partition, seq) DO UPDATE SET data = EXCLUDED.data', [this.#name, snapshot.serverSeq, data]);
       await client.query(
         `DELETE FROM ahp_snapshots WHERE partition = $1
            AND seq NOT IN (SELECT seq FROM ahp_snapshots WHERE partition = $1 ORDER BY seq DESC LIMIT $2)`,
@@ -178,10 +172,7 @@ export class PostgresActionLog implements SharedActionLog {
 
   async latestSnapshot(): Promise<LogSnapshot | undefined> {
     this.#assertOpen();
-    const result = await this.#pool.query<{ seq: string; data: unknown }>(
-      'SELECT seq, data FROM ahp_snapshots WHERE partition = $1 ORDER BY seq DESC LIMIT 1',
-      [this.#name],
-    );
+    const result = await this.#pool.query<{ seq: string; data: unknown }>('SELECT seq, data FROM ahp_snapshots WHERE partition = $1 ORDER BY seq DESC LIMIT 1', [this.#name]);
     const row = result.rows[0];
     return row === undefined ? undefined : decodeSnapshot(Number(row.seq), row.data);
   }
@@ -322,10 +313,7 @@ export class PostgresActionLog implements SharedActionLog {
 
   /** This partition's records after `afterSeq` in order, at most `limit`; a gap among them is corruption. */
   async #selectAfter(queryable: pg.Pool | pg.PoolClient, afterSeq: number, limit: number): Promise<LogRecord[]> {
-    const result = await queryable.query<RecordRow>(
-      'SELECT seq, channel, action, origin FROM ahp_records WHERE partition = $1 AND seq > $2 ORDER BY seq LIMIT $3',
-      [this.#name, afterSeq, limit === Number.POSITIVE_INFINITY ? null : limit],
-    );
+    const result = await queryable.query<RecordRow>('SELECT seq, channel, action, origin FROM ahp_records WHERE partition = $1 AND seq > $2 ORDER BY seq LIMIT $3', [this.#name, afterSeq, limit === Number.POSITIVE_INFINITY ? null : limit]);
     const rows: RawRecordRow[] = result.rows.map((row) => ({ ...row, seq: Number(row.seq) }));
     return decodeConsecutiveRecords(rows, this.#where);
   }
@@ -391,4 +379,3 @@ export class PostgresActionLog implements SharedActionLog {
     if (this.#partition.storeClosed()) throw new Error(`action log: the PostgresStore of ${this.#where} is closed`);
   }
 }
-

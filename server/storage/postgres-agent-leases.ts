@@ -65,18 +65,12 @@ export class PostgresAgentLeases implements AgentLeaseStore {
 
   async renew(): Promise<void> {
     this.#assertOpen();
-    await this.#pool.query(
-      `UPDATE ahp_agent_leases SET expires_at = now() + $3 * interval '1 millisecond' WHERE partition = $1 AND node = $2`,
-      [this.#partition, this.#node, this.#ttlMs],
-    );
+    await this.#pool.query(`UPDATE ahp_agent_leases SET expires_at = now() + $3 * interval '1 millisecond' WHERE partition = $1 AND node = $2`, [this.#partition, this.#node, this.#ttlMs]);
   }
 
   async claimExpired(): Promise<string[]> {
     this.#assertOpen();
-    const result = await this.#pool.query<{ session: string }>(
-      'DELETE FROM ahp_agent_leases WHERE partition = $1 AND expires_at < now() RETURNING session',
-      [this.#partition],
-    );
+    const result = await this.#pool.query<{ session: string }>('DELETE FROM ahp_agent_leases WHERE partition = $1 AND expires_at < now() RETURNING session', [this.#partition]);
     return result.rows.map((r) => r.session);
   }
 
@@ -85,10 +79,7 @@ export class PostgresAgentLeases implements AgentLeaseStore {
     const client = await this.#pool.connect();
     try {
       await client.query('BEGIN');
-      const handed = await client.query(
-        `UPDATE ahp_agent_leases SET node = $3, expires_at = 'infinity' WHERE partition = $1 AND node = $2 AND session = ANY($4::text[])`,
-        [this.#partition, this.#node, this.#handOffMark, [...sessions]],
-      );
+      const handed = await client.query(`UPDATE ahp_agent_leases SET node = $3, expires_at = 'infinity' WHERE partition = $1 AND node = $2 AND session = ANY($4::text[])`, [this.#partition, this.#node, this.#handOffMark, [...sessions]]);
       await client.query('DELETE FROM ahp_agent_leases WHERE partition = $1 AND node = $2', [this.#partition, this.#node]);
       await client.query('COMMIT');
       return handed.rowCount ?? 0;

@@ -78,10 +78,7 @@ export class PostgresCollabLog implements CollabLog {
   }
 
   async #select(db: pg.Pool | pg.PoolClient, channel: string, doc: string, afterId: number): Promise<CollabLogRow[]> {
-    const r = await db.query<{ id: string; data: Buffer }>(
-      'SELECT id, data FROM ahp_collab_updates WHERE partition = $1 AND channel = $2 AND doc = $3 AND id > $4 ORDER BY id',
-      [this.partition, channel, doc, afterId],
-    );
+    const r = await db.query<{ id: string; data: Buffer }>('SELECT id, data FROM ahp_collab_updates WHERE partition = $1 AND channel = $2 AND doc = $3 AND id > $4 ORDER BY id', [this.partition, channel, doc, afterId]);
     return r.rows.map((row) => ({ id: Number(row.id), update: new Uint8Array(row.data) }));
   }
 

@@ -234,10 +234,7 @@ async function migrate(pool: pg.Pool): Promise<void> {
       const version = value !== undefined && /^\d+$/.test(value) ? Number(value) : undefined;
       if (version === undefined) throw new Error(`not an action log (ahp_meta.schema_version is ${JSON.stringify(value) ?? 'missing'})`);
       if (version > SCHEMA_VERSION) {
-        throw new Error(
-          `the database has schema version ${version}, written by a newer build; this build understands up to ` +
-            `${SCHEMA_VERSION}. Upgrade the hub (downgrading the database is not supported).`,
-        );
+        throw new Error(`the database has schema version ${version}, written by a newer build; this build understands up to ` + `${SCHEMA_VERSION}. Upgrade the hub (downgrading the database is not supported).`);
       }
       if (version < SCHEMA_VERSION) {
         // Version 1 (one log shared by every tenant) only ever existed in unreleased development
@@ -298,4 +295,3 @@ function describeUrl(url: string): string {
     return 'postgres://(unparseable URL)';
   }
 }
-

@@ -52,10 +52,7 @@ export function encodeAppendBatch(expectedHead: number, records: readonly LogRec
   return records.map((record, index) => {
     const wanted = expectedHead + 1 + index;
     if (record.serverSeq !== wanted) {
-      throw new Error(
-        `action log: append(expectedHead=${expectedHead}) got serverSeq ${String(record.serverSeq)} at index ${index}; ` +
-          `records must carry contiguous serverSeqs starting at ${expectedHead + 1}, so expected ${wanted}`,
-      );
+      throw new Error(`action log: append(expectedHead=${expectedHead}) got serverSeq ${String(record.serverSeq)} at index ${index}; ` + `records must carry contiguous serverSeqs starting at ${expectedHead + 1}, so expected ${wanted}`);
     }
     return encodeRecord(record);
   });
@@ -148,7 +145,6 @@ function isPlainObject(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
-
 /** A snapshot claiming to cover records that were never appended is a bug in the caller. */
 export function requireSnapshotWithinHead(snapshotSeq: number, head: number): void {
   if (snapshotSeq > head) {
@@ -163,10 +159,7 @@ export function requireSnapshotWithinHead(snapshotSeq: number, head: number): vo
 export function requireCompactionCovered(uptoSeq: number, latestSnapshotSeq: number | undefined): void {
   if (uptoSeq === 0) return;
   if (latestSnapshotSeq === undefined || latestSnapshotSeq < uptoSeq) {
-    throw new Error(
-      `action log: refusing to compact up to ${uptoSeq}: the newest snapshot covers ` +
-        (latestSnapshotSeq === undefined ? 'nothing (there is none)' : `only up to ${latestSnapshotSeq}`),
-    );
+    throw new Error(`action log: refusing to compact up to ${uptoSeq}: the newest snapshot covers ` + (latestSnapshotSeq === undefined ? 'nothing (there is none)' : `only up to ${latestSnapshotSeq}`));
   }
 }
 

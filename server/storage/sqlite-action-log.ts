@@ -122,19 +122,13 @@ export class SqliteActionLog implements ActionLog {
     this.#marker = marker;
     this.#selectHead = db.prepare<[], unknown>(`SELECT value FROM meta WHERE key = 'head'`).pluck();
     this.#updateHead = db.prepare<[string]>(`UPDATE meta SET value = ? WHERE key = 'head'`);
-    this.#insertRecord = db.prepare<[number, string, string, string | null]>(
-      'INSERT INTO records (seq, channel, action, origin) VALUES (?, ?, ?, ?)',
-    );
+    this.#insertRecord = db.prepare<[number, string, string, string | null]>('INSERT INTO records (seq, channel, action, origin) VALUES (?, ?, ?, ?)');
     // LIMIT -1 means "no limit" in SQLite; read() maps Infinity to it.
-    this.#selectRecords = db.prepare<[number, number], RawRecordRow>(
-      'SELECT seq, channel, action, origin FROM records WHERE seq > ? ORDER BY seq LIMIT ?',
-    );
+    this.#selectRecords = db.prepare<[number, number], RawRecordRow>('SELECT seq, channel, action, origin FROM records WHERE seq > ? ORDER BY seq LIMIT ?');
     this.#selectOldestSeq = db.prepare<[], number | null>('SELECT MIN(seq) FROM records').pluck();
     this.#deleteRecordsUpTo = db.prepare<[number]>('DELETE FROM records WHERE seq <= ?');
     this.#upsertSnapshot = db.prepare<[number, string]>('INSERT OR REPLACE INTO snapshots (seq, data) VALUES (?, ?)');
-    this.#pruneSnapshots = db.prepare<[number]>(
-      'DELETE FROM snapshots WHERE seq NOT IN (SELECT seq FROM snapshots ORDER BY seq DESC LIMIT ?)',
-    );
+    this.#pruneSnapshots = db.prepare<[number]>('DELETE FROM snapshots WHERE seq NOT IN (SELECT seq FROM snapshots ORDER BY seq DESC LIMIT ?)');
     this.#selectLatestSnapshot = db.prepare<[], SnapshotRow>('SELECT seq, data FROM snapshots ORDER BY seq DESC LIMIT 1');
 
     // The one atomic primitive: check the head and insert every row inside a single
@@ -147,11 +141,7 @@ export class SqliteActionLog implements ActionLog {
           this.#insertRecord.run(row.seq, row.channel, row.action, row.origin);
         } catch (cause) {
           // Only possible if meta.head lags behind the records table, i.e. the file was edited.
-          throw new Error(
-            `action log: ${this.#file} is inconsistent: record ${row.seq} already exists above head ${head} ` +
-              `(${errorMessage(cause)})`,
-            { cause },
-          );
+          throw new Error(`action log: ${this.#file} is inconsistent: record ${row.seq} already exists above head ${head} ` + `(${errorMessage(cause)})`, { cause });
         }
       }
       const newHead = expectedHead + rows.length;
@@ -267,9 +257,7 @@ export class SqliteActionLog implements ActionLog {
  */
 function migrate(db: Database.Database): void {
   db.transaction(() => {
-    const tables = new Set(
-      db.prepare<[], string>(`SELECT name FROM sqlite_master WHERE type = 'table'`).pluck().all(),
-    );
+    const tables = new Set(db.prepare<[], string>(`SELECT name FROM sqlite_master WHERE type = 'table'`).pluck().all());
     if (tables.has('meta')) {
       const stored = db.prepare<[], unknown>(`SELECT value FROM meta WHERE key = 'schema_version'`).pluck().get();
       const version = typeof stored === 'string' && /^\d+$/.test(stored) ? Number(stored) : undefined;
@@ -277,10 +265,7 @@ function migrate(db: Database.Database): void {
         throw new Error(`not an action log (meta.schema_version is ${JSON.stringify(stored) ?? 'missing'})`);
       }
       if (version > SCHEMA_VERSION) {
-        throw new Error(
-          `the file has schema version ${version}, written by a newer build; this build understands up to ` +
-            `${SCHEMA_VERSION}. Upgrade the hub (downgrading the file is not supported).`,
-        );
+        throw new Error(`the file has schema version ${version}, written by a newer build; this build understands up to ` + `${SCHEMA_VERSION}. Upgrade the hub (downgrading the file is not supported).`);
       }
       // version === SCHEMA_VERSION: nothing to migrate yet. Future versions upgrade here, in order.
       return;
@@ -318,7 +303,6 @@ function parseHead(value: unknown, file: string): number {
   }
   throw new Error(`action log: ${file} is corrupt: meta.head is ${JSON.stringify(value) ?? 'missing'}`);
 }
-
 
 /**
  * The last committed head, kept outside SQLite: two 32-byte slots, written alternately, each

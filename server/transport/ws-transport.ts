@@ -355,7 +355,5 @@ function decrement(counts: Map<string, number>, key: string): void {
 
 function refuse(socket: Duplex, status: number, code: string, message: string): void {
   const body = JSON.stringify({ code, message });
-  socket.end(
-    `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? 'Error'}\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
-  );
+  socket.end(`HTTP/1.1 ${status} ${STATUS_CODES[status] ?? 'Error'}\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`);
 }

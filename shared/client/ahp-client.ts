@@ -42,20 +42,8 @@ import type { SessionSummary } from '../protocol/state.js';
 import { ROOT_URI, channelKind, sessionUri } from '../protocol/uris.js';
 import { SUPPORTED_VERSIONS } from '../protocol/version.js';
 import { DEFAULT_BACKOFF, defaultScheduler, reconnectDelay, type BackoffOptions, type Scheduler } from './backoff.js';
-import {
-  ChannelViewImpl,
-  erase,
-  type ChannelView,
-  type ChannelViewHost,
-  type DispatchResult,
-} from './channel-view.js';
-import {
-  defaultReducers,
-  type ChatState,
-  type ReducerRegistry,
-  type RootState,
-  type SessionState,
-} from './default-reducers.js';
+import { ChannelViewImpl, erase, type ChannelView, type ChannelViewHost, type DispatchResult } from './channel-view.js';
+import { defaultReducers, type ChatState, type ReducerRegistry, type RootState, type SessionState } from './default-reducers.js';
 import { AhpAuthError, AhpConnectionError, AhpProtocolError, AhpRequestError, AhpTimeoutError } from './errors.js';
 import { randomUuid } from './random-id.js';
 import { SessionInputs } from './session-inputs.js';
@@ -253,10 +241,7 @@ function chunk<T>(items: readonly T[], size: number): T[][] {
 
 /** Errors after which retrying the same handshake cannot succeed. */
 function isFatalHandshakeError(error: unknown): boolean {
-  return (
-    (error instanceof AhpRequestError && error.code === ErrorCode.UnsupportedProtocolVersion) ||
-    error instanceof AhpProtocolError
-  );
+  return (error instanceof AhpRequestError && error.code === ErrorCode.UnsupportedProtocolVersion) || error instanceof AhpProtocolError;
 }
 
 /** A subscribe result's snapshot: `meta` is the snapshot's own `_meta` (outside `state`). */
@@ -430,11 +415,7 @@ export class AhpClient {
    */
   request(method: string, params: RequestParams, options?: RequestOptions): Promise<unknown>;
   request<T>(method: string, params: RequestParams, options: RequestOptions & { readonly schema: ResultSchema<T> }): Promise<T>;
-  async request<T>(
-    method: string,
-    params: RequestParams,
-    options?: RequestOptions & { readonly schema?: ResultSchema<T> },
-  ): Promise<unknown> {
+  async request<T>(method: string, params: RequestParams, options?: RequestOptions & { readonly schema?: ResultSchema<T> }): Promise<unknown> {
     const result = await this.#request(method, params, { handshake: false, timeoutMs: options?.timeoutMs });
     const schema = options?.schema;
     if (!schema) return result;
@@ -908,12 +889,7 @@ export class AhpClient {
     this.#scheduler.clearTimeout(request.timer);
     if ('error' in message) {
       const parsed = jsonRpcErrorSchema.safeParse(message.error);
-      request.reject(
-        new AhpRequestError(
-          request.method,
-          parsed.success ? parsed.data : { code: ErrorCode.InternalError, message: 'malformed error response', data: message.error },
-        ),
-      );
+      request.reject(new AhpRequestError(request.method, parsed.success ? parsed.data : { code: ErrorCode.InternalError, message: 'malformed error response', data: message.error }));
     } else {
       request.resolve(message.result);
     }
@@ -1084,11 +1060,7 @@ export class AhpClient {
   async #recoverBatch(generation: number, lastSeenServerSeq: number, channels: string[]): Promise<void> {
     let raw: unknown;
     try {
-      raw = await this.#request(
-        Method.Reconnect,
-        { channel: ROOT_URI, clientId: this.clientId, lastSeenServerSeq, subscriptions: channels },
-        { handshake: true },
-      );
+      raw = await this.#request(Method.Reconnect, { channel: ROOT_URI, clientId: this.clientId, lastSeenServerSeq, subscriptions: channels }, { handshake: true });
     } catch (error) {
       if (!(error instanceof AhpRequestError)) throw error;
       // The server refused to resume us (e.g. does not implement reconnect): start over cleanly.

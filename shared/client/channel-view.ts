@@ -116,9 +116,7 @@ export class ChannelViewImpl<S> implements ChannelView<S> {
     this.subscribeParams = init.subscribeParams;
     this.#host = init.host;
     this.#snapshotMeta = init.snapshotMeta;
-    this.#reconciler = new Reconciler(init.reducer, init.state, init.fromSeq, (error, action) =>
-      init.host.reportError(`reducer threw on ${action.type} for ${init.channel}; action skipped locally`, error),
-    );
+    this.#reconciler = new Reconciler(init.reducer, init.state, init.fromSeq, (error, action) => init.host.reportError(`reducer threw on ${action.type} for ${init.channel}; action skipped locally`, error));
   }
 
   get status(): ChannelViewStatus {

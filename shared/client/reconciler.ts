@@ -40,12 +40,7 @@ export class Reconciler<S> {
   #optimistic: { value: S } | undefined;
   #lastAppliedSeq: number;
 
-  constructor(
-    reducer: WireReducer<S>,
-    initial: S,
-    fromSeq: number,
-    onReducerError: (error: unknown, action: WireAction) => void = () => {},
-  ) {
+  constructor(reducer: WireReducer<S>, initial: S, fromSeq: number, onReducerError: (error: unknown, action: WireAction) => void = () => {}) {
     this.#reducer = reducer;
     this.#onReducerError = onReducerError;
     this.#confirmed = initial;

@@ -65,19 +65,8 @@ import {
   toolChoiceForgottenActionSchema,
   toolDenialRememberedActionSchema,
 } from './actions/session.js';
-import {
-  agentsChangedActionSchema,
-  activeSessionsChangedActionSchema,
-  terminalsChangedActionSchema,
-  rootConfigChangedActionSchema,
-} from './actions/root.js';
-import type {
-  ChatActionType,
-  KnownAction,
-  KnownActionType,
-  RootActionType,
-  SessionActionType,
-} from './actions/unions.js';
+import { agentsChangedActionSchema, activeSessionsChangedActionSchema, terminalsChangedActionSchema, rootConfigChangedActionSchema } from './actions/root.js';
+import type { ChatActionType, KnownAction, KnownActionType, RootActionType, SessionActionType } from './actions/unions.js';
 import {
   sessionCreationFailedActionSchema,
   sessionActivityChangedActionSchema,
@@ -120,16 +109,8 @@ import {
   changesetOperationStatusChangedActionSchema,
   changesetClearedActionSchema,
 } from './actions/changeset.js';
-import {
-  annotationsSetActionSchema,
-  annotationsUpdatedActionSchema,
-  annotationsRemovedActionSchema,
-  annotationsEntrySetActionSchema,
-  annotationsEntryRemovedActionSchema,
-} from './actions/annotations.js';
-import {
-  resourceWatchChangedActionSchema,
-} from './actions/resource-watch.js';
+import { annotationsSetActionSchema, annotationsUpdatedActionSchema, annotationsRemovedActionSchema, annotationsEntrySetActionSchema, annotationsEntryRemovedActionSchema } from './actions/annotations.js';
+import { resourceWatchChangedActionSchema } from './actions/resource-watch.js';
 import type { AnnotationsActionType } from './actions/annotations.js';
 import type { ChangesetActionType } from './actions/changeset.js';
 import type { ResourceWatchActionType } from './actions/resource-watch.js';
@@ -294,14 +275,7 @@ export function isKnownAction(action: { type: string }): action is KnownAction {
  * Server-only chat actions that only stream into the active turn: they never change status,
  * summary or input-needed (the hub skips roll-up) nor which interactions are pending.
  */
-export const STREAMING_ONLY_ACTIONS: ReadonlySet<string> = new Set<KnownActionType>([
-  'chat/delta',
-  'chat/reasoning',
-  'chat/usage',
-  'chat/toolCallDelta',
-  'chat/draftChanged',
-  'chat/toolCallContentChanged',
-]);
+export const STREAMING_ONLY_ACTIONS: ReadonlySet<string> = new Set<KnownActionType>(['chat/delta', 'chat/reasoning', 'chat/usage', 'chat/toolCallDelta', 'chat/draftChanged', 'chat/toolCallContentChanged']);
 
 /** Actions a client may dispatch (the "C" entries of §3, plus [L]/[S] additions). */
 export const CLIENT_DISPATCHABLE_ACTIONS: ReadonlySet<string> = new Set<KnownActionType>([
@@ -335,15 +309,11 @@ export const CLIENT_DISPATCHABLE_ACTIONS: ReadonlySet<string> = new Set<KnownAct
  * `parseAction` and the session reducer treat the old name as the new one; nothing is sent
  * under the old name. Drop an entry one release after its rename (docs/compatibility.md).
  */
-export const LEGACY_ACTION_TYPES: ReadonlyMap<string, KnownActionType> = new Map<string, KnownActionType>([
-  ['session/stateReplaced', 'x-session/stateReplaced'],
-]);
+export const LEGACY_ACTION_TYPES: ReadonlyMap<string, KnownActionType> = new Map<string, KnownActionType>([['session/stateReplaced', 'x-session/stateReplaced']]);
 
 // ─── Parsing ─────────────────────────────────────────────────────────────────
 
-export type ParseActionResult =
-  | { readonly ok: true; readonly action: KnownAction | AnyAction }
-  | { readonly ok: false; readonly message: string; readonly code?: JsonBoundsViolation };
+export type ParseActionResult = { readonly ok: true; readonly action: KnownAction | AnyAction } | { readonly ok: false; readonly message: string; readonly code?: JsonBoundsViolation };
 
 /**
  * Validates a raw action. Known types must match their schema; the message names the failing

@@ -40,7 +40,10 @@ export const CHAT_PRESENCE_DOC = '~chat';
 
 const channel = z.string().min(1).max(512);
 const doc = z.string().min(1).max(256);
-const base64 = z.string().max(4 * 1024 * 1024).regex(/^[A-Za-z0-9+/]*={0,2}$/, 'must be base64');
+const base64 = z
+  .string()
+  .max(4 * 1024 * 1024)
+  .regex(/^[A-Za-z0-9+/]*={0,2}$/, 'must be base64');
 
 export const joinParamsSchema = z.object({ channel, doc });
 export const leaveParamsSchema = z.object({ channel, doc });

@@ -55,7 +55,5 @@ function deepestBranch(branches: ReadonlyArray<ReadonlyArray<IssueLike>>): Reado
 
 function formatPath(path: ReadonlyArray<PropertyKey>): string {
   if (path.length === 0) return '(root)';
-  return path
-    .map((key, index) => (typeof key === 'number' ? `[${key}]` : `${index === 0 ? '' : '.'}${String(key)}`))
-    .join('');
+  return path.map((key, index) => (typeof key === 'number' ? `[${key}]` : `${index === 0 ? '' : '.'}${String(key)}`)).join('');
 }

@@ -13,7 +13,11 @@
 export const PROTOCOL_VERSION = '1.0.0';
 export const SUPPORTED_VERSIONS = ['1.0.0', '0.9.0', '0.8.0'] as const;
 
-interface SemVer { major: number; minor: number; patch: number }
+interface SemVer {
+  major: number;
+  minor: number;
+  patch: number;
+}
 
 /** MAJOR.MINOR.PATCH, non-negative integers without leading zeros; no pre-release or build part. */
 export function parseSemVer(v: string): SemVer | undefined {

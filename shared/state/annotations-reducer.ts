@@ -6,10 +6,7 @@ import { isAnnotationsActionType, type AnnotationsAction } from '../protocol/act
 import type { Annotation, AnnotationEntry, AnnotationsState } from '../protocol/state.js';
 import { removeWhere, updateAt, upsertBy } from './collections.js';
 
-export function annotationsReducer(
-  state: AnnotationsState,
-  action: AnnotationsAction | { readonly type: string },
-): AnnotationsState {
+export function annotationsReducer(state: AnnotationsState, action: AnnotationsAction | { readonly type: string }): AnnotationsState {
   if (!isAnnotationsActionType(action.type)) return state;
   try {
     return reduce(state, action as AnnotationsAction);
@@ -54,11 +51,7 @@ function reduce(state: AnnotationsState, action: AnnotationsAction): Annotations
   }
 }
 
-function updateAnnotation(
-  state: AnnotationsState,
-  annotationId: string,
-  update: (annotation: Annotation) => Annotation,
-): AnnotationsState {
+function updateAnnotation(state: AnnotationsState, annotationId: string, update: (annotation: Annotation) => Annotation): AnnotationsState {
   const index = state.annotations.findIndex((annotation) => annotation.id === annotationId);
   if (index === -1) return state;
   const annotations = updateAt(state.annotations, index, update);

@@ -53,17 +53,12 @@ function filesReviewChanged(state: ChangesetState, ids: ReadonlySet<string>, rev
   return { ...state, files };
 }
 
-function operationStatusChanged(
-  state: ChangesetState,
-  action: Extract<ChangesetAction, { type: 'changeset/operationStatusChanged' }>,
-): ChangesetState {
+function operationStatusChanged(state: ChangesetState, action: Extract<ChangesetAction, { type: 'changeset/operationStatusChanged' }>): ChangesetState {
   const operations = state.operations;
   if (!operations) return state;
   const index = operations.findIndex((operation) => operation.id === action.operationId);
   if (index === -1) return state;
-  const next = updateAt(operations, index, (operation): ChangesetOperation =>
-    withField({ ...operation, status: action.status }, 'error', action.status === 'error' ? action.error : undefined),
-  );
+  const next = updateAt(operations, index, (operation): ChangesetOperation => withField({ ...operation, status: action.status }, 'error', action.status === 'error' ? action.error : undefined));
   return { ...state, operations: [...next] };
 }
 

@@ -1,11 +1,5 @@
 /** Helpers every chat-reducer module shares: the derived status and active-turn updates. */
-import {
-  type ActiveTurn,
-  type ChatState,
-  type ResponsePart,
-  SessionStatus,
-  withBit,
-} from '../protocol/state.js';
+import { type ActiveTurn, type ChatState, type ResponsePart, SessionStatus, withBit } from '../protocol/state.js';
 import { deriveChatStatus } from './status.js';
 import { replacePart } from './part-index.js';
 
@@ -39,11 +33,7 @@ export function withResponseParts(turn: ActiveTurn, responseParts: readonly Resp
 }
 
 /** `updateAt` for response parts, keeping the part index (a part keeps its id through every update here). */
-export function replacePartAt(
-  parts: readonly ResponsePart[],
-  index: number,
-  update: (part: ResponsePart) => ResponsePart,
-): readonly ResponsePart[] {
+export function replacePartAt(parts: readonly ResponsePart[], index: number, update: (part: ResponsePart) => ResponsePart): readonly ResponsePart[] {
   const current = parts[index];
   return index < 0 || current === undefined ? parts : replacePart(parts, index, update(current));
 }

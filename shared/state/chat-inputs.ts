@@ -1,27 +1,7 @@
 /** Chat reducer transitions for input requests (§3.2) and pending / steering messages (§3.3). Pure, like `chatReducer`. */
-import type {
-  InputAnswerChangedAction,
-  InputCompletedAction,
-  InputRequestedAction,
-  PendingMessageRemovedAction,
-  PendingMessageSetAction,
-  QueuedMessagesReorderedAction,
-} from '../protocol/actions.js';
-import type {
-  ActiveTurn,
-  ChatInputRequest,
-  ChatState,
-  InputRequestPart,
-  PendingMessage,
-} from '../protocol/state.js';
-import {
-  nonEmpty,
-  nonEmptyRecord,
-  removeWhere,
-  setEntry,
-  upsertBy,
-  withField,
-} from './collections.js';
+import type { InputAnswerChangedAction, InputCompletedAction, InputRequestedAction, PendingMessageRemovedAction, PendingMessageSetAction, QueuedMessagesReorderedAction } from '../protocol/actions.js';
+import type { ActiveTurn, ChatInputRequest, ChatState, InputRequestPart, PendingMessage } from '../protocol/state.js';
+import { nonEmpty, nonEmptyRecord, removeWhere, setEntry, upsertBy, withField } from './collections.js';
 import { isOpenInputRequest } from './selectors.js';
 import { replacePartAt, updateActiveTurn, withDerivedStatus, withResponseParts } from './chat-helpers.js';
 import { appendPart, firstPositionOf, inputKey } from './part-index.js';
@@ -29,11 +9,7 @@ import { appendPart, firstPositionOf, inputKey } from './part-index.js';
 // ─── Input requests (§3.2) ───────────────────────────────────────────────────
 
 /** Updates the open (unanswered) input-request part with `requestId` in the active turn. */
-function updateOpenRequest(
-  state: ChatState,
-  requestId: string,
-  update: (part: InputRequestPart) => InputRequestPart,
-): ChatState {
+function updateOpenRequest(state: ChatState, requestId: string, update: (part: InputRequestPart) => InputRequestPart): ChatState {
   const turn = state.activeTurn;
   if (!turn) return state;
   const index = findOpenRequestIndex(turn, requestId);
@@ -102,9 +78,7 @@ export const idOf = (message: PendingMessage): string => message.id;
 
 export function pendingMessageSet(state: ChatState, action: PendingMessageSetAction): ChatState {
   const pending: PendingMessage = { id: action.id, message: action.message };
-  return action.kind === 'steering'
-    ? { ...state, steeringMessage: pending }
-    : { ...state, queuedMessages: upsertBy(state.queuedMessages, pending, idOf) };
+  return action.kind === 'steering' ? { ...state, steeringMessage: pending } : { ...state, queuedMessages: upsertBy(state.queuedMessages, pending, idOf) };
 }
 
 export function pendingMessageRemoved(state: ChatState, action: PendingMessageRemovedAction): ChatState {
@@ -112,11 +86,7 @@ export function pendingMessageRemoved(state: ChatState, action: PendingMessageRe
   return state.steeringMessage?.id === action.id ? withField(state, 'steeringMessage', undefined) : state;
 }
 
-export function removePendingFromList(
-  state: ChatState,
-  key: 'queuedMessages' | 'steeringMessages',
-  messageId: string,
-): ChatState {
+export function removePendingFromList(state: ChatState, key: 'queuedMessages' | 'steeringMessages', messageId: string): ChatState {
   const list = state[key];
   if (!list) return state;
   const remaining = removeWhere(list, (message) => message.id === messageId);
@@ -140,4 +110,3 @@ export function queuedMessagesReordered(state: ChatState, action: QueuedMessages
   }
   return { ...state, queuedMessages: [...front, ...queued.filter((message) => !moved.has(message))] };
 }
-

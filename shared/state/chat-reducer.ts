@@ -8,56 +8,15 @@
  *   trusted to be well-formed (they come through `parseAction` or from typed server code); as a
  *   safety net, a payload that would make a transition throw is dropped as a no-op.
  */
-import {
-  type ChatAction,
-  type DeltaAction,
-  isChatActionType,
-  type ReasoningAction,
-  type ResponsePartAction,
-  type TruncatedAction,
-  type TurnResumeAction,
-  type TurnsLoadedAction,
-  type TurnStartedAction,
-} from '../protocol/actions.js';
-import {
-  type ActiveTurn,
-  type ChatState,
-  type ErrorInfo,
-  type ErrorPart,
-  isPartOfKind,
-  SessionStatus,
-  withBit,
-  type Turn,
-  type TurnState,
-} from '../protocol/state.js';
+import { type ChatAction, type DeltaAction, isChatActionType, type ReasoningAction, type ResponsePartAction, type TruncatedAction, type TurnResumeAction, type TurnsLoadedAction, type TurnStartedAction } from '../protocol/actions.js';
+import { type ActiveTurn, type ChatState, type ErrorInfo, type ErrorPart, isPartOfKind, SessionStatus, withBit, type Turn, type TurnState } from '../protocol/state.js';
 import { upsertBy, withField } from './collections.js';
 import { appendPart } from './part-index.js';
 import { hasTurn } from './selectors.js';
 import { withDirectory, withoutDirectory } from './session-host-reducer.js';
 import { replacePartAt, updateActiveTurn, withDerivedStatus, withResponseParts } from './chat-helpers.js';
-import {
-  idOf,
-  inputAnswerChanged,
-  inputCompleted,
-  inputRequested,
-  pendingMessageRemoved,
-  pendingMessageSet,
-  queuedMessagesReordered,
-  removePendingFromList,
-} from './chat-inputs.js';
-import {
-  cancelUnfinishedToolCall,
-  changeToolContent,
-  completeToolCall,
-  confirmToolCall,
-  confirmToolResult,
-  prepareToolCall,
-  requireToolAuth,
-  resolveToolAuth,
-  streamToolInput,
-  toolCallStart,
-  transitionToolCall,
-} from './chat-tool-calls.js';
+import { idOf, inputAnswerChanged, inputCompleted, inputRequested, pendingMessageRemoved, pendingMessageSet, queuedMessagesReordered, removePendingFromList } from './chat-inputs.js';
+import { cancelUnfinishedToolCall, changeToolContent, completeToolCall, confirmToolCall, confirmToolResult, prepareToolCall, requireToolAuth, resolveToolAuth, streamToolInput, toolCallStart, transitionToolCall } from './chat-tool-calls.js';
 
 /**
  * `action` is typed loosely on purpose: logs and peers may carry types this version does not
@@ -198,9 +157,7 @@ function appendToStreamedPart(state: ChatState, action: DeltaAction | ReasoningA
     const index = turn.responseParts.findIndex((part) => isPartOfKind(part, kind) && part.id === action.partId);
     return withResponseParts(
       turn,
-      replacePartAt(turn.responseParts, index, (part) =>
-        isPartOfKind(part, kind) ? { ...part, content: part.content + action.content } : part,
-      ),
+      replacePartAt(turn.responseParts, index, (part) => (isPartOfKind(part, kind) ? { ...part, content: part.content + action.content } : part)),
     );
   });
 }
@@ -306,4 +263,3 @@ function turnsLoaded(state: ChatState, action: TurnsLoadedAction): ChatState {
   const next = older.length > 0 ? { ...state, turns: [...older, ...state.turns] } : state;
   return withField(next, 'turnsNextCursor', action.turnsNextCursor);
 }
-

@@ -10,14 +10,7 @@ import type {
   ToolCallResultConfirmedAction,
   ToolCallStartAction,
 } from '../protocol/actions.js';
-import {
-  type ActiveTurn,
-  type ChatState,
-  isPartOfKind,
-  type ResponsePart,
-  type ToolCallContributor,
-  type ToolCallState,
-} from '../protocol/state.js';
+import { type ActiveTurn, type ChatState, isPartOfKind, type ResponsePart, type ToolCallContributor, type ToolCallState } from '../protocol/state.js';
 import { withField } from './collections.js';
 import { replacePartAt, updateActiveTurn, withDerivedStatus, withResponseParts } from './chat-helpers.js';
 import { appendPart, firstPositionOf, toolKey } from './part-index.js';
@@ -56,11 +49,7 @@ interface ToolAction {
  * call is not in a status the action applies to; wrong turn, unknown id or wrong status are
  * all no-ops. Status is recomputed because most transitions start or end a wait for the user.
  */
-export function transitionToolCall<A extends ToolAction>(
-  state: ChatState,
-  action: A,
-  transition: (toolCall: ToolCallState, action: A) => ToolCallState | undefined,
-): ChatState {
+export function transitionToolCall<A extends ToolAction>(state: ChatState, action: A, transition: (toolCall: ToolCallState, action: A) => ToolCallState | undefined): ChatState {
   const next = updateActiveTurn(state, action.turnId, (turn) => {
     const index = findToolCallIndex(turn, action.toolCallId);
     return withResponseParts(
@@ -102,10 +91,7 @@ export function streamToolInput(toolCall: ToolCallState, action: ToolCallDeltaAc
  * ownership is fixed at `toolCallStart`: it is never granted, moved or revoked afterwards,
  * because only the owning client may complete the call.
  */
-function refineContributor(
-  current: ToolCallContributor | undefined,
-  proposed: ToolCallContributor | undefined,
-): ToolCallContributor | undefined {
+function refineContributor(current: ToolCallContributor | undefined, proposed: ToolCallContributor | undefined): ToolCallContributor | undefined {
   if (!proposed || current?.kind === 'client' || proposed.kind === 'client') return current;
   return proposed;
 }
@@ -145,15 +131,11 @@ export function prepareToolCall(toolCall: ToolCallState, action: ToolCallReadyAc
 export function confirmToolCall(toolCall: ToolCallState, action: ToolCallConfirmedAction): ToolCallState | undefined {
   if (toolCall.status !== 'pending-confirmation') return undefined;
   const base = toolBase(toolCall, action._meta);
-  const selectedOption =
-    action.selectedOptionId === undefined
-      ? undefined
-      : toolCall.options?.find((option) => option.id === action.selectedOptionId);
+  const selectedOption = action.selectedOptionId === undefined ? undefined : toolCall.options?.find((option) => option.id === action.selectedOptionId);
   const chosen = selectedOption ? { selectedOption } : {};
   if (action.approved) {
     // Inline (string) input is replaced by the user's edit; referenced input is rewritten by the host.
-    const toolInput =
-      typeof toolCall.toolInput === 'object' ? toolCall.toolInput : (action.editedToolInput ?? toolCall.toolInput);
+    const toolInput = typeof toolCall.toolInput === 'object' ? toolCall.toolInput : (action.editedToolInput ?? toolCall.toolInput);
     return {
       ...base,
       status: 'running',

@@ -49,11 +49,7 @@ export function withField<T extends object, K extends keyof T>(obj: T, key: K, v
  * Built with `Object.fromEntries` so a key such as `__proto__` becomes an own property instead of
  * reaching the prototype setter (record keys can come from clients).
  */
-export function setEntry<V>(
-  record: Readonly<Record<string, V>> | undefined,
-  key: string,
-  value: V | undefined,
-): Record<string, V> {
+export function setEntry<V>(record: Readonly<Record<string, V>> | undefined, key: string, value: V | undefined): Record<string, V> {
   const entries = Object.entries(record ?? {});
   const index = entries.findIndex(([existing]) => existing === key);
   if (value === undefined) return Object.fromEntries(entries.filter((_, i) => i !== index));

@@ -24,11 +24,7 @@ const indexes = new WeakMap<readonly ResponsePart[], PartIndex>();
 const blockingCounts = new WeakMap<readonly ResponsePart[], number>();
 
 /** Tool statuses that wait for a person: a confirmation prompt or an MCP sign-in. */
-const USER_BLOCKING_TOOL_STATUSES: ReadonlySet<ToolCallState['status']> = new Set([
-  'pending-confirmation',
-  'pending-result-confirmation',
-  'auth-required',
-]);
+const USER_BLOCKING_TOOL_STATUSES: ReadonlySet<ToolCallState['status']> = new Set(['pending-confirmation', 'pending-result-confirmation', 'auth-required']);
 
 /** A part a person must answer (§2.5): an open input request, or a tool waiting for them. A client-executed running tool is not. */
 export function isBlockingPart(part: ResponsePart): boolean {

@@ -6,9 +6,6 @@
 import type { ResourceWatchAction } from '../protocol/actions.js';
 import type { ResourceWatchState } from '../protocol/state.js';
 
-export function resourceWatchReducer(
-  state: ResourceWatchState,
-  _action: ResourceWatchAction | { readonly type: string },
-): ResourceWatchState {
+export function resourceWatchReducer(state: ResourceWatchState, _action: ResourceWatchAction | { readonly type: string }): ResourceWatchState {
   return state;
 }

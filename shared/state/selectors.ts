@@ -67,9 +67,7 @@ export function findDecidedToolCall(chat: WithActiveTurn, toolCallId: string): T
 }
 
 /** Something in the active turn a person is asked to answer: an input request or a tool confirmation. */
-export type OpenInteraction =
-  | { readonly kind: 'input'; readonly request: ChatInputRequest }
-  | { readonly kind: 'toolConfirmation'; readonly toolCall: PendingConfirmationToolCall };
+export type OpenInteraction = { readonly kind: 'input'; readonly request: ChatInputRequest } | { readonly kind: 'toolConfirmation'; readonly toolCall: PendingConfirmationToolCall };
 
 /**
  * The active turn's open input requests and tool calls waiting for a confirmation, in the order

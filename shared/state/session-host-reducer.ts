@@ -75,11 +75,7 @@ export function withoutDirectory<T extends { readonly workingDirectories?: reado
  * Finds a customization by id at the top level or one level down (a container's children) and
  * replaces it with `update(entry)`; the same state when the id is unknown or `update` declines.
  */
-function updateCustomization(
-  state: SessionState,
-  id: string,
-  update: (entry: Customization) => Customization,
-): SessionState {
+function updateCustomization(state: SessionState, id: string, update: (entry: Customization) => Customization): SessionState {
   const list = state.customizations;
   if (!list) return state;
   let changed = false;

@@ -6,31 +6,12 @@
  * exactly as upstream, a session's `status` moves only through the `inputNeeded` roll-up and the
  * IsRead / IsArchived flags. The hub publishes the aggregate in the root catalogue's summaries.
  */
-import {
-  isSessionActionType,
-  LEGACY_ACTION_TYPES,
-  SESSION_HOST_ACTION_TYPES,
-  type SessionAction,
-  type SessionHostAction,
-} from '../protocol/actions.js';
-import {
-  INPUT_NEEDED_BIT,
-  SessionStatus,
-  withActivity,
-  withBit,
-  type ChatSummary,
-  type SessionInputRequest,
-  type SessionState,
-} from '../protocol/state.js';
+import { isSessionActionType, LEGACY_ACTION_TYPES, SESSION_HOST_ACTION_TYPES, type SessionAction, type SessionHostAction } from '../protocol/actions.js';
+import { INPUT_NEEDED_BIT, SessionStatus, withActivity, withBit, type ChatSummary, type SessionInputRequest, type SessionState } from '../protocol/state.js';
 import { nonEmpty, removeWhere, upsertBy, withField } from './collections.js';
 import { awaitsUser } from './status.js';
 import { reduceSessionHostAction } from './session-host-reducer.js';
-import {
-  APPROVED_TOOLS_META,
-  DENIED_TOOLS_META,
-  rememberedTools,
-  type RememberedToolList,
-} from './selectors.js';
+import { APPROVED_TOOLS_META, DENIED_TOOLS_META, rememberedTools, type RememberedToolList } from './selectors.js';
 
 /** `action` is typed loosely on purpose (unknown types are legal); see `chatReducer`. */
 export function sessionReducer(state: SessionState, action: SessionAction | { readonly type: string }): SessionState {
@@ -116,7 +97,10 @@ function toolChoiceForgotten(state: SessionState, toolName: string): SessionStat
   const denied = rememberedTools(state, DENIED_TOOLS_META);
   if (!approved.includes(toolName) && !denied.includes(toolName)) return state;
   const meta: Record<string, unknown> = { ...state._meta };
-  for (const [key, list] of [[APPROVED_TOOLS_META, approved], [DENIED_TOOLS_META, denied]] as const) {
+  for (const [key, list] of [
+    [APPROVED_TOOLS_META, approved],
+    [DENIED_TOOLS_META, denied],
+  ] as const) {
     const rest = list.filter((name) => name !== toolName);
     if (rest.length > 0) meta[key] = rest;
     else delete meta[key];
@@ -182,8 +166,6 @@ function inputNeededRemoved(state: SessionState, id: string): SessionState {
  * stays InProgress and an idle one stays idle. Client-executed tools never count (2026-08-03).
  */
 function withInputNeeded(state: SessionState, entries: readonly SessionInputRequest[]): SessionState {
-  const status = entries.some(awaitsUser)
-    ? withActivity(state.status, SessionStatus.InputNeeded)
-    : withBit(state.status, INPUT_NEEDED_BIT, false);
+  const status = entries.some(awaitsUser) ? withActivity(state.status, SessionStatus.InputNeeded) : withBit(state.status, INPUT_NEEDED_BIT, false);
   return { ...withField(state, 'inputNeeded', nonEmpty(entries)), status };
 }

@@ -2,19 +2,7 @@
  * Status rules: chat status derivation (§2.4), what counts as "input needed" (§2.5) and the
  * session aggregate (§2.6). Pure functions over state; the reducers and the hub share them.
  */
-import {
-  INPUT_NEEDED_BIT,
-  SessionStatus,
-  activityOf,
-  flagsOf,
-  hasBit,
-  isPartOfKind,
-  withActivity,
-  type ChatState,
-  type ChatSummary,
-  type SessionInputRequest,
-  type ToolCallState,
-} from '../protocol/state.js';
+import { INPUT_NEEDED_BIT, SessionStatus, activityOf, flagsOf, hasBit, isPartOfKind, withActivity, type ChatState, type ChatSummary, type SessionInputRequest, type ToolCallState } from '../protocol/state.js';
 import type { KnownAction } from '../protocol/actions.js';
 import { isOpenInputRequest } from './selectors.js';
 import { blockingPartCount, inputKey, lastPositionOf, toolKey } from './part-index.js';
@@ -31,10 +19,7 @@ export function chatNeedsInput(chat: Pick<ChatState, 'activeTurn'>): boolean {
  * is active, else Idle. Error is "sticky" only because callers recompute it at the points §2.4
  * lists (a new turn, resume or truncation clears it), not because this function remembers it.
  */
-export function deriveChatStatus(
-  chat: Pick<ChatState, 'status' | 'activeTurn'>,
-  turnEndedWithError = false,
-): number {
+export function deriveChatStatus(chat: Pick<ChatState, 'status' | 'activeTurn'>, turnEndedWithError = false): number {
   return withActivity(chat.status, chatActivity(chat, turnEndedWithError));
 }
 
@@ -74,19 +59,14 @@ export interface AggregateStatus {
  * any chat is in error (Error wins: it needs attention and will not resolve by itself).
  * `sessionFlags` supplies IsRead / IsArchived (session-scoped); only its flag bits are used.
  */
-export function aggregateSessionStatus(
-  chats: readonly ChatSummary[],
-  defaultChat: string | undefined,
-  sessionFlags: number,
-): AggregateStatus {
+export function aggregateSessionStatus(chats: readonly ChatSummary[], defaultChat: string | undefined, sessionFlags: number): AggregateStatus {
   const flags = flagsOf(sessionFlags);
   const byRecency = [...chats].sort((a, b) => timeOf(b.modifiedAt) - timeOf(a.modifiedAt));
   const base = chats.find((chat) => chat.resource === defaultChat) ?? byRecency[0];
   if (!base) return { status: flags + SessionStatus.Idle };
 
   // The default (or latest) chat speaks for the session unless another chat must be seen first.
-  const promote = (applies: (status: number) => boolean) =>
-    applies(base.status) ? base : byRecency.find((chat) => applies(chat.status));
+  const promote = (applies: (status: number) => boolean) => (applies(base.status) ? base : byRecency.find((chat) => applies(chat.status)));
   const contributor = promote(isErrored) ?? promote(needsInput) ?? base;
 
   return {
@@ -179,9 +159,7 @@ function toolCallEntry(chatUri: string, turnId: string, toolCall: ToolCallState)
     case 'auth-required':
       return { kind: 'toolAuthentication', ...common };
     case 'running':
-      return toolCall.contributor?.kind === 'client'
-        ? { kind: 'toolClientExecution', ...common, clientId: toolCall.contributor.clientId }
-        : undefined;
+      return toolCall.contributor?.kind === 'client' ? { kind: 'toolClientExecution', ...common, clientId: toolCall.contributor.clientId } : undefined;
     case 'streaming':
     case 'completed':
     case 'cancelled':

@@ -66,10 +66,7 @@ function appendOutput(content: readonly TerminalContentPart[], data: string): Te
   return [...content, { type: 'unclassified', value: data }];
 }
 
-function finishCommand(
-  part: TerminalContentPart,
-  action: Extract<TerminalAction, { type: 'terminal/commandFinished' }>,
-): TerminalContentPart {
+function finishCommand(part: TerminalContentPart, action: Extract<TerminalAction, { type: 'terminal/commandFinished' }>): TerminalContentPart {
   if (part.type !== 'command' || part.commandId !== action.commandId) return part;
   return { ...part, isComplete: true, exitCode: action.exitCode, durationMs: action.durationMs };
 }

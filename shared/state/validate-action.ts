@@ -20,27 +20,10 @@ import {
   type TurnResumeAction,
   type TurnStartedAction,
 } from '../protocol/actions.js';
-import type {
-  ChatInputAnswer,
-  ChatInputAnswers,
-  ChatInputQuestion,
-  ChatInputRequest,
-  ChatState,
-  Message,
-  SessionState,
-  ToolCallState,
-} from '../protocol/state.js';
+import type { ChatInputAnswer, ChatInputAnswers, ChatInputQuestion, ChatInputRequest, ChatState, Message, SessionState, ToolCallState } from '../protocol/state.js';
 import { answerProblem } from './answer-rules.js';
 import { isResumableTurn } from './chat-reducer.js';
-import {
-  APPROVED_TOOLS_META,
-  DENIED_TOOLS_META,
-  findActiveToolCall,
-  findEndedTurn,
-  findOpenInputRequest,
-  rememberedTools,
-  type RememberedToolList,
-} from './selectors.js';
+import { APPROVED_TOOLS_META, DENIED_TOOLS_META, findActiveToolCall, findEndedTurn, findOpenInputRequest, rememberedTools, type RememberedToolList } from './selectors.js';
 
 export interface ClientActionContext {
   /** Kind of the channel the action was dispatched on. */
@@ -123,9 +106,7 @@ function validateChatAction(ctx: ClientActionContext, chat: ChatState, action: C
     case 'chat/turnResume':
       return validateTurnResume(chat, action);
     case 'chat/truncated':
-      return action.turnId === undefined || findEndedTurn(chat, action.turnId) !== undefined
-        ? undefined
-        : `unknown turn ${action.turnId}`;
+      return action.turnId === undefined || findEndedTurn(chat, action.turnId) !== undefined ? undefined : `unknown turn ${action.turnId}`;
     case 'chat/isReadChanged':
     case 'chat/isArchivedChanged':
       // Per-person flags with no side effect: setting one twice is harmless (like the session's).
@@ -151,22 +132,20 @@ function validateChatAction(ctx: ClientActionContext, chat: ChatState, action: C
     case 'chat/toolCallConfirmed':
       return validateToolCallConfirmed(chat, action);
     case 'chat/toolCallResultConfirmed':
-      return withToolCall(chat, action.turnId, action.toolCallId, (toolCall) =>
-        toolCall.status === 'pending-result-confirmation'
-          ? undefined
-          : `tool call ${toolCall.toolCallId} is not awaiting result review (it is ${toolCall.status})`,
-      );
+      return withToolCall(chat, action.turnId, action.toolCallId, (toolCall) => (toolCall.status === 'pending-result-confirmation' ? undefined : `tool call ${toolCall.toolCallId} is not awaiting result review (it is ${toolCall.status})`));
     case 'chat/toolCallComplete':
-      return withToolCall(chat, action.turnId, action.toolCallId, (toolCall) =>
-        requireOwner(ctx, toolCall, 'complete') ??
-        (toolCall.status === 'running' || toolCall.status === 'pending-confirmation'
-          ? undefined
-          : `tool call ${toolCall.toolCallId} cannot be completed (it is ${toolCall.status})`),
+      return withToolCall(
+        chat,
+        action.turnId,
+        action.toolCallId,
+        (toolCall) => requireOwner(ctx, toolCall, 'complete') ?? (toolCall.status === 'running' || toolCall.status === 'pending-confirmation' ? undefined : `tool call ${toolCall.toolCallId} cannot be completed (it is ${toolCall.status})`),
       );
     case 'chat/toolCallContentChanged':
-      return withToolCall(chat, action.turnId, action.toolCallId, (toolCall) =>
-        requireOwner(ctx, toolCall, 'update') ??
-        (toolCall.status === 'running' ? undefined : `tool call ${toolCall.toolCallId} is not running (it is ${toolCall.status})`),
+      return withToolCall(
+        chat,
+        action.turnId,
+        action.toolCallId,
+        (toolCall) => requireOwner(ctx, toolCall, 'update') ?? (toolCall.status === 'running' ? undefined : `tool call ${toolCall.toolCallId} is not running (it is ${toolCall.status})`),
       );
     default:
       // Server-only chat actions never get here: CLIENT_DISPATCHABLE_ACTIONS filtered them out.
@@ -247,9 +226,7 @@ function validateInputCompleted(chat: ChatState, action: InputCompletedAction): 
   }
   if (action.response !== 'accept') return undefined;
   const finalAnswers: ChatInputAnswers = { ...request.answers, ...action.answers };
-  const unanswered = request.questions?.find(
-    (question) => question.required === true && ownAnswer(finalAnswers, question.id)?.state !== 'submitted',
-  );
+  const unanswered = request.questions?.find((question) => question.required === true && ownAnswer(finalAnswers, question.id)?.state !== 'submitted');
   return unanswered ? `question ${unanswered.id} is required and has no submitted answer` : undefined;
 }
 
@@ -278,12 +255,7 @@ export function validateAnswerValue(question: ChatInputQuestion, answer: ChatInp
 // ─── Tool calls ──────────────────────────────────────────────────────────────
 
 /** Runs `check` on the tool call in the active turn, after rejecting a stale turn or unknown id. */
-function withToolCall(
-  chat: ChatState,
-  turnId: string,
-  toolCallId: string,
-  check: (toolCall: ToolCallState) => Rejection,
-): Rejection {
+function withToolCall(chat: ChatState, turnId: string, toolCallId: string, check: (toolCall: ToolCallState) => Rejection): Rejection {
   const stale = requireActiveTurn(chat, turnId, `no active turn (tool call ${toolCallId})`);
   if (stale) return stale;
   const toolCall = findActiveToolCall(chat, toolCallId);
@@ -313,7 +285,5 @@ function requireOwner(ctx: ClientActionContext, toolCall: ToolCallState, verb: s
   if (contributor?.kind !== 'client') {
     return `tool call ${toolCall.toolCallId} is executed by the server; clients cannot ${verb} it`;
   }
-  return contributor.clientId === ctx.clientId
-    ? undefined
-    : `only client ${contributor.clientId} may ${verb} tool call ${toolCall.toolCallId}`;
+  return contributor.clientId === ctx.clientId ? undefined : `only client ${contributor.clientId} may ${verb} tool call ${toolCall.toolCallId}`;
 }

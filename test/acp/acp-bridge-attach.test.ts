@@ -92,9 +92,7 @@ describe('editors attaching to a running hub chat', () => {
     // A second editor opens the chat: everything arrives before session/load answers.
     const vim = await editorOn(session, 'Neovim');
     const seenAtAnswer = await vim.agent.request(acp.methods.agent.session.load, { sessionId, cwd: '/tmp', mcpServers: [] }).then(() => vim.updates.length);
-    const replay = vim.updates.slice(0, seenAtAnswer).map((u: any) =>
-      u.sessionUpdate === 'tool_call' ? `tool ${u.toolCallId} ${u.status}` : `${u.sessionUpdate.replace('_chunk', '')}: ${u.content.text}`,
-    );
+    const replay = vim.updates.slice(0, seenAtAnswer).map((u: any) => (u.sessionUpdate === 'tool_call' ? `tool ${u.toolCallId} ${u.status}` : `${u.sessionUpdate.replace('_chunk', '')}: ${u.content.text}`));
     // In the chat's order: each turn's message, its text parts and its tool call with the final status.
     expect(replay).toEqual(replayShapeOf(chatState(server, chat)));
     expect(replay.slice(0, 2)).toEqual([`user_message: ${toolTurn('tool-one', 'Turn one')}`, 'agent_message: Turn one starts.']);
@@ -134,17 +132,29 @@ describe('an editor attaching while many prompts are open', () => {
       const tools = [1, 2, 3, 4, 5].map((n) => `tool-${n}`);
       const steps = [
         ...tools.map((id) => ({ update: { sessionUpdate: 'tool_call', toolCallId: id, title: `Write ${id}`, kind: 'edit', status: 'pending' } })),
-        ...tools.map((id) => ({ permission: { toolCall: { toolCallId: id, title: `Write ${id}` }, options: [{ optionId: 'ok', name: 'Allow', kind: 'allow_once' }, { optionId: 'no', name: 'Reject', kind: 'reject_once' }] }, background: true })),
+        ...tools.map((id) => ({
+          permission: {
+            toolCall: { toolCallId: id, title: `Write ${id}` },
+            options: [
+              { optionId: 'ok', name: 'Allow', kind: 'allow_once' },
+              { optionId: 'no', name: 'Reject', kind: 'reject_once' },
+            ],
+          },
+          background: true,
+        })),
         { elicit: { mode: 'form', message: 'Your name?', requestedSchema: { type: 'object', properties: { name: { type: 'string', title: 'Name' } }, required: ['name'] } }, background: true },
         { awaitPermissions: true },
         { awaitElicitation: true },
         text('all answered'),
       ];
       const turnId = await startTurn(ahp, chat, script(...steps));
-      await waitFor(() => {
-        const open = openInteractions(chatState(server!, chat));
-        return open.length === 6 ? open : undefined;
-      }, { what: 'five permissions and a form open' });
+      await waitFor(
+        () => {
+          const open = openInteractions(chatState(server!, chat));
+          return open.length === 6 ? open : undefined;
+        },
+        { what: 'five permissions and a form open' },
+      );
 
       // The editor attaches only now.
       const late = await editorOn(session, 'Zed');

@@ -58,16 +58,20 @@ async function setup(): Promise<{ ahp: RpcClient; session: string; chat: string;
     .onNotification(acp.methods.client.session.update, ({ params }) => {
       updates.push(params.update);
     })
-    .onRequest(acp.methods.client.session.requestPermission, ({ params, signal }) =>
-      new Promise<acp.RequestPermissionResponse>((resolve, reject) => {
-        permissions.push({ params, signal, answer: (outcome) => resolve({ outcome }) });
-        signal.addEventListener('abort', () => reject(new Error('withdrawn')), { once: true });
-      }),
+    .onRequest(
+      acp.methods.client.session.requestPermission,
+      ({ params, signal }) =>
+        new Promise<acp.RequestPermissionResponse>((resolve, reject) => {
+          permissions.push({ params, signal, answer: (outcome) => resolve({ outcome }) });
+          signal.addEventListener('abort', () => reject(new Error('withdrawn')), { once: true });
+        }),
     )
-    .onRequest(acp.methods.client.elicitation.create, ({ params }) =>
-      new Promise<acp.CreateElicitationResponse>((resolve) => {
-        elicitations.push({ params, answer: resolve });
-      }),
+    .onRequest(
+      acp.methods.client.elicitation.create,
+      ({ params }) =>
+        new Promise<acp.CreateElicitationResponse>((resolve) => {
+          elicitations.push({ params, answer: resolve });
+        }),
     );
   connection = app.connect(pipes.client);
   const agent = connection.agent;
@@ -117,7 +121,7 @@ describe('ACP editor bridge', () => {
     }
   });
 
-  it('the AHP client answers first while the editor is asked: the editor\'s request is withdrawn and it is told who won', async () => {
+  it("the AHP client answers first while the editor is asked: the editor's request is withdrawn and it is told who won", async () => {
     const { ahp, chat, editor } = await setup();
     const prompt = editor.agent.request(acp.methods.agent.session.prompt, { sessionId: editor.sessionId, prompt: [{ type: 'text', text: toolScript('t-ahp') }] });
     await waitFor(() => editor.permissions.length > 0 || undefined, { what: 'the editor to be asked' });
@@ -127,12 +131,15 @@ describe('ACP editor bridge', () => {
     await waitFor(() => editor.permissions[0]!.signal.aborted || undefined, { what: 'the editor request to be withdrawn' });
     expect(outcomeTexts(editor.updates)).toContain('Answered in another client first: approved. Your request was withdrawn.');
     expect((await prompt).stopReason).toBe('end_turn');
-    const text = editor.updates.filter((u) => u.sessionUpdate === 'agent_message_chunk').map((u) => (u as { content: { text?: string } }).content.text ?? '').join('');
+    const text = editor.updates
+      .filter((u) => u.sessionUpdate === 'agent_message_chunk')
+      .map((u) => (u as { content: { text?: string } }).content.text ?? '')
+      .join('');
     expect(text).toContain('Preparing the file.');
     expect(text).toContain('Finished.');
   });
 
-  it('the editor answers first: the AHP client\'s later answer is refused as already answered', async () => {
+  it("the editor answers first: the AHP client's later answer is refused as already answered", async () => {
     const { ahp, chat, editor } = await setup();
     const script = JSON.stringify({ script: [{ tool: { id: 't-ed', name: 'write_file', confirm: true } }, { sleep: 60_000 }] });
     const prompt = editor.agent.request(acp.methods.agent.session.prompt, { sessionId: editor.sessionId, prompt: [{ type: 'text', text: script }] });
@@ -156,7 +163,15 @@ describe('ACP editor bridge', () => {
       questions: [
         { id: 'name', kind: 'text', title: 'Name', message: 'Project name', required: true, max: 40 },
         { id: 'size', kind: 'integer', message: 'Team size', min: 1, max: 9 },
-        { id: 'runtime', kind: 'single-select', message: 'Runtime', options: [{ id: 'node', label: 'Node.js' }, { id: 'deno', label: 'Deno' }] },
+        {
+          id: 'runtime',
+          kind: 'single-select',
+          message: 'Runtime',
+          options: [
+            { id: 'node', label: 'Node.js' },
+            { id: 'deno', label: 'Deno' },
+          ],
+        },
       ],
     };
     const prompt = editor.agent.request(acp.methods.agent.session.prompt, { sessionId: editor.sessionId, prompt: [{ type: 'text', text: JSON.stringify({ script: [{ ask }] }) }] });
@@ -171,7 +186,13 @@ describe('ACP editor bridge', () => {
         properties: {
           name: { type: 'string', title: 'Name', description: 'Project name', maxLength: 40 },
           size: { type: 'integer', minimum: 1, maximum: 9 },
-          runtime: { type: 'string', oneOf: [{ const: 'node', title: 'Node.js' }, { const: 'deno', title: 'Deno' }] },
+          runtime: {
+            type: 'string',
+            oneOf: [
+              { const: 'node', title: 'Node.js' },
+              { const: 'deno', title: 'Deno' },
+            ],
+          },
         },
       },
     });
@@ -190,10 +211,13 @@ describe('ACP editor bridge', () => {
       sessionId: editor.sessionId,
       prompt: [{ type: 'text', text: JSON.stringify({ script: [{ say: 'Working.' }, { sleep: 60_000 }, { say: 'Done.' }] }) }],
     });
-    const caps = await waitFor(async () => {
-      const c = await editor.agent.request<{ target: { historyEpoch: string; turnId: string } | null }>(STEERING_EXTENSION.capabilities, { sessionId: editor.sessionId });
-      return c.target ? c : undefined;
-    }, { what: 'a steering target' });
+    const caps = await waitFor(
+      async () => {
+        const c = await editor.agent.request<{ target: { historyEpoch: string; turnId: string } | null }>(STEERING_EXTENSION.capabilities, { sessionId: editor.sessionId });
+        return c.target ? c : undefined;
+      },
+      { what: 'a steering target' },
+    );
     const busy = await editor.agent.request(acp.methods.agent.session.prompt, { sessionId: editor.sessionId, prompt: [{ type: 'text', text: 'second prompt' }] }).catch((e: unknown) => e);
     expect(busy).toBeInstanceOf(acp.RequestError);
     expect((busy as Error).message).toMatch(/already running/);

@@ -13,22 +13,7 @@ import { waitFor } from '../helpers/wait-for.js';
 import { replyDataWorks, replyQwen, SseClient } from '../helpers/sse.js';
 import type { TestServer } from '../helpers/start-server.js';
 import type { AcpAgentProvider } from '../../server/agents/acp/acp-provider.js';
-import {
-  acpConfig,
-  capturingLogger,
-  chatState,
-  createSessionWith,
-  markdownOf,
-  reports,
-  script,
-  startAcpHub,
-  startTurn,
-  text,
-  toolOf,
-  turnParts,
-  waitForEnd,
-  waitForTool,
-} from './support.js';
+import { acpConfig, capturingLogger, chatState, createSessionWith, markdownOf, reports, script, startAcpHub, startTurn, text, toolOf, turnParts, waitForEnd, waitForTool } from './support.js';
 
 let server: TestServer;
 let provider: AcpAgentProvider;
@@ -40,7 +25,13 @@ let answersLog: string;
 const logger = capturingLogger();
 
 const answers = (): Array<Record<string, unknown>> =>
-  existsSync(answersLog) ? readFileSync(answersLog, 'utf8').trim().split('\n').filter(Boolean).map((l) => JSON.parse(l) as Record<string, unknown>) : [];
+  existsSync(answersLog)
+    ? readFileSync(answersLog, 'utf8')
+        .trim()
+        .split('\n')
+        .filter(Boolean)
+        .map((l) => JSON.parse(l) as Record<string, unknown>)
+    : [];
 
 const PERMISSION_OPTIONS = [
   { optionId: 'yes-always', name: 'Always allow touch', kind: 'allow_always' },
@@ -179,7 +170,7 @@ describe('ACP provider with a scripted agent', () => {
     }
   });
 
-  it('a permission request waits in pending-confirmation with the agent\'s own options; the chosen option answers the agent', async () => {
+  it("a permission request waits in pending-confirmation with the agent's own options; the chosen option answers the agent", async () => {
     const turnId = await startTurn(client, chat, script(permissionStep('perm-1'), permissionStep('perm-2')));
     const pending = await waitForTool(server, chat, turnId, 'perm-1', 'pending-confirmation');
     const options = (pending as { options?: Array<{ id: string; label: string; kind: string; _meta?: Record<string, unknown> }> }).options!;
@@ -213,10 +204,13 @@ describe('ACP provider with a scripted agent', () => {
       expect(first.options).toEqual(PERMISSION_OPTIONS);
       expect((await replyQwen(server.url, sessionId, first.requestId, { outcome: { outcome: 'selected', optionId: 'yes-always' } })).status).toBe(200);
       // Remembered: the same tool asks again and is approved by the hub without anyone replying.
-      const second = await waitFor(() => {
-        const r = reports(chatState(server, chat), turnId);
-        return r.length >= 2 ? r : undefined;
-      }, { what: 'two permission answers' });
+      const second = await waitFor(
+        () => {
+          const r = reports(chatState(server, chat), turnId);
+          return r.length >= 2 ? r : undefined;
+        },
+        { what: 'two permission answers' },
+      );
       expect(second).toEqual([{ permission: { outcome: 'selected', optionId: 'yes-always' } }, { permission: { outcome: 'selected', optionId: 'yes-always' } }]);
       expect(toolOf(chatState(server, chat), turnId, 'route-2')).toMatchObject({ confirmed: 'setting' });
       // The third one (another tool) is answered over the DataWorks route with a reject option.
@@ -256,8 +250,27 @@ describe('ACP provider with a scripted agent', () => {
         people: { type: 'integer', title: 'People', minimum: 1, maximum: 9 },
         public: { type: 'boolean', title: 'Public', default: true },
         runtime: { type: 'string', title: 'Runtime', enum: ['node', 'deno'] },
-        region: { type: 'string', title: 'Region', oneOf: [{ const: 'eu', title: 'Europe' }, { const: 'us', title: 'United States' }], default: 'eu' },
-        targets: { type: 'array', title: 'Targets', minItems: 1, maxItems: 2, items: { anyOf: [{ const: 'linux', title: 'Linux' }, { const: 'mac', title: 'macOS' }] } },
+        region: {
+          type: 'string',
+          title: 'Region',
+          oneOf: [
+            { const: 'eu', title: 'Europe' },
+            { const: 'us', title: 'United States' },
+          ],
+          default: 'eu',
+        },
+        targets: {
+          type: 'array',
+          title: 'Targets',
+          minItems: 1,
+          maxItems: 2,
+          items: {
+            anyOf: [
+              { const: 'linux', title: 'Linux' },
+              { const: 'mac', title: 'macOS' },
+            ],
+          },
+        },
       },
       required: ['email', 'runtime'],
     };
@@ -266,19 +279,43 @@ describe('ACP provider with a scripted agent', () => {
       chat,
       script({ elicit: { mode: 'form', message: 'Tell me about it', requestedSchema } }, { elicit: { mode: 'form', message: 'Second', requestedSchema: { type: 'object', properties: { x: { type: 'string' } } } } }),
     );
-    const request = await waitFor(() => {
-      for (const p of turnParts(chatState(server, chat), turnId)) if (isPartOfKind(p, 'inputRequest') && !p.response) return p.request;
-      return undefined;
-    }, { what: 'the input request' });
+    const request = await waitFor(
+      () => {
+        for (const p of turnParts(chatState(server, chat), turnId)) if (isPartOfKind(p, 'inputRequest') && !p.response) return p.request;
+        return undefined;
+      },
+      { what: 'the input request' },
+    );
     expect(request.message).toBe('Tell me about it');
     const q = Object.fromEntries((request.questions ?? []).map((x) => [x.id, x as Record<string, unknown>]));
     expect(q['email']).toMatchObject({ kind: 'text', title: 'Email', message: 'Where to reach you', format: 'email', min: 3, max: 80, defaultValue: 'a@b.c', required: true });
     expect(q['budget']).toMatchObject({ kind: 'number', min: 0, max: 1000, defaultValue: 10 });
     expect(q['people']).toMatchObject({ kind: 'integer', min: 1, max: 9 });
     expect(q['public']).toMatchObject({ kind: 'boolean', defaultValue: true });
-    expect(q['runtime']).toMatchObject({ kind: 'single-select', required: true, options: [{ id: 'node', label: 'node' }, { id: 'deno', label: 'deno' }] });
-    expect(q['region']).toMatchObject({ kind: 'single-select', options: [{ id: 'eu', label: 'Europe', recommended: true }, { id: 'us', label: 'United States' }] });
-    expect(q['targets']).toMatchObject({ kind: 'multi-select', min: 1, max: 2, options: [{ id: 'linux', label: 'Linux' }, { id: 'mac', label: 'macOS' }] });
+    expect(q['runtime']).toMatchObject({
+      kind: 'single-select',
+      required: true,
+      options: [
+        { id: 'node', label: 'node' },
+        { id: 'deno', label: 'deno' },
+      ],
+    });
+    expect(q['region']).toMatchObject({
+      kind: 'single-select',
+      options: [
+        { id: 'eu', label: 'Europe', recommended: true },
+        { id: 'us', label: 'United States' },
+      ],
+    });
+    expect(q['targets']).toMatchObject({
+      kind: 'multi-select',
+      min: 1,
+      max: 2,
+      options: [
+        { id: 'linux', label: 'Linux' },
+        { id: 'mac', label: 'macOS' },
+      ],
+    });
     expect(q['budget']!['required']).toBeUndefined();
 
     const submitted = (value: unknown): unknown => ({ state: 'submitted', value });
@@ -296,10 +333,13 @@ describe('ACP provider with a scripted agent', () => {
       },
     });
     expect(echo.rejectionReason).toBeUndefined();
-    const second = await waitFor(() => {
-      for (const p of turnParts(chatState(server, chat), turnId)) if (isPartOfKind(p, 'inputRequest') && !p.response && p.request.message === 'Second') return p.request;
-      return undefined;
-    }, { what: 'the second input request' });
+    const second = await waitFor(
+      () => {
+        for (const p of turnParts(chatState(server, chat), turnId)) if (isPartOfKind(p, 'inputRequest') && !p.response && p.request.message === 'Second') return p.request;
+        return undefined;
+      },
+      { what: 'the second input request' },
+    );
     await client.dispatchAndWait(chat, { type: 'chat/inputCompleted', requestId: second.id, response: 'decline' });
     await waitForEnd(server, chat, turnId);
     expect(reports(chatState(server, chat), turnId)).toEqual([
@@ -308,15 +348,11 @@ describe('ACP provider with a scripted agent', () => {
     ]);
   });
 
-  it('a URL elicitation shows the URL; the agent\'s elicitation/complete resolves it as accepted', async () => {
+  it("a URL elicitation shows the URL; the agent's elicitation/complete resolves it as accepted", async () => {
     const turnId = await startTurn(
       client,
       chat,
-      script(
-        { elicit: { mode: 'url', message: 'Sign in to continue', url: 'https://example.com/login', elicitationId: 'el-1' }, background: true },
-        { elicitComplete: 'el-1' },
-        { awaitElicitation: true },
-      ),
+      script({ elicit: { mode: 'url', message: 'Sign in to continue', url: 'https://example.com/login', elicitationId: 'el-1' }, background: true }, { elicitComplete: 'el-1' }, { awaitElicitation: true }),
     );
     await waitForEnd(server, chat, turnId);
     const part = turnParts(chatState(server, chat), turnId).find((p) => isPartOfKind(p, 'inputRequest')) as { request: ChatInputRequest; response?: string };
@@ -343,7 +379,7 @@ describe('ACP provider with a scripted agent', () => {
         return false;
       }
     };
-    await waitFor(() => !alive(childPid) || undefined, { what: 'the agent\'s child process to be stopped' });
+    await waitFor(() => !alive(childPid) || undefined, { what: "the agent's child process to be stopped" });
 
     const next = await startTurn(client, chat, script(text('back again')));
     expect(((await waitForEnd(server, chat, next)) as { state: string }).state).toBe('complete');

@@ -42,12 +42,18 @@ it('npm start --agents hosts the configured agent, and an ACP editor prompts it 
   bridge = spawn(process.execPath, ['dist/cli/acp-bridge/main.js', '--url', hub.wsUrl, '--session', session.slice('ahp-session:/'.length)], { stdio: ['pipe', 'pipe', 'pipe'] });
   const stream = acp.ndJsonStream(Writable.toWeb(bridge.stdin!) as WritableStream<Uint8Array>, Readable.toWeb(bridge.stdout!) as ReadableStream<Uint8Array>);
   const updates: acp.SessionUpdate[] = [];
-  connection = acp.client({ name: 'process-editor' }).onNotification(acp.methods.client.session.update, ({ params }) => void updates.push(params.update)).connect(stream);
+  connection = acp
+    .client({ name: 'process-editor' })
+    .onNotification(acp.methods.client.session.update, ({ params }) => void updates.push(params.update))
+    .connect(stream);
   await connection.agent.request(acp.methods.agent.initialize, { protocolVersion: acp.PROTOCOL_VERSION, clientCapabilities: {} });
   const { sessionId } = await connection.agent.request(acp.methods.agent.session.new, { cwd: dir.dir, mcpServers: [] });
   const response = await connection.agent.request(acp.methods.agent.session.prompt, { sessionId, prompt: [{ type: 'text', text: 'hello from the editor' }] });
   expect(response.stopReason).toBe('end_turn');
-  const said = updates.filter((u) => u.sessionUpdate === 'agent_message_chunk').map((u) => (u as { content: { text?: string } }).content.text ?? '').join('');
+  const said = updates
+    .filter((u) => u.sessionUpdate === 'agent_message_chunk')
+    .map((u) => (u as { content: { text?: string } }).content.text ?? '')
+    .join('');
   expect(said).toBe('echo: hello from the editor');
   expect(updates[0]).toMatchObject({ sessionUpdate: 'user_message_chunk', content: { text: 'hello from the editor' } });
   // The hosted agent's stderr is in the hub's log, not in anything a client got.

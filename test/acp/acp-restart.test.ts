@@ -22,7 +22,7 @@ afterEach(async () => {
   data.remove();
 });
 
-it('after a restart the root state lists the agents configured now, and the next turn loads the agent\'s earlier session', async () => {
+it("after a restart the root state lists the agents configured now, and the next turn loads the agent's earlier session", async () => {
   const config = acpConfig({ cwd: data.dir, env: { SCRIPTED_AGENT_LOAD: '1' } });
   const firstLog = capturingLogger();
   let started = await startAcpHub([{ provider: 'scripted', config }], firstLog, { dataDir: data.dir });
@@ -37,7 +37,14 @@ it('after a restart the root state lists the agents configured now, and the next
   await server.close();
 
   const secondLog = capturingLogger();
-  started = await startAcpHub([{ provider: 'scripted', config }, { provider: 'another', config }], secondLog, { dataDir: data.dir });
+  started = await startAcpHub(
+    [
+      { provider: 'scripted', config },
+      { provider: 'another', config },
+    ],
+    secondLog,
+    { dataDir: data.dir },
+  );
   server = started.server;
   client = await RpcClient.open(server.wsUrl);
   const root = await client.subscribe<{ agents: Array<{ provider: string }> }>('ahp-root://');
@@ -50,7 +57,7 @@ it('after a restart the root state lists the agents configured now, and the next
   expect(secondLog.lines.some((l) => l.msg === 'agent stderr' && l.fields['line'] === `scripted agent: load session ${acpSessionId}`)).toBe(true);
 });
 
-it('a hub restart in the middle of an ACP agent\'s question ends that turn saying why; Resume starts a new turn whose question starts with the answers given', async () => {
+it("a hub restart in the middle of an ACP agent's question ends that turn saying why; Resume starts a new turn whose question starts with the answers given", async () => {
   const config = acpConfig({ cwd: data.dir, env: { SCRIPTED_AGENT_LOAD: '1' } });
   let started = await startAcpHub([{ provider: 'scripted', config }], capturingLogger(), { dataDir: data.dir });
   server = started.server;
@@ -65,11 +72,14 @@ it('a hub restart in the middle of an ACP agent\'s question ends that turn sayin
   const steps = script({ elicit: { mode: 'form', message: 'Tell me about it', requestedSchema } });
   const first = await startTurn(client, chat, steps);
   const openRequest = () =>
-    waitFor(() => {
-      const s = server!.hub.chatEntry(chat)!.state;
-      for (const p of s.activeTurn?.responseParts ?? []) if (isPartOfKind(p, 'inputRequest') && !p.response) return p.request;
-      return undefined;
-    }, { what: 'the open question' });
+    waitFor(
+      () => {
+        const s = server!.hub.chatEntry(chat)!.state;
+        for (const p of s.activeTurn?.responseParts ?? []) if (isPartOfKind(p, 'inputRequest') && !p.response) return p.request;
+        return undefined;
+      },
+      { what: 'the open question' },
+    );
   const asked = await openRequest();
   const draft = (value: unknown) => ({ state: 'draft', value });
   await client.dispatchAndWait(chat, { type: 'chat/inputAnswerChanged', requestId: asked.id, questionId: 'email', answer: draft({ kind: 'text', value: 'ada@example.com' }) });
@@ -89,7 +99,9 @@ it('a hub restart in the middle of an ACP agent\'s question ends that turn sayin
 
   const resumed = `turn-resume-${Date.now()}`;
   const echo = await client.dispatchAndWait(chat, {
-    type: 'chat/turnStarted', turnId: resumed, startedAt: new Date().toISOString(),
+    type: 'chat/turnStarted',
+    turnId: resumed,
+    startedAt: new Date().toISOString(),
     message: { ...userMessage(steps), _meta: { 'hub/resumes': first } },
   });
   expect(echo.rejectionReason).toBeUndefined();
@@ -98,7 +110,9 @@ it('a hub restart in the middle of an ACP agent\'s question ends that turn sayin
   // Pre-filled with what people had typed, never an empty form; still a draft until submitted.
   expect(again.answers).toEqual({ email: draft({ kind: 'text', value: 'ada@example.com' }), runtime: draft({ kind: 'selected', value: 'deno' }) });
   const submitted = await client.dispatchAndWait(chat, {
-    type: 'chat/inputCompleted', requestId: again.id, response: 'accept',
+    type: 'chat/inputCompleted',
+    requestId: again.id,
+    response: 'accept',
     answers: { email: { state: 'submitted', value: { kind: 'text', value: 'ada@example.com' } }, runtime: { state: 'submitted', value: { kind: 'selected', value: 'deno' } } },
   });
   expect(submitted.rejectionReason).toBeUndefined();

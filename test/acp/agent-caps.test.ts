@@ -56,7 +56,7 @@ it('at the per-user cap idle agents make room, and a start while all are busy is
   expect(provider.stats()).toMatchObject({ processes: 2, refusals: 1 });
 });
 
-it('an agent idle past idleTimeoutMs is stopped, and its session\'s next turn starts one again', async () => {
+it("an agent idle past idleTimeoutMs is stopped, and its session's next turn starts one again", async () => {
   const { provider, logger, sessions } = await start(1_000);
   if (!server || !client) throw new Error('not started');
   const [a, b, c] = sessions as [(typeof sessions)[0], (typeof sessions)[0], (typeof sessions)[0]];
@@ -65,7 +65,10 @@ it('an agent idle past idleTimeoutMs is stopped, and its session\'s next turn st
   await waitFor(() => (provider.processOf(a.session)?.acpSessionId && provider.processOf(b.session)?.acpSessionId ? true : undefined), { what: 'both agents to run' });
 
   // Once their turns end, both agents stop after a second of idleness; the next turn starts one again.
-  for (const [s, turnId] of [[a, busyA], [b, busyB]] as const) {
+  for (const [s, turnId] of [
+    [a, busyA],
+    [b, busyB],
+  ] as const) {
     client.dispatch(s.chat, { type: 'chat/turnCancelled', turnId, duration: 1 });
     await waitForEnd(server, s.chat, turnId);
   }

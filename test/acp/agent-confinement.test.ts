@@ -38,7 +38,7 @@ afterEach(async () => {
   for (const d of dirs.splice(0)) d.remove();
 });
 
-it('an agent run as nobody sees only its allow-listed environment and cannot read the tokens, the logs or other tenants\' directories', async () => {
+it("an agent run as nobody sees only its allow-listed environment and cannot read the tokens, the logs or other tenants' directories", async () => {
   const dir = tempDir('agent-confinement-');
   dirs.push(dir);
   // mkdtemp makes 0700 directories: an operator gives the agents' user passage to the data dir.
@@ -58,7 +58,7 @@ it('an agent run as nobody sees only its allow-listed environment and cannot rea
   const theirs = await createSessionWith(mallory, 'scripted');
   const theirTurn = await startTurn(mallory, theirs.chat, 'hello');
   const evilHub = server.hubOf('evil')!;
-  await waitFor(() => evilHub.chatEntry(theirs.chat)?.state.turns.find((t) => t.id === theirTurn), { what: 'the other tenant\'s turn to end' });
+  await waitFor(() => evilHub.chatEntry(theirs.chat)?.state.turns.find((t) => t.id === theirTurn), { what: "the other tenant's turn to end" });
 
   const alice = await RpcClient.open(server.wsUrl, { token: TOKENS.alice });
   clients.push(alice);

@@ -4,7 +4,7 @@ import { DEFAULT_AGENT_LIMITS } from '../../server/agents/agent-budget.js';
 import { parseArgs } from '../../server/config.js';
 
 describe('agents file', () => {
-  it('reads named ACP agents with defaults; a relative cwd is resolved against the file\'s directory', () => {
+  it("reads named ACP agents with defaults; a relative cwd is resolved against the file's directory", () => {
     const agents = parseAgentsConfig(
       JSON.stringify({ agents: { qwen: { kind: 'acp', command: 'qwen', args: ['--acp'], env: { OPENAI_MODEL: 'm' }, cwd: 'work' }, gemini: { kind: 'acp', command: 'gemini', args: ['--experimental-acp'] } } }),
       '/srv/hub',

@@ -11,8 +11,7 @@ import { decideMove, MOCK_USAGE, type ModelScriptOptions, notFound, openEventStr
 type ContentBlock = { type?: string; text?: string };
 type Message = { role?: string; content?: string | ContentBlock[] };
 
-const textOf = (content: Message['content']): string =>
-  typeof content === 'string' ? content : (content ?? []).map((b) => (b.type === 'text' ? (b.text ?? '') : '')).join('\n');
+const textOf = (content: Message['content']): string => (typeof content === 'string' ? content : (content ?? []).map((b) => (b.type === 'text' ? (b.text ?? '') : '')).join('\n'));
 
 export async function startMockAnthropic(options: ModelScriptOptions = {}): Promise<ScriptedModel> {
   let messageCount = 0;
@@ -34,19 +33,16 @@ export async function startMockAnthropic(options: ModelScriptOptions = {}): Prom
     const conversation = ((parsed['messages'] as Message[] | undefined) ?? []).filter((m) => m.role !== 'system');
     const last = conversation[conversation.length - 1];
     const hasToolResult = Array.isArray(last?.content) && last.content.some((b) => b.type === 'tool_result');
-    const move = decideMove(
-      { toolsOffered: Array.isArray(parsed['tools']) && (parsed['tools'] as unknown[]).length > 0, lastIsUserText: last?.role === 'user' && !hasToolResult, lastText: textOf(last?.content) },
-      model.command,
-    );
+    const move = decideMove({ toolsOffered: Array.isArray(parsed['tools']) && (parsed['tools'] as unknown[]).length > 0, lastIsUserText: last?.role === 'user' && !hasToolResult, lastText: textOf(last?.content) }, model.command);
     messageCount += 1;
     const id = `msg_mock_${messageCount}`;
     const modelName = typeof parsed['model'] === 'string' ? parsed['model'] : 'claude-mock';
     const usage = { input_tokens: MOCK_USAGE.input, output_tokens: MOCK_USAGE.output };
     if (parsed['stream'] !== true) {
       // Side requests (titles, summaries, command checks): one short text block.
-      res.writeHead(200, { 'content-type': 'application/json' }).end(
-        JSON.stringify({ id, type: 'message', role: 'assistant', model: modelName, content: [{ type: 'text', text: 'none' }], stop_reason: 'end_turn', stop_sequence: null, usage }),
-      );
+      res
+        .writeHead(200, { 'content-type': 'application/json' })
+        .end(JSON.stringify({ id, type: 'message', role: 'assistant', model: modelName, content: [{ type: 'text', text: 'none' }], stop_reason: 'end_turn', stop_sequence: null, usage }));
       return;
     }
     openEventStream(res);

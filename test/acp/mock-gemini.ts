@@ -30,9 +30,9 @@ export async function startMockGemini(options: ModelScriptOptions = {}): Promise
     model.requests.push(parsed);
     if (method === 'generateContent') {
       // Side requests (next-speaker check, summaries): one short JSON text.
-      res.writeHead(200, { 'content-type': 'application/json' }).end(
-        JSON.stringify({ candidates: [{ content: { role: 'model', parts: [{ text: '{"next_speaker":"user","reasoning":"done"}' }] }, finishReason: 'STOP', index: 0 }], usageMetadata }),
-      );
+      res
+        .writeHead(200, { 'content-type': 'application/json' })
+        .end(JSON.stringify({ candidates: [{ content: { role: 'model', parts: [{ text: '{"next_speaker":"user","reasoning":"done"}' }] }, finishReason: 'STOP', index: 0 }], usageMetadata }));
       return;
     }
     if (method !== 'streamGenerateContent') return notFound(res);

@@ -33,10 +33,7 @@ export async function startMockModel(options: MockModelOptions = {}): Promise<Mo
     model.requests.push(parsed);
     const messages = (parsed['messages'] as ChatMessage[] | undefined) ?? [];
     const last = messages[messages.length - 1];
-    const move = decideMove(
-      { toolsOffered: Array.isArray(parsed['tools']) && (parsed['tools'] as unknown[]).length > 0, lastIsUserText: last?.role === 'user', lastText: JSON.stringify(last?.content ?? '') },
-      model.command,
-    );
+    const move = decideMove({ toolsOffered: Array.isArray(parsed['tools']) && (parsed['tools'] as unknown[]).length > 0, lastIsUserText: last?.role === 'user', lastText: JSON.stringify(last?.content ?? '') }, model.command);
     if (parsed['stream'] !== true) {
       // Side requests (titles, summaries, next-speaker checks): a short JSON answer.
       res.writeHead(200, { 'content-type': 'application/json' }).end(

@@ -75,11 +75,7 @@ export type MockHandler = (req: IncomingMessage, body: string, res: ServerRespon
  * A 127.0.0.1 HTTP server on port 0 running `handle` for each request; `close()` releases held
  * streams and destroys open sockets (agents keep connections alive).
  */
-export async function startLoopbackModel(
-  basePath: string,
-  options: ModelScriptOptions,
-  handle: (model: ScriptedModel, held: Set<() => void>) => MockHandler,
-): Promise<ScriptedModel> {
+export async function startLoopbackModel(basePath: string, options: ModelScriptOptions, handle: (model: ScriptedModel, held: Set<() => void>) => MockHandler): Promise<ScriptedModel> {
   const held = new Set<() => void>();
   const sockets = new Set<Socket>();
   let handler: MockHandler | undefined;

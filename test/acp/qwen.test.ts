@@ -66,7 +66,7 @@ afterEach(async () => {
 });
 
 describe('Qwen Code behind the hub (real ACP agent, loopback mock model)', () => {
-  it('two clients on one chat: B approves, A\'s approval arrives second and is refused as already answered; the turn ends Idle; the dashboard saw InputNeeded and back', async () => {
+  it("two clients on one chat: B approves, A's approval arrives second and is refused as already answered; the turn ends Idle; the dashboard saw InputNeeded and back", async () => {
     const { server, provider, logger } = await setup();
     const dashboard = await open(['ahp-root://']);
     const a = await open();
@@ -111,8 +111,7 @@ describe('Qwen Code behind the hub (real ACP agent, loopback mock model)', () =>
         n.method === 'root/sessionSummaryChanged' &&
         n.params['session'] === session &&
         activity((n.params['changes'] as { status?: number }).status ?? 0) === IDLE &&
-        dashboard.notifications.indexOf(n) >
-          dashboard.notifications.findIndex((m) => m.method === 'root/sessionSummaryChanged' && activity((m.params['changes'] as { status?: number }).status ?? 0) === INPUT_NEEDED),
+        dashboard.notifications.indexOf(n) > dashboard.notifications.findIndex((m) => m.method === 'root/sessionSummaryChanged' && activity((m.params['changes'] as { status?: number }).status ?? 0) === INPUT_NEEDED),
       'dashboard sees Idle again',
     );
     // Qwen's stderr stays in the hub log; clients never see it.

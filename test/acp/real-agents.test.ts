@@ -79,10 +79,13 @@ describe.each(REAL_AGENTS)('$displayName behind the hub (real ACP agent from the
     );
     // The tool's first state after streaming: waiting for a confirmation, not already running
     // (an agent set to run tools without asking fails here at once).
-    const pending = await waitFor(() => {
-      const tc = toolOf(chatState(server!, chat), turnId, toolCallId);
-      return tc && tc.status !== 'streaming' ? tc : undefined;
-    }, { what: 'the tool to leave streaming', timeoutMs: SLOW });
+    const pending = await waitFor(
+      () => {
+        const tc = toolOf(chatState(server!, chat), turnId, toolCallId);
+        return tc && tc.status !== 'streaming' ? tc : undefined;
+      },
+      { what: 'the tool to leave streaming', timeoutMs: SLOW },
+    );
     expect(pending.status, `the tool before anyone answered: ${JSON.stringify(pending)}`).toBe('pending-confirmation');
     const firstQuestionMs = Date.now() - startedAt;
     // B sees the confirmation request as an envelope, with the agent's own options and kinds.
@@ -108,12 +111,18 @@ describe.each(REAL_AGENTS)('$displayName behind the hub (real ACP agent from the
     expect(text).toContain(TOOL_PREAMBLE.trim());
     expect(text).toContain(model.answer);
     // The answer reached A as streamed deltas of the turn.
-    const streamed = a.envelopes.filter((e) => e.channel === chat && e.action.type === 'chat/delta' && e.action['turnId'] === turnId).map((e) => String(e.action['content'])).join('');
+    const streamed = a.envelopes
+      .filter((e) => e.channel === chat && e.action.type === 'chat/delta' && e.action['turnId'] === turnId)
+      .map((e) => String(e.action['content']))
+      .join('');
     expect(streamed).toContain('All done.');
     expect(chatState(server, chat).status & 31).toBe(IDLE);
 
     // Both replicas equal the hub's snapshot, taken on each client's own connection.
-    for (const [client, baseline] of [[a, baselineA], [b, baselineB]] as const) {
+    for (const [client, baseline] of [
+      [a, baselineA],
+      [b, baselineB],
+    ] as const) {
       const snapshot = await client.subscribe<ChatState>(chat);
       expect(replicaOf(client, chat, baseline, snapshot.fromSeq)).toEqual(snapshot.state);
     }

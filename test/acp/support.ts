@@ -46,8 +46,7 @@ export async function startAcpHub(
     if (!own) {
       const stateFile = (provider: string): string | undefined => (stateDir ? join(stateDir, `acp-sessions.${provider}.json`) : undefined);
       // As `npm start` lays them out: `<cwd>/<tenant>/…` when the agent names a cwd, else `<data>/agents/<tenant>/…`.
-      const workspaceRoot = (cwd: string | undefined): string | undefined =>
-        cwd !== undefined ? join(cwd, tenantSegment(tenant)) : options.dataDir ? join(options.dataDir, 'agents', tenantSegment(tenant)) : undefined;
+      const workspaceRoot = (cwd: string | undefined): string | undefined => (cwd !== undefined ? join(cwd, tenantSegment(tenant)) : options.dataDir ? join(options.dataDir, 'agents', tenantSegment(tenant)) : undefined);
       own = new Map(
         agents.map((a) => [
           a.provider,

@@ -107,7 +107,9 @@ describe('CollabDoc (browser collaboration client)', () => {
     a.text('notes').insert(0, 'online-alice ');
 
     await waitFor(() => (states.includes('open') ? true : undefined), { what: 'bob reconnected' });
-    await waitFor(() => (a.text('notes').toString() === b.text('notes').toString() && a.text('notes').toString().includes('offline-bob') && a.text('notes').toString().includes('online-alice') ? true : undefined), { what: 'merge after reconnect' });
+    await waitFor(() => (a.text('notes').toString() === b.text('notes').toString() && a.text('notes').toString().includes('offline-bob') && a.text('notes').toString().includes('online-alice') ? true : undefined), {
+      what: 'merge after reconnect',
+    });
     expect(a.text('notes').toString()).toBe('online-alice shared offline-bob');
   });
 });

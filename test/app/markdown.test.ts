@@ -50,7 +50,20 @@ describe('safeHref', () => {
     expect(safeHref('https://example.com/a?b=1')).toBe('https://example.com/a?b=1');
     expect(safeHref('http://x.org')).toBe('http://x.org/');
     expect(safeHref('mailto:a@b.c')).toBe('mailto:a@b.c');
-    for (const bad of ['javascript:alert(1)', 'JAVASCRIPT:alert(1)', ' javascript:alert(1)', 'java\nscript:alert(1)', 'java\tscript:x', 'data:text/html,<script>', 'vbscript:x', '/relative', '//evil.com', 'https://exa mple.com', '', 'https://']) {
+    for (const bad of [
+      'javascript:alert(1)',
+      'JAVASCRIPT:alert(1)',
+      ' javascript:alert(1)',
+      'java\nscript:alert(1)',
+      'java\tscript:x',
+      'data:text/html,<script>',
+      'vbscript:x',
+      '/relative',
+      '//evil.com',
+      'https://exa mple.com',
+      '',
+      'https://',
+    ]) {
       expect(safeHref(bad), bad).toBeUndefined();
     }
   });
@@ -73,8 +86,7 @@ describe('markdown structure', () => {
   it('renders inline marks, code, links and escapes', () => {
     expect(render('a **b** *c* ~~d~~ `e*f*` \\*g\\*').html).toBe('<p>a <strong>b</strong> <em>c</em> <del>d</del> <code>e*f*</code> *g*</p>');
     expect(render('see [docs](https://x.dev/a_(b)) and https://y.dev/p.').html).toBe(
-      '<p>see <a href="https://x.dev/a_(b)" target="_blank" rel="noopener noreferrer nofollow">docs</a> and ' +
-        '<a href="https://y.dev/p" target="_blank" rel="noopener noreferrer nofollow">https://y.dev/p</a>.</p>',
+      '<p>see <a href="https://x.dev/a_(b)" target="_blank" rel="noopener noreferrer nofollow">docs</a> and ' + '<a href="https://y.dev/p" target="_blank" rel="noopener noreferrer nofollow">https://y.dev/p</a>.</p>',
     );
     expect(render('snake_case_name stays').html).toBe('<p>snake_case_name stays</p>');
   });
@@ -87,10 +99,7 @@ describe('markdown structure', () => {
 describe('renderMarkdown', () => {
   it('renders structure with DOM nodes', () => {
     const { html } = render('## Plan\n\nDo **this** then `that`.\n\n- one\n- two [link](https://ex.com)');
-    expect(html).toBe(
-      '<h4>Plan</h4><p>Do <strong>this</strong> then <code>that</code>.</p>' +
-        '<ul><li>one</li><li>two <a href="https://ex.com/" target="_blank" rel="noopener noreferrer nofollow">link</a></li></ul>',
-    );
+    expect(html).toBe('<h4>Plan</h4><p>Do <strong>this</strong> then <code>that</code>.</p>' + '<ul><li>one</li><li>two <a href="https://ex.com/" target="_blank" rel="noopener noreferrer nofollow">link</a></li></ul>');
   });
 
   it('renders raw HTML as text and never creates elements or handlers from it', () => {

@@ -79,11 +79,14 @@ export function runCli(args: string[]): CliRun {
     end: () => child.stdin.end(),
     exited: () => exit,
     waitForRecord: (predicate, what = 'record') =>
-      waitFor(() => {
-        const found = records.find(predicate);
-        if (found) return found;
-        if (child.exitCode !== null) throw new Error(`CLI exited (${child.exitCode}) before ${what}; stderr: ${err}; stdout: ${out}`);
-        return undefined;
-      }, { what, timeoutMs: 15_000 }),
+      waitFor(
+        () => {
+          const found = records.find(predicate);
+          if (found) return found;
+          if (child.exitCode !== null) throw new Error(`CLI exited (${child.exitCode}) before ${what}; stderr: ${err}; stdout: ${out}`);
+          return undefined;
+        },
+        { what, timeoutMs: 15_000 },
+      ),
   };
 }

@@ -22,10 +22,15 @@ describe('control channel', () => {
     });
     const ch = io(stdout);
     const handled: ControlFrame[] = [];
-    const stop = startControl(ch, (r) => stdout.write(JSON.stringify(r) + '\n'), async (f) => {
-      handled.push(f);
-      return { ok: f.id };
-    }, () => false);
+    const stop = startControl(
+      ch,
+      (r) => stdout.write(JSON.stringify(r) + '\n'),
+      async (f) => {
+        handled.push(f);
+        return { ok: f.id };
+      },
+      () => false,
+    );
     ch.stdin.write('{"v":1,"id":"a","method":"cancel"}\n');
     await waitFor(() => (handled.length === 1 ? true : undefined));
     await waitFor(() => (ch.stdin.isPaused() ? true : undefined), { what: 'stdin paused under back-pressure' });
@@ -48,14 +53,19 @@ describe('control channel', () => {
     const slow = new Promise<void>((r) => (release = r));
     const handled: unknown[] = [];
     // Every answer is recorded, also after the query ended, so a late answer would show here.
-    const stop = startControl(ch, (r) => {
-      written.push(r as { id: unknown });
-      return true;
-    }, async (f) => {
-      handled.push(f.id);
-      if (f.id === 'slow') await slow;
-      return { done: f.id };
-    }, () => finished);
+    const stop = startControl(
+      ch,
+      (r) => {
+        written.push(r as { id: unknown });
+        return true;
+      },
+      async (f) => {
+        handled.push(f.id);
+        if (f.id === 'slow') await slow;
+        return { done: f.id };
+      },
+      () => finished,
+    );
     ch.stdin.write('{"v":1,"id":"slow","method":"cancel"}\n{"v":1,"id":"queued","method":"cancel"}\n');
     await waitFor(() => (handled.length === 1 ? true : undefined));
     const stopped = stop();

@@ -70,7 +70,23 @@ describe('headless CLI (child process, real hub)', () => {
     run.write(frame({ v: 1, id: 'd', method: 'steer', params: { inputId: 'e', target, content: { text: '   ' } } }));
     expect((await run.waitForRecord((r) => r['id'] === 'd', 'response d'))['result']).toMatchObject({ outcome: 'rejected', code: 'empty_content' });
     // Last frame without a trailing newline, then EOF: still parsed and answered; EOF does not cancel.
-    run.write(JSON.stringify({ v: 1, id: 'z', method: 'steer', params: { inputId: 'ui-002', target, content: { blocks: [{ t: 'text', text: 'one' }, { t: 'text', text: 'two' }] } } }));
+    run.write(
+      JSON.stringify({
+        v: 1,
+        id: 'z',
+        method: 'steer',
+        params: {
+          inputId: 'ui-002',
+          target,
+          content: {
+            blocks: [
+              { t: 'text', text: 'one' },
+              { t: 'text', text: 'two' },
+            ],
+          },
+        },
+      }),
+    );
     run.end();
     expect((await run.waitForRecord((r) => r['id'] === 'z', 'response z'))['result']).toMatchObject({ outcome: 'accepted', receipt: { ordinal: 2 } });
     expect((await chatState(observer, chat)).activeTurn).toBeDefined();

@@ -47,7 +47,10 @@ describe('LineFramer', () => {
   it('54: an oversized line is reported once, discarded without buffering, and the next line parses', () => {
     const f = new LineFramer(10);
     const out = [...f.push('0123456789'), ...f.push('abcdef'), ...f.push('ghij\nok\n')];
-    expect(out).toEqual([{ kind: 'oversized', length: 20 }, { kind: 'line', line: 'ok' }]);
+    expect(out).toEqual([
+      { kind: 'oversized', length: 20 },
+      { kind: 'line', line: 'ok' },
+    ]);
     // Oversized final line without newline is reported at EOF.
     const g = new LineFramer(4);
     expect([...g.push('abcdefgh'), ...g.end()]).toEqual([{ kind: 'oversized', length: 8 }]);

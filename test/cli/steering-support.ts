@@ -60,7 +60,15 @@ export class SteeringHttp {
   }
 }
 
-type Part = { kind: string; id?: string; content?: string; message?: { text: string; origin: { kind: string }; _meta?: Record<string, unknown> }; toolCall?: { toolCallId: string; status: string }; request?: { id: string }; response?: string };
+type Part = {
+  kind: string;
+  id?: string;
+  content?: string;
+  message?: { text: string; origin: { kind: string }; _meta?: Record<string, unknown> };
+  toolCall?: { toolCallId: string; status: string };
+  request?: { id: string };
+  response?: string;
+};
 export interface ChatView {
   activeTurn?: { id: string; responseParts: Part[] };
   turns: Array<{ id: string; state: string; responseParts: Part[]; message: { text: string } }>;
@@ -74,10 +82,13 @@ export async function chatState(client: RpcClient, chat: string): Promise<ChatVi
 
 /** Waits until the demo agent is blocked on the input request `requestId`. */
 export function waitForOpenRequest(client: RpcClient, chat: string, requestId: string): Promise<true> {
-  return waitFor(async () => {
-    const s = await chatState(client, chat);
-    return s.activeTurn?.responseParts.some((p) => p.kind === 'inputRequest' && p.request?.id === requestId && !p.response) ? true : undefined;
-  }, { what: `open input request ${requestId}` });
+  return waitFor(
+    async () => {
+      const s = await chatState(client, chat);
+      return s.activeTurn?.responseParts.some((p) => p.kind === 'inputRequest' && p.request?.id === requestId && !p.response) ? true : undefined;
+    },
+    { what: `open input request ${requestId}` },
+  );
 }
 
 export function waitForTurnEnd(client: RpcClient, chat: string, turnId: string): Promise<ChatView['turns'][number]> {

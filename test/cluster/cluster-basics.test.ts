@@ -37,9 +37,10 @@ describe('a three-node cluster on one PostgreSQL log', () => {
 
     await startScriptTurn(a, chat, [{ ask: TWO_QUESTION_REQUEST }, { sleep: 60_000 }]);
     await b.waitForEnvelope((e) => e.channel === chat && e.action.type === 'chat/inputRequested', 'input request on node 2');
-    await dashboard.waitForNotification((n) =>
-      n.method === 'root/sessionSummaryChanged' && n.params['session'] === session && activity((n.params['changes'] as { status?: number }).status ?? 0) === INPUT_NEEDED,
-      'root InputNeeded on node 3');
+    await dashboard.waitForNotification(
+      (n) => n.method === 'root/sessionSummaryChanged' && n.params['session'] === session && activity((n.params['changes'] as { status?: number }).status ?? 0) === INPUT_NEEDED,
+      'root InputNeeded on node 3',
+    );
 
     const [fromA, fromB] = await Promise.all([
       a.dispatchAndWait(chat, { type: 'chat/inputAnswerChanged', requestId: 'req-1', questionId: 'runtime', answer: { state: 'submitted', value: { kind: 'selected', value: 'node' } } }),
@@ -57,17 +58,17 @@ describe('a three-node cluster on one PostgreSQL log', () => {
       const snap = await client.subscribe<ChatLike>(chat);
       expect(snap.state.activeTurn!.responseParts.find((p) => p.kind === 'inputRequest')!.request!.answers).toEqual(merged);
     }
-    const stream = (c: RpcClient): Array<[number, string]> =>
-      c.envelopes.filter((e: ActionEnvelope) => e.channel === chat && e.serverSeq <= Math.max(fromA.serverSeq, fromB.serverSeq)).map((e) => [e.serverSeq, e.action.type]);
+    const stream = (c: RpcClient): Array<[number, string]> => c.envelopes.filter((e: ActionEnvelope) => e.channel === chat && e.serverSeq <= Math.max(fromA.serverSeq, fromB.serverSeq)).map((e) => [e.serverSeq, e.action.type]);
     const fromRequest = (list: Array<[number, string]>): Array<[number, string]> => list.slice(list.findIndex(([, t]) => t === 'chat/inputRequested'));
     expect(fromRequest(stream(a))).toEqual(fromRequest(stream(b)));
     expect(stream(b).map(([s]) => s)).toEqual([...stream(b).map(([s]) => s)].sort((x, y) => x - y));
 
     const done = await b.dispatchAndWait(chat, { type: 'chat/inputCompleted', requestId: 'req-1', response: 'accept' });
     expect(done.rejectionReason).toBeUndefined();
-    await dashboard.waitForNotification((n) =>
-      n.method === 'root/sessionSummaryChanged' && n.params['session'] === session && activity((n.params['changes'] as { status?: number }).status ?? 0) === IN_PROGRESS,
-      'root back to InProgress on node 3');
+    await dashboard.waitForNotification(
+      (n) => n.method === 'root/sessionSummaryChanged' && n.params['session'] === session && activity((n.params['changes'] as { status?: number }).status ?? 0) === IN_PROGRESS,
+      'root back to InProgress on node 3',
+    );
     // The same request answered again from node 1 after node 2 completed it: a stale requestId.
     const stale = await a.dispatchAndWait(chat, { type: 'chat/inputCompleted', requestId: 'req-1', response: 'accept' });
     expect(stale.rejectionReason).toMatch(/req-1/);

@@ -23,7 +23,10 @@ describe('cluster bus on PostgreSQL NOTIFY', () => {
     cleanups.push(db.drop);
     const one = new PostgresClusterBus({ url: db.url });
     const two = new PostgresClusterBus({ url: db.url });
-    cleanups.push(() => one.close(), () => two.close());
+    cleanups.push(
+      () => one.close(),
+      () => two.close(),
+    );
     await Promise.all([one.ready, two.ready]);
     return [one, two];
   }

@@ -45,7 +45,7 @@ describe('Yjs collaboration across nodes', () => {
     await waitFor(async () => ((await draftOn(alice)) === 'hello from node 1, and node 2' && (await draftOn(bob)) === 'hello from node 1, and node 2' ? true : undefined), { what: 'the same draft on both nodes' });
     expect(a.text('notes').toString()).toBe(b.text('notes').toString());
   });
-  it('presence travels between nodes: each sees the other, a disconnect removes it, and a killed node\'s people expire', async () => {
+  it("presence travels between nodes: each sees the other, a disconnect removes it, and a killed node's people expire", async () => {
     const [n1, n2] = fx.cluster.nodes;
     const alice = await RpcClient.open(n1!.wsUrl);
     const bob = await RpcClient.open(n2!.wsUrl);
@@ -57,7 +57,10 @@ describe('Yjs collaboration across nodes', () => {
     await bob.waitForEnvelope((e) => e.action.type === 'chat/inputRequested', 'input request on node 2');
 
     const names = (p: Peer): string[] =>
-      [...p.awareness.getStates().values()].map((s) => String((s as { name?: unknown }).name)).filter((n) => n !== 'undefined').sort();
+      [...p.awareness.getStates().values()]
+        .map((s) => String((s as { name?: unknown }).name))
+        .filter((n) => n !== 'undefined')
+        .sort();
     const a = await Peer.join(alice, chat, 'req-1');
     peers.push(a);
     a.awareness.setLocalState({ name: 'alice', editing: 'notes' });

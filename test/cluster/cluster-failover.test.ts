@@ -14,8 +14,8 @@ describe('SIGKILL a node under load', () => {
   const fx = clusterPerFile(3);
   const clients = fx.clients;
 
-  it("its clients reconnect to another node and converge; every echoed action is in the final state, none twice", async () => {
-    const [n1, n2, n3] = fx.cluster.nodes as [typeof fx.cluster.nodes[0], typeof fx.cluster.nodes[0], typeof fx.cluster.nodes[0]];
+  it('its clients reconnect to another node and converge; every echoed action is in the final state, none twice', async () => {
+    const [n1, n2, n3] = fx.cluster.nodes as [(typeof fx.cluster.nodes)[0], (typeof fx.cluster.nodes)[0], (typeof fx.cluster.nodes)[0]];
     const owner = await RpcClient.open(n1!.wsUrl);
     clients.push(owner);
     // One chat per writer: a chat holds at most 100 queued messages.
@@ -48,10 +48,13 @@ describe('SIGKILL a node under load', () => {
 
     // Both survivors converge on one head and one state holding every echoed action.
     const heads = async (): Promise<number[]> => Promise.all([n1!, n2!].map(headOf));
-    await waitFor(async () => {
-      const [a, b] = await heads();
-      return a === b ? true : undefined;
-    }, { what: 'survivors at one head' });
+    await waitFor(
+      async () => {
+        const [a, b] = await heads();
+        return a === b ? true : undefined;
+      },
+      { what: 'survivors at one head' },
+    );
     for (const w of writers) {
       // Each writer's chat as node 1 and node 2 see it (writers 0 and 1 are connected there).
       const snaps = await Promise.all([writers[0]!, writers[1]!].map((reader) => reader.client.subscribe<{ queuedMessages?: Array<{ id: string }> }>(w.chat)));

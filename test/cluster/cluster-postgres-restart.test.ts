@@ -61,13 +61,15 @@ describe('PostgreSQL restarts under load', () => {
 
     server.stopServer();
     // Every node says the log is unavailable, by name, on its health check.
-    const reporting = await waitFor(async () => {
-      const live = cluster.nodes.filter(alive);
-      const checks = await Promise.all(live.map(health));
-      const down = (c: Awaited<ReturnType<typeof health>>): boolean =>
-        c !== undefined && c.status === 503 && c.body.status === 'storage_unavailable' && /action log|connect|terminat/i.test(c.body.message ?? '');
-      return checks.every((c) => c === undefined || down(c)) && checks.some(down) ? live.filter((_, i) => down(checks[i])) : undefined;
-    }, { what: 'nodes to report the outage', timeoutMs: 30_000 });
+    const reporting = await waitFor(
+      async () => {
+        const live = cluster.nodes.filter(alive);
+        const checks = await Promise.all(live.map(health));
+        const down = (c: Awaited<ReturnType<typeof health>>): boolean => c !== undefined && c.status === 503 && c.body.status === 'storage_unavailable' && /action log|connect|terminat/i.test(c.body.message ?? '');
+        return checks.every((c) => c === undefined || down(c)) && checks.some(down) ? live.filter((_, i) => down(checks[i])) : undefined;
+      },
+      { what: 'nodes to report the outage', timeoutMs: 30_000 },
+    );
     // A write on such a node is refused with a reason, not hung and not acknowledged.
     const probe = await RpcClient.open(reporting[0]!.wsUrl);
     clients.push(probe);
@@ -77,10 +79,13 @@ describe('PostgreSQL restarts under load', () => {
 
     server.start();
     for (const node of [n1, n2]) expect(alive(node), node.stderr().slice(-1000)).toBe(true);
-    await waitFor(async () => {
-      const checks = await Promise.all(cluster.nodes.filter(alive).map(health));
-      return checks.every((c) => c?.status === 200) ? true : undefined;
-    }, { what: 'nodes healthy again', timeoutMs: 15_000 });
+    await waitFor(
+      async () => {
+        const checks = await Promise.all(cluster.nodes.filter(alive).map(health));
+        return checks.every((c) => c?.status === 200) ? true : undefined;
+      },
+      { what: 'nodes healthy again', timeoutMs: 15_000 },
+    );
     for (const w of writers) {
       if (!w.client.closed) continue;
       const home = [n1, n2].find((n) => w.client.ws.url.startsWith(n.wsUrl))!;
@@ -99,11 +104,14 @@ describe('PostgreSQL restarts under load', () => {
     const reader = await RpcClient.open(live[live.length - 1]!.wsUrl);
     clients.push(reader);
     for (const w of writers) {
-      const state = await waitFor(async () => {
-        const snap = await reader.subscribe<{ queuedMessages?: Array<{ id: string }> }>(w.chat);
-        const ids = new Set((snap.state.queuedMessages ?? []).map((m) => m.id));
-        return [...w.echoed].every((id) => ids.has(id)) ? ids : undefined;
-      }, { what: `every action ${w.name} saw acknowledged in its chat` });
+      const state = await waitFor(
+        async () => {
+          const snap = await reader.subscribe<{ queuedMessages?: Array<{ id: string }> }>(w.chat);
+          const ids = new Set((snap.state.queuedMessages ?? []).map((m) => m.id));
+          return [...w.echoed].every((id) => ids.has(id)) ? ids : undefined;
+        },
+        { what: `every action ${w.name} saw acknowledged in its chat` },
+      );
       expect(state.size).toBe(w.echoed.size);
     }
   }, 120_000);

@@ -53,7 +53,9 @@ describe('100 replies racing for one request across three nodes', () => {
         const tab = tabs[(i % 3) + 3 * (Math.floor(i / 9) % 2)]!; // a tab on the same node
         replies.push(async () => {
           const echo = await tab.dispatchAndWait(chat, {
-            type: 'chat/inputCompleted', requestId: 'req-1', response: 'accept',
+            type: 'chat/inputCompleted',
+            requestId: 'req-1',
+            response: 'accept',
             answers: { runtime: { state: 'submitted', value: { kind: 'selected', value: 'node' } }, notes: { state: 'submitted', value: { kind: 'text', value: who } } },
           });
           if (echo.rejectionReason !== undefined) expect(echo.rejectionReason).toMatch(/req-1/);
@@ -87,10 +89,13 @@ describe('100 replies racing for one request across three nodes', () => {
 
     // Every replica converges on the same head and the same state, with the winner's answer.
     const heads = async (): Promise<number[]> => Promise.all(nodes.map(headOf));
-    await waitFor(async () => {
-      const h = await heads();
-      return h.every((x) => x === h[0]) && tabs.every((t) => t.envelopes.some((e) => e.action.type === 'chat/turnComplete')) ? true : undefined;
-    }, { what: 'every node at one head after the turn completed', timeoutMs: 20_000 });
+    await waitFor(
+      async () => {
+        const h = await heads();
+        return h.every((x) => x === h[0]) && tabs.every((t) => t.envelopes.some((e) => e.action.type === 'chat/turnComplete')) ? true : undefined;
+      },
+      { what: 'every node at one head after the turn completed', timeoutMs: 20_000 },
+    );
     const states = await Promise.all(tabs.slice(0, 3).map((t) => t.subscribe<{ turns: Array<{ responseParts: Array<{ kind: string; response?: string; request?: { answers?: Record<string, { value: { value: string } }> } }> }> }>(chat)));
     expect(states[1]).toEqual(states[0]);
     expect(states[2]).toEqual(states[0]);

@@ -113,10 +113,13 @@ describe('steering receipts across a restart of every cluster node', () => {
     await subscribeWhenKnown(agent, chat);
     await consume(agent, 't2', 'b1');
     for (const node of [c, d]) {
-      const now = await waitFor(async () => {
-        const r = await readAll(node, session, held);
-        return (r['b1'] as { state: string }).state === 'consumed' ? r : undefined;
-      }, { what: `b1 consumed on ${node.url}` });
+      const now = await waitFor(
+        async () => {
+          const r = await readAll(node, session, held);
+          return (r['b1'] as { state: string }).state === 'consumed' ? r : undefined;
+        },
+        { what: `b1 consumed on ${node.url}` },
+      );
       expect(now['b1']).toMatchObject({ state: 'consumed', revision: 2, ordinal: 1, acceptedAt: (before['b1'] as { acceptedAt: string }).acceptedAt });
       expect({ ...now, b1: undefined }).toEqual({ ...before, b1: undefined });
     }

@@ -27,7 +27,7 @@ describe('steering inputs across nodes', () => {
     await waitForOpenRequest(bob, chat, 'ask-1');
 
     const viaNode2 = new SteeringHttp(n2!.url);
-    const target = await waitFor(async () => ((await viaNode2.target(session)) ?? undefined), { what: 'node 2 to know the running turn' });
+    const target = await waitFor(async () => (await viaNode2.target(session)) ?? undefined, { what: 'node 2 to know the running turn' });
     expect(target.turnId).toBe(turnId);
     const submitted = await viaNode2.submit(session, { inputId: 'from-node-2', target, content: { text: 'steer from node 2' } });
     expect(submitted.status).toBe(202);
@@ -38,16 +38,22 @@ describe('steering inputs across nodes', () => {
     // Consumed once, as a user message inside the turn, by the agent on node 1.
     const consumed = (ended.responseParts as Array<{ kind: string; message?: { text?: string } }>).filter((p) => p.kind === 'userMessage');
     expect(consumed.map((p) => p.message?.text)).toEqual(['steer from node 2']);
-    const receipt = await waitFor(async () => {
-      const r = await viaNode2.status(session, 'from-node-2', target);
-      return (r.body['receipt'] as { state?: string } | undefined)?.state === 'consumed' ? r : undefined;
-    }, { what: 'the receipt on node 2 to say consumed' });
+    const receipt = await waitFor(
+      async () => {
+        const r = await viaNode2.status(session, 'from-node-2', target);
+        return (r.body['receipt'] as { state?: string } | undefined)?.state === 'consumed' ? r : undefined;
+      },
+      { what: 'the receipt on node 2 to say consumed' },
+    );
     expect(receipt.status).toBe(200);
     // Node 2 took the pending steering message down once the input was consumed.
-    await waitFor(async () => {
-      const view = await bob.subscribe<{ steeringMessages?: unknown[] }>(chat);
-      return (view.state.steeringMessages ?? []).length === 0 ? true : undefined;
-    }, { what: 'the steering message to be removed' });
+    await waitFor(
+      async () => {
+        const view = await bob.subscribe<{ steeringMessages?: unknown[] }>(chat);
+        return (view.state.steeringMessages ?? []).length === 0 ? true : undefined;
+      },
+      { what: 'the steering message to be removed' },
+    );
   });
   it('inputs submitted concurrently on two nodes get distinct consecutive ordinals, and the per-turn quota holds for the whole cluster', async () => {
     const [n1, n2] = fx.cluster.nodes;
@@ -60,7 +66,7 @@ describe('steering inputs across nodes', () => {
     const turnId = await startScriptTurn(alice, chat, [askStep('ask-1'), { say: 'after the question' }]);
     await waitForOpenRequest(bob, chat, 'ask-1');
     const via = [new SteeringHttp(n1!.url), new SteeringHttp(n2!.url)];
-    const target = await waitFor(async () => ((await via[1]!.target(session)) ?? undefined), { what: 'node 2 to know the running turn' });
+    const target = await waitFor(async () => (await via[1]!.target(session)) ?? undefined, { what: 'node 2 to know the running turn' });
     // Both nodes name the same target (the history epoch is the cluster's, not the process's).
     expect(await via[0]!.target(session)).toEqual(target);
 
@@ -86,9 +92,7 @@ describe('steering inputs across nodes', () => {
 
     await answer(alice, chat, 'ask-1');
     const ended = await waitForTurnEnd(bob, chat, turnId);
-    const consumed = (ended.responseParts as Array<{ kind: string; message?: { _meta?: Record<string, { ordinal?: number }> } }>)
-      .filter((p) => p.kind === 'userMessage')
-      .map((p) => p.message?._meta?.['hub/userInput']?.ordinal);
+    const consumed = (ended.responseParts as Array<{ kind: string; message?: { _meta?: Record<string, { ordinal?: number }> } }>).filter((p) => p.kind === 'userMessage').map((p) => p.message?._meta?.['hub/userInput']?.ordinal);
     expect(consumed).toEqual(Array.from({ length: 32 }, (_, i) => i + 1));
   });
 
@@ -101,7 +105,7 @@ describe('steering inputs across nodes', () => {
     const turnId = await startScriptTurn(alice, chat, [askStep('ask-1'), { say: 'after the question' }]);
     await waitForOpenRequest(alice, chat, 'ask-1');
     const viaNode2 = new SteeringHttp(n2!.url);
-    const target = await waitFor(async () => ((await viaNode2.target(session)) ?? undefined), { what: 'node 2 to know the running turn' });
+    const target = await waitFor(async () => (await viaNode2.target(session)) ?? undefined, { what: 'node 2 to know the running turn' });
     const submitted = await viaNode2.submit(session, { inputId: 'dies-with-node-2', target, content: { text: 'from a node that will die' } });
     expect(submitted.status).toBe(202);
     const original = submitted.body['receipt'] as { ordinal: number; acceptedAt: string };
@@ -123,20 +127,26 @@ describe('steering inputs across nodes', () => {
     // A node that starts now learns the input from the chat state it loads.
     const n3 = await fx.cluster.addNode();
     const viaNode3 = new SteeringHttp(n3.url);
-    const onNode3 = await waitFor(async () => {
-      const r = await viaNode3.status(session, 'dies-with-node-2', target);
-      return r.status === 200 ? r : undefined;
-    }, { what: 'node 3 to answer the receipt', timeoutMs: 15_000 });
+    const onNode3 = await waitFor(
+      async () => {
+        const r = await viaNode3.status(session, 'dies-with-node-2', target);
+        return r.status === 200 ? r : undefined;
+      },
+      { what: 'node 3 to answer the receipt', timeoutMs: 15_000 },
+    );
     expect(onNode3.body['receipt']).toMatchObject({ ordinal: original.ordinal, state: 'accepted' });
 
     await answer(alice, chat, 'ask-1');
     const ended = await waitForTurnEnd(alice, chat, turnId);
     expect((ended.responseParts as Array<{ kind: string; message?: { text?: string } }>).filter((p) => p.kind === 'userMessage').map((p) => p.message?.text)).toEqual(['from a node that will die']);
     for (const via of [viaNode1, viaNode3]) {
-      const r = await waitFor(async () => {
-        const s = await via.status(session, 'dies-with-node-2', target);
-        return (s.body['receipt'] as { state?: string } | undefined)?.state === 'consumed' ? s : undefined;
-      }, { what: `the receipt on ${via.baseUrl} to say consumed` });
+      const r = await waitFor(
+        async () => {
+          const s = await via.status(session, 'dies-with-node-2', target);
+          return (s.body['receipt'] as { state?: string } | undefined)?.state === 'consumed' ? s : undefined;
+        },
+        { what: `the receipt on ${via.baseUrl} to say consumed` },
+      );
       expect(r.body['receipt']).toMatchObject({ ordinal: original.ordinal, revision: 2, state: 'consumed' });
     }
     // Nobody is left holding the pending steering message.

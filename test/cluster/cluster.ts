@@ -43,12 +43,14 @@ export async function startCluster(size: number, server?: string, args: readonly
     nodes,
     addNode,
     stop: async () => {
-      await Promise.all(nodes.map(async (n) => {
-        if (n.child.exitCode === null && n.child.signalCode === null) {
-          n.child.kill('SIGTERM');
-          await n.exited();
-        }
-      }));
+      await Promise.all(
+        nodes.map(async (n) => {
+          if (n.child.exitCode === null && n.child.signalCode === null) {
+            n.child.kill('SIGTERM');
+            await n.exited();
+          }
+        }),
+      );
       await db.drop();
     },
   };
@@ -83,9 +85,7 @@ export async function queuedMessageCountsInLog(storeUrl: string): Promise<Map<st
   const db = new pg.Client({ connectionString: storeUrl });
   await db.connect();
   try {
-    const rows = await db.query<{ id: string; n: string }>(
-      `SELECT action::json->>'id' AS id, COUNT(*) AS n FROM ahp_records WHERE action::json->>'type' = 'chat/pendingMessageSet' GROUP BY 1`,
-    );
+    const rows = await db.query<{ id: string; n: string }>(`SELECT action::json->>'id' AS id, COUNT(*) AS n FROM ahp_records WHERE action::json->>'type' = 'chat/pendingMessageSet' GROUP BY 1`);
     return new Map(rows.rows.map((r) => [r.id, Number(r.n)]));
   } finally {
     await db.end();

@@ -57,7 +57,7 @@ describe('drain: SIGTERM on a node behind HAProxy', () => {
     // Its SDK clients were told to reconnect at once, and are back through the proxy.
     const moved = fx.writers.filter((w) => w.closeCodes.includes(RECONNECT_NOW_CLOSE_CODE));
     expect(moved.length).toBe(onNode1 - 1);
-    await waitFor(() => (moved.every((w) => w.client.connectionState === 'open' && w.reopened.length > 0) ? true : undefined), { what: 'the drained node\'s clients back', timeoutMs: 5_000 });
+    await waitFor(() => (moved.every((w) => w.client.connectionState === 'open' && w.reopened.length > 0) ? true : undefined), { what: "the drained node's clients back", timeoutMs: 5_000 });
     expect(starter.closed).toBe(true);
 
     // The turn carries on elsewhere and completes: nothing said twice, nothing missing, no error.

@@ -47,10 +47,13 @@ describe('three nodes behind HAProxy: SIGKILL one', () => {
 
     // The clients that were on it noticed, and every one of them is open again through the proxy
     // within 5 s of the kill (a deadline poll: the assertion is the deadline).
-    const orphans = await waitFor(() => {
-      const lost = writers.filter((w) => w.lost.length > 0);
-      return lost.length >= perNode[victim]! ? lost : undefined;
-    }, { what: 'the killed node\'s clients to notice', timeoutMs: 5_000 });
+    const orphans = await waitFor(
+      () => {
+        const lost = writers.filter((w) => w.lost.length > 0);
+        return lost.length >= perNode[victim]! ? lost : undefined;
+      },
+      { what: "the killed node's clients to notice", timeoutMs: 5_000 },
+    );
     expect(orphans).toHaveLength(perNode[victim]!);
     await waitFor(() => (orphans.every((w) => w.reopened.length > 0 && w.client.connectionState === 'open') ? true : undefined), {
       what: 'every client of the killed node to be back',
@@ -70,10 +73,13 @@ describe('three nodes behind HAProxy: SIGKILL one', () => {
     expect(allEchoed).toHaveLength(PER_WRITER * writers.length);
 
     // Both survivors converge on one head and one state holding every acknowledged action.
-    await waitFor(async () => {
-      const [a, b] = await Promise.all(survivors.map(headOf));
-      return a === b ? true : undefined;
-    }, { what: 'survivors at one head' });
+    await waitFor(
+      async () => {
+        const [a, b] = await Promise.all(survivors.map(headOf));
+        return a === b ? true : undefined;
+      },
+      { what: 'survivors at one head' },
+    );
     const readers = await Promise.all(survivors.map((n) => RpcClient.open(n.wsUrl)));
     fx.clients.push(...readers);
     for (const w of writers) {

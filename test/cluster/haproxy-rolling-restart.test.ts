@@ -31,7 +31,10 @@ class Typist {
   acked: string | undefined;
   readonly refused: string[] = [];
   #stopped = false;
-  constructor(readonly index: number, readonly view: ChannelView<ChatState>) {}
+  constructor(
+    readonly index: number,
+    readonly view: ChannelView<ChatState>,
+  ) {}
 
   async run(): Promise<void> {
     for (let k = 1; !this.#stopped; k++) {
@@ -72,9 +75,10 @@ describe('rolling restart of three nodes behind HAProxy', () => {
     const views: Array<ChannelView<ChatState>> = [];
     for (const member of team) views.push(await waitFor(() => member.subscribe(form.defaultChat as `ahp-chat:/${string}`), { what: 'the form chat on every node', timeoutMs: 15_000 }));
     const formTurn = 'form-turn';
-    expect((await views[0]!.dispatch({ type: 'chat/turnStarted', turnId: formTurn, startedAt: new Date().toISOString(), message: userMessage(JSON.stringify({ script: [{ ask: FORM }, { say: 'Thanks, planning now.' }] })) })).accepted).toBe(true);
-    const openRequest = (state: ChatState): InputRequestPart | undefined =>
-      state.activeTurn?.responseParts.find((p): p is InputRequestPart => isPartOfKind(p, 'inputRequest') && p.request.id === FORM.id && p.response === undefined);
+    expect((await views[0]!.dispatch({ type: 'chat/turnStarted', turnId: formTurn, startedAt: new Date().toISOString(), message: userMessage(JSON.stringify({ script: [{ ask: FORM }, { say: 'Thanks, planning now.' }] })) })).accepted).toBe(
+      true,
+    );
+    const openRequest = (state: ChatState): InputRequestPart | undefined => state.activeTurn?.responseParts.find((p): p is InputRequestPart => isPartOfKind(p, 'inputRequest') && p.request.id === FORM.id && p.response === undefined);
     await waitFor(() => views.every((v) => openRequest(v.state)) || undefined, { what: 'the form open for the team', timeoutMs: 15_000 });
     const typists = views.map((v, i) => new Typist(i, v));
     const typing = typists.map((t) => t.run());
@@ -124,7 +128,9 @@ describe('rolling restart of three nodes behind HAProxy', () => {
       expect(part!.request.answers?.[`q${t.index}`]).toEqual({ state: 'draft', value: { kind: 'text', value: t.acked } });
     }
     const submitted = await views[1]!.dispatch({
-      type: 'chat/inputCompleted', requestId: FORM.id, response: 'accept',
+      type: 'chat/inputCompleted',
+      requestId: FORM.id,
+      response: 'accept',
       answers: Object.fromEntries(typists.map((t) => [`q${t.index}`, { state: 'submitted', value: { kind: 'text', value: t.acked } }])),
     });
     expect(submitted.accepted).toBe(true);

@@ -45,7 +45,10 @@ export function proxiedClusterPerFile(): ProxiedCluster {
 
 /** How many times HAProxy reported `hub-N` going to `state` so far. */
 export function proxySaid(proxy: RunningHaproxy, name: string, state: 'UP' | 'DOWN'): number {
-  return proxy.output().split('\n').filter((line) => line.includes(`Server hubs/${name} is ${state}`)).length;
+  return proxy
+    .output()
+    .split('\n')
+    .filter((line) => line.includes(`Server hubs/${name} is ${state}`)).length;
 }
 
 /**
@@ -60,12 +63,15 @@ export async function drain(node: HubProcess): Promise<{ healthDuringDrain: numb
     return e;
   });
   node.child.kill('SIGTERM');
-  await waitFor(async () => {
-    if (exited) return true;
-    const res = await fetch(`${node.url}/healthz`);
-    if (res.status !== 200) healthDuringDrain = res.status;
-    return res.status !== 200 ? true : undefined;
-  }, { what: 'the draining node to answer /healthz with something other than 200', timeoutMs: 10_000 });
+  await waitFor(
+    async () => {
+      if (exited) return true;
+      const res = await fetch(`${node.url}/healthz`);
+      if (res.status !== 200) healthDuringDrain = res.status;
+      return res.status !== 200 ? true : undefined;
+    },
+    { what: 'the draining node to answer /healthz with something other than 200', timeoutMs: 10_000 },
+  );
   return { healthDuringDrain, exit: await exit };
 }
 
@@ -82,8 +88,7 @@ export async function restartOnSamePort(fx: ProxiedCluster, index: number): Prom
 
 export const STREAM_PARTS = 24;
 /** A turn that streams `STREAM_PARTS` markdown parts with a pause between them (several seconds). */
-export const streamingScript = (label: string): unknown[] =>
-  Array.from({ length: STREAM_PARTS }, (_, i) => [{ sleep: 200 }, { say: `${label} part ${i + 1} of ${STREAM_PARTS}.` }]).flat();
+export const streamingScript = (label: string): unknown[] => Array.from({ length: STREAM_PARTS }, (_, i) => [{ sleep: 200 }, { say: `${label} part ${i + 1} of ${STREAM_PARTS}.` }]).flat();
 
 /** The markdown the turn holds, in order. */
 export function saidIn(state: ChatState, turnId: string): string[] {

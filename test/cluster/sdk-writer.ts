@@ -21,7 +21,10 @@ export class SdkWriter {
   #stopped = false;
   #sent = 0;
 
-  private constructor(readonly name: string, readonly client: AhpClient) {}
+  private constructor(
+    readonly name: string,
+    readonly client: AhpClient,
+  ) {}
 
   static async open(name: string, url: string): Promise<SdkWriter> {
     let writer: SdkWriter | undefined;
@@ -65,12 +68,10 @@ export class SdkWriter {
     const inFlight = new Set<Promise<void>>();
     while (!this.#stopped && this.#sent < total) {
       const id = `${this.name}-${++this.#sent}`;
-      const done = view
-        .dispatch({ type: 'chat/pendingMessageSet', kind: 'queued', id, message: { text: id, origin: { kind: 'user' } } })
-        .then((result) => {
-          if (result.accepted || /already applied/.test(result.reason)) this.echoed.add(id);
-          else this.refused.push(`${id}: ${result.reason}`);
-        });
+      const done = view.dispatch({ type: 'chat/pendingMessageSet', kind: 'queued', id, message: { text: id, origin: { kind: 'user' } } }).then((result) => {
+        if (result.accepted || /already applied/.test(result.reason)) this.echoed.add(id);
+        else this.refused.push(`${id}: ${result.reason}`);
+      });
       inFlight.add(done);
       void done.finally(() => inFlight.delete(done));
       if (inFlight.size >= window) await Promise.race(inFlight);

@@ -21,7 +21,11 @@ export class Writer {
   #client: RpcClient;
   #stopped = false;
 
-  constructor(readonly name: string, client: RpcClient, readonly chat: string) {
+  constructor(
+    readonly name: string,
+    client: RpcClient,
+    readonly chat: string,
+  ) {
     this.#client = client;
   }
 
@@ -53,9 +57,18 @@ export class Writer {
   async moveTo(wsUrl: string): Promise<ReconnectResult> {
     this.#collect();
     const client = await RpcClient.open(wsUrl, { clientId: this.#client.clientId });
-    const result = await waitFor(() => client.request<ReconnectResult>('reconnect', {
-      channel: 'ahp-root://', clientId: client.clientId, lastSeenServerSeq: this.#lastSeen, subscriptions: [this.chat],
-    }).then((r) => (r.missing.length === 0 ? r : undefined)), { what: `${this.name} to reconnect`, timeoutMs: 15_000 });
+    const result = await waitFor(
+      () =>
+        client
+          .request<ReconnectResult>('reconnect', {
+            channel: 'ahp-root://',
+            clientId: client.clientId,
+            lastSeenServerSeq: this.#lastSeen,
+            subscriptions: [this.chat],
+          })
+          .then((r) => (r.missing.length === 0 ? r : undefined)),
+      { what: `${this.name} to reconnect`, timeoutMs: 15_000 },
+    );
     if (result.type === 'replay') for (const e of result.actions) this.#observe(e);
     this.#client = client;
     for (const [clientSeq, id] of this.unacked) this.#send(clientSeq, id);
@@ -65,7 +78,8 @@ export class Writer {
   #send(clientSeq: number, id: string): void {
     if (this.#client.closed) return;
     this.#client.notify('dispatchAction', {
-      channel: this.chat, clientSeq,
+      channel: this.chat,
+      clientSeq,
       action: { type: 'chat/pendingMessageSet', kind: 'queued', id, message: { text: id, origin: { kind: 'user' } } },
     });
   }

@@ -29,8 +29,28 @@ const FORM = {
   message: 'Three questions before the release.',
   questions: [
     { id: 'name', kind: 'text', title: 'Project name', message: 'What is the project called?', required: true, max: 40 },
-    { id: 'runtime', kind: 'single-select', title: 'Runtime', message: 'Which runtime?', options: [{ id: 'node', label: 'Node.js', recommended: true }, { id: 'deno', label: 'Deno' }], allowFreeformInput: true },
-    { id: 'targets', kind: 'multi-select', title: 'Targets', message: 'Where should it run?', options: [{ id: 'linux', label: 'Linux' }, { id: 'mac', label: 'macOS' }], max: 2 },
+    {
+      id: 'runtime',
+      kind: 'single-select',
+      title: 'Runtime',
+      message: 'Which runtime?',
+      options: [
+        { id: 'node', label: 'Node.js', recommended: true },
+        { id: 'deno', label: 'Deno' },
+      ],
+      allowFreeformInput: true,
+    },
+    {
+      id: 'targets',
+      kind: 'multi-select',
+      title: 'Targets',
+      message: 'Where should it run?',
+      options: [
+        { id: 'linux', label: 'Linux' },
+        { id: 'mac', label: 'macOS' },
+      ],
+      max: 2,
+    },
     { id: 'ship', kind: 'boolean', title: 'Ship now', message: 'Ship it today?', required: true },
   ],
 };
@@ -59,7 +79,13 @@ describe('browser app: accessibility (axe-core, WCAG 2.2 AA)', () => {
     const violations = await page.evaluate<Violation[]>(`axe.run(document, { runOnly: { type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa', 'wcag22aa'] }, resultTypes: ['violations'] }).then((r) => r.violations)`);
     return violations
       .filter((v) => v.impact === 'serious' || v.impact === 'critical')
-      .map((v) => `${v.id} (${v.impact}): ${v.help} — ${v.nodes.slice(0, 4).map((n) => `${n.target.join(' ')}: ${n.failureSummary ?? ''}`).join(' | ')}`);
+      .map(
+        (v) =>
+          `${v.id} (${v.impact}): ${v.help} — ${v.nodes
+            .slice(0, 4)
+            .map((n) => `${n.target.join(' ')}: ${n.failureSummary ?? ''}`)
+            .join(' | ')}`,
+      );
   }
 
   /** Runs axe on `page` in every look; `ready` waits for what must be on screen. */
@@ -144,7 +170,11 @@ describe('browser app: accessibility (axe-core, WCAG 2.2 AA)', () => {
     expect(description).toContain('at most 40 characters');
     await expect(name.getAttribute('aria-required')).resolves.toBe('true');
     // Every choice group is named by its question's title and described by its text.
-    for (const [q, title, text] of [['runtime', 'Runtime', 'Which runtime?'], ['targets', 'Targets', 'Where should it run?'], ['ship', 'Ship now, required', 'Ship it today?']] as const) {
+    for (const [q, title, text] of [
+      ['runtime', 'Runtime', 'Which runtime?'],
+      ['targets', 'Targets', 'Where should it run?'],
+      ['ship', 'Ship now, required', 'Ship it today?'],
+    ] as const) {
       const role = q === 'targets' ? 'group' : 'radiogroup';
       await expect(form.getByRole(role, { name: title, exact: true }).count()).resolves.toBe(1);
       await expect(describedBy(`[data-question=${q}] [role=${role}]`)).resolves.toContain(text);

@@ -23,7 +23,6 @@ describe('browser app: answers', () => {
     await hub?.stop();
   });
 
-
   const chatStatus = (p: Page) => p.locator('[data-testid=chat-status]');
 
   for (const [response, outcome, said] of [
@@ -88,7 +87,10 @@ describe('browser app: answers', () => {
           message: 'Which runtime?',
           required: true,
           allowFreeformInput: true,
-          options: [{ id: 'node', label: 'Node.js', recommended: true }, { id: 'deno', label: 'Deno' }],
+          options: [
+            { id: 'node', label: 'Node.js', recommended: true },
+            { id: 'deno', label: 'Deno' },
+          ],
         },
         {
           id: 'targets',
@@ -98,7 +100,11 @@ describe('browser app: answers', () => {
           allowFreeformInput: true,
           min: 1,
           max: 3,
-          options: [{ id: 'linux', label: 'Linux' }, { id: 'mac', label: 'macOS' }, { id: 'windows', label: 'Windows' }],
+          options: [
+            { id: 'linux', label: 'Linux' },
+            { id: 'mac', label: 'macOS' },
+            { id: 'windows', label: 'Windows' },
+          ],
         },
       ],
     };

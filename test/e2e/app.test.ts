@@ -16,7 +16,17 @@ const REQUEST = {
   id: 'req-1',
   message: 'Two quick questions before I **ship** this.',
   questions: [
-    { id: 'runtime', kind: 'single-select', title: 'Runtime', message: 'Which runtime?', required: true, options: [{ id: 'node', label: 'Node.js' }, { id: 'deno', label: 'Deno' }] },
+    {
+      id: 'runtime',
+      kind: 'single-select',
+      title: 'Runtime',
+      message: 'Which runtime?',
+      required: true,
+      options: [
+        { id: 'node', label: 'Node.js' },
+        { id: 'deno', label: 'Deno' },
+      ],
+    },
     { id: 'notes', kind: 'text', title: 'Release notes', message: 'What should the release notes say?', required: true, max: 200 },
   ],
 };
@@ -58,19 +68,17 @@ describe('browser app', () => {
           id: 'deploy-1',
           name: 'deploy_staging',
           confirm: true,
-          options: [{ id: 'once', label: 'Allow once', kind: 'approve' }, { id: 'never', label: 'Never', kind: 'deny' }],
+          options: [
+            { id: 'once', label: 'Allow once', kind: 'approve' },
+            { id: 'never', label: 'Never', kind: 'deny' },
+          ],
         },
       },
       { say: 'Deployed.' },
     ]);
     const { session, chat } = await setup.createSession('Release 1.4 checklist');
     await setup.subscribe(chat);
-    await startScriptTurn(setup, chat, [
-      { say: 'Reading the changelog… found **3** fixes and one new flag.' },
-      { ask: REQUEST },
-      { say: 'Thanks — drafting the release now.' },
-      { sleep: 60_000 },
-    ]);
+    await startScriptTurn(setup, chat, [{ say: 'Reading the changelog… found **3** fixes and one new flag.' }, { ask: REQUEST }, { say: 'Thanks — drafting the release now.' }, { sleep: 60_000 }]);
     await setup.waitForEnvelope((e) => e.action.type === 'chat/inputRequested', 'input request');
 
     const card = dashboard.locator(`[data-session="${session}"]`);
@@ -82,9 +90,7 @@ describe('browser app', () => {
     await expect(dashboard.locator(`[data-session="${deploy.session}"] [data-testid=brief]`).textContent()).resolves.toContain('wants to run');
     await expect(dashboard.locator('[data-count="Needs input"]').textContent()).resolves.toBe('Needs input: 2');
     // A failed session says what failed, in words, with where to go next.
-    await expect
-      .poll(() => dashboard.locator(`[data-session="${failing.session}"] [data-testid=failure]`).textContent())
-      .toContain('The agent stopped with an error: “build server unreachable”.');
+    await expect.poll(() => dashboard.locator(`[data-session="${failing.session}"] [data-testid=failure]`).textContent()).toContain('The agent stopped with an error: “build server unreachable”.');
     await dashboard.screenshot({ path: join(ARTIFACTS, 'dashboard.png') });
     // The filter keeps the sessions that need someone: two waiting for input, one failed.
     await dashboard.locator('[data-testid=filter-needs-input]').check();
@@ -115,19 +121,19 @@ describe('browser app', () => {
     // Both type into the same answer at once: A at the start, B at the end. Nothing is overwritten.
     await notes(a).press('Control+Home');
     await notes(b).press('Control+End');
-    await Promise.all([
-      notes(a).pressSequentially('Highlights: ', { delay: 15 }),
-      notes(b).pressSequentially(' (and 3 fixes)', { delay: 15 }),
-    ]);
+    await Promise.all([notes(a).pressSequentially('Highlights: ', { delay: 15 }), notes(b).pressSequentially(' (and 3 fixes)', { delay: 15 })]);
     const expected = 'Highlights: ships the new --fast flag (and 3 fixes)';
     await waitFor(async () => ((await notes(a).inputValue()) === expected && (await notes(b).inputValue()) === expected ? true : undefined), { what: 'merged text in both tabs', timeoutMs: 15_000 });
     // AHP clients without Yjs see the merged text as the draft.
     const plain = await rpc(TOKENS.bob);
-    await waitFor(async () => {
-      const snap = await plain.subscribe<{ activeTurn?: { responseParts: Array<{ request?: { answers?: Record<string, { value?: { value?: unknown } }> } }> } }>(chat);
-      const answers = snap.state.activeTurn?.responseParts.find((p) => p.request)?.request?.answers;
-      return answers?.['notes']?.value?.value === expected ? true : undefined;
-    }, { what: 'merged draft in chat state' });
+    await waitFor(
+      async () => {
+        const snap = await plain.subscribe<{ activeTurn?: { responseParts: Array<{ request?: { answers?: Record<string, { value?: { value?: unknown } }> } }> } }>(chat);
+        const answers = snap.state.activeTurn?.responseParts.find((p) => p.request)?.request?.answers;
+        return answers?.['notes']?.value?.value === expected ? true : undefined;
+      },
+      { what: 'merged draft in chat state' },
+    );
     await b.screenshot({ path: join(ARTIFACTS, 'chat.png'), fullPage: true });
 
     // The viewer sees everything and can change nothing: every control is disabled, and the hub
@@ -135,7 +141,10 @@ describe('browser app', () => {
     await expect(viewer.locator('[data-request="req-1"] [data-response=accept]').isDisabled()).resolves.toBe(true);
     await expect(notes(viewer).isDisabled()).resolves.toBe(true);
     await expect(viewer.locator('[data-testid=send]').isDisabled()).resolves.toBe(true);
-    await viewer.locator('[data-request="req-1"] [data-response=accept]').click({ force: true }).catch(() => {});
+    await viewer
+      .locator('[data-request="req-1"] [data-response=accept]')
+      .click({ force: true })
+      .catch(() => {});
     const viewerRpc = await rpc(TOKENS.viewer);
     const refused = await viewerRpc.dispatchAndWait(chat, { type: 'chat/inputCompleted', requestId: 'req-1', response: 'accept' });
     expect(refused.rejectionReason).toMatch(/read-only/);

@@ -33,7 +33,6 @@ describe('browser app: the first hour', () => {
     await hub?.stop();
   });
 
-
   async function openAt(token: string, path: string, viewport: { width: number; height: number }, colorScheme: 'light' | 'dark' = 'light'): Promise<Page> {
     const page = hub.watch(await (await hub.newContext({ viewport, colorScheme })).newPage());
     await page.goto(`${hub.server.url}${path}${path.includes('?') ? '&' : '?'}token=${token}`);
@@ -101,10 +100,12 @@ describe('browser app: the first hour', () => {
     await gateForm.locator('[data-response=accept]').click();
     const nextForm = page.locator('.input-request:not(.resolved)[data-request=req-next]');
     await nextForm.waitFor(T);
-    await expect.poll(async () => {
-      const b = await box(page, '[data-request=req-next] textarea');
-      return b.y > 0 && b.y + b.height < (await composerTop());
-    }, T).toBe(true);
+    await expect
+      .poll(async () => {
+        const b = await box(page, '[data-request=req-next] textarea');
+        return b.y > 0 && b.y + b.height < (await composerTop());
+      }, T)
+      .toBe(true);
 
     // Scrolled up to read: new content does not move the page, a button offers the way down.
     await page.evaluate('window.scrollTo(0, 0)');
@@ -126,10 +127,12 @@ describe('browser app: the first hour', () => {
     await expect.poll(() => atBottom(page), T).toBe(true);
     await expect.poll(() => jump.isVisible(), T).toBe(false);
     // Polled: the follow-scroll may still be settling when the button hides.
-    await expect.poll(async () => {
-      const last = await box(page, '.turn-footer');
-      return last.y + last.height <= (await composerTop());
-    }, T).toBe(true);
+    await expect
+      .poll(async () => {
+        const last = await box(page, '.turn-footer');
+        return last.y + last.height <= (await composerTop());
+      }, T)
+      .toBe(true);
     expect(hub.pageErrors).toEqual([]);
   }, 40_000);
 
@@ -263,7 +266,9 @@ describe('browser app: the first hour', () => {
   }, 30_000);
 
   it('jumps to the next chat that needs input from the dashboard', async () => {
-    const { setup, session } = await hub.scriptedSession(TOKENS.alice, 'Waiting for a decision', [{ ask: { id: 'req-wait', message: 'Pick a date', questions: [{ id: 'd', kind: 'text', title: 'Date', message: 'When?', format: 'date' }] } }]);
+    const { setup, session } = await hub.scriptedSession(TOKENS.alice, 'Waiting for a decision', [
+      { ask: { id: 'req-wait', message: 'Pick a date', questions: [{ id: 'd', kind: 'text', title: 'Date', message: 'When?', format: 'date' }] } },
+    ]);
     await setup.waitForEnvelope((e) => e.action.type === 'chat/inputRequested', 'input request');
     const page = await openAt(TOKENS.alice, '/', DESKTOP);
     await page.locator(`[data-session="${session}"][data-status="Needs input"]`).waitFor(T);

@@ -70,7 +70,9 @@ describe('browser app: the smaller points', () => {
     const phone = hub.watch(await (await hub.newContext({ viewport: { width: 390, height: 844 } })).newPage());
     await phone.goto(`${hub.server.url}/?token=${TOKENS.viewer}`);
     await phone.locator('[data-testid=connection]', { hasText: 'Connected' }).waitFor();
-    const rows = await phone.evaluate<number>(`new Set([...document.querySelector('.topbar').children].filter((c) => c.offsetParent !== null).map((c) => Math.round(c.getBoundingClientRect().top + c.getBoundingClientRect().height / 2) >> 3)).size`);
+    const rows = await phone.evaluate<number>(
+      `new Set([...document.querySelector('.topbar').children].filter((c) => c.offsetParent !== null).map((c) => Math.round(c.getBoundingClientRect().top + c.getBoundingClientRect().height / 2) >> 3)).size`,
+    );
     expect(rows).toBe(1);
     expect(hub.pageErrors).toEqual([]);
   });

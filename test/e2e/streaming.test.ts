@@ -27,12 +27,19 @@ afterAll(async () => {
 });
 
 async function partTexts(page: Page, texts: readonly string[]): Promise<string[]> {
-  await page.locator('.turn-footer', { hasText: 'Completed' }).nth(STREAMS - 1).waitFor();
+  await page
+    .locator('.turn-footer', { hasText: 'Completed' })
+    .nth(STREAMS - 1)
+    .waitFor();
   // Every part has all of its text on screen (a long one takes several frames).
-  await page.waitForFunction((lengths) => {
-    const parts = [...(globalThis as unknown as { document: { querySelectorAll(s: string): Iterable<{ dataset: Record<string, string | undefined> }> } }).document.querySelectorAll('article.turn .part.md')];
-    return parts.length === lengths.length && parts.every((p, i) => p.dataset['shownChars'] === String(lengths[i]));
-  }, texts.map((t) => t.length), { timeout: 60_000 });
+  await page.waitForFunction(
+    (lengths) => {
+      const parts = [...(globalThis as unknown as { document: { querySelectorAll(s: string): Iterable<{ dataset: Record<string, string | undefined> }> } }).document.querySelectorAll('article.turn .part.md')];
+      return parts.length === lengths.length && parts.every((p, i) => p.dataset['shownChars'] === String(lengths[i]));
+    },
+    texts.map((t) => t.length),
+    { timeout: 60_000 },
+  );
   return page.locator('article.turn .part.md').evaluateAll((parts) => parts.map((p) => p.textContent ?? ''));
 }
 
@@ -57,7 +64,7 @@ async function stream(alice: RpcClient, agent: RpcClient, page: Page, chat: stri
 }
 
 describe('streamed answers in the browser', () => {
-  it('show exactly the final state\'s text for 10 random markdown streams', async () => {
+  it("show exactly the final state's text for 10 random markdown streams", async () => {
     const alice = await hub.rpc(TOKENS.alice);
     const agent = await hub.rpc(TOKENS.agent);
     const session = 'ahp-session:/streams-e2e';

@@ -39,16 +39,19 @@ function appIsStale(): boolean {
 export async function ensureAppBuilt(): Promise<void> {
   if (!appIsStale()) return;
   mkdirSync('dist', { recursive: true });
-  await waitFor(() => {
-    try {
-      mkdirSync(BUILD_LOCK);
-      return true;
-    } catch {
-      // Another worker builds; a lock left behind by a killed run is taken over after a minute.
-      if (Date.now() - statSync(BUILD_LOCK, { throwIfNoEntry: false })!.mtimeMs > 60_000) rmdirSync(BUILD_LOCK);
-      return undefined;
-    }
-  }, { what: 'the app build lock', timeoutMs: 60_000 });
+  await waitFor(
+    () => {
+      try {
+        mkdirSync(BUILD_LOCK);
+        return true;
+      } catch {
+        // Another worker builds; a lock left behind by a killed run is taken over after a minute.
+        if (Date.now() - statSync(BUILD_LOCK, { throwIfNoEntry: false })!.mtimeMs > 60_000) rmdirSync(BUILD_LOCK);
+        return undefined;
+      }
+    },
+    { what: 'the app build lock', timeoutMs: 60_000 },
+  );
   try {
     if (appIsStale()) execFileSync(process.execPath, ['scripts/build-app.mjs'], { stdio: 'inherit' });
   } finally {
@@ -62,7 +65,10 @@ export class BrowserHub {
   readonly #contexts: BrowserContext[] = [];
   readonly #clients: RpcClient[] = [];
 
-  private constructor(readonly server: TestServer, readonly browser: Browser) {}
+  private constructor(
+    readonly server: TestServer,
+    readonly browser: Browser,
+  ) {}
 
   static async start(): Promise<BrowserHub> {
     if (!existsSync(CHROMIUM)) {

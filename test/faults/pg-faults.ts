@@ -24,16 +24,10 @@ export async function terminateHubBackends(adminUrl: string, clusterUrl: string,
     const db = databaseOf(clusterUrl);
     let duringTurn = false;
     for (let i = 0; i < tries && !duringTurn; i++) {
-      const open = await admin.query<{ n: string }>(
-        `SELECT count(*) AS n FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid() AND xact_start IS NOT NULL`,
-        [db],
-      );
+      const open = await admin.query<{ n: string }>(`SELECT count(*) AS n FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid() AND xact_start IS NOT NULL`, [db]);
       duringTurn = Number(open.rows[0]?.n ?? 0) > 0;
     }
-    const killed = await admin.query<{ ok: boolean }>(
-      `SELECT pg_terminate_backend(pid) AS ok FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()`,
-      [db],
-    );
+    const killed = await admin.query<{ ok: boolean }>(`SELECT pg_terminate_backend(pid) AS ok FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()`, [db]);
     return { terminated: killed.rows.filter((r) => r.ok).length, duringTurn };
   } finally {
     await admin.end();

@@ -28,30 +28,36 @@ const PER_WRITER = 30;
 
 /** Dispatches one probe on `node` until it is accepted (refusals while the log is away are retried). */
 async function acceptsWrite(node: HubProcess, chat: string, id: string): Promise<void> {
-  await waitFor(async () => {
-    if (!alive(node)) return Promise.reject(new Error(`${node.url} exited: ${node.stderr().slice(-1500)}`));
-    // A fresh client per attempt: a tenant reload closes the node's connections (4503).
-    const client = await RpcClient.open(node.wsUrl);
-    try {
-      await client.subscribe(chat);
-      const echo = await client.dispatchAndWait(chat, { type: 'chat/pendingMessageSet', kind: 'queued', id, message: { text: id, origin: { kind: 'user' } } });
-      return echo.rejectionReason === undefined || /already applied/.test(echo.rejectionReason) ? true : undefined;
-    } finally {
-      await client.close();
-    }
-  }, { what: `a write on ${node.url} to be accepted`, timeoutMs: 20_000 });
+  await waitFor(
+    async () => {
+      if (!alive(node)) return Promise.reject(new Error(`${node.url} exited: ${node.stderr().slice(-1500)}`));
+      // A fresh client per attempt: a tenant reload closes the node's connections (4503).
+      const client = await RpcClient.open(node.wsUrl);
+      try {
+        await client.subscribe(chat);
+        const echo = await client.dispatchAndWait(chat, { type: 'chat/pendingMessageSet', kind: 'queued', id, message: { text: id, origin: { kind: 'user' } } });
+        return echo.rejectionReason === undefined || /already applied/.test(echo.rejectionReason) ? true : undefined;
+      } finally {
+        await client.close();
+      }
+    },
+    { what: `a write on ${node.url} to be accepted`, timeoutMs: 20_000 },
+  );
 }
 
 /** A new session on `node` (its connection may be closed by a tenant reload, so one per call). */
 async function createSessionOn(node: HubProcess, title: string): Promise<string> {
-  return waitFor(async () => {
-    const client = await RpcClient.open(node.wsUrl);
-    try {
-      return (await client.createSession(title)).chat;
-    } finally {
-      await client.close();
-    }
-  }, { what: `a session on ${node.url}`, timeoutMs: 20_000 });
+  return waitFor(
+    async () => {
+      const client = await RpcClient.open(node.wsUrl);
+      try {
+        return (await client.createSession(title)).chat;
+      } finally {
+        await client.close();
+      }
+    },
+    { what: `a session on ${node.url}`, timeoutMs: 20_000 },
+  );
 }
 
 describe('PostgreSQL outages under load (three nodes)', () => {
@@ -94,7 +100,10 @@ describe('PostgreSQL outages under load (three nodes)', () => {
         const closed = writers.find((w) => w.writer.client.closed && alive(w.home));
         if (!closed) return;
         moving = true;
-        void closed.writer.moveTo(closed.home.wsUrl).catch(() => undefined).finally(() => (moving = false));
+        void closed.writer
+          .moveTo(closed.home.wsUrl)
+          .catch(() => undefined)
+          .finally(() => (moving = false));
       }, 20);
       const runs = writers.map((w) => w.writer.run(PER_WRITER, 2));
       await waitFor(() => (writers.every((w) => w.writer.echoed.size >= 3) ? true : undefined), { what: 'load before the fault', timeoutMs: 20_000 });
@@ -129,11 +138,14 @@ describe('PostgreSQL outages under load (three nodes)', () => {
     const readers = await Promise.all(nodes.map((n) => RpcClient.open(n.wsUrl)));
     clients.push(...readers);
     for (const chat of [probeChat, ...allWriters.map((w) => w.chat)]) {
-      const states = await waitFor(async () => {
-        const snaps = await Promise.all(readers.map((r) => r.subscribe<Queued>(chat)));
-        const texts = snaps.map((s) => JSON.stringify(s.state));
-        return texts.every((t) => t === texts[0]) ? snaps : undefined;
-      }, { what: `the replicas of ${chat} to be equal`, timeoutMs: 15_000 });
+      const states = await waitFor(
+        async () => {
+          const snaps = await Promise.all(readers.map((r) => r.subscribe<Queued>(chat)));
+          const texts = snaps.map((s) => JSON.stringify(s.state));
+          return texts.every((t) => t === texts[0]) ? snaps : undefined;
+        },
+        { what: `the replicas of ${chat} to be equal`, timeoutMs: 15_000 },
+      );
       const writer = allWriters.find((w) => w.chat === chat);
       if (writer) {
         const ids = new Set((states[0]!.state.queuedMessages ?? []).map((m) => m.id));

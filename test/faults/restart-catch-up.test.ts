@@ -18,8 +18,7 @@ import { waitFor } from '../helpers/wait-for.js';
 
 const AGENTS = [{ provider: 'remote', displayName: 'R' }];
 let n = 0;
-const hubOn = (log: PostgresActionLog): Promise<Hub> =>
-  Hub.open({ log, logger: silentLogger, now: () => Date.parse('2026-12-01T00:00:00Z'), newId: () => `id-${++n}`, agents: AGENTS, defaultProvider: 'remote' });
+const hubOn = (log: PostgresActionLog): Promise<Hub> => Hub.open({ log, logger: silentLogger, now: () => Date.parse('2026-12-01T00:00:00Z'), newId: () => `id-${++n}`, agents: AGENTS, defaultProvider: 'remote' });
 const queued = (id: string) => ({ type: 'chat/pendingMessageSet', kind: 'queued', id, message: { text: id, origin: { kind: 'user' } } }) as const;
 
 describe('a node starting while others append', () => {

@@ -138,7 +138,7 @@ describe('SQLite storage failures', () => {
     expect((await hub.exited()).code).toBe(0);
   };
 
-  it('a full disk refuses that tenant\'s writes clearly while the hub and other tenants work, and nothing acknowledged is lost once space returns', async () => {
+  it("a full disk refuses that tenant's writes clearly while the hub and other tenants work, and nothing acknowledged is lost once space returns", async () => {
     const disk = dataDirWithSmallAcmeDisk();
     cleanup.push(() => disk.remove());
     let hub = await start(disk.dir, disk.auth);
@@ -152,11 +152,14 @@ describe('SQLite storage failures', () => {
     // Big messages need new pages: the batch that hits the full disk is kept and retried, and
     // the writes after it are refused at once, with the reason.
     const sent = new Map<number, string>();
-    const refusal = await waitFor(() => {
-      const id = `full-${sent.size}`;
-      sent.set(alice.dispatch(chat, queued(id, 'x'.repeat(20_000))), id);
-      return alice.envelopes.find((e) => e.rejectionReason !== undefined);
-    }, { what: 'a write refused on the full disk', timeoutMs: 15_000 });
+    const refusal = await waitFor(
+      () => {
+        const id = `full-${sent.size}`;
+        sent.set(alice.dispatch(chat, queued(id, 'x'.repeat(20_000))), id);
+        return alice.envelopes.find((e) => e.rejectionReason !== undefined);
+      },
+      { what: 'a write refused on the full disk', timeoutMs: 15_000 },
+    );
     expect(refusal.rejectionReason).toMatch(/^the action log is unavailable: .*(full|SQLITE_FULL)/i);
     await expect(alice.createSession('refused')).rejects.toMatchObject({ code: ErrorCode.StorageUnavailable });
     const health = await fetch(`${hub.url}/healthz`);
@@ -170,7 +173,8 @@ describe('SQLite storage failures', () => {
     disk.free();
     // Every dispatch gets its answer: an echo (the batch in doubt lands) or the refusal.
     await waitFor(() => ([...sent.keys()].every((seq) => alice.envelopes.some((e) => e.origin?.clientSeq === seq)) ? true : undefined), {
-      what: 'an answer to every dispatch once space returned', timeoutMs: 15_000,
+      what: 'an answer to every dispatch once space returned',
+      timeoutMs: 15_000,
     });
     for (const e of alice.envelopes) if (e.rejectionReason === undefined && e.origin) echoed.add(sent.get(e.origin.clientSeq)!);
     expect(echoed.size).toBeGreaterThan(ids.length);
@@ -223,10 +227,13 @@ describe('SQLite storage failures', () => {
     const { chat } = await alice.createSession('big');
     await alice.subscribe(chat);
     let n = 0;
-    const refused = await waitFor(async () => {
-      const echo = await alice.dispatchAndWait(chat, queued(`big-${n++}`, 'y'.repeat(30_000)));
-      return echo.rejectionReason;
-    }, { what: 'the quota to refuse a write', timeoutMs: 20_000 });
+    const refused = await waitFor(
+      async () => {
+        const echo = await alice.dispatchAndWait(chat, queued(`big-${n++}`, 'y'.repeat(30_000)));
+        return echo.rejectionReason;
+      },
+      { what: 'the quota to refuse a write', timeoutMs: 20_000 },
+    );
     expect(refused).toMatch(/^storage quota exceeded: this tenant's log and snapshots take [\d.]+ MiB of its 1\.0 MiB disk quota/);
     await expect(alice.createSession('more')).rejects.toMatchObject({ code: ErrorCode.StorageQuotaExceeded });
     // The other tenant's quota is its own.

@@ -19,6 +19,8 @@ export class FakeConnection implements Connection {
   }
   /** The `action` envelopes among the frames, in order. */
   envelopes(): ActionEnvelope[] {
-    return this.messages().filter((m) => m['method'] === 'action').map((m) => m['params'] as ActionEnvelope);
+    return this.messages()
+      .filter((m) => m['method'] === 'action')
+      .map((m) => m['params'] as ActionEnvelope);
   }
 }

@@ -57,11 +57,14 @@ export async function startHaproxy(backends: readonly string[]): Promise<Running
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   const url = `http://127.0.0.1:${port}`;
   try {
-    await waitFor(async () => {
-      if (child.exitCode !== null) throw new Error(`haproxy exited (${child.exitCode}): ${out.slice(-2_000)}`);
-      const res = await fetch(`${url}/healthz`);
-      return res.status === 200 ? true : undefined;
-    }, { what: 'haproxy to answer /healthz through a hub', timeoutMs: 15_000 });
+    await waitFor(
+      async () => {
+        if (child.exitCode !== null) throw new Error(`haproxy exited (${child.exitCode}): ${out.slice(-2_000)}`);
+        const res = await fetch(`${url}/healthz`);
+        return res.status === 200 ? true : undefined;
+      },
+      { what: 'haproxy to answer /healthz through a hub', timeoutMs: 15_000 },
+    );
   } catch (err) {
     child.kill('SIGKILL');
     throw err;

@@ -24,10 +24,7 @@ export async function startHubProcess(args: string[], options: { openFiles?: num
   ensureBuilt();
   const argv = ['dist/server/main.js', '--port', '0', ...args];
   const spawnOptions: SpawnOptionsWithStdioTuple<'ignore', 'pipe', 'pipe'> = { stdio: ['ignore', 'pipe', 'pipe'], ...(options.env ? { env: { ...process.env, ...options.env } } : {}) };
-  const child =
-    options.openFiles === undefined
-      ? spawn(process.execPath, argv, spawnOptions)
-      : spawn('bash', ['-c', `ulimit -n ${options.openFiles} && exec "$0" "$@"`, process.execPath, ...argv], spawnOptions);
+  const child = options.openFiles === undefined ? spawn(process.execPath, argv, spawnOptions) : spawn('bash', ['-c', `ulimit -n ${options.openFiles} && exec "$0" "$@"`, process.execPath, ...argv], spawnOptions);
   let out = '';
   let err = '';
   child.stdout!.on('data', (d: Buffer) => (out += d.toString()));

@@ -15,10 +15,7 @@ export function postgresUrl(): string {
   const setupError = process.env['PG_SETUP_ERROR'];
   if (setupError) throw new Error(`this test needs PostgreSQL, which could not be started: ${setupError}`);
   if (!url) {
-    throw new Error(
-      'PG_URL is not set: test/helpers/postgres-global-setup.ts starts PostgreSQL for every run ' +
-        '(vitest.config.ts globalSetup); run the tests through vitest with that config.',
-    );
+    throw new Error('PG_URL is not set: test/helpers/postgres-global-setup.ts starts PostgreSQL for every run ' + '(vitest.config.ts globalSetup); run the tests through vitest with that config.');
   }
   return url;
 }

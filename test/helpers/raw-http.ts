@@ -9,10 +9,7 @@ export interface RawResponse {
   json(): any; // eslint-disable-line @typescript-eslint/no-explicit-any
 }
 
-export function rawRequest(
-  port: number,
-  options: { method?: string; path: string; headers?: Record<string, string>; body?: string | Buffer },
-): Promise<RawResponse> {
+export function rawRequest(port: number, options: { method?: string; path: string; headers?: Record<string, string>; body?: string | Buffer }): Promise<RawResponse> {
   return new Promise((resolve, reject) => {
     const req = request({ host: '127.0.0.1', port, method: options.method ?? 'GET', path: options.path, headers: options.headers ?? {} }, (res) => {
       const chunks: Buffer[] = [];
@@ -28,10 +25,7 @@ export function rawRequest(
 }
 
 /** Opens a WebSocket; resolves with the socket when the upgrade succeeds, or the refusal's status and body. */
-export function tryUpgrade(
-  url: string,
-  options: { origin?: string; headers?: Record<string, string> } = {},
-): Promise<{ ws: WebSocket; status: 101 } | { ws: undefined; status: number; body: string }> {
+export function tryUpgrade(url: string, options: { origin?: string; headers?: Record<string, string> } = {}): Promise<{ ws: WebSocket; status: 101 } | { ws: undefined; status: number; body: string }> {
   return new Promise((resolve, reject) => {
     const ws = new WebSocket(url, { ...(options.origin ? { origin: options.origin } : {}), headers: options.headers ?? {} });
     ws.once('open', () => resolve({ ws, status: 101 }));

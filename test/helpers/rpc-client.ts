@@ -8,7 +8,11 @@ import type { ActionEnvelope } from '../../shared/protocol/messages.js';
 import { waitFor } from './wait-for.js';
 
 export class RpcError extends Error {
-  constructor(readonly code: number, message: string, readonly data?: unknown) {
+  constructor(
+    readonly code: number,
+    message: string,
+    readonly data?: unknown,
+  ) {
     super(message);
   }
 }
@@ -30,7 +34,10 @@ export class RpcClient {
   closed = false;
   closeCode: number | undefined;
 
-  private constructor(readonly ws: WebSocket, clientId: string) {
+  private constructor(
+    readonly ws: WebSocket,
+    clientId: string,
+  ) {
     this.clientId = clientId;
     ws.on('message', (data) => this.#onMessage(String(data)));
     ws.on('close', (code) => {

@@ -104,7 +104,8 @@ export class SseClient {
   }
 
   /** Waits for a `permission_request`; returns its `params.data`. */
-  async waitForPermissionRequest(count = 1, predicate: (data: any) => boolean = () => true): Promise<any> { // eslint-disable-line @typescript-eslint/no-explicit-any
+  async waitForPermissionRequest(count = 1, predicate: (data: any) => boolean = () => true): Promise<any> {
+    // eslint-disable-line @typescript-eslint/no-explicit-any
     const e = await this.waitForEvent((ev) => ev.data?.method === '_qwen/notify' && ev.data.params?.kind === 'permission_request' && predicate(ev.data.params.data), 'permission_request', count);
     return e.data.params.data;
   }

@@ -23,7 +23,16 @@ export const TWO_QUESTION_REQUEST = {
   id: 'req-1',
   message: 'Clarify requirements',
   questions: [
-    { id: 'runtime', kind: 'single-select', message: 'Which runtime?', required: true, options: [{ id: 'node', label: 'Node.js' }, { id: 'deno', label: 'Deno' }] },
+    {
+      id: 'runtime',
+      kind: 'single-select',
+      message: 'Which runtime?',
+      required: true,
+      options: [
+        { id: 'node', label: 'Node.js' },
+        { id: 'deno', label: 'Deno' },
+      ],
+    },
     { id: 'notes', kind: 'text', message: 'Anything else?', required: true, max: 200 },
   ],
 };

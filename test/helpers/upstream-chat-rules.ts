@@ -23,10 +23,27 @@ const ACTIVITY_MASK = 31;
 
 /** Chat action types whose rules are implemented below. */
 export const UPSTREAM_RULE_TYPES = new Set([
-  'chat/turnStarted', 'chat/responsePart', 'chat/delta', 'chat/reasoning', 'chat/usage', 'chat/turnComplete', 'chat/turnCancelled', 'chat/error',
-  'chat/toolCallStart', 'chat/toolCallDelta', 'chat/toolCallReady', 'chat/toolCallConfirmed', 'chat/toolCallComplete', 'chat/toolCallResultConfirmed',
-  'chat/inputRequested', 'chat/inputAnswerChanged', 'chat/inputCompleted', 'chat/steeringMessageSet', 'chat/steeringMessageRemoved',
-  'chat/activityChanged', 'chat/draftChanged',
+  'chat/turnStarted',
+  'chat/responsePart',
+  'chat/delta',
+  'chat/reasoning',
+  'chat/usage',
+  'chat/turnComplete',
+  'chat/turnCancelled',
+  'chat/error',
+  'chat/toolCallStart',
+  'chat/toolCallDelta',
+  'chat/toolCallReady',
+  'chat/toolCallConfirmed',
+  'chat/toolCallComplete',
+  'chat/toolCallResultConfirmed',
+  'chat/inputRequested',
+  'chat/inputAnswerChanged',
+  'chat/inputCompleted',
+  'chat/steeringMessageSet',
+  'chat/steeringMessageRemoved',
+  'chat/activityChanged',
+  'chat/draftChanged',
 ]);
 
 const BLOCKING_TOOL = new Set(['pending-confirmation', 'pending-result-confirmation', 'auth-required']);
@@ -66,7 +83,11 @@ function mapTool(state: Json, a: Json, fn: (tc: Json) => Json): Json {
 }
 
 const base = (tc: Json, meta?: unknown): Json => ({
-  toolCallId: tc.toolCallId, toolName: tc.toolName, displayName: tc.displayName, intention: tc.intention, contributor: tc.contributor,
+  toolCallId: tc.toolCallId,
+  toolName: tc.toolName,
+  displayName: tc.displayName,
+  intention: tc.intention,
+  contributor: tc.contributor,
   _meta: meta ?? tc._meta,
 });
 
@@ -141,50 +162,78 @@ export function upstreamChatRules(state: Json, a: Json): Json {
       return { ...state, activeTurn: { ...turn, responseParts: [...turn.responseParts, { kind: 'toolCall', toolCall }] } };
     }
     case 'chat/toolCallDelta':
-      return mapTool(state, a, (tc) => (tc.status !== 'streaming' ? tc : { ...tc, ...(a['_meta'] !== undefined ? { _meta: a['_meta'] } : {}), partialInput: (tc.partialInput ?? '') + a['content'], invocationMessage: a['invocationMessage'] ?? tc.invocationMessage }));
+      return mapTool(state, a, (tc) =>
+        tc.status !== 'streaming' ? tc : { ...tc, ...(a['_meta'] !== undefined ? { _meta: a['_meta'] } : {}), partialInput: (tc.partialInput ?? '') + a['content'], invocationMessage: a['invocationMessage'] ?? tc.invocationMessage },
+      );
     case 'chat/toolCallReady':
-      return withStatus(mapTool(state, a, (current) => {
-        let tc = current;
-        if (tc.status !== 'streaming' && tc.status !== 'running' && tc.status !== 'pending-confirmation') return tc;
-        // Ready refines intention and contributor, but never moves execution to or from a client.
-        const clientOwned = tc.contributor?.kind === 'client';
-        const contributor = clientOwned || a['contributor']?.kind === 'client' ? tc.contributor : (a['contributor'] ?? tc.contributor);
-        tc = { ...tc, intention: a['intention'] ?? tc.intention, contributor };
-        if (a['confirmed']) return { status: 'running', ...base(tc, a['_meta']), invocationMessage: a['invocationMessage'], toolInput: a['toolInput'], confirmed: a['confirmed'] };
-        const was = tc.status === 'pending-confirmation' ? tc : ({} as Json);
-        const options = a['options'] ?? was['options'];
-        return {
-          status: 'pending-confirmation', ...base(tc, a['_meta']), invocationMessage: a['invocationMessage'], toolInput: a['toolInput'] ?? was['toolInput'],
-          confirmationTitle: a['confirmationTitle'] ?? was['confirmationTitle'], riskAssessment: a['riskAssessment'] ?? was['riskAssessment'],
-          edits: a['edits'] ?? was['edits'], editable: a['editable'] ?? was['editable'], ...(options ? { options } : {}),
-        };
-      }));
+      return withStatus(
+        mapTool(state, a, (current) => {
+          let tc = current;
+          if (tc.status !== 'streaming' && tc.status !== 'running' && tc.status !== 'pending-confirmation') return tc;
+          // Ready refines intention and contributor, but never moves execution to or from a client.
+          const clientOwned = tc.contributor?.kind === 'client';
+          const contributor = clientOwned || a['contributor']?.kind === 'client' ? tc.contributor : (a['contributor'] ?? tc.contributor);
+          tc = { ...tc, intention: a['intention'] ?? tc.intention, contributor };
+          if (a['confirmed']) return { status: 'running', ...base(tc, a['_meta']), invocationMessage: a['invocationMessage'], toolInput: a['toolInput'], confirmed: a['confirmed'] };
+          const was = tc.status === 'pending-confirmation' ? tc : ({} as Json);
+          const options = a['options'] ?? was['options'];
+          return {
+            status: 'pending-confirmation',
+            ...base(tc, a['_meta']),
+            invocationMessage: a['invocationMessage'],
+            toolInput: a['toolInput'] ?? was['toolInput'],
+            confirmationTitle: a['confirmationTitle'] ?? was['confirmationTitle'],
+            riskAssessment: a['riskAssessment'] ?? was['riskAssessment'],
+            edits: a['edits'] ?? was['edits'],
+            editable: a['editable'] ?? was['editable'],
+            ...(options ? { options } : {}),
+          };
+        }),
+      );
     case 'chat/toolCallConfirmed':
-      return withStatus(mapTool(state, a, (tc) => {
-        if (tc.status !== 'pending-confirmation') return tc;
-        const selectedOption = a['selectedOptionId'] ? tc.options?.find((o: Json) => o.id === a['selectedOptionId']) : undefined;
-        const picked = selectedOption ? { selectedOption } : {};
-        if (a['approved']) return { status: 'running', ...base(tc, a['_meta']), invocationMessage: tc.invocationMessage, toolInput: a['editedToolInput'] ?? tc.toolInput, confirmed: a['confirmed'], ...picked };
-        return { status: 'cancelled', ...base(tc, a['_meta']), invocationMessage: tc.invocationMessage, toolInput: tc.toolInput, reason: a['reason'], reasonMessage: a['reasonMessage'], userSuggestion: a['userSuggestion'], ...picked };
-      }));
+      return withStatus(
+        mapTool(state, a, (tc) => {
+          if (tc.status !== 'pending-confirmation') return tc;
+          const selectedOption = a['selectedOptionId'] ? tc.options?.find((o: Json) => o.id === a['selectedOptionId']) : undefined;
+          const picked = selectedOption ? { selectedOption } : {};
+          if (a['approved']) return { status: 'running', ...base(tc, a['_meta']), invocationMessage: tc.invocationMessage, toolInput: a['editedToolInput'] ?? tc.toolInput, confirmed: a['confirmed'], ...picked };
+          return { status: 'cancelled', ...base(tc, a['_meta']), invocationMessage: tc.invocationMessage, toolInput: tc.toolInput, reason: a['reason'], reasonMessage: a['reasonMessage'], userSuggestion: a['userSuggestion'], ...picked };
+        }),
+      );
     case 'chat/toolCallComplete':
-      return withStatus(mapTool(state, a, (tc) => {
-        if (tc.status !== 'running' && tc.status !== 'pending-confirmation' && tc.status !== 'auth-required') return tc;
-        if (tc.status === 'auth-required' && a['result'].success) return tc;
-        const ran = tc.status !== 'pending-confirmation';
-        const carried = { ...(ran && tc.selectedOption ? { selectedOption: tc.selectedOption } : {}), ...(tc.status === 'auth-required' && tc.content ? { content: tc.content } : {}) };
-        const status = a['requiresResultConfirmation'] && tc.status !== 'auth-required' ? 'pending-result-confirmation' : 'completed';
-        return { status, ...base(tc, a['_meta']), invocationMessage: tc.invocationMessage, toolInput: tc.toolInput, confirmed: ran ? tc.confirmed : 'not-needed', ...carried, ...a['result'] };
-      }));
+      return withStatus(
+        mapTool(state, a, (tc) => {
+          if (tc.status !== 'running' && tc.status !== 'pending-confirmation' && tc.status !== 'auth-required') return tc;
+          if (tc.status === 'auth-required' && a['result'].success) return tc;
+          const ran = tc.status !== 'pending-confirmation';
+          const carried = { ...(ran && tc.selectedOption ? { selectedOption: tc.selectedOption } : {}), ...(tc.status === 'auth-required' && tc.content ? { content: tc.content } : {}) };
+          const status = a['requiresResultConfirmation'] && tc.status !== 'auth-required' ? 'pending-result-confirmation' : 'completed';
+          return { status, ...base(tc, a['_meta']), invocationMessage: tc.invocationMessage, toolInput: tc.toolInput, confirmed: ran ? tc.confirmed : 'not-needed', ...carried, ...a['result'] };
+        }),
+      );
     case 'chat/toolCallResultConfirmed':
-      return withStatus(mapTool(state, a, (tc) => {
-        if (tc.status !== 'pending-result-confirmation') return tc;
-        const picked = tc.selectedOption ? { selectedOption: tc.selectedOption } : {};
-        if (a['approved']) {
-          return { status: 'completed', ...base(tc, a['_meta']), invocationMessage: tc.invocationMessage, toolInput: tc.toolInput, confirmed: tc.confirmed, ...picked, success: tc.success, pastTenseMessage: tc.pastTenseMessage, content: tc.content, structuredContent: tc.structuredContent, error: tc.error };
-        }
-        return { status: 'cancelled', ...base(tc, a['_meta']), invocationMessage: tc.invocationMessage, toolInput: tc.toolInput, reason: 'result-denied', ...picked };
-      }));
+      return withStatus(
+        mapTool(state, a, (tc) => {
+          if (tc.status !== 'pending-result-confirmation') return tc;
+          const picked = tc.selectedOption ? { selectedOption: tc.selectedOption } : {};
+          if (a['approved']) {
+            return {
+              status: 'completed',
+              ...base(tc, a['_meta']),
+              invocationMessage: tc.invocationMessage,
+              toolInput: tc.toolInput,
+              confirmed: tc.confirmed,
+              ...picked,
+              success: tc.success,
+              pastTenseMessage: tc.pastTenseMessage,
+              content: tc.content,
+              structuredContent: tc.structuredContent,
+              error: tc.error,
+            };
+          }
+          return { status: 'cancelled', ...base(tc, a['_meta']), invocationMessage: tc.invocationMessage, toolInput: tc.toolInput, reason: 'result-denied', ...picked };
+        }),
+      );
     case 'chat/inputRequested': {
       const turn = state['activeTurn'];
       if (!turn) return state;

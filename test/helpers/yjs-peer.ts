@@ -19,7 +19,11 @@ export class Peer {
   readonly awareness = new awarenessProtocol.Awareness(this.doc);
   closedReason: string | undefined;
 
-  constructor(readonly rpc: RpcClient, readonly channel: string, readonly docId: string) {
+  constructor(
+    readonly rpc: RpcClient,
+    readonly channel: string,
+    readonly docId: string,
+  ) {
     rpc.ws.on('message', (raw) => {
       const msg = JSON.parse(String(raw)) as { method?: string; params?: Params };
       const p = msg.params;

@@ -19,8 +19,7 @@ import { UPSTREAM_RULE_TYPES, upstreamChatRules } from '../helpers/upstream-chat
 import { waitFor } from '../helpers/wait-for.js';
 
 const FIXTURES = fileURLToPath(new URL('../fixtures/ahp-conformance/reducers', import.meta.url));
-const nullsToUndefined = (v: unknown): unknown =>
-  v === null ? undefined : Array.isArray(v) ? v.map(nullsToUndefined) : typeof v === 'object' ? Object.fromEntries(Object.entries(v as object).map(([k, x]) => [k, nullsToUndefined(x)])) : v;
+const nullsToUndefined = (v: unknown): unknown => (v === null ? undefined : Array.isArray(v) ? v.map(nullsToUndefined) : typeof v === 'object' ? Object.fromEntries(Object.entries(v as object).map(([k, x]) => [k, nullsToUndefined(x)])) : v);
 /** Fixtures predate upstream's clock-free `modifiedAt` (see the fixtures' README); compared without it. */
 const withoutModifiedAt = ({ modifiedAt: _m, ...rest }: Record<string, unknown>) => rest;
 
@@ -30,7 +29,9 @@ const NOT_DERIVED: Record<string, string> = {
 };
 
 describe('the upstream-rules mirror reproduces the upstream fixtures', () => {
-  const files = readdirSync(FIXTURES).filter((f) => f.endsWith('.json')).sort();
+  const files = readdirSync(FIXTURES)
+    .filter((f) => f.endsWith('.json'))
+    .sort();
   const covered = files
     .map((f) => ({ file: f, fx: nullsToUndefined(JSON.parse(readFileSync(join(FIXTURES, f), 'utf8'))) as any }))
     .filter(({ fx }) => fx.reducer === 'chat' && fx.actions.every((a: { type: string }) => UPSTREAM_RULE_TYPES.has(a.type)));
@@ -84,11 +85,22 @@ describe('an official client mirror equals the hub through answers, a reconnect 
     };
 
     // A form: alice drafts, bob submits.
-    const turn = await startScriptTurn(alice, chat, [{ ask: TWO_QUESTION_REQUEST }, { tool: { id: 'tool-1', name: 'write_file', input: { path: 'a.md' }, confirm: true } }, { ask: { id: 'req-2', questions: [{ id: 'why', kind: 'text', message: 'Why?' }] } }, { say: 'Done.' }]);
+    const turn = await startScriptTurn(alice, chat, [
+      { ask: TWO_QUESTION_REQUEST },
+      { tool: { id: 'tool-1', name: 'write_file', input: { path: 'a.md' }, confirm: true } },
+      { ask: { id: 'req-2', questions: [{ id: 'why', kind: 'text', message: 'Why?' }] } },
+      { say: 'Done.' },
+    ]);
     await waitForOpenRequest(alice, chat, 'req-1');
     await alice.dispatchAndWait(chat, { type: 'chat/inputAnswerChanged', requestId: 'req-1', questionId: 'notes', answer: { state: 'draft', value: { kind: 'text', value: 'from alice' } } });
     await compare('form drafted');
-    const submitted = await bob.dispatchAndWait(chat, { type: 'chat/inputCompleted', requestId: 'req-1', response: 'accept', answers: { runtime: { state: 'submitted', value: { kind: 'selected', value: 'node' } }, notes: { state: 'submitted', value: { kind: 'text', value: 'from bob' } } }, _meta: { 'hub/client': 'app' } });
+    const submitted = await bob.dispatchAndWait(chat, {
+      type: 'chat/inputCompleted',
+      requestId: 'req-1',
+      response: 'accept',
+      answers: { runtime: { state: 'submitted', value: { kind: 'selected', value: 'node' } }, notes: { state: 'submitted', value: { kind: 'text', value: 'from bob' } } },
+      _meta: { 'hub/client': 'app' },
+    });
     expect(submitted.rejectionReason).toBeUndefined();
     // The answer's envelope names who answered; the state does not, the snapshot's `_meta` does.
     expect((submitted.action as any)._meta['hub/answeredBy']).toMatchObject({ surface: 'app' });

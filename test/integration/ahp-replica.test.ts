@@ -26,7 +26,10 @@ import { waitFor } from '../helpers/wait-for.js';
 
 type Reducer<S> = (state: S, action: { type: string }) => S;
 /** A stock AHP client: standard actions through the reducers, `x-` actions ignored. */
-const ignoringExtensions = <S,>(reducer: Reducer<S>): Reducer<S> => (state, action) => (action.type.startsWith('x-') ? state : reducer(state, action));
+const ignoringExtensions =
+  <S>(reducer: Reducer<S>): Reducer<S> =>
+  (state, action) =>
+    action.type.startsWith('x-') ? state : reducer(state, action);
 const reducers: Record<string, Reducer<any>> = {
   root: ignoringExtensions(rootReducer as Reducer<RootState>),
   session: ignoringExtensions(sessionReducer as Reducer<SessionState>),
@@ -90,7 +93,10 @@ describe('AHP replicas equal the hub', () => {
         const snap = await observer.subscribe<Record<string, unknown>>(channel);
         const hub = withoutHubMeta(snap.state);
         expect(replica(observer, baseline, channel, snap.fromSeq), `${label}: ${channel}`).toEqual(hub.state);
-        expect(hub.removed.every((k) => k === 'hub/approvedTools' || k === 'hub/deniedTools'), `${label}: ${hub.removed.join(',')}`).toBe(true);
+        expect(
+          hub.removed.every((k) => k === 'hub/approvedTools' || k === 'hub/deniedTools'),
+          `${label}: ${hub.removed.join(',')}`,
+        ).toBe(true);
       }
       // The root catalogue: listSessions + every root/session* notification since.
       const now = await observer.request<{ items: Array<Record<string, unknown>> }>('listSessions', { channel: 'ahp-root://' });
@@ -105,21 +111,25 @@ describe('AHP replicas equal the hub', () => {
           rebuilt.set(key, { ...rebuilt.get(key), ...(n.params['changes'] as Record<string, unknown>) });
         }
       }
-      expect([...rebuilt.values()].sort((a, b) => String(a['resource']).localeCompare(String(b['resource']))), `${label}: catalogue`)
-        .toEqual([...now.items].sort((a, b) => String(a['resource']).localeCompare(String(b['resource']))));
+      expect(
+        [...rebuilt.values()].sort((a, b) => String(a['resource']).localeCompare(String(b['resource']))),
+        `${label}: catalogue`,
+      ).toEqual([...now.items].sort((a, b) => String(a['resource']).localeCompare(String(b['resource']))));
       // The published aggregate is the §2.6 producer rule over the replica's standard chat summaries.
       const sessionReplica = replica(observer, baselines.get(session)!, session, Number.MAX_SAFE_INTEGER) as SessionState;
       const summary = now.items.find((i) => i['resource'] === session)!;
       const aggregate = aggregateSessionStatus(sessionReplica.chats, sessionReplica.defaultChat, sessionReplica.status);
       expect({ status: summary['status'], activity: summary['activity'] }, `${label}: aggregate`).toEqual({ status: aggregate.status, activity: aggregate.activity ?? '' });
     };
-    const turnEnded = (turnId: string, type: string) =>
-      alice.waitForEnvelope((e) => e.channel === chat && e.action.type === type && e.action['turnId'] === turnId, `${type} of ${turnId}`);
+    const turnEnded = (turnId: string, type: string) => alice.waitForEnvelope((e) => e.channel === chat && e.action.type === type && e.action['turnId'] === turnId, `${type} of ${turnId}`);
     const toolWaiting = (toolCallId: string) =>
-      waitFor(async () => {
-        const state = (await alice.subscribe<ChatState>(chat)).state;
-        return state.activeTurn?.responseParts.some((p: any) => p.kind === 'toolCall' && p.toolCall.toolCallId === toolCallId && p.toolCall.status === 'pending-confirmation') || undefined;
-      }, { what: `${toolCallId} awaiting confirmation` });
+      waitFor(
+        async () => {
+          const state = (await alice.subscribe<ChatState>(chat)).state;
+          return state.activeTurn?.responseParts.some((p: any) => p.kind === 'toolCall' && p.toolCall.toolCallId === toolCallId && p.toolCall.status === 'pending-confirmation') || undefined;
+        },
+        { what: `${toolCallId} awaiting confirmation` },
+      );
 
     // Turn 1: a question drafted by alice and submitted by bob, then a tool alice approves.
     const turn1 = await startScriptTurn(alice, chat, [{ say: 'Starting.' }, { ask: TWO_QUESTION_REQUEST }, { tool: { id: 'tool-1', name: 'write_file', input: { path: 'a.md' }, confirm: true } }, { say: 'Done.' }]);
@@ -127,7 +137,9 @@ describe('AHP replicas equal the hub', () => {
     await alice.dispatchAndWait(chat, { type: 'chat/inputAnswerChanged', requestId: 'req-1', questionId: 'notes', answer: { state: 'draft', value: { kind: 'text', value: 'from alice' } } });
     await compareAll('input pending');
     const submitted = await bob.dispatchAndWait(chat, {
-      type: 'chat/inputCompleted', requestId: 'req-1', response: 'accept',
+      type: 'chat/inputCompleted',
+      requestId: 'req-1',
+      response: 'accept',
       answers: { runtime: { state: 'submitted', value: { kind: 'selected', value: 'node' } }, notes: { state: 'submitted', value: { kind: 'text', value: 'from bob' } } },
     });
     expect(submitted.rejectionReason).toBeUndefined();

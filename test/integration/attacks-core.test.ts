@@ -21,10 +21,13 @@ describe('attacks on the hub core (issue 8)', () => {
   let server: TestServer;
   const open = hubs.open;
   const turnStarted = (turnId: string, text: string, extra: Record<string, unknown> = {}) => ({
-    type: 'chat/turnStarted', turnId, startedAt: new Date().toISOString(), message: userMessage(text), ...extra,
+    type: 'chat/turnStarted',
+    turnId,
+    startedAt: new Date().toISOString(),
+    message: userMessage(text),
+    ...extra,
   });
-  const echoOf = (c: RpcClient, clientSeq: number) =>
-    c.waitForEnvelope((e) => e.origin?.clientId === c.clientId && e.origin.clientSeq === clientSeq, `echo of clientSeq ${clientSeq}`);
+  const echoOf = (c: RpcClient, clientSeq: number) => c.waitForEnvelope((e) => e.origin?.clientId === c.clientId && e.origin.clientSeq === clientSeq, `echo of clientSeq ${clientSeq}`);
 
   it('1: an unknown key nested 5,000 deep is refused with json_too_deep (viewer and user), never stored, and the hub keeps serving', async () => {
     server = await hubs.start({ withAuth: true });
@@ -195,7 +198,12 @@ describe('attacks on the hub core (issue 8)', () => {
     const reader = await open(TOKENS.bob);
     reader.ws.pause(); // stops reading its socket; the hub's answers pile up
     const asked = 40; // ~1 MB each
-    const answers = Array.from({ length: asked }, () => reader.request('subscribe', { channel: chat }).then(() => 'answered', () => 'closed'));
+    const answers = Array.from({ length: asked }, () =>
+      reader.request('subscribe', { channel: chat }).then(
+        () => 'answered',
+        () => 'closed',
+      ),
+    );
     // Frames are handled in order: once this dispatch is applied, every subscribe before it was answered (or refused).
     reader.dispatch(chat, queuedMessage('marker', 'all asked'));
     await alice.waitForEnvelope((e) => e.action.type === 'chat/pendingMessageSet' && e.action['id'] === 'marker', 'the marker dispatch');
@@ -269,9 +277,12 @@ describe('attacks on the hub core (issue 8)', () => {
     expect(own.filter((e) => e.rejectionReason !== undefined)).toEqual([]);
     expect(own.length).toBe(count + 1);
     const expected = Array.from({ length: count }, (_, i) => `${i},`).join('');
-    await waitFor(async () => {
-      const state = (await alice.subscribe<{ activeTurn?: { responseParts: Array<{ content: string }> } }>(chat)).state;
-      return state.activeTurn?.responseParts[0]?.content === expected;
-    }, { what: 'every delta in the chat' });
+    await waitFor(
+      async () => {
+        const state = (await alice.subscribe<{ activeTurn?: { responseParts: Array<{ content: string }> } }>(chat)).state;
+        return state.activeTurn?.responseParts[0]?.content === expected;
+      },
+      { what: 'every delta in the chat' },
+    );
   });
 });

@@ -69,7 +69,12 @@ describe('a missing or invalid token, in words', () => {
 
   it('the SDK rejects connect() with a typed, permanent AhpAuthError: "token missing or invalid"', async () => {
     for (const token of ['not-a-token', undefined]) {
-      const err = await client(token).connect().then(() => undefined, (e: unknown) => e);
+      const err = await client(token)
+        .connect()
+        .then(
+          () => undefined,
+          (e: unknown) => e,
+        );
       expect(err).toBeInstanceOf(AhpAuthError);
       expect(err).toBeInstanceOf(AhpConnectionError);
       expect(err).toMatchObject({ message: 'token missing or invalid', permanent: true, status: 401 });
@@ -79,7 +84,12 @@ describe('a missing or invalid token, in words', () => {
 
   it('the SDK says which hub it cannot reach instead of a bare close code', async () => {
     const port = await closedPort();
-    const err = await client(TOKENS.alice, `ws://127.0.0.1:${port}/ahp`).connect().then(() => undefined, (e: unknown) => e);
+    const err = await client(TOKENS.alice, `ws://127.0.0.1:${port}/ahp`)
+      .connect()
+      .then(
+        () => undefined,
+        (e: unknown) => e,
+      );
     expect(err).toBeInstanceOf(AhpConnectionError);
     expect(err).not.toBeInstanceOf(AhpAuthError);
     expect((err as Error).message).toBe(`cannot reach the hub at ws://127.0.0.1:${port}`);

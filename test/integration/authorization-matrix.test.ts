@@ -31,9 +31,7 @@ const ROLES: readonly Role[] = ['none', 'viewer', 'user', 'agent', 'admin'];
 const TENANTS: readonly Tenant[] = ['own', 'other'];
 
 const FILE: AuthFile = {
-  tokens: (['viewer', 'user', 'agent', 'admin'] as const).flatMap((role) =>
-    (['acme', 'evil'] as const).map((tenant) => ({ token: `${role}-${tenant}-token-0123456789`, user: `${role}-${tenant}`, tenant, role })),
-  ),
+  tokens: (['viewer', 'user', 'agent', 'admin'] as const).flatMap((role) => (['acme', 'evil'] as const).map((tenant) => ({ token: `${role}-${tenant}-token-0123456789`, user: `${role}-${tenant}`, tenant, role }))),
 };
 const OWNER_TOKEN = 'owner-acme-token-0123456789';
 FILE.tokens.push({ token: OWNER_TOKEN, user: 'owner', tenant: 'acme', role: 'user' });
@@ -87,7 +85,8 @@ let server: TestServer;
 let owner: RpcClient;
 const clients: RpcClient[] = [];
 
-async function rpc(actor: Actor, method: string, params: unknown): Promise<{ ok: true; result: any } | { ok: false; code: number; message: string }> { // eslint-disable-line @typescript-eslint/no-explicit-any
+async function rpc(actor: Actor, method: string, params: unknown): Promise<{ ok: true; result: any } | { ok: false; code: number; message: string }> {
+  // eslint-disable-line @typescript-eslint/no-explicit-any
   try {
     return { ok: true, result: await actor.client!.request(method, params) };
   } catch (err) {

@@ -40,11 +40,15 @@ describe('one input request answered by several clients', () => {
   it('A and B fill different questions and a third client sees the merged answers map', async () => {
     const { a, b, c, chat } = await openRequest();
     const fromA = await a.dispatchAndWait(chat, {
-      type: 'chat/inputAnswerChanged', requestId: 'req-1', questionId: 'runtime',
+      type: 'chat/inputAnswerChanged',
+      requestId: 'req-1',
+      questionId: 'runtime',
       answer: { state: 'submitted', value: { kind: 'selected', value: 'node' } },
     });
     const fromB = await b.dispatchAndWait(chat, {
-      type: 'chat/inputAnswerChanged', requestId: 'req-1', questionId: 'notes',
+      type: 'chat/inputAnswerChanged',
+      requestId: 'req-1',
+      questionId: 'notes',
       answer: { state: 'submitted', value: { kind: 'text', value: 'keep it small' } },
     });
     expect(fromA.rejectionReason).toBeUndefined();
@@ -70,7 +74,10 @@ describe('one input request answered by several clients', () => {
     const turn = final.state.turns[0]!;
     const resolved = turn.responseParts.find((p) => p.kind === 'inputRequest')!;
     expect(resolved.response).toBe('accept');
-    const said = turn.responseParts.filter((p) => p.kind === 'markdown').map((p) => p.content).join('\n');
+    const said = turn.responseParts
+      .filter((p) => p.kind === 'markdown')
+      .map((p) => p.content)
+      .join('\n');
     expect(said).toContain('runtime: Node.js');
     expect(said).toContain('notes: keep it small');
   });
@@ -81,20 +88,26 @@ describe('one input request answered by several clients', () => {
     const before = await b.subscribe<ChatLike>(chat);
 
     const stale = await a.dispatchAndWait(chat, {
-      type: 'chat/inputAnswerChanged', requestId: 'req-unknown', questionId: 'runtime',
+      type: 'chat/inputAnswerChanged',
+      requestId: 'req-unknown',
+      questionId: 'runtime',
       answer: { state: 'draft', value: { kind: 'selected', value: 'node' } },
     });
     expect(stale.rejectionReason).toMatch(/req-unknown/);
 
     await a.dispatchAndWait(chat, {
-      type: 'chat/inputAnswerChanged', requestId: 'req-1', questionId: 'runtime',
+      type: 'chat/inputAnswerChanged',
+      requestId: 'req-1',
+      questionId: 'runtime',
       answer: { state: 'submitted', value: { kind: 'selected', value: 'deno' } },
     });
     const early = await a.dispatchAndWait(chat, { type: 'chat/inputCompleted', requestId: 'req-1', response: 'accept' });
     expect(early.rejectionReason).toMatch(/notes/);
 
     const wrongKind = await a.dispatchAndWait(chat, {
-      type: 'chat/inputAnswerChanged', requestId: 'req-1', questionId: 'notes',
+      type: 'chat/inputAnswerChanged',
+      requestId: 'req-1',
+      questionId: 'notes',
       answer: { state: 'submitted', value: { kind: 'number', value: 3 } },
     });
     expect(wrongKind.rejectionReason).toBeDefined();
@@ -115,7 +128,9 @@ describe('one input request answered by several clients', () => {
     const running = await b.subscribe<ChatLike & { activeTurn?: { id: string } }>(chat);
     expect(running.state.activeTurn?.id).toBe(turnId);
     const lateDraft = await b.dispatchAndWait(chat, {
-      type: 'chat/inputAnswerChanged', requestId: 'req-1', questionId: 'notes',
+      type: 'chat/inputAnswerChanged',
+      requestId: 'req-1',
+      questionId: 'notes',
       answer: { state: 'draft', value: { kind: 'text', value: 'too late' } },
     });
     expect(lateDraft.rejectionReason).toBe('unknown or already resolved input request req-1');

@@ -36,7 +36,9 @@ describe('durable log: SIGKILL and restart', () => {
     // Stream drafts without waiting, then kill the hub while they are still arriving.
     for (let i = 0; i < 200; i++) {
       client.dispatch(chat, {
-        type: 'chat/inputAnswerChanged', requestId: 'req-1', questionId: 'notes',
+        type: 'chat/inputAnswerChanged',
+        requestId: 'req-1',
+        questionId: 'notes',
         answer: { state: 'draft', value: { kind: 'text', value: `draft ${i}` } },
       });
     }
@@ -68,7 +70,11 @@ describe('durable log: SIGKILL and restart', () => {
     procs.push(second);
     // A fresh client reads the whole state: every echoed draft is there, ending with the last echoed.
     const reader = await RpcClient.open(second.wsUrl);
-    const snap = await reader.subscribe<{ status: number; activeTurn?: { responseParts: Array<{ kind: string; response?: string; request?: { answers?: Record<string, { value: { value: string } }> } }> }; turns: Array<{ state: string; error?: { errorType?: string; message?: string }; responseParts: Array<{ kind: string; request?: { answers?: Record<string, { value: { value: string } }> } }> }> }>(chat);
+    const snap = await reader.subscribe<{
+      status: number;
+      activeTurn?: { responseParts: Array<{ kind: string; response?: string; request?: { answers?: Record<string, { value: { value: string } }> } }> };
+      turns: Array<{ state: string; error?: { errorType?: string; message?: string }; responseParts: Array<{ kind: string; request?: { answers?: Record<string, { value: { value: string } }> } }> }>;
+    }>(chat);
     const lastDraft = [...echoed].reverse().find((e) => e.action.type === 'chat/inputAnswerChanged')!;
     const lastDraftText = (lastDraft.action['answer'] as { value: { value: string } }).value.value;
     const draftIndex = (t: string) => Number(t.split(' ')[1]);
@@ -85,14 +91,18 @@ describe('durable log: SIGKILL and restart', () => {
     const back = await RpcClient.connect(second.wsUrl, { clientId: client.clientId });
     await back.initialize();
     const result = await back.request<{ type: string; actions?: ActionEnvelope[]; snapshots?: unknown[]; missing: string[] }>('reconnect', {
-      channel: 'ahp-root://', clientId: client.clientId, lastSeenServerSeq: lastSeen, subscriptions: [chat, 'ahp-chat:/gone'],
+      channel: 'ahp-root://',
+      clientId: client.clientId,
+      lastSeenServerSeq: lastSeen,
+      subscriptions: [chat, 'ahp-chat:/gone'],
     });
     expect(result.missing).toEqual(['ahp-chat:/gone']);
     // Applying the result to what the client knew gives exactly the hub's state after the restart.
     const now = await reader.subscribe<ChatState>(chat);
-    const converged = result.type === 'replay'
-      ? result.actions!.filter((a) => a.channel === chat).reduce((s, e) => chatReducer(s, e.action), known)
-      : ((result.snapshots as Array<{ resource: string; state: ChatState }>).find((x) => x.resource === chat)!.state);
+    const converged =
+      result.type === 'replay'
+        ? result.actions!.filter((a) => a.channel === chat).reduce((s, e) => chatReducer(s, e.action), known)
+        : (result.snapshots as Array<{ resource: string; state: ChatState }>).find((x) => x.resource === chat)!.state;
     expect(converged).toEqual(now.state);
     if (result.type === 'replay') {
       expect(result.actions!.every((a) => a.serverSeq > lastSeen)).toBe(true);

@@ -70,7 +70,9 @@ describe('data directory safety', () => {
     await client.waitForEnvelope((e) => e.action.type === 'chat/inputRequested');
     for (let i = 0; i < 100; i++) {
       client.dispatch(chat, {
-        type: 'chat/inputAnswerChanged', requestId: 'req-1', questionId: 'notes',
+        type: 'chat/inputAnswerChanged',
+        requestId: 'req-1',
+        questionId: 'notes',
         answer: { state: 'draft', value: { kind: 'text', value: `draft ${i}` } },
       });
     }

@@ -3,8 +3,16 @@ import { RpcClient } from '../helpers/rpc-client.js';
 import { startTestServer, type TestServer } from '../helpers/start-server.js';
 import { startScriptTurn, userMessage } from '../helpers/turns.js';
 
-interface Part { kind: string; content?: string; toolCall?: { status: string; toolCallId: string }; request?: { id: string; questions?: Array<{ kind: string }> } }
-interface Chat { activeTurn?: { id: string; responseParts: Part[] }; turns: Array<{ state: string; responseParts: Part[] }> }
+interface Part {
+  kind: string;
+  content?: string;
+  toolCall?: { status: string; toolCallId: string };
+  request?: { id: string; questions?: Array<{ kind: string }> };
+}
+interface Chat {
+  activeTurn?: { id: string; responseParts: Part[] };
+  turns: Array<{ state: string; responseParts: Part[] }>;
+}
 
 describe('the demo agent', () => {
   let server: TestServer;
@@ -34,7 +42,20 @@ describe('the demo agent', () => {
   });
 
   it('runs a tool with confirmation, waiting for chat/toolCallConfirmed', async () => {
-    const turnId = await startScriptTurn(client, chat, [{ tool: { id: 'tool-1', name: 'deploy', input: { env: 'prod' }, confirm: true, options: [{ id: 'yes', label: 'Deploy', kind: 'approve' }, { id: 'no', label: 'Stop', kind: 'deny' }] } }]);
+    const turnId = await startScriptTurn(client, chat, [
+      {
+        tool: {
+          id: 'tool-1',
+          name: 'deploy',
+          input: { env: 'prod' },
+          confirm: true,
+          options: [
+            { id: 'yes', label: 'Deploy', kind: 'approve' },
+            { id: 'no', label: 'Stop', kind: 'deny' },
+          ],
+        },
+      },
+    ]);
     await client.waitForEnvelope((e) => e.action.type === 'chat/toolCallReady');
     const pending = (await client.subscribe<Chat>(chat)).state.activeTurn!.responseParts[0]!;
     expect(pending.toolCall!.status).toBe('pending-confirmation');
@@ -67,7 +88,7 @@ describe('the demo agent', () => {
   it('any other text runs the tour, which asks every question kind', async () => {
     await client.dispatchAndWait(chat, { type: 'chat/turnStarted', turnId: 'tour', startedAt: new Date().toISOString(), message: userMessage('show me') });
     const asked = await client.waitForEnvelope((e) => e.action.type === 'chat/inputRequested');
-    const kinds = ((asked.action['request'] as { questions: Array<{ kind: string }> }).questions).map((q) => q.kind);
+    const kinds = (asked.action['request'] as { questions: Array<{ kind: string }> }).questions.map((q) => q.kind);
     expect(new Set(kinds)).toEqual(new Set(['text', 'number', 'integer', 'boolean', 'single-select', 'multi-select']));
     // Cancelling the turn stops the agent: nothing more is streamed into it.
     await client.dispatchAndWait(chat, { type: 'chat/turnCancelled', turnId: 'tour', duration: 1 });

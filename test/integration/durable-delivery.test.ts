@@ -108,7 +108,10 @@ describe('durable before delivered: SSE streams and agent answers', () => {
     const sessionId = sessionIdOfUri(session);
     const dataworks = await SseClient.open(`${server.url}/v2/sessions/${sessionId}/events`);
     const qwen = await SseClient.open(`${server.url}/session/${sessionId}/events`);
-    closers.push(() => dataworks.close(), () => qwen.close());
+    closers.push(
+      () => dataworks.close(),
+      () => qwen.close(),
+    );
     const turnId = await startTurn(tab, chat, 'probe');
     await dataworks.waitForEvent((e) => e.data?.params?.update?.sessionUpdate === 'user_message_chunk', 'the turn start on the DataWorks stream');
 
@@ -130,7 +133,7 @@ describe('durable before delivered: SSE streams and agent answers', () => {
     }
   });
 
-  it('answers a hosted ACP agent\'s permission request only after the decision is in the SQLite log', async () => {
+  it("answers a hosted ACP agent's permission request only after the decision is in the SQLite log", async () => {
     const work = dataDir();
     const server = await hub([{ provider: 'scripted', config: acpConfig({ cwd: work }) }]);
     const p = probe({
@@ -142,7 +145,10 @@ describe('durable before delivered: SSE streams and agent answers', () => {
     closers.push(() => tab.close());
     const { chat } = await createSessionWith(tab, 'scripted');
     await tab.subscribe(chat);
-    const options = [{ optionId: 'probe-yes', name: 'Allow', kind: 'allow_once' }, { optionId: 'probe-no', name: 'Reject', kind: 'reject_once' }];
+    const options = [
+      { optionId: 'probe-yes', name: 'Allow', kind: 'allow_once' },
+      { optionId: 'probe-no', name: 'Reject', kind: 'reject_once' },
+    ];
     const turnId = await startTurn(tab, chat, script({ permission: { toolCall: { toolCallId: 'perm-probe', title: 'touch x', kind: 'edit', status: 'pending' }, options } }));
     await waitForTool(server, chat, turnId, 'perm-probe', 'pending-confirmation');
 

@@ -192,12 +192,15 @@ describe('connection caps', () => {
 
     // Closing a connection frees its slot.
     open.shift()!.close();
-    await waitFor(async () => {
-      const r = await tryUpgrade(url(TOKENS.viewer));
-      if (r.status !== 101) return undefined;
-      open.push(r.ws!);
-      return true;
-    }, { what: 'a freed slot' });
+    await waitFor(
+      async () => {
+        const r = await tryUpgrade(url(TOKENS.viewer));
+        if (r.status !== 101) return undefined;
+        open.push(r.ws!);
+        return true;
+      },
+      { what: 'a freed slot' },
+    );
   });
 
   it('closes a connection that never initializes with 4408, and keeps one that did', async () => {
@@ -232,10 +235,13 @@ describe('connection caps', () => {
     await waitFor(() => (closed.size >= 40 ? true : undefined), { what: 'the newcomers beyond the cap to be refused' });
     expect([...closed].every((i) => i >= 20)).toBe(true);
     // Once the held ones are stale, a real request displaces the oldest of them.
-    const status = await waitFor(async () => {
-      const res = await rawRequest(hub.port, { path: '/healthz', headers: { connection: 'close' } }).catch(() => undefined);
-      return res?.status;
-    }, { what: '/healthz to answer' });
+    const status = await waitFor(
+      async () => {
+        const res = await rawRequest(hub.port, { path: '/healthz', headers: { connection: 'close' } }).catch(() => undefined);
+        return res?.status;
+      },
+      { what: '/healthz to answer' },
+    );
     expect(status).toBe(200);
     await waitFor(() => (closed.has(0) ? true : undefined), { what: 'the stalest half-open request to be dropped' });
   });
@@ -252,7 +258,7 @@ describe('connection caps fit the open-file limit', () => {
     expect(openFileLimit('Max open files            unlimited            unlimited            files\n')).toBeUndefined();
   });
 
-  it('refuses to start, saying how far to raise ulimit -n, when the tenants\' logs would not fit in it', async () => {
+  it("refuses to start, saying how far to raise ulimit -n, when the tenants' logs would not fit in it", async () => {
     ensureBuilt();
     const data = tempDir();
     closers.push(() => data.remove());

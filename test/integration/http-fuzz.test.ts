@@ -9,7 +9,6 @@ import { RpcClient } from '../helpers/rpc-client.js';
 import { startTestServer, TOKENS, type TestServer } from '../helpers/start-server.js';
 import { startScriptTurn, TWO_QUESTION_REQUEST } from '../helpers/turns.js';
 
-
 describe('HTTP routes under random input', () => {
   let server: TestServer;
   let tab: RpcClient;
@@ -35,19 +34,37 @@ describe('HTTP routes under random input', () => {
       if (depth > 3 || r < 0.25) return pick([null, true, 0, -1, 1.5, '', '.', '..', 'req-1', 'selected', 'cancelled', 'proceed_once', '01', 'memory', 'durable', '😀']);
       if (r < 0.45) return Array.from({ length: Math.floor(random() * 3) }, () => value(depth + 1));
       const o: Record<string, unknown> = {};
-      for (const k of ['Id', 'Jsonrpc', 'Params', 'SessionId', 'PermissionRequestId', 'Answers', 'Outcome', 'OptionId', 'outcome', 'optionId', 'answers', 'inputId', 'target', 'historyEpoch', 'turnId', 'content', 'text', 'blocks', 't', 'ack', 'prompt', 'type', '0', '1']) {
+      for (const k of [
+        'Id',
+        'Jsonrpc',
+        'Params',
+        'SessionId',
+        'PermissionRequestId',
+        'Answers',
+        'Outcome',
+        'OptionId',
+        'outcome',
+        'optionId',
+        'answers',
+        'inputId',
+        'target',
+        'historyEpoch',
+        'turnId',
+        'content',
+        'text',
+        'blocks',
+        't',
+        'ack',
+        'prompt',
+        'type',
+        '0',
+        '1',
+      ]) {
         if (random() < 0.25) o[k] = value(depth + 1);
       }
       return o;
     };
-    const routes = [
-      `/v2/sessions/${sid}/inputs`,
-      `/v2/agent-sessions/reply`,
-      `/session/${sid}/permission/req-1`,
-      `/session/${sid}/permission/%2E%2E`,
-      `/v2/sessions/${sid}/prompt`,
-      `/v2/sessions/nope/inputs`,
-    ];
+    const routes = [`/v2/sessions/${sid}/inputs`, `/v2/agent-sessions/reply`, `/session/${sid}/permission/req-1`, `/session/${sid}/permission/%2E%2E`, `/v2/sessions/${sid}/prompt`, `/v2/sessions/nope/inputs`];
     const statuses = new Map<number, number>();
     for (let i = 0; i < 400; i++) {
       const route = pick(routes);
@@ -69,7 +86,7 @@ describe('HTTP routes under random input', () => {
       const body = JSON.parse(text) as Record<string, unknown>;
       if (route === '/v2/agent-sessions/reply') {
         const rpc = body['JsonRpcResponse'] as Record<string, unknown>;
-        expect(('Result' in rpc) !== ('Error' in rpc), text).toBe(true);
+        expect('Result' in rpc !== 'Error' in rpc, text).toBe(true);
       } else if (res.status >= 400) {
         expect(typeof body['code'], text).toBe('string');
         expect(typeof body['message'], text).toBe('string');

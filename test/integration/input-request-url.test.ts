@@ -17,7 +17,7 @@ afterEach(async () => {
   await server?.close();
 });
 
-it('an agent\'s input request with a javascript: or file: URL is refused and not stored; an https one is kept', async () => {
+it("an agent's input request with a javascript: or file: URL is refused and not stored; an https one is kept", async () => {
   server = await startTestServer();
   // Dev mode's principal is the admin, which may act as a remote agent.
   agent = await RpcClient.open(server.wsUrl);
@@ -25,7 +25,12 @@ it('an agent\'s input request with a javascript: or file: URL is refused and not
   await agent.subscribe(chat);
   expect((await agent.dispatchAndWait(chat, { type: 'chat/turnStarted', turnId: 't1', startedAt: new Date().toISOString(), message: userMessage('hi') })).rejectionReason).toBeUndefined();
   const ask = (id: string, url: string) => agent!.dispatchAndWait(chat, { type: 'chat/inputRequested', request: { id, message: 'open this', url } });
-  for (const [id, url] of [['js', 'javascript:alert(document.cookie)'], ['file', 'file:///etc/passwd'], ['data', 'data:text/html,<script>1</script>'], ['bare', 'https://']] as const) {
+  for (const [id, url] of [
+    ['js', 'javascript:alert(document.cookie)'],
+    ['file', 'file:///etc/passwd'],
+    ['data', 'data:text/html,<script>1</script>'],
+    ['bare', 'https://'],
+  ] as const) {
     expect((await ask(id, url)).rejectionReason).toMatch(/url must be an http:\/\/ or https:\/\/ URL/);
   }
   expect((await ask('ok', 'https://example.com/review?x=1')).rejectionReason).toBeUndefined();

@@ -36,10 +36,13 @@ describe('reject_always', () => {
   }
 
   async function turnEnded(tab: RpcClient, chat: string): Promise<any> {
-    return waitFor(async () => {
-      const state = (await tab.subscribe<any>(chat)).state;
-      return state.activeTurn ? undefined : state;
-    }, { what: `turn of ${chat} to end` });
+    return waitFor(
+      async () => {
+        const state = (await tab.subscribe<any>(chat)).state;
+        return state.activeTurn ? undefined : state;
+      },
+      { what: `turn of ${chat} to end` },
+    );
   }
 
   it('is offered for tool permissions only, never for ask_user_question', async () => {
@@ -135,7 +138,7 @@ describe('reject_always', () => {
     expect(await remembered()).toEqual({ approved: undefined, denied: ['write_file'] });
     await choose(1, 'allow_always');
     expect(await remembered()).toEqual({ approved: ['write_file'], denied: undefined });
-    expect(toolPart((await turnEnded(tab, chats[1]!)), 'w-1')).toMatchObject({ status: 'completed', confirmed: 'user-action' });
+    expect(toolPart(await turnEnded(tab, chats[1]!), 'w-1')).toMatchObject({ status: 'completed', confirmed: 'user-action' });
 
     // Now approved: the next write_file in the session is approved by the hub.
     await startScriptTurn(tab, chats[1]!, [{ tool: { ...TOOL, id: 'w-auto-allow' } }]);

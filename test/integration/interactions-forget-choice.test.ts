@@ -29,10 +29,13 @@ describe('forgetting a remembered tool choice', () => {
   });
 
   async function turnEnded(tab: RpcClient, chat: string): Promise<any> {
-    return waitFor(async () => {
-      const state = (await tab.subscribe<any>(chat)).state;
-      return state.activeTurn ? undefined : state;
-    }, { what: `turn of ${chat} to end` });
+    return waitFor(
+      async () => {
+        const state = (await tab.subscribe<any>(chat)).state;
+        return state.activeTurn ? undefined : state;
+      },
+      { what: `turn of ${chat} to end` },
+    );
   }
 
   it('records who approved over the Qwen route; forgetting an "always allow" makes the hub ask again, also after a restart', async () => {
@@ -66,7 +69,14 @@ describe('forgetting a remembered tool choice', () => {
     expect(toolPart((await second.tab.subscribe<any>(chat)).state, 'tool-2').status).toBe('pending-confirmation');
     // Answered from a WebSocket client this time: the surface is the client's own name, and the
     // user and time are the hub's, whatever the client claims.
-    const confirmed = await second.tab.dispatchAndWait(chat, { type: 'chat/toolCallConfirmed', turnId: (await second.tab.subscribe<any>(chat)).state.activeTurn.id, toolCallId: 'tool-2', approved: true, confirmed: 'user-action', _meta: { 'hub/client': 'app', 'hub/answeredBy': { user: 'mallory', surface: 'forged', at: '2000-01-01T00:00:00.000Z' } } });
+    const confirmed = await second.tab.dispatchAndWait(chat, {
+      type: 'chat/toolCallConfirmed',
+      turnId: (await second.tab.subscribe<any>(chat)).state.activeTurn.id,
+      toolCallId: 'tool-2',
+      approved: true,
+      confirmed: 'user-action',
+      _meta: { 'hub/client': 'app', 'hub/answeredBy': { user: 'mallory', surface: 'forged', at: '2000-01-01T00:00:00.000Z' } },
+    });
     expect(confirmed.rejectionReason).toBeUndefined();
     expect((confirmed.action as any)._meta['hub/answeredBy']).toMatchObject({ user: 'dev', surface: 'app' });
     expect((confirmed.action as any)._meta['hub/answeredBy'].at).not.toBe('2000-01-01T00:00:00.000Z');
@@ -78,7 +88,10 @@ describe('forgetting a remembered tool choice', () => {
     closers.push(() => server.stop());
     const alice = await RpcClient.open(server.wsUrl, { token: TOKENS.alice });
     const viewer = await RpcClient.open(server.wsUrl, { token: TOKENS.viewer });
-    closers.push(() => alice.close(), () => viewer.close());
+    closers.push(
+      () => alice.close(),
+      () => viewer.close(),
+    );
     const { session } = await alice.createSession('viewer');
     await viewer.subscribe(session);
     const refused = await viewer.dispatchAndWait(session, { type: 'x-session/toolChoiceForgotten', toolName: 'write_file' });

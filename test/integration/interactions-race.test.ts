@@ -27,7 +27,11 @@ describe('first reply wins', () => {
     const { server, tab, sessionId, chat, sse } = await setup();
     const ROUNDS = 6;
     const requests = Array.from({ length: ROUNDS }, (_, i) => ({ ...TWO_QUESTION_REQUEST, id: `race-${i}` }));
-    await startScriptTurn(tab, chat, requests.map((ask) => ({ ask })));
+    await startScriptTurn(
+      tab,
+      chat,
+      requests.map((ask) => ({ ask })),
+    );
     const winners: string[] = [];
 
     for (let round = 0; round < ROUNDS; round++) {
@@ -77,12 +81,15 @@ describe('first reply wins', () => {
       winners.push(won[0]!.name);
 
       // Exactly one answer in the state, and it is the winner's.
-      const parts = await waitFor(async () => {
-        const state = (await tab.subscribe<any>(chat)).state;
-        const all = [...(state.activeTurn?.responseParts ?? []), ...state.turns.flatMap((t: any) => t.responseParts)];
-        const mine = all.filter((p: any) => p.kind === 'inputRequest' && p.request.id === data.requestId);
-        return mine.length === 1 && mine[0].response ? mine : undefined;
-      }, { what: 'resolved part' });
+      const parts = await waitFor(
+        async () => {
+          const state = (await tab.subscribe<any>(chat)).state;
+          const all = [...(state.activeTurn?.responseParts ?? []), ...state.turns.flatMap((t: any) => t.responseParts)];
+          const mine = all.filter((p: any) => p.kind === 'inputRequest' && p.request.id === data.requestId);
+          return mine.length === 1 && mine[0].response ? mine : undefined;
+        },
+        { what: 'resolved part' },
+      );
       expect(parts[0].response).toBe('accept');
       expect(parts[0].request.answers.notes.value.value).toBe(won[0]!.name);
       const applied = tab.envelopes.filter((e) => e.action.type === 'chat/inputCompleted' && e.action['requestId'] === data.requestId && !e.rejectionReason);
@@ -101,11 +108,15 @@ describe('first reply wins', () => {
     const { server, tab, sessionId, chat, sse } = await setup();
     await startScriptTurn(tab, chat, [{ tool: TOOL }]);
     const data = await sse.waitForPermissionRequest();
-    const replies = await Promise.all(Array.from({ length: 8 }, (_, i) =>
-      i % 2 === 0
-        ? replyDataWorks(server.url, { SessionId: sessionId, PermissionRequestId: data.requestId, Outcome: { Outcome: 'selected', OptionId: i % 4 === 0 ? 'proceed_once' : 'reject_once' } }, { id: `r${i}` }).then((r) => r.body.JsonRpcResponse.Result.Accepted as boolean)
-        : replyQwen(server.url, sessionId, data.requestId, { outcome: { outcome: 'cancelled' } }).then((r) => r.status === 200),
-    ));
+    const replies = await Promise.all(
+      Array.from({ length: 8 }, (_, i) =>
+        i % 2 === 0
+          ? replyDataWorks(server.url, { SessionId: sessionId, PermissionRequestId: data.requestId, Outcome: { Outcome: 'selected', OptionId: i % 4 === 0 ? 'proceed_once' : 'reject_once' } }, { id: `r${i}` }).then(
+              (r) => r.body.JsonRpcResponse.Result.Accepted as boolean,
+            )
+          : replyQwen(server.url, sessionId, data.requestId, { outcome: { outcome: 'cancelled' } }).then((r) => r.status === 200),
+      ),
+    );
     expect(replies.filter(Boolean)).toHaveLength(1);
     await tab.waitForEnvelope((e) => e.action.type === 'chat/turnComplete', 'turn complete');
     expect(tab.envelopes.filter((e) => e.action.type === 'chat/toolCallConfirmed')).toHaveLength(1);
@@ -113,7 +124,17 @@ describe('first reply wins', () => {
 
   it('Qwen shape: 200 when taken, 404 when not, 400 invalid_option_id and bad params', async () => {
     const { server, sessionId, sse, tab, chat } = await setup();
-    await startScriptTurn(tab, chat, [{ tool: { ...TOOL, options: [{ id: 'yes-please', label: 'Yes', kind: 'approve' }, { id: 'no-thanks', label: 'No', kind: 'deny' }] } }]);
+    await startScriptTurn(tab, chat, [
+      {
+        tool: {
+          ...TOOL,
+          options: [
+            { id: 'yes-please', label: 'Yes', kind: 'approve' },
+            { id: 'no-thanks', label: 'No', kind: 'deny' },
+          ],
+        },
+      },
+    ]);
     const data = await sse.waitForPermissionRequest();
     // The tool's own AHP options are offered with their ids, plus allow_always and reject_always.
     expect(data.options).toEqual([

@@ -100,12 +100,16 @@ describe('DataWorks ReplyAgentSession (seed 004)', () => {
     expect(allowOnce).toBeDefined();
     expect(data.options.every((o: any) => typeof o.optionId === 'string' && typeof o.name === 'string')).toBe(true);
 
-    const res = await replyDataWorks(server.url, {
-      SessionId: sessionId,
-      PermissionRequestId: data.requestId,
-      Answers: { '0': 'Deno', '1': 'keep it small' },
-      Outcome: { Outcome: 'selected', OptionId: allowOnce.optionId },
-    }, { id: 'reply-rpc-001' });
+    const res = await replyDataWorks(
+      server.url,
+      {
+        SessionId: sessionId,
+        PermissionRequestId: data.requestId,
+        Answers: { '0': 'Deno', '1': 'keep it small' },
+        Outcome: { Outcome: 'selected', OptionId: allowOnce.optionId },
+      },
+      { id: 'reply-rpc-001' },
+    );
     expect(accepted(res, 'reply-rpc-001')).toBe(true);
 
     // B7: answers by index landed on the AHP question ids; every AHP subscriber saw it.
@@ -122,7 +126,10 @@ describe('DataWorks ReplyAgentSession (seed 004)', () => {
     const resolved = await sse.waitForResolved('req-1');
     expect(resolved.data.params.data.outcome).toEqual({ outcome: 'selected', optionId: allowOnce.optionId });
     await sse.waitForEvent((e) => e.data.method === '_hub/notify' && e.data.params.kind === 'turn_end', 'turn end');
-    const said = sse.updates('agent_message_chunk').map((e) => e.data.params.update.content.text).join('');
+    const said = sse
+      .updates('agent_message_chunk')
+      .map((e) => e.data.params.update.content.text)
+      .join('');
     expect(said).toContain('runtime: Deno');
     expect(said).toContain('after the answers');
     const resolvedIndex = sse.events.indexOf(resolved);
@@ -246,8 +253,7 @@ describe('DataWorks ReplyAgentSession (seed 004)', () => {
     const { tab, sessionId, chat, sse } = await setup([{ ask: TWO_QUESTION_REQUEST }, { tool: TOOL }]);
     const data = await sse.waitForPermissionRequest();
     const allow = data.options.find((o: any) => o.kind === 'allow_once').optionId;
-    const reply = (Answers: unknown, id: string, requestId = data.requestId) =>
-      replyDataWorks(server.url, { SessionId: sessionId, PermissionRequestId: requestId, Answers, Outcome: { Outcome: 'selected', OptionId: allow } }, { id });
+    const reply = (Answers: unknown, id: string, requestId = data.requestId) => replyDataWorks(server.url, { SessionId: sessionId, PermissionRequestId: requestId, Answers, Outcome: { Outcome: 'selected', OptionId: allow } }, { id });
 
     // Malformed keys are errors before lookup: the same for an unknown request id.
     for (const key of ['01', '-0', '1.0', ' 1', '+1', '1e0', 'a']) {
@@ -281,8 +287,7 @@ describe('DataWorks ReplyAgentSession (seed 004)', () => {
   it('B8 B9 B15: Outcome is required and selected|cancelled; selected needs a non-empty OptionId that was offered', async () => {
     const { sessionId, sse } = await setup([{ tool: TOOL }]);
     const data = await sse.waitForPermissionRequest();
-    const reply = (Outcome: unknown, id: string, requestId = data.requestId) =>
-      replyDataWorks(server.url, { SessionId: sessionId, PermissionRequestId: requestId, Outcome }, { id });
+    const reply = (Outcome: unknown, id: string, requestId = data.requestId) => replyDataWorks(server.url, { SessionId: sessionId, PermissionRequestId: requestId, Outcome }, { id });
     for (const requestId of [data.requestId, 'unknown-request']) {
       expect(errorOf(await reply(undefined, 'o1', requestId), 'o1')).toMatchObject({ Code: -32602, ErrorCode: 'MISSING_OUTCOME' });
       expect(errorOf(await reply({ Outcome: 'approve' }, 'o2', requestId), 'o2').ErrorCode).toBe('INVALID_OUTCOME');

@@ -58,11 +58,19 @@ describe('session events and prompts over SSE', () => {
     for (const sse of [a, b]) await sse.waitForEvent((e) => e.data.method === '_hub/notify' && e.data.params.kind === 'turn_end', 'turn end');
     expect(a.events.map((e) => e.id)).toEqual(b.events.map((e) => e.id));
     expect(a.updates('user_message_chunk')).toHaveLength(1);
-    expect(a.updates('agent_message_chunk').map((e) => e.data.params.update.content.text).join('')).toBe('hello there');
+    expect(
+      a
+        .updates('agent_message_chunk')
+        .map((e) => e.data.params.update.content.text)
+        .join(''),
+    ).toBe('hello there');
     const toolCall = a.updates('tool_call')[0]!.data.params;
     expect(toolCall.sessionId).toBe(sessionId);
     expect(toolCall.update).toMatchObject({ toolCallId: 'tool-1', title: 'write_file', kind: 'edit', status: 'pending' });
-    const statuses = a.updates('tool_call_update').map((e) => e.data.params.update.status).filter(Boolean);
+    const statuses = a
+      .updates('tool_call_update')
+      .map((e) => e.data.params.update.status)
+      .filter(Boolean);
     expect(statuses).toEqual(['in_progress', 'completed']);
     expect(a.events.at(-1)!.data.params.data.stopReason).toBe('end_turn');
     // Ids increase strictly.
@@ -105,7 +113,12 @@ describe('session events and prompts over SSE', () => {
     await resumed.waitForPermissionRequest(1, (d) => d.requestId === second.requestId);
     expect(resumed.events.some((e) => e.id === seen)).toBe(false);
     expect(resumed.notifies('permission_resolved').map((e) => e.data.params.data.requestId)).toEqual([request.requestId]);
-    expect(resumed.updates('agent_message_chunk').map((e) => e.data.params.update.content.text).join('')).toContain('tool done');
+    expect(
+      resumed
+        .updates('agent_message_chunk')
+        .map((e) => e.data.params.update.content.text)
+        .join(''),
+    ).toContain('tool done');
     const ids = resumed.events.map((e) => Number(e.id!.split('-')[1]));
     expect(ids[0]).toBe(Number(seen.split('-')[1]) + 1);
     expect(ids).toEqual(ids.map((_, i) => ids[0]! + i));
@@ -113,10 +126,13 @@ describe('session events and prompts over SSE', () => {
     // Ids from another process (epoch) or from the future cannot be resumed: pending replay instead.
     for (const bogus of ['deadbeef-3', `${seen.split('-')[0]}-999999`, 'garbage']) {
       // This server allows 4 listeners per session; a closed one frees its slot once the server sees the close.
-      const fallback = await waitFor(async () => {
-        const c = await SseClient.open(`${server.url}/v2/sessions/${sessionId}/events`, { lastEventId: bogus });
-        return c.status === 200 ? c : undefined;
-      }, { what: 'a listener slot' });
+      const fallback = await waitFor(
+        async () => {
+          const c = await SseClient.open(`${server.url}/v2/sessions/${sessionId}/events`, { lastEventId: bogus });
+          return c.status === 200 ? c : undefined;
+        },
+        { what: 'a listener slot' },
+      );
       closers.push(() => fallback.close());
       const only = await fallback.waitForEvent(() => true, 'pending replay');
       expect(only.data.params).toMatchObject({ kind: 'permission_request', data: { requestId: second.requestId } });
@@ -134,7 +150,12 @@ describe('session events and prompts over SSE', () => {
     const last = p.events.at(-1)!;
     expect(last.data).toEqual({ jsonrpc: '2.0', id: 'prompt-1', result: { stopReason: 'end_turn' } });
     expect(p.events.filter((e) => 'result' in e.data || 'error' in e.data)).toHaveLength(1);
-    expect(p.updates('agent_message_chunk').map((e) => e.data.params.update.content.text).join('')).toBe('answer from the agent');
+    expect(
+      p
+        .updates('agent_message_chunk')
+        .map((e) => e.data.params.update.content.text)
+        .join(''),
+    ).toBe('answer from the agent');
     // The AHP tab and other SSE listeners saw the same turn.
     await observer.waitForEvent((e) => e.data.params?.kind === 'turn_end', 'turn end on the session stream');
     const state = (await tab.subscribe<any>(chat)).state;
@@ -150,7 +171,12 @@ describe('session events and prompts over SSE', () => {
     expect(res).toEqual({ status: 200, body: { accepted: true } });
     await p.waitForEnd();
     expect(p.notifies('permission_resolved')).toHaveLength(1);
-    expect(p.updates('agent_message_chunk').map((e) => e.data.params.update.content.text).join('')).toContain('runtime: Node.js');
+    expect(
+      p
+        .updates('agent_message_chunk')
+        .map((e) => e.data.params.update.content.text)
+        .join(''),
+    ).toContain('runtime: Node.js');
     expect(p.events.at(-1)!.data.result).toEqual({ stopReason: 'end_turn' });
     expect(typeof p.events.at(-1)!.data.id).toBe('string');
   });
@@ -218,11 +244,14 @@ describe('session events and prompts over SSE', () => {
     expect(refused.status).toBe(429);
     expect(refused.errorBody.code).toBe('too_many_listeners');
     await open[0]!.close();
-    const again = await waitFor(async () => {
-      const c = await SseClient.open(`${server.url}/v2/sessions/${sessionId}/events`);
-      if (c.status === 200) return c;
-      return undefined;
-    }, { what: 'a free listener slot' });
+    const again = await waitFor(
+      async () => {
+        const c = await SseClient.open(`${server.url}/v2/sessions/${sessionId}/events`);
+        if (c.status === 200) return c;
+        return undefined;
+      },
+      { what: 'a free listener slot' },
+    );
     closers.push(() => again.close());
     expect(again.status).toBe(200);
   });

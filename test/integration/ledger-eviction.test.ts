@@ -23,7 +23,10 @@ const SMALL_LEDGER = { ...LEDGER_LIMITS, maxClientsPerPrincipal: 2, maxRetiredPe
 async function initializeOnce(server: TestServer, token: string, clientId: string): Promise<unknown> {
   const client = await RpcClient.connect(server.wsUrl, { token, clientId });
   try {
-    return await client.initialize().then(() => 'ok', (err: unknown) => err);
+    return await client.initialize().then(
+      () => 'ok',
+      (err: unknown) => err,
+    );
   } finally {
     await client.close();
   }

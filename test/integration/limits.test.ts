@@ -33,7 +33,9 @@ describe('limits on what a client can make the server hold', () => {
     return result;
   };
   const draft = (chat: string, clientSeq: number, text: string) => ({
-    jsonrpc: '2.0', method: 'dispatchAction', params: { channel: chat, clientSeq, action: { type: 'chat/draftChanged', draft: { text, origin: { kind: 'user' } } } },
+    jsonrpc: '2.0',
+    method: 'dispatchAction',
+    params: { channel: chat, clientSeq, action: { type: 'chat/draftChanged', draft: { text, origin: { kind: 'user' } } } },
   });
 
   it('slows a connection over its budget instead of refusing it; only frames beyond the overdraft get -32020 or a rejection echo', async () => {
@@ -64,7 +66,10 @@ describe('limits on what a client can make the server hold', () => {
     clients.push(c, observer);
     const { chat } = await c.createSession();
     await c.subscribe(chat);
-    sendTogether(c, Array.from({ length: 12 }, (_, i) => draft(chat, i + 1, `d${i + 1}`)));
+    sendTogether(
+      c,
+      Array.from({ length: 12 }, (_, i) => draft(chat, i + 1, `d${i + 1}`)),
+    );
     await waitFor(() => (c.closed ? true : undefined));
     expect(c.closeCode).toBe(4029);
     // What was admitted (2 in budget + 3 on overdraft) was applied; nothing after it.

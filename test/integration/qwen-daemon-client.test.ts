@@ -148,14 +148,14 @@ describe('qwen serve compatibility: @qwen-code/sdk DaemonClient against the hub'
     for (let round = 0; round < 4; round++) {
       const session = await DaemonSessionClient.createOrAttach(client, {});
       const uri = `ahp-session:/${session.sessionId}`;
-      const chat = ((await tab.subscribe<{ defaultChat: string }>(uri)).state).defaultChat;
+      const chat = (await tab.subscribe<{ defaultChat: string }>(uri)).state.defaultChat;
       await tab.subscribe(chat);
       const events = collect(client, session.sessionId);
       closers.push(events.stop);
       const done = session.prompt(script([TOOL, { say: 'after the tool' }]));
       const request = await events.waitFor((f) => f.type === 'permission_request', 'permission_request');
       const toolCallId = request.data.toolCall.toolCallId ?? 'tool-1';
-      const turnId = ((await tab.subscribe<{ activeTurn: { id: string } }>(chat)).state).activeTurn.id;
+      const turnId = (await tab.subscribe<{ activeTurn: { id: string } }>(chat)).state.activeTurn.id;
       // Alternate who sends first; both are in flight together.
       const fromTab = async () => (await tab.dispatchAndWait(chat, { type: 'chat/toolCallConfirmed', turnId, toolCallId, approved: true, confirmed: 'user-action' })).rejectionReason === undefined;
       const fromQwen = () => session.respondToSessionPermission(request.data.requestId, { outcome: { outcome: 'selected', optionId: 'proceed_once' } });
@@ -182,7 +182,10 @@ describe('qwen serve compatibility: @qwen-code/sdk DaemonClient against the hub'
     expect(await session.respondToSessionPermission(req2.data.requestId, { outcome: { outcome: 'selected', optionId: 'cancel' } })).toBe(true);
     expect((await first).stopReason).toBe('end_turn');
     const outcomes = events.frames.filter((f) => f.type === 'permission_resolved').map((f) => f.data.outcome);
-    expect(outcomes).toEqual([{ outcome: 'selected', optionId: 'proceed_always' }, { outcome: 'selected', optionId: 'reject_once' }]);
+    expect(outcomes).toEqual([
+      { outcome: 'selected', optionId: 'proceed_always' },
+      { outcome: 'selected', optionId: 'reject_once' },
+    ]);
     const updates = events.frames.filter((f) => f.type === 'session_update' && f.data.update.sessionUpdate === 'tool_call_update').map((f) => f.data.update.status);
     expect(updates).toContain('completed');
   });
@@ -254,19 +257,26 @@ describe('qwen serve compatibility: @qwen-code/sdk DaemonClient against the hub'
     const session = await DaemonSessionClient.createOrAttach(client, {});
     const tab = await RpcClient.open(server.wsUrl, { token: TOKENS.alice });
     closers.push(() => tab.close());
-    const chat = ((await tab.subscribe<{ defaultChat: string }>(`ahp-session:/${session.sessionId}`)).state).defaultChat;
+    const chat = (await tab.subscribe<{ defaultChat: string }>(`ahp-session:/${session.sessionId}`)).state.defaultChat;
     await tab.subscribe(chat);
     const first = client.prompt(session.sessionId, script([{ ask: { id: 'hold', questions: [{ id: 'q', kind: 'text', message: 'go?' }] } }, { say: 'first done' }]));
     await tab.waitForEnvelope((e) => e.action.type === 'chat/inputRequested');
     const second = client.prompt(session.sessionId, script([{ say: 'second done' }]));
-    await waitFor(async () => {
-      const res = await fetch(`${server.url}/session/${session.sessionId}/prompt`, { method: 'POST', headers: { authorization: `Bearer ${TOKENS.alice}`, 'content-type': 'application/json' }, body: JSON.stringify(script([{ say: 'third' }])) });
-      return res.status === 202 ? ((await res.json()) as { queued?: boolean }).queued : undefined;
-    }, { what: 'a prompt queued behind the running turn' });
+    await waitFor(
+      async () => {
+        const res = await fetch(`${server.url}/session/${session.sessionId}/prompt`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${TOKENS.alice}`, 'content-type': 'application/json' },
+          body: JSON.stringify(script([{ say: 'third' }])),
+        });
+        return res.status === 202 ? ((await res.json()) as { queued?: boolean }).queued : undefined;
+      },
+      { what: 'a prompt queued behind the running turn' },
+    );
     await tab.dispatchAndWait(chat, { type: 'chat/inputCompleted', requestId: 'hold', response: 'cancel' });
     expect((await first).stopReason).toBe('end_turn');
     expect((await second).stopReason).toBe('end_turn');
-    const turns = ((await tab.subscribe<{ turns: Array<{ message: { text: string } }> }>(chat)).state).turns.map((t) => t.message.text);
+    const turns = (await tab.subscribe<{ turns: Array<{ message: { text: string } }> }>(chat)).state.turns.map((t) => t.message.text);
     expect(turns.slice(0, 2).map((t) => JSON.parse(t).script[0])).toEqual([{ ask: expect.anything() }, { say: 'second done' }]);
   });
 

@@ -72,10 +72,13 @@ describe('the whole DaemonClient surface', () => {
     const tool = { tool: { id: 'tool-1', name: 'write_file', input: { path: 'a.md' }, confirm: true } };
     const first = await client.promptNonBlocking(sessionId, { prompt: [{ type: 'text', text: JSON.stringify({ script: [tool] }) }] } as never);
     const second = await client.promptNonBlocking(sessionId, { prompt: [{ type: 'text', text: 'hello' }] } as never);
-    const waiting = await waitFor(async () => {
-      const s = await client.sessionStatus(sessionId);
-      return s.isWaitingForPermission ? s : undefined;
-    }, { what: 'status waiting for permission' });
+    const waiting = await waitFor(
+      async () => {
+        const s = await client.sessionStatus(sessionId);
+        return s.isWaitingForPermission ? s : undefined;
+      },
+      { what: 'status waiting for permission' },
+    );
     expect(waiting).toMatchObject({ hasActivePrompt: true, activeWorkState: 'active', pendingInteractionCount: 1 });
     const pending = (await client.getPendingPrompts(sessionId)).pendingPrompts;
     expect(pending.map((p) => [p.promptId, p.state, p.text])).toEqual([

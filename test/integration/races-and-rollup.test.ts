@@ -32,9 +32,10 @@ describe('over real sockets', () => {
     // All three leave in the same tick from three sockets.
     const decisions = [true, false, true];
     const seqs = racers.map((r, i) =>
-      r.dispatch(chat, decisions[i]
-        ? { type: 'chat/toolCallConfirmed', turnId, toolCallId: 'tool-r', approved: true, confirmed: 'user-action' }
-        : { type: 'chat/toolCallConfirmed', turnId, toolCallId: 'tool-r', approved: false, reason: 'denied' }),
+      r.dispatch(
+        chat,
+        decisions[i] ? { type: 'chat/toolCallConfirmed', turnId, toolCallId: 'tool-r', approved: true, confirmed: 'user-action' } : { type: 'chat/toolCallConfirmed', turnId, toolCallId: 'tool-r', approved: false, reason: 'denied' },
+      ),
     );
     const echoes = await Promise.all(racers.map((r, i) => r.waitForEnvelope((e) => e.origin?.clientId === r.clientId && e.origin.clientSeq === seqs[i], `racer ${i} echo`)));
     const winners = echoes.filter((e) => e.rejectionReason === undefined);

@@ -7,7 +7,9 @@ import { startScriptTurn, TWO_QUESTION_REQUEST } from '../helpers/turns.js';
 type ReconnectResult = { type: 'replay'; actions: ActionEnvelope[]; missing: string[] } | { type: 'snapshot'; snapshots: Snapshot[]; missing: string[] };
 
 const draft = (text: string) => ({
-  type: 'chat/inputAnswerChanged', requestId: 'req-1', questionId: 'notes',
+  type: 'chat/inputAnswerChanged',
+  requestId: 'req-1',
+  questionId: 'notes',
   answer: { state: 'draft', value: { kind: 'text', value: text } },
 });
 
@@ -46,7 +48,10 @@ describe('reconnect', () => {
 
     const back = await open(a.clientId);
     const result = await back.request<ReconnectResult>('reconnect', {
-      channel: 'ahp-root://', clientId: a.clientId, lastSeenServerSeq: lastSeen, subscriptions: [chat, other.chat],
+      channel: 'ahp-root://',
+      clientId: a.clientId,
+      lastSeenServerSeq: lastSeen,
+      subscriptions: [chat, other.chat],
     });
     expect(result.type).toBe('replay');
     if (result.type !== 'replay') return;
@@ -68,7 +73,10 @@ describe('reconnect', () => {
     await b.waitForEnvelope((e) => JSON.stringify(e.action).includes('burst 119'));
     const back = await open(a.clientId);
     const result = await back.request<ReconnectResult>('reconnect', {
-      channel: 'ahp-root://', clientId: a.clientId, lastSeenServerSeq: lastSeen, subscriptions: [chat],
+      channel: 'ahp-root://',
+      clientId: a.clientId,
+      lastSeenServerSeq: lastSeen,
+      subscriptions: [chat],
     });
     expect(result.type).toBe('snapshot');
     if (result.type !== 'snapshot') return;
@@ -104,7 +112,10 @@ describe('reconnect', () => {
     clients.push(back);
     // The first request on this socket is reconnect (no initialize).
     const result = await back.request<ReconnectResult>('reconnect', {
-      channel: 'ahp-root://', clientId: a.clientId, lastSeenServerSeq: lastSeen, subscriptions: [chat, session],
+      channel: 'ahp-root://',
+      clientId: a.clientId,
+      lastSeenServerSeq: lastSeen,
+      subscriptions: [chat, session],
     });
     expect(result.type).toBe('replay');
     if (result.type !== 'replay') return;
@@ -133,7 +144,10 @@ describe('reconnect', () => {
     const back = await RpcClient.connect(server.wsUrl, { clientId: a.clientId });
     clients.push(back);
     const result = await back.request<ReconnectResult>('reconnect', {
-      channel: 'ahp-root://', clientId: a.clientId, lastSeenServerSeq: lastSeen, subscriptions: [chat],
+      channel: 'ahp-root://',
+      clientId: a.clientId,
+      lastSeenServerSeq: lastSeen,
+      subscriptions: [chat],
     });
     expect(result.type).toBe('snapshot');
     if (result.type !== 'snapshot') return;

@@ -30,14 +30,18 @@ describe('the client SDK against a real hub', () => {
     const va = await a.subscribe(defaultChat);
     const vb = await b.subscribe(defaultChat);
     const started = await va.dispatch({
-      type: 'chat/turnStarted', turnId: 'sdk-turn', startedAt: new Date().toISOString(),
+      type: 'chat/turnStarted',
+      turnId: 'sdk-turn',
+      startedAt: new Date().toISOString(),
       message: userMessage(JSON.stringify({ script: [{ ask: TWO_QUESTION_REQUEST }] })),
     });
     expect(started.accepted).toBe(true);
     await waitFor(() => (vb.state as ChatState).activeTurn?.responseParts.some((p) => p.kind === 'inputRequest') || undefined);
 
     const answer = va.dispatch({
-      type: 'chat/inputAnswerChanged', requestId: 'req-1', questionId: 'notes',
+      type: 'chat/inputAnswerChanged',
+      requestId: 'req-1',
+      questionId: 'notes',
       answer: { state: 'draft', value: { kind: 'text', value: 'optimistic' } },
     });
     // Applied locally before the server answered.

@@ -33,7 +33,8 @@ interface Printed {
 }
 
 /** Reads an SSE response as raw chunks; calls `onEvent` synchronously for each complete event. */
-function watch(url: string, onEvent: (data: Record<string, any>) => void): Promise<IncomingMessage> { // eslint-disable-line @typescript-eslint/no-explicit-any
+function watch(url: string, onEvent: (data: Record<string, any>) => void): Promise<IncomingMessage> {
+  // eslint-disable-line @typescript-eslint/no-explicit-any
   return new Promise((resolve, reject) => {
     const req = request(url, { headers: { accept: 'text/event-stream' } }, (res) => {
       let buffer = '';
@@ -43,7 +44,11 @@ function watch(url: string, onEvent: (data: Record<string, any>) => void): Promi
         for (let sep = buffer.indexOf('\n\n'); sep !== -1; sep = buffer.indexOf('\n\n')) {
           const block = buffer.slice(0, sep);
           buffer = buffer.slice(sep + 2);
-          const data = block.split('\n').filter((l) => l.startsWith('data:')).map((l) => l.slice(5).trim()).join('\n');
+          const data = block
+            .split('\n')
+            .filter((l) => l.startsWith('data:'))
+            .map((l) => l.slice(5).trim())
+            .join('\n');
           if (data) onEvent(JSON.parse(data) as Record<string, any>); // eslint-disable-line @typescript-eslint/no-explicit-any
         }
       });

@@ -108,7 +108,11 @@ describe('state quotas per user and per tenant (issue 18.1)', () => {
 
     // Empty sessions are charged too: creating them is refused once the little room left is used.
     let refusedSession: unknown;
-    for (let i = 0; i < 100 && refusedSession === undefined; i++) refusedSession = await alice.createSession(`empty ${i}`).then(() => undefined, (e: unknown) => e);
+    for (let i = 0; i < 100 && refusedSession === undefined; i++)
+      refusedSession = await alice.createSession(`empty ${i}`).then(
+        () => undefined,
+        (e: unknown) => e,
+      );
     expect(refusedSession).toBeInstanceOf(RpcError);
     expect(refusedSession).toMatchObject({ code: ErrorCode.QuotaExceeded, message: expect.stringMatching(/state_quota/) });
 

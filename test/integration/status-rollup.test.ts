@@ -37,9 +37,7 @@ describe('status roll-up: chat → session → root', () => {
     expect(sessionSnap.state.inputNeeded).toEqual([expect.objectContaining({ kind: 'chatInput', chat })]);
     expect(activity(sessionSnap.state.status)).toBe(INPUT_NEEDED);
     // Root: a summary change the dashboard sees without any chat subscription.
-    await dashboard.waitForNotification((n) =>
-      n.method === 'root/sessionSummaryChanged' && n.params['session'] === session && activity((n.params['changes'] as { status?: number }).status ?? 0) === INPUT_NEEDED,
-      'root InputNeeded');
+    await dashboard.waitForNotification((n) => n.method === 'root/sessionSummaryChanged' && n.params['session'] === session && activity((n.params['changes'] as { status?: number }).status ?? 0) === INPUT_NEEDED, 'root InputNeeded');
     const listed = await dashboard.request<{ items: Array<{ resource: string; status: number; inputNeededCount: number }> }>('listSessions', { channel: 'ahp-root://' });
     expect(listed.items.find((s) => s.resource === session)).toMatchObject({ inputNeededCount: 1 });
     // Every catalogue message matches the shared wire schemas (the single source of the protocol).
@@ -52,9 +50,7 @@ describe('status roll-up: chat → session → root', () => {
 
     // Answer and accept: everything returns to InProgress (the turn is still sleeping).
     await worker.dispatchAndWait(chat, { type: 'chat/inputCompleted', requestId: 'req-1', response: 'cancel' });
-    await dashboard.waitForNotification((n) =>
-      n.method === 'root/sessionSummaryChanged' && n.params['session'] === session && activity((n.params['changes'] as { status?: number }).status ?? 0) === IN_PROGRESS,
-      'root back to InProgress');
+    await dashboard.waitForNotification((n) => n.method === 'root/sessionSummaryChanged' && n.params['session'] === session && activity((n.params['changes'] as { status?: number }).status ?? 0) === IN_PROGRESS, 'root back to InProgress');
     const after = await worker.subscribe<{ status: number; inputNeeded?: unknown[] }>(session);
     expect(after.state.inputNeeded ?? []).toEqual([]);
     expect(activity(after.state.status)).toBe(IN_PROGRESS);
@@ -63,9 +59,7 @@ describe('status roll-up: chat → session → root', () => {
     // Cancel the turn: Idle everywhere.
     const turnId = (await worker.subscribe<{ activeTurn: { id: string } }>(chat)).state.activeTurn.id;
     await worker.dispatchAndWait(chat, { type: 'chat/turnCancelled', turnId, duration: 1 });
-    await dashboard.waitForNotification((n) =>
-      n.method === 'root/sessionSummaryChanged' && n.params['session'] === session && activity((n.params['changes'] as { status?: number }).status ?? 0) === IDLE,
-      'root Idle');
+    await dashboard.waitForNotification((n) => n.method === 'root/sessionSummaryChanged' && n.params['session'] === session && activity((n.params['changes'] as { status?: number }).status ?? 0) === IDLE, 'root Idle');
   });
 
   it('an error in a turn shows as Error on chat, session and root', async () => {
@@ -76,9 +70,7 @@ describe('status roll-up: chat → session → root', () => {
     await startScriptTurn(worker, chat, [{ say: 'working' }, { fail: 'disk full' }]);
     const err = await worker.waitForEnvelope((e) => e.action.type === 'chat/error');
     expect(JSON.stringify(err.action)).toContain('disk full');
-    await dashboard.waitForNotification((n) =>
-      n.method === 'root/sessionSummaryChanged' && n.params['session'] === session && activity((n.params['changes'] as { status?: number }).status ?? 0) === 2,
-      'root Error');
+    await dashboard.waitForNotification((n) => n.method === 'root/sessionSummaryChanged' && n.params['session'] === session && activity((n.params['changes'] as { status?: number }).status ?? 0) === 2, 'root Error');
   });
 
   it('truncating the active turn removes its input-needed entries; chat, chat summary and root summary return to Idle', async () => {

@@ -101,7 +101,16 @@ describe('steering over HTTP', () => {
 
   it('5: {blocks} are joined with newlines; 7: omitted ack means memory', async () => {
     const { session, chat, target } = await runningTurn();
-    const r = await http.submit(session, { inputId: 'b1', target, content: { blocks: [{ t: 'text', text: 'first' }, { t: 'text', text: 'second' }] } });
+    const r = await http.submit(session, {
+      inputId: 'b1',
+      target,
+      content: {
+        blocks: [
+          { t: 'text', text: 'first' },
+          { t: 'text', text: 'second' },
+        ],
+      },
+    });
     expect(r.status).toBe(202);
     expect((r.body['receipt'] as { durability: string }).durability).toBe('log');
     const state = await chatState(alice, chat);
@@ -118,8 +127,24 @@ describe('steering over HTTP', () => {
       [{ text: '' }, 'empty_content'],
       [{ text: '  \n\t ' }, 'empty_content'],
       [{ blocks: [] }, 'empty_content'],
-      [{ blocks: [{ t: 'text', text: ' ' }, { t: 'text', text: '' }] }, 'empty_content'],
-      [{ blocks: [{ t: 'text', text: 'look' }, { t: 'image', data: 'AAAA', mimeType: 'image/png' }] }, 'image_unsupported'],
+      [
+        {
+          blocks: [
+            { t: 'text', text: ' ' },
+            { t: 'text', text: '' },
+          ],
+        },
+        'empty_content',
+      ],
+      [
+        {
+          blocks: [
+            { t: 'text', text: 'look' },
+            { t: 'image', data: 'AAAA', mimeType: 'image/png' },
+          ],
+        },
+        'image_unsupported',
+      ],
       [{ image: { data: 'AAAA' } }, 'image_unsupported'],
       [{ blocks: [{ t: 'audio', text: 'x' }] }, 'unsupported_content'],
       [{ audio: 'x' }, 'unsupported_content'],
@@ -208,10 +233,13 @@ describe('steering over HTTP', () => {
     const first = await http.submit(session, { inputId: 'rev', target, content: { text: 'add a summary' } });
     expect(first.body['receipt']).toMatchObject({ state: 'accepted', revision: 1 });
     await answer(alice, chat, 'ask-1');
-    const consumed = await waitFor(async () => {
-      const r = await http.status(session, 'rev', target);
-      return (r.body['receipt'] as { state: string } | undefined)?.state === 'consumed' ? r : undefined;
-    }, { what: 'consumed' });
+    const consumed = await waitFor(
+      async () => {
+        const r = await http.status(session, 'rev', target);
+        return (r.body['receipt'] as { state: string } | undefined)?.state === 'consumed' ? r : undefined;
+      },
+      { what: 'consumed' },
+    );
     expect(consumed.status).toBe(200);
     expect(consumed.body['receipt']).toMatchObject({ state: 'consumed', revision: 2, ordinal: 1 });
     await waitForTurnEnd(alice, chat, turnId);
@@ -335,7 +363,7 @@ describe('steering over HTTP', () => {
     expect((await bob.submit(session, { inputId: 'b', target, content: { text: 'from bob' } })).status).toBe(202);
   });
 
-  it('39/40: steering adds no other route (POST …/messages stays 404) and the session\'s SSE stream never mentions an input or its receipt: receipts are polled, not pushed', async () => {
+  it("39/40: steering adds no other route (POST …/messages stays 404) and the session's SSE stream never mentions an input or its receipt: receipts are polled, not pushed", async () => {
     const { session, chat, turnId, target } = await runningTurn();
     const r = await fetch(`${server.url}/v2/sessions/${SteeringHttp.idOf(session)}/messages`, { method: 'POST', headers: { authorization: `Bearer ${TOKENS.alice}` } });
     expect(r.status).toBe(404);

@@ -41,12 +41,24 @@ describe('steering lifecycle', () => {
   it('1/2/13/57: inputs wait while the agent works, are consumed at the next barrier as user messages in the same turn, seen by every subscriber', async () => {
     const { alice, other, session, chat, http, turnId, target } = await setup([askStep('ask-1'), { say: 'step two' }], 'ask-1');
     await http.submit(session, { inputId: 'i1', target, content: { text: 'also check the renewal clause' } });
-    await http.submit(session, { inputId: 'i2', target, content: { blocks: [{ t: 'text', text: 'and' }, { t: 'text', text: 'the fees' }] } });
+    await http.submit(session, {
+      inputId: 'i2',
+      target,
+      content: {
+        blocks: [
+          { t: 'text', text: 'and' },
+          { t: 'text', text: 'the fees' },
+        ],
+      },
+    });
     // Accepted, not consumed: the agent is still inside a step (blocked on the question).
-    const pending = await waitFor(async () => {
-      const s = await chatState(other, chat);
-      return s.steeringMessages?.length === 2 ? s : undefined;
-    }, { what: 'pending steering messages on another connection' });
+    const pending = await waitFor(
+      async () => {
+        const s = await chatState(other, chat);
+        return s.steeringMessages?.length === 2 ? s : undefined;
+      },
+      { what: 'pending steering messages on another connection' },
+    );
     expect(pending.steeringMessages!.map((m) => [m.message.text, m.message.origin.kind])).toEqual([
       ['also check the renewal clause', 'user'],
       ['and\nthe fees', 'user'],
@@ -151,10 +163,13 @@ describe('steering lifecycle', () => {
 
   it('46/59: a supplement saying "allow" approves nothing; the pending tool stays pending until the real confirmation channel answers', async () => {
     const { alice, session, chat, http, turnId, target } = await setup([{ tool: { id: 'tool-1', name: 'write_file', confirm: true } }, { say: 'after tool' }]);
-    await waitFor(async () => {
-      const s = await chatState(alice, chat);
-      return s.activeTurn?.responseParts.some((p) => p.kind === 'toolCall' && p.toolCall?.status === 'pending-confirmation') ? true : undefined;
-    }, { what: 'tool awaiting confirmation' });
+    await waitFor(
+      async () => {
+        const s = await chatState(alice, chat);
+        return s.activeTurn?.responseParts.some((p) => p.kind === 'toolCall' && p.toolCall?.status === 'pending-confirmation') ? true : undefined;
+      },
+      { what: 'tool awaiting confirmation' },
+    );
     const r = await http.submit(session, { inputId: 'allow', target, content: { text: 'allow' } });
     expect(r.status).toBe(202);
     await server!.hub.drain();
@@ -212,11 +227,14 @@ describe('steering lifecycle', () => {
       expect(caps.body['target']).toEqual({ historyEpoch: target.historyEpoch, turnId: t1 });
       // The same receipt; the resumed demo agent passes a barrier and consumes it (revision 2).
       const { state: _s, revision: _r, updatedAt: _u, ...facts } = accepted as Record<string, unknown>;
-      const consumed = await waitFor(async () => {
-        const r = await http2.status(session, 'kept', target);
-        expect(r.status).toBe(200);
-        return (r.body['receipt'] as { state: string }).state === 'consumed' ? r.body['receipt'] : undefined;
-      }, { what: 'the input to be consumed by the resumed turn' });
+      const consumed = await waitFor(
+        async () => {
+          const r = await http2.status(session, 'kept', target);
+          expect(r.status).toBe(200);
+          return (r.body['receipt'] as { state: string }).state === 'consumed' ? r.body['receipt'] : undefined;
+        },
+        { what: 'the input to be consumed by the resumed turn' },
+      );
       expect(consumed).toMatchObject({ ...facts, state: 'consumed', revision: 2 });
       // A retry after the restart is recognised, not accepted twice.
       const resend = await http2.submit(session, { inputId: 'kept', target, content: { text: 'x' } });

@@ -30,7 +30,12 @@ describe('try it as a team', () => {
   });
 
   it('the team token file holds two users, a viewer and an admin of one tenant, and each token is accepted', async () => {
-    expect(team.tokens.map((t) => [t.user, t.role])).toEqual([['alice', 'user'], ['bob', 'user'], ['victor', 'viewer'], ['ops', 'admin']]);
+    expect(team.tokens.map((t) => [t.user, t.role])).toEqual([
+      ['alice', 'user'],
+      ['bob', 'user'],
+      ['victor', 'viewer'],
+      ['ops', 'admin'],
+    ]);
     expect(new Set(team.tokens.map((t) => t.tenant)).size).toBe(1);
     const data = tempDir();
     dirs.push(data);

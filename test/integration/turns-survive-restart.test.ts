@@ -21,7 +21,16 @@ const FORM = (id: string) => ({
   id,
   message: 'Plan the release',
   questions: [
-    { id: 'runtime', kind: 'single-select', message: 'Which runtime?', required: true, options: [{ id: 'node', label: 'Node.js' }, { id: 'deno', label: 'Deno' }] },
+    {
+      id: 'runtime',
+      kind: 'single-select',
+      message: 'Which runtime?',
+      required: true,
+      options: [
+        { id: 'node', label: 'Node.js' },
+        { id: 'deno', label: 'Deno' },
+      ],
+    },
     { id: 'notes', kind: 'text', message: 'Anything else?', required: true, max: 200 },
     { id: 'name', kind: 'text', message: 'Release name', required: true, max: 200 },
   ],
@@ -93,7 +102,9 @@ async function sameFormFor(team: RpcClient[], chat: string, id: string, answers:
 
 async function submit(c: RpcClient, chat: string, id: string): Promise<void> {
   const echo = await c.dispatchAndWait(chat, {
-    type: 'chat/inputCompleted', requestId: id, response: 'accept',
+    type: 'chat/inputCompleted',
+    requestId: id,
+    response: 'accept',
     answers: {
       runtime: { state: 'submitted', value: { kind: 'selected', value: 'deno' } },
       notes: { state: 'submitted', value: text('ship on friday') },
@@ -165,14 +176,17 @@ describe('turns survive a hub restart', () => {
     const data = tempDir('turns-survive-remote-');
     dirs.push(data);
     const tokens = join(data.dir, 'tokens.json');
-    writeFileSync(tokens, JSON.stringify({
-      tokens: [
-        { token: 'user-token-alice-000001', user: 'alice', tenant: 'acme', role: 'user' },
-        { token: 'user-token-bob-00000001', user: 'bob', tenant: 'acme', role: 'user' },
-        { token: 'user-token-carol-000001', user: 'carol', tenant: 'acme', role: 'user' },
-        { token: 'agent-token-bot-0000001', user: 'bot', tenant: 'acme', role: 'agent' },
-      ],
-    }));
+    writeFileSync(
+      tokens,
+      JSON.stringify({
+        tokens: [
+          { token: 'user-token-alice-000001', user: 'alice', tenant: 'acme', role: 'user' },
+          { token: 'user-token-bob-00000001', user: 'bob', tenant: 'acme', role: 'user' },
+          { token: 'user-token-carol-000001', user: 'carol', tenant: 'acme', role: 'user' },
+          { token: 'agent-token-bot-0000001', user: 'bot', tenant: 'acme', role: 'agent' },
+        ],
+      }),
+    );
     const users = ['user-token-alice-000001', 'user-token-bob-00000001', 'user-token-carol-000001'];
     const agentToken = 'agent-token-bot-0000001';
     const args = ['--data', data.dir, '--auth', tokens];
@@ -209,12 +223,15 @@ describe('turns survive a hub restart', () => {
     const data = tempDir('turns-survive-grace-');
     dirs.push(data);
     const tokens = join(data.dir, 'tokens.json');
-    writeFileSync(tokens, JSON.stringify({
-      tokens: [
-        { token: 'user-token-alice-000001', user: 'alice', tenant: 'acme', role: 'user' },
-        { token: 'agent-token-bot-0000001', user: 'bot', tenant: 'acme', role: 'agent' },
-      ],
-    }));
+    writeFileSync(
+      tokens,
+      JSON.stringify({
+        tokens: [
+          { token: 'user-token-alice-000001', user: 'alice', tenant: 'acme', role: 'user' },
+          { token: 'agent-token-bot-0000001', user: 'bot', tenant: 'acme', role: 'agent' },
+        ],
+      }),
+    );
     const args = ['--data', data.dir, '--auth', tokens];
     let hub = await startHubProcess(args);
     procs.push(hub);

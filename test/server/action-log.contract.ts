@@ -37,7 +37,7 @@ async function readAll(log: ActionLog): Promise<LogRecord[]> {
 const AWKWARD_VALUES = {
   unicode: ['héllo', '日本語', 'שלום', '👩‍👩‍👧‍👦', 'e\u0301', '\u0000nul', 'lone \ud800 surrogate', '\u2028\u2029', 'quote " back \\ slash'],
   numbers: [0, -1, 1.5, 0.1 + 0.2, 1e-300, 5e-324, 1.7976931348623157e308, Number.MAX_SAFE_INTEGER, -Number.MAX_SAFE_INTEGER],
-  nested: { a: [{ b: { c: [[], {}, [null, true, false, '']] } }], 'key.with.dots': 1, 'ключ': 'значение', '': 'empty key' },
+  nested: { a: [{ b: { c: [[], {}, [null, true, false, '']] } }], 'key.with.dots': 1, ключ: 'значение', '': 'empty key' },
   nothing: null,
 };
 
@@ -92,10 +92,7 @@ export function describeActionLogContract(name: string, makeLog: () => Promise<A
       });
 
       it('lets exactly one of two racing appends at the same head win', async () => {
-        const results = await Promise.all([
-          log.append(0, [record(1, { channel: 'ahp://a' })]),
-          log.append(0, [record(1, { channel: 'ahp://b' })]),
-        ]);
+        const results = await Promise.all([log.append(0, [record(1, { channel: 'ahp://a' })]), log.append(0, [record(1, { channel: 'ahp://b' })])]);
         expect(results.filter((r) => r.ok)).toHaveLength(1);
         expect(results.filter((r) => !r.ok)).toEqual([{ ok: false, head: 1 }]);
         expect(await readAll(log)).toHaveLength(1);
@@ -281,43 +278,44 @@ export function describeActionLogContract(name: string, makeLog: () => Promise<A
       });
     });
 
-    if (options.persistent) describe('reopen', () => {
-      it('keeps records, origins, snapshots and head across close + reopen', async () => {
-        if (harness.reopen === undefined) throw new Error(`${name} is persistent but its harness has no reopen`);
-        const withOrigin = record(3, { origin: { clientId: 'c', clientSeq: 1 } });
-        await log.append(0, [record(1), record(2), withOrigin]);
-        await log.saveSnapshot({ serverSeq: 2, data: AWKWARD_VALUES });
-        await log.close();
+    if (options.persistent)
+      describe('reopen', () => {
+        it('keeps records, origins, snapshots and head across close + reopen', async () => {
+          if (harness.reopen === undefined) throw new Error(`${name} is persistent but its harness has no reopen`);
+          const withOrigin = record(3, { origin: { clientId: 'c', clientSeq: 1 } });
+          await log.append(0, [record(1), record(2), withOrigin]);
+          await log.saveSnapshot({ serverSeq: 2, data: AWKWARD_VALUES });
+          await log.close();
 
-        const again = await harness.reopen();
-        expect(await again.head()).toBe(3);
-        expect(await readAll(again)).toStrictEqual([record(1), record(2), withOrigin]);
-        expect(await again.latestSnapshot()).toStrictEqual({ serverSeq: 2, data: AWKWARD_VALUES });
-        expect(await again.append(3, [record(4)])).toEqual({ ok: true, head: 4 });
+          const again = await harness.reopen();
+          expect(await again.head()).toBe(3);
+          expect(await readAll(again)).toStrictEqual([record(1), record(2), withOrigin]);
+          expect(await again.latestSnapshot()).toStrictEqual({ serverSeq: 2, data: AWKWARD_VALUES });
+          expect(await again.append(3, [record(4)])).toEqual({ ok: true, head: 4 });
+        });
+
+        it('keeps head and oldestSeq after compaction across close + reopen', async () => {
+          if (harness.reopen === undefined) throw new Error(`${name} is persistent but its harness has no reopen`);
+          await log.append(0, records(1, 8));
+          await log.saveSnapshot({ serverSeq: 5, data: 'five' });
+          await log.compact(5);
+          await log.close();
+
+          let again = await harness.reopen();
+          expect(await again.head()).toBe(8);
+          expect(await again.oldestSeq()).toBe(6);
+          expect(seqs(await readAll(again))).toEqual([6, 7, 8]);
+
+          // The case a MAX(seq) head would get wrong: no records left at all.
+          await again.saveSnapshot({ serverSeq: 8, data: 'eight' });
+          await again.compact(8);
+          await again.close();
+          again = await harness.reopen();
+          expect(await again.head()).toBe(8);
+          expect(await again.oldestSeq()).toBe(9);
+          expect(await again.latestSnapshot()).toEqual({ serverSeq: 8, data: 'eight' });
+          expect(await again.append(8, [record(9)])).toEqual({ ok: true, head: 9 });
+        });
       });
-
-      it('keeps head and oldestSeq after compaction across close + reopen', async () => {
-        if (harness.reopen === undefined) throw new Error(`${name} is persistent but its harness has no reopen`);
-        await log.append(0, records(1, 8));
-        await log.saveSnapshot({ serverSeq: 5, data: 'five' });
-        await log.compact(5);
-        await log.close();
-
-        let again = await harness.reopen();
-        expect(await again.head()).toBe(8);
-        expect(await again.oldestSeq()).toBe(6);
-        expect(seqs(await readAll(again))).toEqual([6, 7, 8]);
-
-        // The case a MAX(seq) head would get wrong: no records left at all.
-        await again.saveSnapshot({ serverSeq: 8, data: 'eight' });
-        await again.compact(8);
-        await again.close();
-        again = await harness.reopen();
-        expect(await again.head()).toBe(8);
-        expect(await again.oldestSeq()).toBe(9);
-        expect(await again.latestSnapshot()).toEqual({ serverSeq: 8, data: 'eight' });
-        expect(await again.append(8, [record(9)])).toEqual({ ok: true, head: 9 });
-      });
-    });
   });
 }

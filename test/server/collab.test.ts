@@ -77,7 +77,9 @@ describe('collaborative answers over x-collab', () => {
     a.text('notes').insert(0, 'hello');
     await waitFor(async () => ((await draftOf(bob, chat)) === 'hello' ? true : undefined), { what: 'first mirror' });
     const echo = await bob.dispatchAndWait(chat, {
-      type: 'chat/inputAnswerChanged', requestId: 'req-1', questionId: 'notes',
+      type: 'chat/inputAnswerChanged',
+      requestId: 'req-1',
+      questionId: 'notes',
       answer: { state: 'draft', value: { kind: 'text', value: 'hello world' } },
     });
     expect(echo.rejectionReason).toBeUndefined();
@@ -87,14 +89,18 @@ describe('collaborative answers over x-collab', () => {
   it('seeds a late joiner with existing drafts and drops the document when the request resolves', async () => {
     const { alice, bob, chat } = await openRequest();
     await bob.dispatchAndWait(chat, {
-      type: 'chat/inputAnswerChanged', requestId: 'req-1', questionId: 'notes',
+      type: 'chat/inputAnswerChanged',
+      requestId: 'req-1',
+      questionId: 'notes',
       answer: { state: 'draft', value: { kind: 'text', value: 'seeded' } },
     });
     const a = await Peer.join(alice, chat, 'req-1');
     peers.push(a);
     expect(a.text('notes').toString()).toBe('seeded');
     const done = await bob.dispatchAndWait(chat, {
-      type: 'chat/inputCompleted', requestId: 'req-1', response: 'accept',
+      type: 'chat/inputCompleted',
+      requestId: 'req-1',
+      response: 'accept',
       answers: {
         runtime: { state: 'submitted', value: { kind: 'selected', value: 'node' } },
         notes: { state: 'submitted', value: { kind: 'text', value: 'seeded' } },

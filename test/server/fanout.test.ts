@@ -5,7 +5,6 @@ import type { ActionEnvelope } from '../../shared/protocol/messages.js';
 import { FakeConnection } from '../helpers/fake-connection.js';
 import { ChannelFanout, encodeEnvelope, mergeStreamingEnvelopes } from '../../server/hub/fanout.js';
 
-
 /** A manual scheduler: timers fire only when the test says so. */
 function manualScheduler() {
   const timers: Array<{ fn: () => void; cancelled: boolean }> = [];
@@ -60,14 +59,7 @@ describe('ChannelFanout', () => {
     const fast = new FakeConnection('fast');
     f.add(slow, 0, 0, 50);
     f.add(fast, 0, 0, 0);
-    const envs = [
-      delta(1, 'Hel'),
-      delta(2, 'lo '),
-      delta(3, 'other', 'p2'),
-      delta(4, 'wor'),
-      delta(5, 'ld', 'p1', { origin: { clientId: 'c', clientSeq: 1 } }),
-      delta(6, '!'),
-    ];
+    const envs = [delta(1, 'Hel'), delta(2, 'lo '), delta(3, 'other', 'p2'), delta(4, 'wor'), delta(5, 'ld', 'p1', { origin: { clientId: 'c', clientSeq: 1 } }), delta(6, '!')];
     for (const e of envs) f.publish(e, encodeEnvelope(e));
     expect(slow.frames).toEqual([]);
     timers.fireAll();
@@ -82,8 +74,13 @@ describe('ChannelFanout', () => {
     const start: ChatState = {
       ...initialChatState('ahp-chat:/c', 'c', '1970-01-01T00:00:00.000Z'),
       activeTurn: {
-        id: 't1', startedAt: '1970-01-01T00:00:00.000Z', message: { text: 'hi', origin: { kind: 'user' } },
-        responseParts: [{ kind: 'markdown', id: 'p1', content: '' }, { kind: 'markdown', id: 'p2', content: '' }],
+        id: 't1',
+        startedAt: '1970-01-01T00:00:00.000Z',
+        message: { text: 'hi', origin: { kind: 'user' } },
+        responseParts: [
+          { kind: 'markdown', id: 'p1', content: '' },
+          { kind: 'markdown', id: 'p2', content: '' },
+        ],
       },
     } as ChatState;
     const fold = (list: ActionEnvelope[]) => list.reduce((s, e) => chatReducer(s, e.action), start);

@@ -110,8 +110,16 @@ describe('client ledger eviction (issue 18.4)', () => {
 describe('agent actions that name other resources', () => {
   const scope = { session: 'ahp-session:/s', chats: new Set(['ahp-chat:/a', 'ahp-chat:/b']) };
   const state = (over: Record<string, unknown>) => ({
-    resource: 'ahp-session:/s', provider: 'remote', title: 't', status: 1, lifecycle: 'ready', activeClients: [],
-    chats: [{ resource: 'ahp-chat:/a', title: 'a', status: 1, modifiedAt: '2026-01-01T00:00:00Z' }, { resource: 'ahp-chat:/b', title: 'b', status: 1, modifiedAt: '2026-01-01T00:00:00Z' }],
+    resource: 'ahp-session:/s',
+    provider: 'remote',
+    title: 't',
+    status: 1,
+    lifecycle: 'ready',
+    activeClients: [],
+    chats: [
+      { resource: 'ahp-chat:/a', title: 'a', status: 1, modifiedAt: '2026-01-01T00:00:00Z' },
+      { resource: 'ahp-chat:/b', title: 'b', status: 1, modifiedAt: '2026-01-01T00:00:00Z' },
+    ],
     defaultChat: 'ahp-chat:/a',
     ...over,
   });
@@ -121,9 +129,7 @@ describe('agent actions that name other resources', () => {
     expect(validateAgentAction({ type: 'x-session/stateReplaced', state: state({ defaultChat: 'ahp-chat:/foreign' }) }, undefined, scope)).toMatch(/defaultChat/);
     expect(validateAgentAction({ type: 'x-session/stateReplaced', state: state({ resource: 'ahp-session:/other' }) }, undefined, scope)).toMatch(/resource/);
     expect(validateAgentAction({ type: 'x-session/stateReplaced', state: state({ chats: [] }) }, undefined, scope)).toMatch(/every chat/);
-    expect(
-      validateAgentAction({ type: 'x-session/stateReplaced', state: state({ inputNeeded: [{ kind: 'chatInput', id: 'x', chat: 'ahp-chat:/foreign', requestId: 'r' }] }) }, undefined, scope),
-    ).toMatch(/inputNeeded/);
+    expect(validateAgentAction({ type: 'x-session/stateReplaced', state: state({ inputNeeded: [{ kind: 'chatInput', id: 'x', chat: 'ahp-chat:/foreign', requestId: 'r' }] }) }, undefined, scope)).toMatch(/inputNeeded/);
     expect(validateAgentAction({ type: 'session/chatUpdated', chat: 'ahp-chat:/foreign', changes: {} }, undefined, scope)).toMatch(/not a chat of this session/);
     expect(validateAgentAction({ type: 'session/inputNeededSet', request: { kind: 'chatInput', id: 'x', chat: 'ahp-chat:/foreign' } }, undefined, scope)).toMatch(/request.chat/);
     expect(validateAgentAction({ type: 'session/chatAdded', summary: {} }, undefined, scope)).toMatch(/maintained by the hub/);
@@ -133,10 +139,7 @@ describe('agent actions that name other resources', () => {
 describe('channel size budget', () => {
   it('refuses growth past the limit, measures the real state before refusing, and never refuses shrinking actions', () => {
     let state = { items: [] as string[] };
-    const budget = new ChannelSizeBudget(
-      { maxChannelJsonChars: 1_000, maxUserStateChars: 1e9, maxTenantStateChars: 1e9 },
-      { stateOf: (c) => (c === 'c' ? state : undefined), ownerOf: () => 'alice', channels: () => ['c'] },
-    );
+    const budget = new ChannelSizeBudget({ maxChannelJsonChars: 1_000, maxUserStateChars: 1e9, maxTenantStateChars: 1e9 }, { stateOf: (c) => (c === 'c' ? state : undefined), ownerOf: () => 'alice', channels: () => ['c'] });
     const add = (text: string) => ({ type: 'chat/pendingMessageSet', text });
     expect(budget.charge('c', add('x'.repeat(400)))).toBeUndefined();
     state = { items: ['x'.repeat(400)] };

@@ -8,13 +8,16 @@ import { Hub } from '../../server/hub/hub.js';
 import { silentLogger } from '../../server/log.js';
 import { MemoryActionLog } from '../../server/storage/memory-action-log.js';
 
-
 async function hubWithTurn() {
   let n = 0;
   const log = new MemoryActionLog();
   const hub = await Hub.open({
-    log, logger: silentLogger, now: () => 1_000, newId: () => `id-${++n}`,
-    agents: [{ provider: 'remote', displayName: 'Remote' }], defaultProvider: 'remote',
+    log,
+    logger: silentLogger,
+    now: () => 1_000,
+    newId: () => `id-${++n}`,
+    agents: [{ provider: 'remote', displayName: 'Remote' }],
+    defaultProvider: 'remote',
   });
   const { defaultChat: chat } = await hub.createSession(DEV_PRINCIPAL, { uri: 'ahp-session:/s' });
   const agent = new FakeConnection('agent');
@@ -86,7 +89,12 @@ describe('hub delivery under a burst', () => {
     for (let i = 0; i < 20; i++) dispatch({ type: 'chat/delta', turnId: 't1', partId: 'p1', content: `${i} ` });
     await hub.drain();
     expect(observer.envelopes().slice(before)).toHaveLength(1);
-    expect(agent.envelopes().slice(echoesBefore).map((e) => e.origin?.clientSeq)).toEqual(Array.from({ length: 20 }, (_, i) => i + 3));
+    expect(
+      agent
+        .envelopes()
+        .slice(echoesBefore)
+        .map((e) => e.origin?.clientSeq),
+    ).toEqual(Array.from({ length: 20 }, (_, i) => i + 3));
     const state = observer.envelopes().reduce((s, e) => chatReducer(s, e.action), start);
     expect(state.activeTurn).toEqual(hub.chatEntry(chat)!.state.activeTurn);
   });

@@ -14,8 +14,12 @@ import { MemoryActionLog } from '../../server/storage/memory-action-log.js';
 async function openHub(): Promise<{ hub: Hub; chat: string }> {
   let n = 0;
   const hub = await Hub.open({
-    log: new MemoryActionLog(), logger: silentLogger, now: () => 1_000, newId: () => `id-${++n}`,
-    agents: [{ provider: 'remote', displayName: 'Remote' }], defaultProvider: 'remote',
+    log: new MemoryActionLog(),
+    logger: silentLogger,
+    now: () => 1_000,
+    newId: () => `id-${++n}`,
+    agents: [{ provider: 'remote', displayName: 'Remote' }],
+    defaultProvider: 'remote',
   });
   const { defaultChat: chat } = await hub.createSession(DEV_PRINCIPAL, { uri: 'ahp-session:/hooks' });
   return { hub, chat };
@@ -46,7 +50,10 @@ describe('hub hooks and submit outcomes', () => {
     await hub.submitAs(DEV_PRINCIPAL, chat, { type: 'chat/turnCancelled', turnId: 't1', duration: 1 });
     await hub.submitAs(DEV_PRINCIPAL, chat, start('t2'));
     await hub.dispatchServer(chat, { type: 'chat/turnComplete', turnId: 't2', duration: 1 });
-    expect(ended.map((e) => [e.turnId, e.reason, e.chat])).toEqual([['t1', 'cancelled', chat], ['t2', 'completed', chat]]);
+    expect(ended.map((e) => [e.turnId, e.reason, e.chat])).toEqual([
+      ['t1', 'cancelled', chat],
+      ['t2', 'completed', chat],
+    ]);
     expect(seen.slice(2, 5)).toEqual(['commit chat/turnCancelled', 'collab chat/turnCancelled', 'ended t1']);
     await hub.close();
   });
@@ -54,7 +61,11 @@ describe('hub hooks and submit outcomes', () => {
   it('gives the committed action to hooks also as the typed union (known) for known action types', async () => {
     const { hub, chat } = await openHub();
     let turnId: string | undefined;
-    hub.hook('extension', { afterCommit: (e) => { if (e.known?.type === 'chat/turnStarted') turnId = e.known.turnId; } });
+    hub.hook('extension', {
+      afterCommit: (e) => {
+        if (e.known?.type === 'chat/turnStarted') turnId = e.known.turnId;
+      },
+    });
     await hub.submitAs(DEV_PRINCIPAL, chat, start('typed'));
     expect(turnId).toBe('typed');
     await hub.close();

@@ -20,7 +20,10 @@ async function logWith(messages: number): Promise<MemoryActionLog> {
   for (let i = 0; i < messages; i++) {
     records.push({ channel: 'ahp-chat:/c', action: { type: 'chat/pendingMessageSet', kind: 'queued', id: `m${i}`, message: { text: 'x'.repeat(10_000) } } });
   }
-  const result = await log.append(0, records.map((r, i) => ({ ...r, serverSeq: i + 1 })));
+  const result = await log.append(
+    0,
+    records.map((r, i) => ({ ...r, serverSeq: i + 1 })),
+  );
   expect(result.ok).toBe(true);
   return log;
 }

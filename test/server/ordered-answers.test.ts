@@ -23,7 +23,6 @@ class GatedLog extends MemoryActionLog {
   }
 }
 
-
 /**
  * A hub on a gated log with a JSON-RPC router and two initialized connections: `writer` and
  * `other` (named `otherId`), plus the default chat of a new session `sessionUri`.
@@ -32,7 +31,13 @@ async function gatedHub(otherId: string, sessionUri: string) {
   const log = new GatedLog();
   let n = 0;
   const hub = await Hub.open({ log, logger: silentLogger, now: () => 5, newId: () => `id-${++n}`, agents: [{ provider: 'remote', displayName: 'R' }], defaultProvider: 'remote' });
-  const router = new RpcRouter(silentLogger, () => 0, undefined, undefined, (conn, text) => hub.sendInOrder(conn, text));
+  const router = new RpcRouter(
+    silentLogger,
+    () => 0,
+    undefined,
+    undefined,
+    (conn, text) => hub.sendInOrder(conn, text),
+  );
   registerAhpMethods(router, hub);
   const ctx = (id: string): RpcContext => ({ conn: new FakeConnection(id), principal: DEV_PRINCIPAL, state: router.newConnectionState() });
   const writer = ctx('writer');
@@ -47,7 +52,10 @@ describe('answers are ordered with durability', () => {
     const { log, hub, router, writer, other: reader, chat } = await gatedHub('reader', 'ahp-session:/gated');
 
     log.gated = true;
-    await router.handleFrame(writer, JSON.stringify({ jsonrpc: '2.0', method: 'dispatchAction', params: { channel: chat, clientSeq: 1, action: { type: 'chat/draftChanged', draft: { text: 'not yet durable', origin: { kind: 'user' } } } } }));
+    await router.handleFrame(
+      writer,
+      JSON.stringify({ jsonrpc: '2.0', method: 'dispatchAction', params: { channel: chat, clientSeq: 1, action: { type: 'chat/draftChanged', draft: { text: 'not yet durable', origin: { kind: 'user' } } } } }),
+    );
     await router.handleFrame(reader, JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'subscribe', params: { channel: chat } }));
     const readerConn = reader.conn as FakeConnection;
     // The action is applied in memory, but the answer that would show it waits for the log.
@@ -73,7 +81,14 @@ describe('answers are ordered with durability', () => {
   it('answers held back for durability count against the unsent limit: a client asking for big snapshots faster than the log commits is closed (4008)', async () => {
     const { log, hub, router, writer, other: greedy, chat } = await gatedHub('greedy', 'ahp-session:/big');
     for (let i = 0; i < 10; i++) {
-      await router.handleFrame(writer, JSON.stringify({ jsonrpc: '2.0', method: 'dispatchAction', params: { channel: chat, clientSeq: i + 1, action: { type: 'chat/pendingMessageSet', kind: 'queued', id: `q${i}`, message: { text: 'x'.repeat(99_000), origin: { kind: 'user' } } } } }));
+      await router.handleFrame(
+        writer,
+        JSON.stringify({
+          jsonrpc: '2.0',
+          method: 'dispatchAction',
+          params: { channel: chat, clientSeq: i + 1, action: { type: 'chat/pendingMessageSet', kind: 'queued', id: `q${i}`, message: { text: 'x'.repeat(99_000), origin: { kind: 'user' } } } },
+        }),
+      );
     }
     await hub.drain();
 

@@ -27,8 +27,12 @@ const SESSION = 'ahp-session:/burst';
 it(`a burst of ${BURST} permission requests from one agent is asked and answered with linear bookkeeping`, async () => {
   let n = 0;
   const hub = await Hub.open({
-    log: new MemoryActionLog(), logger: silentLogger, now: () => 1_000, newId: () => `id-${++n}`,
-    agents: [{ provider: 'burst', displayName: 'Burst' }], defaultProvider: 'burst',
+    log: new MemoryActionLog(),
+    logger: silentLogger,
+    now: () => 1_000,
+    newId: () => `id-${++n}`,
+    agents: [{ provider: 'burst', displayName: 'Burst' }],
+    defaultProvider: 'burst',
   });
   let evaluations = 0;
   let answered = 0;
@@ -36,20 +40,28 @@ it(`a burst of ${BURST} permission requests from one agent is asked and answered
   const provider: AgentProvider = {
     info: { provider: 'burst', displayName: 'Burst' },
     async runTurn(ctx: TurnContext) {
-      await Promise.all(Array.from({ length: BURST }, async (_, i) => {
-        const toolCallId = `tool-${i}`;
-        await ctx.dispatch({ type: 'chat/toolCallStart', turnId: ctx.turnId, toolCallId, toolName: 'touch', displayName: 'touch' });
-        await ctx.dispatch({ type: 'chat/toolCallReady', turnId: ctx.turnId, toolCallId, invocationMessage: 'touch', confirmationTitle: 'Allow touch?' });
-        await ctx.waitFor((state) => {
-          evaluations++;
-          return findDecidedToolCall(state, toolCallId);
-        }, toolCallId);
-        answered++;
-      }));
+      await Promise.all(
+        Array.from({ length: BURST }, async (_, i) => {
+          const toolCallId = `tool-${i}`;
+          await ctx.dispatch({ type: 'chat/toolCallStart', turnId: ctx.turnId, toolCallId, toolName: 'touch', displayName: 'touch' });
+          await ctx.dispatch({ type: 'chat/toolCallReady', turnId: ctx.turnId, toolCallId, invocationMessage: 'touch', confirmationTitle: 'Allow touch?' });
+          await ctx.waitFor((state) => {
+            evaluations++;
+            return findDecidedToolCall(state, toolCallId);
+          }, toolCallId);
+          answered++;
+        }),
+      );
       return 'complete';
     },
   };
-  const runner = new AgentRunner(hub, new Map([['burst', provider]]), silentLogger, () => 1_000, () => `r-${++n}`);
+  const runner = new AgentRunner(
+    hub,
+    new Map([['burst', provider]]),
+    silentLogger,
+    () => 1_000,
+    () => `r-${++n}`,
+  );
   runner.start();
   const registry = new InteractionRegistry(hub, new SessionStreams(), silentLogger, () => `q-${++n}`);
   registry.start();

@@ -19,28 +19,35 @@ const CONTRACT_PARTITION = `tenant "O'Brien"); DROP TABLE ahp_records; --`;
 
 // The contract runs on one partition while a neighbour partition of the same database holds
 // records, a snapshot and a compaction: the partition under test must behave as if alone.
-describeActionLogContract('PostgresActionLog (a partition of PostgresStore)', async () => {
-  const db = await freshDatabase('contract');
-  const stores: PostgresStore[] = [];
-  const open = async (): Promise<PostgresActionLog> => {
-    const store = await PostgresStore.open({ url: db.url });
-    stores.push(store);
-    return store.actionLog(CONTRACT_PARTITION);
-  };
-  const log = await open();
-  const neighbour = await stores[0]!.actionLog('neighbour');
-  await neighbour.append(0, [1, 2, 3, 4, 5].map((n) => tick(n)));
-  await neighbour.saveSnapshot({ serverSeq: 4, data: 'neighbour snapshot' });
-  await neighbour.compact(2);
-  return {
-    log,
-    reopen: open,
-    cleanup: async () => {
-      for (const store of stores) await store.close();
-      await db.drop();
-    },
-  };
-}, { persistent: true });
+describeActionLogContract(
+  'PostgresActionLog (a partition of PostgresStore)',
+  async () => {
+    const db = await freshDatabase('contract');
+    const stores: PostgresStore[] = [];
+    const open = async (): Promise<PostgresActionLog> => {
+      const store = await PostgresStore.open({ url: db.url });
+      stores.push(store);
+      return store.actionLog(CONTRACT_PARTITION);
+    };
+    const log = await open();
+    const neighbour = await stores[0]!.actionLog('neighbour');
+    await neighbour.append(
+      0,
+      [1, 2, 3, 4, 5].map((n) => tick(n)),
+    );
+    await neighbour.saveSnapshot({ serverSeq: 4, data: 'neighbour snapshot' });
+    await neighbour.compact(2);
+    return {
+      log,
+      reopen: open,
+      cleanup: async () => {
+        for (const store of stores) await store.close();
+        await db.drop();
+      },
+    };
+  },
+  { persistent: true },
+);
 
 function tick(serverSeq: number): LogRecord {
   return { serverSeq, channel: 'ahp://sessions/s1', action: { type: 'test/tick', n: serverSeq } };
@@ -67,7 +74,10 @@ describe('PostgresActionLog specifics', () => {
       const head = await logs[0]!.head();
       const results = await Promise.all(logs.map((log) => log.append(head, [tick(head + 1), tick(head + 2)])));
       expect(results.filter((r) => r.ok)).toHaveLength(1);
-      expect(results.filter((r) => !r.ok)).toEqual([{ ok: false, head: head + 2 }, { ok: false, head: head + 2 }]);
+      expect(results.filter((r) => !r.ok)).toEqual([
+        { ok: false, head: head + 2 },
+        { ok: false, head: head + 2 },
+      ]);
     }
     expect((await logs[1]!.read(0, 100)).map((r) => r.serverSeq)).toEqual(Array.from({ length: 20 }, (_, i) => i + 1));
   });
@@ -85,7 +95,10 @@ describe('PostgresActionLog specifics', () => {
     await log.append(1, [tick(2), tick(3)]);
     expect(await log.append(1, [tick(2)])).toEqual({ ok: false, head: 3 }); // a lost race notifies nothing
     await waitFor(() => (payloads.length >= 2 ? true : undefined), { what: 'two notifications' });
-    expect(payloads.map((p) => JSON.parse(p))).toEqual([{ partition: 'acme', head: 1 }, { partition: 'acme', head: 3 }]);
+    expect(payloads.map((p) => JSON.parse(p))).toEqual([
+      { partition: 'acme', head: 1 },
+      { partition: 'acme', head: 3 },
+    ]);
   });
 
   it('refuses a database with a newer schema version, with a clear error', async () => {
@@ -96,9 +109,7 @@ describe('PostgresActionLog specifics', () => {
   });
 
   it('names the server (never the password) when it cannot connect', async () => {
-    await expect(PostgresStore.open({ url: 'postgres://someone:s3cret@127.0.0.1:1/nowhere' })).rejects.toThrow(
-      /cannot open PostgreSQL store at postgres:\/\/someone@127\.0\.0\.1:1\/nowhere/,
-    );
+    await expect(PostgresStore.open({ url: 'postgres://someone:s3cret@127.0.0.1:1/nowhere' })).rejects.toThrow(/cannot open PostgreSQL store at postgres:\/\/someone@127\.0\.0\.1:1\/nowhere/);
     await expect(PostgresStore.open({ url: 'postgres://someone:s3cret@127.0.0.1:1/nowhere' })).rejects.not.toThrow(/s3cret/);
   });
 

@@ -186,10 +186,15 @@ describe('PostgresStore partitions', () => {
 
     // globex's lease lapses (ttl 0): only globex claims it; acme's holder and lease stay.
     expect(await acmeLeases.claimExpired()).toEqual([]);
-    expect(await waitFor(async () => {
-      const claimed = await globexLeases.claimExpired();
-      return claimed.length > 0 ? claimed : undefined;
-    }, { what: "globex's expired lease" })).toEqual([session]);
+    expect(
+      await waitFor(
+        async () => {
+          const claimed = await globexLeases.claimExpired();
+          return claimed.length > 0 ? claimed : undefined;
+        },
+        { what: "globex's expired lease" },
+      ),
+    ).toEqual([session]);
     expect((await sql(url, 'SELECT partition, node FROM ahp_agent_leases')).rows).toEqual([{ partition: 'acme', node: 'node-1' }]);
 
     // The same node id in two partitions: renewing in one leaves the other's expiry alone.
@@ -204,7 +209,9 @@ describe('PostgresStore partitions', () => {
   it('refuses a schema-1 database (one log for all tenants, development builds only) with what to do, and changes nothing', async () => {
     const url = await database();
     // The schema-1 layout as the development builds created it.
-    await sql(url, `
+    await sql(
+      url,
+      `
       CREATE TABLE ahp_meta (key text PRIMARY KEY, value text NOT NULL);
       CREATE TABLE ahp_log_head (only_row boolean PRIMARY KEY DEFAULT true CHECK (only_row), head bigint NOT NULL CHECK (head >= 0));
       CREATE TABLE ahp_records (seq bigint PRIMARY KEY, channel text NOT NULL, action text NOT NULL, origin text);
@@ -213,10 +220,9 @@ describe('PostgresStore partitions', () => {
       INSERT INTO ahp_log_head (head) VALUES (1);
       INSERT INTO ahp_records (seq, channel, action) VALUES (1, 'ahp-session:/x', '{"type":"test/tick"}');
       INSERT INTO ahp_meta (key, value) VALUES ('schema_version', '1');
-    `);
-    await expect(PostgresStore.open({ url })).rejects.toThrow(
-      /schema version 1: it was created by a development build before per-tenant partitions.*Drop its ahp_\* tables.*or give the hub a new, empty database/,
+    `,
     );
+    await expect(PostgresStore.open({ url })).rejects.toThrow(/schema version 1: it was created by a development build before per-tenant partitions.*Drop its ahp_\* tables.*or give the hub a new, empty database/);
     expect((await sql(url, `SELECT value FROM ahp_meta WHERE key = 'schema_version'`)).rows).toEqual([{ value: '1' }]);
     expect((await sql(url, 'SELECT seq, channel FROM ahp_records')).rows).toEqual([{ seq: '1', channel: 'ahp-session:/x' }]);
   });

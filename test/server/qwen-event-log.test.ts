@@ -8,7 +8,13 @@ import { offeredOption } from '../../server/interactions/registry.js';
 import type { PermissionOption } from '../../server/acp-mapping/index.js';
 
 const update = (text: string) => JSON.stringify({ jsonrpc: '2.0', method: 'session/update', params: { sessionId: 's1', update: { sessionUpdate: 'agent_message_chunk', content: { type: 'text', text } } } });
-const parse = (text: string) => JSON.parse(text.split('\n').find((l) => l.startsWith('data: '))!.slice(6));
+const parse = (text: string) =>
+  JSON.parse(
+    text
+      .split('\n')
+      .find((l) => l.startsWith('data: '))!
+      .slice(6),
+  );
 
 describe('qwen session event log', () => {
   it('numbers frames 1, 2, 3… per session and frames them as {id, v: 1, type, data, promptId?, _meta: {serverTimestamp}}', () => {

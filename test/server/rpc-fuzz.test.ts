@@ -14,8 +14,6 @@ import { silentLogger } from '../../server/log.js';
 import { MemoryActionLog } from '../../server/storage/memory-action-log.js';
 import { jsonRpcOutboundSchema } from '../../shared/protocol/messages.js';
 
-
-
 const METHODS = ['initialize', 'ping', 'subscribe', 'unsubscribe', 'dispatchAction', 'reconnect', 'listSessions', 'createSession', 'disposeSession', 'createChat', 'disposeChat', 'x-input/submit', 'nope', ''];
 const ACTION_TYPES = ['chat/turnStarted', 'chat/inputAnswerChanged', 'chat/inputCompleted', 'chat/toolCallConfirmed', 'chat/truncated', 'chat/delta', 'session/defaultChatChanged', 'x-unknown', ''];
 
@@ -28,7 +26,13 @@ describe('JSON-RPC layer under random input', () => {
     // Any error-level log means a handler failed in a way it should have answered with a clear error.
     const failures: string[] = [];
     const watchful = { ...silentLogger, error: (msg: string, fields?: Record<string, unknown>) => failures.push(`${msg} ${JSON.stringify(fields)}`), child: () => watchful };
-    const router = new RpcRouter(watchful, () => 0, { perSecond: 1e9, burst: 1e9 }, undefined, (conn, text) => hub.sendInOrder(conn, text));
+    const router = new RpcRouter(
+      watchful,
+      () => 0,
+      { perSecond: 1e9, burst: 1e9 },
+      undefined,
+      (conn, text) => hub.sendInOrder(conn, text),
+    );
     registerAhpMethods(router, hub);
     const conn = new FakeConnection('fuzz');
     const ctx = { conn, principal: DEV_PRINCIPAL, state: router.newConnectionState() };

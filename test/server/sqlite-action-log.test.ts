@@ -15,24 +15,28 @@ function makeTempDir(): string {
   return mkdtempSync(join(tmpdir(), 'ahp-action-log-'));
 }
 
-describeActionLogContract('SqliteActionLog', async () => {
-  const dir = makeTempDir();
-  const file = join(dir, 'log.db');
-  const opened: ActionLog[] = [];
-  const open = (): SqliteActionLog => {
-    const log = SqliteActionLog.open({ file });
-    opened.push(log);
-    return log;
-  };
-  return {
-    log: open(),
-    reopen: async () => open(),
-    cleanup: async () => {
-      for (const log of opened) await log.close();
-      rmSync(dir, { recursive: true, force: true });
-    },
-  };
-}, { persistent: true });
+describeActionLogContract(
+  'SqliteActionLog',
+  async () => {
+    const dir = makeTempDir();
+    const file = join(dir, 'log.db');
+    const opened: ActionLog[] = [];
+    const open = (): SqliteActionLog => {
+      const log = SqliteActionLog.open({ file });
+      opened.push(log);
+      return log;
+    };
+    return {
+      log: open(),
+      reopen: async () => open(),
+      cleanup: async () => {
+        for (const log of opened) await log.close();
+        rmSync(dir, { recursive: true, force: true });
+      },
+    };
+  },
+  { persistent: true },
+);
 
 function tick(serverSeq: number): LogRecord {
   return { serverSeq, channel: 'ahp://sessions/s1', action: { type: 'test/tick', n: serverSeq } };
@@ -214,11 +218,8 @@ function untilOutput(child: ChildProcess, done: () => boolean, timeoutMs: number
  */
 describe('SqliteActionLog durability across a process kill', () => {
   const compiled = join(REPO_ROOT, 'dist/server/storage/sqlite-action-log.js');
-  const sources = ['action-log.ts', 'record-codec.ts', 'sqlite-action-log.ts'].map((name) =>
-    join(REPO_ROOT, 'server/storage', name),
-  );
-  const isFresh = (): boolean =>
-    existsSync(compiled) && sources.every((source) => statSync(source).mtimeMs <= statSync(compiled).mtimeMs);
+  const sources = ['action-log.ts', 'record-codec.ts', 'sqlite-action-log.ts'].map((name) => join(REPO_ROOT, 'server/storage', name));
+  const isFresh = (): boolean => existsSync(compiled) && sources.every((source) => statSync(source).mtimeMs <= statSync(compiled).mtimeMs);
 
   beforeAll(() => {
     if (isFresh()) return; // `npm test` builds before vitest, so this is the usual path.
@@ -279,7 +280,12 @@ describe('SqliteActionLog durability across a process kill', () => {
     const closed = new Promise<NodeJS.Signals | null>((resolve) => child.on('close', (_code, signal) => resolve(signal)));
 
     try {
-      await untilOutput(child, () => acknowledged.length >= 50, 20_000, () => `${acknowledged.length} acknowledged; stderr:\n${stderr}`);
+      await untilOutput(
+        child,
+        () => acknowledged.length >= 50,
+        20_000,
+        () => `${acknowledged.length} acknowledged; stderr:\n${stderr}`,
+      );
       // Kill it without warning while it is still appending.
       child.kill('SIGKILL');
       expect(await closed).toBe('SIGKILL');

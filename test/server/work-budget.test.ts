@@ -43,7 +43,7 @@ describe('inbound work budget', () => {
     expect(conn.closed?.code).toBe(CloseCode.RateLimited);
   });
 
-  it('lets the default budget take a fast agent\'s small deltas: thousands of 200-byte frames in a burst', () => {
+  it("lets the default budget take a fast agent's small deltas: thousands of 200-byte frames in a burst", () => {
     const { router, ctx } = routerWith(DEFAULT_RATE_LIMIT);
     let admitted = 0;
     for (let i = 0; i < 20_000; i++) if (router.admit(ctx, 200) === 'admitted') admitted++;

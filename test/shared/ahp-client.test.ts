@@ -7,17 +7,7 @@
  * tests exercise the reconciliation machinery, not the chat reducer.
  */
 import { describe, expect, it } from 'vitest';
-import {
-  AhpClient,
-  AhpConnectionError,
-  AhpRequestError,
-  AhpTimeoutError,
-  type AhpClientOptions,
-  type ChannelChange,
-  type ConnectionState,
-  type Scheduler,
-  type WebSocketLike,
-} from '../../shared/client/ahp-client.js';
+import { AhpClient, AhpConnectionError, AhpRequestError, AhpTimeoutError, type AhpClientOptions, type ChannelChange, type ConnectionState, type Scheduler, type WebSocketLike } from '../../shared/client/ahp-client.js';
 import { backoffDelay } from '../../shared/client/backoff.js';
 import { RECONNECT_NOW_CLOSE_CODE } from '../../shared/protocol/close-codes.js';
 import { Reconciler } from '../../shared/client/reconciler.js';
@@ -423,7 +413,12 @@ describe('AhpClient handshake and requests', () => {
     const { hub, client } = setup();
     hub.handlers.set('x-test/n', () => ({ n: 'not a number' }));
     await client.connect();
-    const schema = { parse: (v: unknown) => { if (typeof v === 'object' && v && typeof (v as { n?: unknown }).n === 'number') return v as { n: number }; throw new Error('bad'); } };
+    const schema = {
+      parse: (v: unknown) => {
+        if (typeof v === 'object' && v && typeof (v as { n?: unknown }).n === 'number') return v as { n: number };
+        throw new Error('bad');
+      },
+    };
     await expect(client.request('x-test/n', { channel: ROOT_URI }, { schema })).rejects.toMatchObject({ name: 'AhpProtocolError' });
   });
 

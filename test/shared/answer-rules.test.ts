@@ -88,9 +88,7 @@ describe('the hub enforces the same rules on dispatched answers', () => {
   const ctx = { channelKind: 'chat' as const, chat, clientId: 'c' };
 
   it('rejects a submitted answer that is not an email, and accepts one that is', () => {
-    expect(validateClientAction(ctx, { type: 'chat/inputCompleted', requestId: 'r1', response: 'accept', answers: { email: text('not-an-email') } } as { type: string })).toBe(
-      'question email: answer is not a valid email',
-    );
+    expect(validateClientAction(ctx, { type: 'chat/inputCompleted', requestId: 'r1', response: 'accept', answers: { email: text('not-an-email') } } as { type: string })).toBe('question email: answer is not a valid email');
     expect(validateClientAction(ctx, { type: 'chat/inputCompleted', requestId: 'r1', response: 'accept', answers: { email: text('ada@example.com') } } as { type: string })).toBeUndefined();
   });
 });

@@ -5,17 +5,7 @@
  */
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { parseAction, type ChatAction } from '../../shared/protocol/actions.js';
-import {
-  SessionStatus,
-  initialChatState,
-  initialRootState,
-  initialSessionState,
-  type ChatState,
-  type ErrorPart,
-  type Message,
-  type SessionState,
-  type ToolCallState,
-} from '../../shared/protocol/state.js';
+import { SessionStatus, initialChatState, initialRootState, initialSessionState, type ChatState, type ErrorPart, type Message, type SessionState, type ToolCallState } from '../../shared/protocol/state.js';
 import { chatReducer } from '../../shared/state/chat-reducer.js';
 import { rootReducer } from '../../shared/state/root-reducer.js';
 import { sessionReducer } from '../../shared/state/session-reducer.js';
@@ -185,9 +175,7 @@ describe('modifiedAt (clock-free rule)', () => {
   });
 
   it('turn end sets startedAt + duration, with negative durations clamped to 0', () => {
-    expect(apply(active(), { type: 'chat/turnComplete', turnId: 'turn-1', duration: 250 }).modifiedAt).toBe(
-      '2026-01-01T10:00:05.250Z',
-    );
+    expect(apply(active(), { type: 'chat/turnComplete', turnId: 'turn-1', duration: 250 }).modifiedAt).toBe('2026-01-01T10:00:05.250Z');
     const cancelled = apply(active(), { type: 'chat/turnCancelled', turnId: 'turn-1', duration: -40 });
     expect(cancelled.modifiedAt).toBe(T1);
     expect(cancelled.turns[0]?.duration).toBe(0);
@@ -209,9 +197,7 @@ describe('modifiedAt (clock-free rule)', () => {
 
 describe('[I] turnStarted is idempotent by turn id', () => {
   it('a replayed start does not reset a streaming turn', () => {
-    const streaming = deepFreeze(
-      apply(active(), { type: 'chat/responsePart', turnId: 'turn-1', part: { kind: 'markdown', id: 'md', content: 'partial' } }),
-    );
+    const streaming = deepFreeze(apply(active(), { type: 'chat/responsePart', turnId: 'turn-1', part: { kind: 'markdown', id: 'md', content: 'partial' } }));
     expect(chatReducer(streaming, started())).toBe(streaming);
   });
 
@@ -248,11 +234,7 @@ describe('status derivation keeps flags', () => {
   });
 
   it('a running client-executed tool does not need input', () => {
-    const state = apply(
-      active(),
-      toolStart('tc-1', { contributor: { kind: 'client', clientId: 'c1' } }),
-      { type: 'chat/toolCallReady', turnId: 'turn-1', toolCallId: 'tc-1', invocationMessage: 'Run', confirmed: 'not-needed' },
-    );
+    const state = apply(active(), toolStart('tc-1', { contributor: { kind: 'client', clientId: 'c1' } }), { type: 'chat/toolCallReady', turnId: 'turn-1', toolCallId: 'tc-1', invocationMessage: 'Run', confirmed: 'not-needed' });
     expect(state.status).toBe(SessionStatus.InProgress);
   });
 });
@@ -262,11 +244,7 @@ describe('status derivation keeps flags', () => {
 describe('[A]/[S] chat/error', () => {
   it('[S] appends the error part last, ends the turn as error and sets Error (flags kept)', () => {
     const chat = deepFreeze({ ...active(), status: SessionStatus.InProgress + SessionStatus.IsArchived });
-    const state = apply(
-      chat,
-      toolStart('tc-1'),
-      { type: 'chat/error', turnId: 'turn-1', duration: 100, part: errorPart(true) },
-    );
+    const state = apply(chat, toolStart('tc-1'), { type: 'chat/error', turnId: 'turn-1', duration: 100, part: errorPart(true) });
     expect(state.activeTurn).toBeUndefined();
     expect(state.status).toBe(SessionStatus.Error + SessionStatus.IsArchived);
     const [turn] = state.turns;
@@ -352,12 +330,7 @@ describe('[L] steering-message list', () => {
   });
 
   it('is independent of the legacy single slot', () => {
-    const state = apply(
-      idle(),
-      { type: 'chat/pendingMessageSet', kind: 'steering', id: 'slot', message: userMessage('legacy') },
-      steer('list', 'new'),
-      { type: 'chat/pendingMessageRemoved', kind: 'steering', id: 'slot' },
-    );
+    const state = apply(idle(), { type: 'chat/pendingMessageSet', kind: 'steering', id: 'slot', message: userMessage('legacy') }, steer('list', 'new'), { type: 'chat/pendingMessageRemoved', kind: 'steering', id: 'slot' });
     expect(state.steeringMessage).toBeUndefined();
     expect(state.steeringMessages).toEqual([{ id: 'list', message: userMessage('new') }]);
   });
@@ -374,12 +347,7 @@ describe('input requests', () => {
   const ask = (id: string, message = 'Question?'): ChatAction => ({ type: 'chat/inputRequested', request: { id, message } });
 
   it('re-requesting an open id updates it in place (position kept)', () => {
-    const state = apply(
-      active(),
-      ask('r1'),
-      { type: 'chat/responsePart', turnId: 'turn-1', part: { kind: 'markdown', id: 'md', content: '' } },
-      ask('r1', 'Updated?'),
-    );
+    const state = apply(active(), ask('r1'), { type: 'chat/responsePart', turnId: 'turn-1', part: { kind: 'markdown', id: 'md', content: '' } }, ask('r1', 'Updated?'));
     expect(state.activeTurn?.responseParts.map((part) => part.kind)).toEqual(['inputRequest', 'markdown']);
     expect(state.activeTurn?.responseParts[0]).toEqual({ kind: 'inputRequest', request: { id: 'r1', message: 'Updated?' } });
   });
@@ -442,17 +410,12 @@ describe('input requests', () => {
 
 describe('tool calls', () => {
   it('a result cannot smuggle state fields (status, ids) into the tool call', () => {
-    const state = apply(
-      active(),
-      toolStart('tc-1'),
-      { type: 'chat/toolCallReady', turnId: 'turn-1', toolCallId: 'tc-1', invocationMessage: 'Run', confirmed: 'not-needed' },
-      {
-        type: 'chat/toolCallComplete',
-        turnId: 'turn-1',
-        toolCallId: 'tc-1',
-        result: { success: true, pastTenseMessage: 'Ran', status: 'running', toolCallId: 'evil' },
-      } as ChatAction,
-    );
+    const state = apply(active(), toolStart('tc-1'), { type: 'chat/toolCallReady', turnId: 'turn-1', toolCallId: 'tc-1', invocationMessage: 'Run', confirmed: 'not-needed' }, {
+      type: 'chat/toolCallComplete',
+      turnId: 'turn-1',
+      toolCallId: 'tc-1',
+      result: { success: true, pastTenseMessage: 'Ran', status: 'running', toolCallId: 'evil' },
+    } as ChatAction);
     expect(state.activeTurn?.responseParts[0]).toMatchObject({
       toolCall: { status: 'completed', toolCallId: 'tc-1', success: true },
     });
@@ -469,9 +432,7 @@ describe('tool calls', () => {
       { type: 'chat/toolCallComplete', turnId: 'turn-1', toolCallId: 'done', result: { success: true, pastTenseMessage: 'Went' } },
       { type: 'chat/turnComplete', turnId: 'turn-1', duration: 1 },
     );
-    const statuses = state.turns[0]?.responseParts.map((part) =>
-      part.kind === 'toolCall' ? [(part['toolCall'] as ToolCallState).status, (part['toolCall'] as { reason?: string }).reason] : [],
-    );
+    const statuses = state.turns[0]?.responseParts.map((part) => (part.kind === 'toolCall' ? [(part['toolCall'] as ToolCallState).status, (part['toolCall'] as { reason?: string }).reason] : []));
     expect(statuses).toEqual([
       ['cancelled', 'skipped'],
       ['cancelled', 'skipped'],
@@ -495,11 +456,7 @@ describe('history and queue details', () => {
   });
 
   it('queuedMessagesReordered ignores repeated ids', () => {
-    const queued = apply(
-      idle(),
-      ...['a', 'b', 'c'].map((id): ChatAction => ({ type: 'chat/pendingMessageSet', kind: 'queued', id, message: userMessage(id) })),
-      { type: 'chat/queuedMessagesReordered', order: ['c', 'c', 'a'] },
-    );
+    const queued = apply(idle(), ...['a', 'b', 'c'].map((id): ChatAction => ({ type: 'chat/pendingMessageSet', kind: 'queued', id, message: userMessage(id) })), { type: 'chat/queuedMessagesReordered', order: ['c', 'c', 'a'] });
     expect(queued.queuedMessages?.map((message) => message.id)).toEqual(['c', 'a', 'b']);
   });
 });

@@ -4,13 +4,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { CLIENT_DISPATCHABLE_ACTIONS, parseAction } from '../../shared/protocol/actions.js';
-import {
-  initialChatState,
-  initialSessionState,
-  SessionStatus,
-  type ChatState,
-  type SessionState,
-} from '../../shared/protocol/state.js';
+import { initialChatState, initialSessionState, SessionStatus, type ChatState, type SessionState } from '../../shared/protocol/state.js';
 import { chatReducer } from '../../shared/state/chat-reducer.js';
 import { sessionReducer } from '../../shared/state/session-reducer.js';
 import { validateClientAction } from '../../shared/state/validate-action.js';
@@ -52,8 +46,7 @@ describe('chat/isReadChanged and chat/isArchivedChanged', () => {
   });
 
   it('are client-dispatchable on a chat channel only', () => {
-    const validate = (ctx: Parameters<typeof validateClientAction>[0], action: Record<string, unknown> & { type: string }) =>
-      validateClientAction(ctx, action);
+    const validate = (ctx: Parameters<typeof validateClientAction>[0], action: Record<string, unknown> & { type: string }) => validateClientAction(ctx, action);
     expect(CLIENT_DISPATCHABLE_ACTIONS.has('chat/isReadChanged')).toBe(true);
     expect(CLIENT_DISPATCHABLE_ACTIONS.has('chat/isArchivedChanged')).toBe(true);
     const onChat = { channelKind: 'chat' as const, chat: chat(), clientId: 'c' };
@@ -67,8 +60,7 @@ describe('chat/isReadChanged and chat/isArchivedChanged', () => {
 
 describe('session/chatsReordered', () => {
   const summary = (id: string) => ({ resource: `ahp-chat:/${id}`, title: id, status: SessionStatus.Idle, modifiedAt: T0 });
-  const session = (): SessionState =>
-    frozen({ ...initialSessionState('ahp-session:/s', 'demo', 'S'), chats: [summary('a'), summary('b'), summary('c')] });
+  const session = (): SessionState => frozen({ ...initialSessionState('ahp-session:/s', 'demo', 'S'), chats: [summary('a'), summary('b'), summary('c')] });
   const order = (state: SessionState) => state.chats.map((c) => c.resource.slice('ahp-chat:/'.length)).join('');
 
   it('puts the chats in the listed order', () => {

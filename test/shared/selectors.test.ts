@@ -70,19 +70,8 @@ describe('selectors: input requests and tool calls of the active turn', () => {
   });
 
   it('openInteractions lists open input requests and tools waiting for a confirmation, in part order', () => {
-    const state = chat([
-      tool('t1', 'pending-confirmation'),
-      input('q1', 'accept'),
-      input('q2'),
-      tool('t2', 'pending-result-confirmation'),
-      tool('t3', 'auth-required'),
-      tool('t4', 'pending-confirmation'),
-    ]);
-    expect(openInteractions(state).map((o) => (o.kind === 'input' ? `input:${o.request.id}` : `tool:${o.toolCall.toolCallId}`))).toEqual([
-      'tool:t1',
-      'input:q2',
-      'tool:t4',
-    ]);
+    const state = chat([tool('t1', 'pending-confirmation'), input('q1', 'accept'), input('q2'), tool('t2', 'pending-result-confirmation'), tool('t3', 'auth-required'), tool('t4', 'pending-confirmation')]);
+    expect(openInteractions(state).map((o) => (o.kind === 'input' ? `input:${o.request.id}` : `tool:${o.toolCall.toolCallId}`))).toEqual(['tool:t1', 'input:q2', 'tool:t4']);
     expect(openInteractions(chat(undefined))).toEqual([]);
   });
 });
@@ -161,21 +150,8 @@ describe('selectors: accepted steering inputs', () => {
 
 describe('selectors: tool call confirmation decided', () => {
   it('a tool call is decided once it leaves streaming and pending-confirmation', () => {
-    const state = chat([
-      tool('streaming', 'streaming'),
-      tool('waiting', 'pending-confirmation'),
-      tool('approved', 'running'),
-      tool('denied', 'cancelled'),
-      tool('done', 'completed'),
-    ]);
-    expect(['streaming', 'waiting', 'approved', 'denied', 'done', 'missing'].map((id) => findDecidedToolCall(state, id)?.status)).toEqual([
-      undefined,
-      undefined,
-      'running',
-      'cancelled',
-      'completed',
-      undefined,
-    ]);
+    const state = chat([tool('streaming', 'streaming'), tool('waiting', 'pending-confirmation'), tool('approved', 'running'), tool('denied', 'cancelled'), tool('done', 'completed')]);
+    expect(['streaming', 'waiting', 'approved', 'denied', 'done', 'missing'].map((id) => findDecidedToolCall(state, id)?.status)).toEqual([undefined, undefined, 'running', 'cancelled', 'completed', undefined]);
     expect(isToolCallDecided(findActiveToolCall(state, 'waiting')!)).toBe(false);
     expect(isToolCallDecided(findActiveToolCall(state, 'done')!)).toBe(true);
   });

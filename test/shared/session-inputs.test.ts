@@ -66,9 +66,7 @@ describe('SDK SessionInputs over a real hub', () => {
     expect(await inputs.submitInput({ inputId: 'e', target, content: { text: '   ' } })).toMatchObject({ outcome: 'rejected', code: 'empty_content', status: 422 });
     expect(await inputs.submitInput({ inputId: 'e', target, content: { blocks: [] } })).toMatchObject({ outcome: 'rejected', code: 'empty_content', status: 422 });
     expect(await inputs.submitInput({ inputId: 'd', target, content: { text: 'x' }, ack: 'durable' as unknown as 'memory' })).toMatchObject({ outcome: 'rejected', code: 'durable_ack_unsupported', status: 422 });
-    expect(
-      await inputs.submitInput({ inputId: 'i', target, content: { blocks: [{ t: 'image', text: '' }] } as unknown as { text: string } }),
-    ).toMatchObject({ outcome: 'rejected', code: 'image_unsupported', status: 422 });
+    expect(await inputs.submitInput({ inputId: 'i', target, content: { blocks: [{ t: 'image', text: '' }] } as unknown as { text: string } })).toMatchObject({ outcome: 'rejected', code: 'image_unsupported', status: 422 });
     expect(await inputs.submitInput({ inputId: 's', target: { ...target, turnId: 'stale' }, content: { text: 'x' } })).toMatchObject({ outcome: 'closed', code: 'turn_closed', status: 409 });
     expect(await inputs.submitInput({ inputId: '', target, content: { text: 'x' } })).toMatchObject({ outcome: 'rejected', code: 'invalid_request', status: 400 });
     // 3: a refused supplement never falls back to starting a turn.
@@ -108,14 +106,20 @@ describe('SDK SessionInputs over a real hub', () => {
     await mallory.connect();
     const foreign = new SessionInputs(mallory, session);
     for (const call of [() => foreign.inputCapabilities(), () => foreign.submitInput({ inputId: 'm', target, content: { text: 'x' } }), () => foreign.getInputStatus('m', target)]) {
-      const err = await call().then(() => undefined, (e: unknown) => e);
+      const err = await call().then(
+        () => undefined,
+        (e: unknown) => e,
+      );
       expect(err).toBeInstanceOf(AhpRequestError);
       expect(err).toMatchObject({ code: -32001, data: { code: 'session_not_found', status: 404 } });
     }
     const viewer = new AhpClient({ url: server.wsUrl, token: TOKENS.viewer, createSocket: (u) => new WebSocket(u), reconnect: false });
     extra.push(viewer);
     await viewer.connect();
-    const err = await new SessionInputs(viewer, session).submitInput({ inputId: 'v', target, content: { text: 'x' } }).then(() => undefined, (e: unknown) => e);
+    const err = await new SessionInputs(viewer, session).submitInput({ inputId: 'v', target, content: { text: 'x' } }).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
     expect(err).toMatchObject({ code: -32009, data: { code: 'permission_denied', status: 403 } });
   });
 
@@ -170,11 +174,17 @@ describe('WebSocket JSON-RPC parity with HTTP', () => {
     for (const [body, status, code, rpcCode] of cases) {
       const h = await http.submit(session, body);
       expect({ code, status: h.status, body: h.body['code'] }).toEqual({ code, status, body: code });
-      const err = await ws.request('x-input/submit', { channel: session, ...body }).then(() => undefined, (e: unknown) => e);
+      const err = await ws.request('x-input/submit', { channel: session, ...body }).then(
+        () => undefined,
+        (e: unknown) => e,
+      );
       expect(err).toBeInstanceOf(RpcError);
       expect(err).toMatchObject({ code: rpcCode, data: { code, status, outcome: h.body['outcome'] } });
     }
-    const notFound = await ws.request('x-input/capabilities', { channel: 'ahp-session:/missing' }).then(() => undefined, (e: unknown) => e);
+    const notFound = await ws.request('x-input/capabilities', { channel: 'ahp-session:/missing' }).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
     expect(notFound).toMatchObject({ code: -32001, data: { code: 'session_not_found' } });
   });
 });

@@ -16,8 +16,7 @@ function deepFreeze<T>(value: T): T {
   return value;
 }
 
-const session = (meta?: Record<string, unknown>): SessionState =>
-  deepFreeze({ ...initialSessionState('ahp-session:/s1', 'demo', 'Session'), ...(meta ? { _meta: meta } : {}) });
+const session = (meta?: Record<string, unknown>): SessionState => deepFreeze({ ...initialSessionState('ahp-session:/s1', 'demo', 'Session'), ...(meta ? { _meta: meta } : {}) });
 const deny = (toolName: string) => ({ type: 'x-session/toolDenialRemembered', toolName });
 const approve = (toolName: string) => ({ type: 'x-session/toolApprovalRemembered', toolName });
 

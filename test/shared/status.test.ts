@@ -3,25 +3,8 @@
  * and the session `inputNeeded` entries a chat contributes (§2.5).
  */
 import { describe, expect, it } from 'vitest';
-import {
-  SessionStatus,
-  activityOf,
-  flagsOf,
-  initialChatState,
-  withActivity,
-  withBit,
-  type ChatState,
-  type ChatSummary,
-  type ResponsePart,
-  type ToolCallState,
-} from '../../shared/protocol/state.js';
-import {
-  aggregateSessionStatus,
-  chatNeedsInput,
-  deriveChatStatus,
-  isBusy,
-  sessionInputNeededEntries,
-} from '../../shared/state/status.js';
+import { SessionStatus, activityOf, flagsOf, initialChatState, withActivity, withBit, type ChatState, type ChatSummary, type ResponsePart, type ToolCallState } from '../../shared/protocol/state.js';
+import { aggregateSessionStatus, chatNeedsInput, deriveChatStatus, isBusy, sessionInputNeededEntries } from '../../shared/state/status.js';
 
 const { Idle, Error: Errored, InProgress, InputNeeded, IsRead, IsArchived } = SessionStatus;
 const BIT_31 = 2 ** 31;
@@ -42,14 +25,7 @@ describe('SessionStatus bit helpers', () => {
   });
 
   it('isBusy tests bit 8 (InProgress and InputNeeded), never whole values', () => {
-    expect([Idle, Errored, InProgress, InputNeeded, InProgress + IsRead, Idle + IsArchived].map(isBusy)).toEqual([
-      false,
-      false,
-      true,
-      true,
-      true,
-      false,
-    ]);
+    expect([Idle, Errored, InProgress, InputNeeded, InProgress + IsRead, Idle + IsArchived].map(isBusy)).toEqual([false, false, true, true, true, false]);
   });
 });
 
@@ -143,7 +119,7 @@ describe('aggregateSessionStatus', () => {
     expect(aggregateSessionStatus(chats, 'gone', 0).status).toBe(InProgress);
   });
 
-  it('promotes InputNeeded from any chat, mirroring that chat\'s activity', () => {
+  it("promotes InputNeeded from any chat, mirroring that chat's activity", () => {
     const chats = [summary('default', InProgress, NEW, 'Busy'), summary('asker', InputNeeded, OLD, 'Needs approval')];
     expect(aggregateSessionStatus(chats, 'default', IsRead)).toEqual({
       status: InputNeeded + IsRead,
@@ -153,10 +129,7 @@ describe('aggregateSessionStatus', () => {
   });
 
   it('promotes Error over InputNeeded', () => {
-    const chats = [
-      summary('default', InputNeeded, NEW, 'Needs approval'),
-      summary('broken', Errored, OLD, 'Rate limited'),
-    ];
+    const chats = [summary('default', InputNeeded, NEW, 'Needs approval'), summary('broken', Errored, OLD, 'Rate limited')];
     expect(aggregateSessionStatus(chats, 'default', 0)).toEqual({ status: Errored, activity: 'Rate limited', modifiedAt: NEW });
   });
 
@@ -165,7 +138,7 @@ describe('aggregateSessionStatus', () => {
     expect(aggregateSessionStatus(chats, 'default', 0).activity).toBe('Mine');
   });
 
-  it('ignores the chats\' own flags and omits activity when the contributor has none', () => {
+  it("ignores the chats' own flags and omits activity when the contributor has none", () => {
     const chats = [summary('a', Idle + IsRead + IsArchived, MID)];
     expect(aggregateSessionStatus(chats, 'a', 0)).toEqual({ status: Idle, modifiedAt: MID });
   });

@@ -17,11 +17,7 @@ import {
   type ToolCallState,
 } from '../../shared/protocol/state.js';
 import { parseAction } from '../../shared/protocol/actions.js';
-import {
-  validateAnswerValue,
-  validateClientAction,
-  type ClientActionContext,
-} from '../../shared/state/validate-action.js';
+import { validateAnswerValue, validateClientAction, type ClientActionContext } from '../../shared/state/validate-action.js';
 
 // ─── Fixture state ───────────────────────────────────────────────────────────
 
@@ -34,14 +30,26 @@ const QUESTIONS: ChatInputQuestion[] = [
   { kind: 'number', id: 'ratio', message: 'Ratio?', min: 0, max: 1 },
   { kind: 'integer', id: 'count', message: 'How many?', min: 1, max: 10 },
   { kind: 'boolean', id: 'ok', message: 'Continue?', required: true },
-  { kind: 'single-select', id: 'env', message: 'Where?', options: [{ id: 'dev', label: 'Dev' }, { id: 'prod', label: 'Prod' }] },
+  {
+    kind: 'single-select',
+    id: 'env',
+    message: 'Where?',
+    options: [
+      { id: 'dev', label: 'Dev' },
+      { id: 'prod', label: 'Prod' },
+    ],
+  },
   {
     kind: 'multi-select',
     id: 'tags',
     message: 'Tags?',
     min: 1,
     max: 2,
-    options: [{ id: 'a', label: 'A' }, { id: 'b', label: 'B' }, { id: 'c', label: 'C' }],
+    options: [
+      { id: 'a', label: 'A' },
+      { id: 'b', label: 'B' },
+      { id: 'c', label: 'C' },
+    ],
   },
   { kind: 'single-select', id: 'free', message: 'Pick or type', allowFreeformInput: true, options: [{ id: 'x', label: 'X' }] },
   { kind: 'future-kind', id: 'future', message: 'From a newer host' },
@@ -298,15 +306,35 @@ const CASES: Case[] = [
   // tool calls
   { name: 'toolCallConfirmed approve', ctx: busy, action: toolAction('chat/toolCallConfirmed', 'tc-pending', { approved: true, confirmed: 'user-action', selectedOptionId: 'once' }) },
   { name: 'toolCallConfirmed deny', ctx: busy, action: toolAction('chat/toolCallConfirmed', 'tc-pending', { approved: false, reason: 'denied' }) },
-  { name: 'toolCallConfirmed on a running tool', ctx: busy, action: toolAction('chat/toolCallConfirmed', 'tc-server', { approved: true, confirmed: 'user-action' }), reject: /tool call tc-server is not awaiting confirmation \(it is running\)/ },
+  {
+    name: 'toolCallConfirmed on a running tool',
+    ctx: busy,
+    action: toolAction('chat/toolCallConfirmed', 'tc-server', { approved: true, confirmed: 'user-action' }),
+    reject: /tool call tc-server is not awaiting confirmation \(it is running\)/,
+  },
   { name: 'toolCallConfirmed unknown tool', ctx: busy, action: toolAction('chat/toolCallConfirmed', 'tc-x', { approved: true, confirmed: 'user-action' }), reject: /unknown tool call tc-x/ },
   { name: 'toolCallConfirmed for a finished turn', ctx: busy, action: { ...toolAction('chat/toolCallConfirmed', 'tc-pending', { approved: true, confirmed: 'user-action' }), turnId: 'turn-1' }, reject: /turn turn-1 is not the active turn/ },
   { name: 'toolCallConfirmed with no active turn', ctx: idle, action: toolAction('chat/toolCallConfirmed', 'tc-pending', { approved: true, confirmed: 'user-action' }), reject: /no active turn/ },
-  { name: 'toolCallConfirmed with an unknown option', ctx: busy, action: toolAction('chat/toolCallConfirmed', 'tc-pending', { approved: true, confirmed: 'user-action', selectedOptionId: 'always' }), reject: /unknown option always for tool call tc-pending/ },
+  {
+    name: 'toolCallConfirmed with an unknown option',
+    ctx: busy,
+    action: toolAction('chat/toolCallConfirmed', 'tc-pending', { approved: true, confirmed: 'user-action', selectedOptionId: 'always' }),
+    reject: /unknown option always for tool call tc-pending/,
+  },
   { name: 'toolCallConfirmed editing an editable input', ctx: busy, action: toolAction('chat/toolCallConfirmed', 'tc-editable', { approved: true, confirmed: 'user-action', editedToolInput: 'ls -la' }) },
-  { name: 'toolCallConfirmed editing a non-editable input', ctx: busy, action: toolAction('chat/toolCallConfirmed', 'tc-pending', { approved: true, confirmed: 'user-action', editedToolInput: 'rm -rf /' }), reject: /does not allow editing its input/ },
+  {
+    name: 'toolCallConfirmed editing a non-editable input',
+    ctx: busy,
+    action: toolAction('chat/toolCallConfirmed', 'tc-pending', { approved: true, confirmed: 'user-action', editedToolInput: 'rm -rf /' }),
+    reject: /does not allow editing its input/,
+  },
   { name: 'toolCallResultConfirmed', ctx: busy, action: toolAction('chat/toolCallResultConfirmed', 'tc-review', { approved: false }) },
-  { name: 'toolCallResultConfirmed on a pending confirmation', ctx: busy, action: toolAction('chat/toolCallResultConfirmed', 'tc-pending', { approved: true }), reject: /tool call tc-pending is not awaiting result review \(it is pending-confirmation\)/ },
+  {
+    name: 'toolCallResultConfirmed on a pending confirmation',
+    ctx: busy,
+    action: toolAction('chat/toolCallResultConfirmed', 'tc-pending', { approved: true }),
+    reject: /tool call tc-pending is not awaiting result review \(it is pending-confirmation\)/,
+  },
   { name: 'toolCallComplete by the owning client', ctx: busy, action: toolAction('chat/toolCallComplete', 'tc-client', RESULT) },
   { name: 'toolCallComplete by the owner from pending-confirmation', ctx: busy, action: toolAction('chat/toolCallComplete', 'tc-client-pending', RESULT) },
   { name: 'toolCallComplete by another client', ctx: chatCtx(busyChat(), { clientId: 'client-2' }), action: toolAction('chat/toolCallComplete', 'tc-client', RESULT), reject: /only client client-1 may complete tool call tc-client/ },
@@ -314,7 +342,12 @@ const CASES: Case[] = [
   { name: 'toolCallComplete of an MCP tool', ctx: busy, action: toolAction('chat/toolCallComplete', 'tc-mcp', RESULT), reject: /executed by the server/ },
   { name: 'toolCallComplete of a finished client tool', ctx: busy, action: toolAction('chat/toolCallComplete', 'tc-client-done', RESULT), reject: /tool call tc-client-done cannot be completed \(it is completed\)/ },
   { name: 'toolCallContentChanged by the owner', ctx: busy, action: toolAction('chat/toolCallContentChanged', 'tc-client', { content: [{ type: 'text', text: 'x' }] }) },
-  { name: 'toolCallContentChanged by another client', ctx: chatCtx(busyChat(), { clientId: 'client-2' }), action: toolAction('chat/toolCallContentChanged', 'tc-client', { content: [] }), reject: /only client client-1 may update tool call tc-client/ },
+  {
+    name: 'toolCallContentChanged by another client',
+    ctx: chatCtx(busyChat(), { clientId: 'client-2' }),
+    action: toolAction('chat/toolCallContentChanged', 'tc-client', { content: [] }),
+    reject: /only client client-1 may update tool call tc-client/,
+  },
   { name: 'toolCallContentChanged of a server tool', ctx: busy, action: toolAction('chat/toolCallContentChanged', 'tc-server', { content: [] }), reject: /clients cannot update it/ },
   { name: 'toolCallContentChanged when not running', ctx: busy, action: toolAction('chat/toolCallContentChanged', 'tc-client-pending', { content: [] }), reject: /tool call tc-client-pending is not running \(it is pending-confirmation\)/ },
 
@@ -359,9 +392,7 @@ describe('validateAnswerValue (shared with HTTP reply routes)', () => {
   });
 
   it('rejects a draft or submitted answer without a value, naming the question', () => {
-    expect(validateAnswerValue(text, { state: 'submitted' } as ChatInputAnswer)).toBe(
-      'answer to question name is submitted but has no value',
-    );
+    expect(validateAnswerValue(text, { state: 'submitted' } as ChatInputAnswer)).toBe('answer to question name is submitted but has no value');
   });
 
   it('checks the kind of drafts but their constraints only once submitted', () => {

@@ -14,12 +14,7 @@ describe('TurnReplay: matching a re-run agent against what the turn holds', () =
   });
 
   it('passes over parts that are not said again (a steering input acknowledged once) and keeps other kinds out of the match', () => {
-    const parts = [
-      md('p1', 'Step one.'),
-      md('ack', 'Taking your addition into account: “faster”'),
-      { kind: 'inputRequest', request: { id: 'r1', message: 'Q' } } as ResponsePart,
-      md('p2', 'Step two.'),
-    ];
+    const parts = [md('p1', 'Step one.'), md('ack', 'Taking your addition into account: “faster”'), { kind: 'inputRequest', request: { id: 'r1', message: 'Q' } } as ResponsePart, md('p2', 'Step two.')];
     const replay = new TurnReplay(parts);
     expect(replay.say('Step one.')).toEqual({ kind: 'said' });
     expect(replay.say('Step two.')).toEqual({ kind: 'said' });

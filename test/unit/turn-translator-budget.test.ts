@@ -72,8 +72,7 @@ describe('the per-turn budget of an ACP agent (issue 18.7)', () => {
     const translator = new TurnTranslator(turn.ctx, newId, silentLogger);
     translator.onUpdate({ sessionUpdate: 'tool_call', toolCallId: 'tool', title: 'run', kind: 'execute', status: 'in_progress' } as acp.SessionUpdate);
     let output = '';
-    const resend = (): void =>
-      translator.onUpdate({ sessionUpdate: 'tool_call_update', toolCallId: 'tool', content: [{ type: 'content', content: { type: 'text', text: output } }] } as acp.SessionUpdate);
+    const resend = (): void => translator.onUpdate({ sessionUpdate: 'tool_call_update', toolCallId: 'tool', content: [{ type: 'content', content: { type: 'text', text: output } }] } as acp.SessionUpdate);
     for (let i = 0; i < 5_000; i++) {
       output += `line ${i}\n`;
       resend();

@@ -291,11 +291,7 @@ class AgentProcess implements BudgetHolder {
   connect(previousAcpSession: string | undefined, onSession: (acpSessionId: string) => void): void {
     const child = this.#child;
     if (child?.pid === undefined || !child.stdin || !child.stdout || this.exited) return;
-    const stream = acp.ndJsonStream(
-      Writable.toWeb(child.stdin) as WritableStream<Uint8Array>,
-      Readable.toWeb(child.stdout) as ReadableStream<Uint8Array>,
-      { maxMessageBytes: MAX_MESSAGE_BYTES },
-    );
+    const stream = acp.ndJsonStream(Writable.toWeb(child.stdin) as WritableStream<Uint8Array>, Readable.toWeb(child.stdout) as ReadableStream<Uint8Array>, { maxMessageBytes: MAX_MESSAGE_BYTES });
     const app = acp
       .client({ name: 'ahp-hub' })
       .onNotification(acp.methods.client.session.update, ({ params }) => {
@@ -425,13 +421,13 @@ class AgentProcess implements BudgetHolder {
     const timeout = this.options.config.startupTimeoutMs;
     const agent = connection.agent;
     const initialize: acp.InitializeRequest = {
-        protocolVersion: acp.PROTOCOL_VERSION,
-        clientInfo: HUB_CLIENT_INFO,
-        clientCapabilities: {
-          fs: { readTextFile: false, writeTextFile: false },
-          terminal: false,
-          elicitation: { form: {}, url: {} },
-        },
+      protocolVersion: acp.PROTOCOL_VERSION,
+      clientInfo: HUB_CLIENT_INFO,
+      clientCapabilities: {
+        fs: { readTextFile: false, writeTextFile: false },
+        terminal: false,
+        elicitation: { form: {}, url: {} },
+      },
     };
     const init = await this.#guard('initialize', agent.request(acp.methods.agent.initialize, initialize), timeout);
     this.#loadSupported = init.agentCapabilities?.loadSession === true;
@@ -493,10 +489,7 @@ class AgentProcess implements BudgetHolder {
       void relay.run();
     }
     try {
-      const response = await this.#guard(
-        'session/prompt',
-        connection.agent.request(acp.methods.agent.session.prompt, { sessionId, prompt: [{ type: 'text', text: ctx.message.text }] }),
-      );
+      const response = await this.#guard('session/prompt', connection.agent.request(acp.methods.agent.session.prompt, { sessionId, prompt: [{ type: 'text', text: ctx.message.text }] }));
       await turn.flush();
       await relay?.settle();
       if (ctx.signal.aborted) return 'external';

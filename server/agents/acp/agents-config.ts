@@ -52,15 +52,18 @@ const agentLimitsSchema = z
     maxProcesses: z.number().int().min(1).max(100_000).default(DEFAULT_AGENT_LIMITS.maxProcesses),
     maxProcessesPerTenant: z.number().int().min(1).max(100_000).default(DEFAULT_AGENT_LIMITS.maxProcessesPerTenant),
     maxProcessesPerUser: z.number().int().min(1).max(100_000).default(DEFAULT_AGENT_LIMITS.maxProcessesPerUser),
-    idleTimeoutMs: z.number().int().min(1_000).max(7 * 24 * 3_600_000).default(DEFAULT_AGENT_LIMITS.idleTimeoutMs),
+    idleTimeoutMs: z
+      .number()
+      .int()
+      .min(1_000)
+      .max(7 * 24 * 3_600_000)
+      .default(DEFAULT_AGENT_LIMITS.idleTimeoutMs),
   })
   .strict();
 
 const agentsFileSchema = z
   .object({
-    agents: z
-      .record(z.string(), acpAgentConfigSchema)
-      .refine((agents) => Object.keys(agents).length <= 64, 'at most 64 agents'),
+    agents: z.record(z.string(), acpAgentConfigSchema).refine((agents) => Object.keys(agents).length <= 64, 'at most 64 agents'),
     limits: agentLimitsSchema.default(DEFAULT_AGENT_LIMITS),
   })
   .strict();

@@ -23,19 +23,7 @@ import { findDecidedToolCall } from '../../../shared/state/selectors.js';
 import type { Logger } from '../../log.js';
 import { errorFields } from '../../log.js';
 import type { TurnContext } from '../agent.js';
-import {
-  MAX_TEXT,
-  clip,
-  confirmationOptions,
-  contentBlockText,
-  elicitationContent,
-  planMarkdown,
-  permissionOutcome,
-  questionsFromSchema,
-  toolContent,
-  toolInputText,
-  toolLocations,
-} from '../../acp-mapping/index.js';
+import { MAX_TEXT, clip, confirmationOptions, contentBlockText, elicitationContent, planMarkdown, permissionOutcome, questionsFromSchema, toolContent, toolInputText, toolLocations } from '../../acp-mapping/index.js';
 
 /**
  * What one turn may make the hub hold and log: response parts, and the characters of every
@@ -314,9 +302,7 @@ export class TurnTranslator {
     tool.status = 'pending-confirmation';
     let decided: ToolCallState;
     try {
-      decided = await this.#abortable(
-        this.ctx.waitFor((state) => findDecidedToolCall(state, tool.id), tool.id),
-      );
+      decided = await this.#abortable(this.ctx.waitFor((state) => findDecidedToolCall(state, tool.id), tool.id));
     } catch {
       tool.status = 'done';
       return { outcome: 'cancelled' };

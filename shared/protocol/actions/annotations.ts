@@ -36,12 +36,6 @@ export const annotationsEntryRemovedActionSchema = z.looseObject({
   ...meta,
 });
 
-export const annotationsActionSchema = z.discriminatedUnion('type', [
-  annotationsSetActionSchema,
-  annotationsUpdatedActionSchema,
-  annotationsRemovedActionSchema,
-  annotationsEntrySetActionSchema,
-  annotationsEntryRemovedActionSchema,
-]);
+export const annotationsActionSchema = z.discriminatedUnion('type', [annotationsSetActionSchema, annotationsUpdatedActionSchema, annotationsRemovedActionSchema, annotationsEntrySetActionSchema, annotationsEntryRemovedActionSchema]);
 export type AnnotationsAction = z.infer<typeof annotationsActionSchema>;
 export type AnnotationsActionType = AnnotationsAction['type'];

@@ -1,14 +1,6 @@
 /** Changeset-channel actions (AHP 0.8). Only `changeset/filesReviewChanged` comes from clients. */
 import { z } from 'zod';
-import {
-  changesetFileSchema,
-  changesetOperationSchema,
-  changesetOperationStatusSchema,
-  changesetStatusSchema,
-  errorInfoSchema,
-  idSchema,
-  StateLimits,
-} from '../state.js';
+import { changesetFileSchema, changesetOperationSchema, changesetOperationStatusSchema, changesetStatusSchema, errorInfoSchema, idSchema, StateLimits } from '../state.js';
 import { meta } from './common.js';
 
 const fileIdSchema = z.string().min(1).max(StateLimits.resourceUri);

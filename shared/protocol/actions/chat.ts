@@ -217,10 +217,7 @@ export const toolCallDeniedActionSchema = z.looseObject({
   reasonMessage: textSchema.optional(),
   selectedOptionId: idSchema.optional(),
 });
-export const toolCallConfirmedActionSchema = z.discriminatedUnion('approved', [
-  toolCallApprovedActionSchema,
-  toolCallDeniedActionSchema,
-]);
+export const toolCallConfirmedActionSchema = z.discriminatedUnion('approved', [toolCallApprovedActionSchema, toolCallDeniedActionSchema]);
 export const toolCallCompleteActionSchema = z.looseObject({
   type: z.literal('chat/toolCallComplete'),
   ...toolScoped,
@@ -246,7 +243,6 @@ export const toolCallAuthResolvedActionSchema = z.looseObject({
   type: z.literal('chat/toolCallAuthResolved'),
   ...toolScoped,
 });
-
 
 // ─── Per-chat read and archived flags (AHP 1.0) ─────────────────────────────
 

@@ -11,4 +11,3 @@ export const turnScoped = { turnId: idSchema, ...meta };
 export const toolScoped = { turnId: idSchema, toolCallId: idSchema, ...meta };
 /** Milliseconds on the producer's clock; the reducer clamps negatives to 0. */
 export const durationSchema = z.number();
-

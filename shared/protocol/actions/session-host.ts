@@ -4,19 +4,7 @@
  * config, changesets and `_meta`.
  */
 import { z } from 'zod';
-import {
-  activeClientSchema,
-  changesetSchema,
-  configValuesSchema,
-  customizationSchema,
-  errorInfoSchema,
-  idSchema,
-  labelSchema,
-  mcpServerStateSchema,
-  metaSchema,
-  StateLimits,
-  toolDefinitionSchema,
-} from '../state.js';
+import { activeClientSchema, changesetSchema, configValuesSchema, customizationSchema, errorInfoSchema, idSchema, labelSchema, mcpServerStateSchema, metaSchema, StateLimits, toolDefinitionSchema } from '../state.js';
 import { meta } from './common.js';
 
 const directorySchema = z.string().min(1).max(StateLimits.resourceUri);
@@ -135,6 +123,4 @@ export const sessionHostActionSchemas = [
 ] as const;
 
 export type SessionHostAction = z.infer<(typeof sessionHostActionSchemas)[number]>;
-export const SESSION_HOST_ACTION_TYPES: ReadonlySet<string> = new Set(
-  sessionHostActionSchemas.map((schema) => schema.shape.type.value),
-);
+export const SESSION_HOST_ACTION_TYPES: ReadonlySet<string> = new Set(sessionHostActionSchemas.map((schema) => schema.shape.type.value));

@@ -1,14 +1,6 @@
 /** Session-channel actions (§3.5), including the hub's own `x-session/…` actions. */
 import { z } from 'zod';
-import {
-  channelUriSchema,
-  chatSummarySchema,
-  labelSchema,
-  sessionInputIdSchema,
-  sessionInputRequestSchema,
-  sessionStateSchema,
-  StateLimits,
-} from '../state.js';
+import { channelUriSchema, chatSummarySchema, labelSchema, sessionInputIdSchema, sessionInputRequestSchema, sessionStateSchema, StateLimits } from '../state.js';
 import { meta } from './common.js';
 
 // ─── §3.5 Session channel ────────────────────────────────────────────────────
@@ -121,4 +113,3 @@ export const toolChoiceForgottenActionSchema = z.looseObject({
   toolName: z.string().min(1).max(StateLimits.id),
   ...meta,
 });
-

@@ -55,12 +55,7 @@ import {
   toolChoiceForgottenActionSchema,
   toolDenialRememberedActionSchema,
 } from './session.js';
-import {
-  activeSessionsChangedActionSchema,
-  agentsChangedActionSchema,
-  rootConfigChangedActionSchema,
-  terminalsChangedActionSchema,
-} from './root.js';
+import { activeSessionsChangedActionSchema, agentsChangedActionSchema, rootConfigChangedActionSchema, terminalsChangedActionSchema } from './root.js';
 import { sessionHostActionSchemas } from './session-host.js';
 import type { AnnotationsAction } from './annotations.js';
 import type { ChangesetAction } from './changeset.js';
@@ -125,12 +120,7 @@ export const sessionActionSchema = z.discriminatedUnion('type', [
   chatsReorderedActionSchema,
 ]);
 
-export const rootActionSchema = z.discriminatedUnion('type', [
-  agentsChangedActionSchema,
-  activeSessionsChangedActionSchema,
-  terminalsChangedActionSchema,
-  rootConfigChangedActionSchema,
-]);
+export const rootActionSchema = z.discriminatedUnion('type', [agentsChangedActionSchema, activeSessionsChangedActionSchema, terminalsChangedActionSchema, rootConfigChangedActionSchema]);
 
 export type TurnStartedAction = z.infer<typeof turnStartedActionSchema>;
 export type DeltaAction = z.infer<typeof deltaActionSchema>;
@@ -190,4 +180,3 @@ export type ChatActionType = ChatAction['type'];
 export type SessionActionType = SessionAction['type'];
 export type RootActionType = RootAction['type'];
 export type KnownActionType = KnownAction['type'];
-

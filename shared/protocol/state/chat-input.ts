@@ -1,13 +1,6 @@
 /** Chat input requests (elicitation, §4): questions, answer values, answers and requests. */
 import { z } from 'zod';
-import {
-  boundedRecord,
-  idSchema,
-  labelSchema,
-  StateLimits,
-  textSchema,
-  unknownKindSchema,
-} from './common.js';
+import { boundedRecord, idSchema, labelSchema, StateLimits, textSchema, unknownKindSchema } from './common.js';
 
 // ─── Chat input (elicitation, §4) ────────────────────────────────────────────
 
@@ -73,13 +66,7 @@ export const multiSelectQuestionSchema = z.looseObject({
 });
 
 export const KNOWN_QUESTION_KINDS = ['text', 'number', 'integer', 'boolean', 'single-select', 'multi-select'] as const;
-export const knownChatInputQuestionSchema = z.discriminatedUnion('kind', [
-  textQuestionSchema,
-  numberQuestionSchema,
-  booleanQuestionSchema,
-  singleSelectQuestionSchema,
-  multiSelectQuestionSchema,
-]);
+export const knownChatInputQuestionSchema = z.discriminatedUnion('kind', [textQuestionSchema, numberQuestionSchema, booleanQuestionSchema, singleSelectQuestionSchema, multiSelectQuestionSchema]);
 /** A question of a kind this version does not know: kept intact, answered with any value. */
 export const unknownChatInputQuestionSchema = unknownKindSchema(KNOWN_QUESTION_KINDS).extend({
   id: idSchema,
@@ -117,27 +104,15 @@ export const selectedManyAnswerValueSchema = z.looseObject({
 });
 
 export const KNOWN_ANSWER_VALUE_KINDS = ['text', 'number', 'boolean', 'selected', 'selected-many'] as const;
-export const knownChatInputAnswerValueSchema = z.discriminatedUnion('kind', [
-  textAnswerValueSchema,
-  numberAnswerValueSchema,
-  booleanAnswerValueSchema,
-  selectedAnswerValueSchema,
-  selectedManyAnswerValueSchema,
-]);
-export const chatInputAnswerValueSchema = z.union([
-  knownChatInputAnswerValueSchema,
-  unknownKindSchema(KNOWN_ANSWER_VALUE_KINDS),
-]);
+export const knownChatInputAnswerValueSchema = z.discriminatedUnion('kind', [textAnswerValueSchema, numberAnswerValueSchema, booleanAnswerValueSchema, selectedAnswerValueSchema, selectedManyAnswerValueSchema]);
+export const chatInputAnswerValueSchema = z.union([knownChatInputAnswerValueSchema, unknownKindSchema(KNOWN_ANSWER_VALUE_KINDS)]);
 export type KnownChatInputAnswerValue = z.infer<typeof knownChatInputAnswerValueSchema>;
 export type ChatInputAnswerValue = z.infer<typeof chatInputAnswerValueSchema>;
 
 export type AnswerValueKind = KnownChatInputAnswerValue['kind'];
 
 /** Narrows an answer value to a known kind (sound for parsed data, like `isPartOfKind`). */
-export function isAnswerValueOfKind<K extends AnswerValueKind>(
-  value: ChatInputAnswerValue,
-  kind: K,
-): value is Extract<KnownChatInputAnswerValue, { kind: K }> {
+export function isAnswerValueOfKind<K extends AnswerValueKind>(value: ChatInputAnswerValue, kind: K): value is Extract<KnownChatInputAnswerValue, { kind: K }> {
   return value.kind === kind;
 }
 
@@ -168,4 +143,3 @@ export const chatInputRequestSchema = z.looseObject({
   answers: chatInputAnswersSchema.optional(),
 });
 export type ChatInputRequest = z.infer<typeof chatInputRequestSchema>;
-

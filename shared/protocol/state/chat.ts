@@ -44,24 +44,8 @@ export const errorPartSchema = z.looseObject({
   resumable: z.boolean().optional(),
 });
 
-export const KNOWN_PART_KINDS = [
-  'markdown',
-  'reasoning',
-  'contentRef',
-  'toolCall',
-  'systemNotification',
-  'inputRequest',
-  'error',
-] as const;
-export const knownResponsePartSchema = z.discriminatedUnion('kind', [
-  markdownPartSchema,
-  reasoningPartSchema,
-  contentRefPartSchema,
-  toolCallPartSchema,
-  systemNotificationPartSchema,
-  inputRequestPartSchema,
-  errorPartSchema,
-]);
+export const KNOWN_PART_KINDS = ['markdown', 'reasoning', 'contentRef', 'toolCall', 'systemNotification', 'inputRequest', 'error'] as const;
+export const knownResponsePartSchema = z.discriminatedUnion('kind', [markdownPartSchema, reasoningPartSchema, contentRefPartSchema, toolCallPartSchema, systemNotificationPartSchema, inputRequestPartSchema, errorPartSchema]);
 export const unknownResponsePartSchema = unknownKindSchema(KNOWN_PART_KINDS);
 export const responsePartSchema = z.union([knownResponsePartSchema, unknownResponsePartSchema]);
 export type MarkdownPart = z.infer<typeof markdownPartSchema>;
@@ -79,10 +63,7 @@ export type ResponsePartKind = KnownResponsePart['kind'];
  * Narrows a part to a known kind. Sound because parsing never lets a known kind through the
  * unknown-kind fallback; TypeScript cannot see that on its own (the fallback's kind is `string`).
  */
-export function isPartOfKind<K extends ResponsePartKind>(
-  part: ResponsePart,
-  kind: K,
-): part is Extract<KnownResponsePart, { kind: K }> {
+export function isPartOfKind<K extends ResponsePartKind>(part: ResponsePart, kind: K): part is Extract<KnownResponsePart, { kind: K }> {
   return part.kind === kind;
 }
 
@@ -167,4 +148,3 @@ export type ChatState = z.infer<typeof chatStateSchema>;
 
 export const chatSummarySchema = z.looseObject(chatSummaryFields);
 export type ChatSummary = z.infer<typeof chatSummarySchema>;
-

@@ -93,11 +93,9 @@ export const isoTimestampSchema = z
   });
 
 /** Opaque, namespaced extension data. Receivers ignore keys they do not know. */
-export const metaSchema = z
-  .record(z.string().max(StateLimits.id), z.unknown())
-  .refine((meta) => Object.keys(meta).length <= StateLimits.metaKeys, {
-    message: `must have at most ${StateLimits.metaKeys} keys`,
-  });
+export const metaSchema = z.record(z.string().max(StateLimits.id), z.unknown()).refine((meta) => Object.keys(meta).length <= StateLimits.metaKeys, {
+  message: `must have at most ${StateLimits.metaKeys} keys`,
+});
 
 /** A record keyed by id, with at most `maxKeys` entries. */
 export function boundedRecord<T extends z.ZodType>(value: T, maxKeys: number) {
@@ -164,4 +162,3 @@ export const contentRefSchema = z.looseObject({
   uri: z.string().min(1).max(StateLimits.resourceUri),
 });
 export type ContentRef = z.infer<typeof contentRefSchema>;
-

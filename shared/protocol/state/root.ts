@@ -35,12 +35,7 @@ export function initialChatState(resource: string, title: string, modifiedAt: st
  * A new session. `lifecycle` defaults to `ready`: this hub has nothing to provision before a
  * session can take turns; a host that does passes `creating` and later dispatches `session/ready`.
  */
-export function initialSessionState(
-  resource: string,
-  provider: string,
-  title: string,
-  lifecycle: string = 'ready',
-): SessionState {
+export function initialSessionState(resource: string, provider: string, title: string, lifecycle: string = 'ready'): SessionState {
   return { resource, provider, title, status: SessionStatus.Idle, lifecycle, activeClients: [], chats: [] };
 }
 

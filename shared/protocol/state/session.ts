@@ -1,16 +1,7 @@
 /** Session-channel state (§2.5, §3.5): the input-needed roll-up, the session and its summary. */
 import { z } from 'zod';
 import { MAX_URI_LENGTH } from '../uris.js';
-import {
-  channelUriSchema,
-  errorInfoSchema,
-  idSchema,
-  isoTimestampSchema,
-  labelSchema,
-  metaSchema,
-  sessionStatusSchema,
-  StateLimits,
-} from './common.js';
+import { channelUriSchema, errorInfoSchema, idSchema, isoTimestampSchema, labelSchema, metaSchema, sessionStatusSchema, StateLimits } from './common.js';
 import { chatInputRequestSchema } from './chat-input.js';
 import { toolCallStateSchema } from './tool-calls.js';
 import { chatSummarySchema } from './chat.js';
@@ -50,7 +41,10 @@ export const mcpServerStateSchema = z.looseObject({ kind: z.string().min(1).max(
 // ─── Sessions (§2.5, §3.5) ───────────────────────────────────────────────────
 
 /** Opaque key of a `SessionInputRequest`; this hub uses `${chatUri}#${requestId or toolCallId}`. */
-export const sessionInputIdSchema = z.string().min(1).max(MAX_URI_LENGTH + StateLimits.id + 1);
+export const sessionInputIdSchema = z
+  .string()
+  .min(1)
+  .max(MAX_URI_LENGTH + StateLimits.id + 1);
 
 const sessionInputBase = { id: sessionInputIdSchema, chat: channelUriSchema };
 export const chatInputEntrySchema = z.looseObject({
@@ -77,12 +71,7 @@ export const toolAuthenticationEntrySchema = z.looseObject({
   turnId: idSchema,
   toolCall: toolCallStateSchema,
 });
-export const sessionInputRequestSchema = z.discriminatedUnion('kind', [
-  chatInputEntrySchema,
-  toolConfirmationEntrySchema,
-  toolClientExecutionEntrySchema,
-  toolAuthenticationEntrySchema,
-]);
+export const sessionInputRequestSchema = z.discriminatedUnion('kind', [chatInputEntrySchema, toolConfirmationEntrySchema, toolClientExecutionEntrySchema, toolAuthenticationEntrySchema]);
 export type SessionInputRequest = z.infer<typeof sessionInputRequestSchema>;
 export type SessionInputRequestKind = SessionInputRequest['kind'];
 
@@ -136,4 +125,3 @@ export const sessionSummarySchema = z.looseObject({
   _meta: metaSchema.optional(),
 });
 export type SessionSummary = z.infer<typeof sessionSummarySchema>;
-

@@ -31,10 +31,7 @@ export const terminalCommandPartSchema = z.looseObject({
   exitCode: z.number().int().optional(),
   durationMs: z.number().nonnegative().optional(),
 });
-export const terminalContentPartSchema = z.discriminatedUnion('type', [
-  terminalUnclassifiedPartSchema,
-  terminalCommandPartSchema,
-]);
+export const terminalContentPartSchema = z.discriminatedUnion('type', [terminalUnclassifiedPartSchema, terminalCommandPartSchema]);
 export type TerminalUnclassifiedPart = z.infer<typeof terminalUnclassifiedPartSchema>;
 export type TerminalCommandPart = z.infer<typeof terminalCommandPartSchema>;
 export type TerminalContentPart = z.infer<typeof terminalContentPartSchema>;

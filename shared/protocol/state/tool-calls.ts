@@ -1,14 +1,6 @@
 /** Tool-call state (§3.4): one discriminated union over the call's status. */
 import { z } from 'zod';
-import {
-  contentRefSchema,
-  idSchema,
-  labelSchema,
-  messageSchema,
-  metaSchema,
-  StateLimits,
-  textSchema,
-} from './common.js';
+import { contentRefSchema, idSchema, labelSchema, messageSchema, metaSchema, StateLimits, textSchema } from './common.js';
 
 // ─── Tool calls (§3.4) ───────────────────────────────────────────────────────
 
@@ -164,4 +156,3 @@ export type CompletedToolCall = z.infer<typeof completedToolCallSchema>;
 export type CancelledToolCall = z.infer<typeof cancelledToolCallSchema>;
 export type ToolCallState = z.infer<typeof toolCallStateSchema>;
 export type ToolCallStatus = ToolCallState['status'];
-
