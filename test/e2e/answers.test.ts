@@ -172,9 +172,9 @@ describe('browser app: answers', () => {
     await expect(receipt.locator('.badge').textContent()).resolves.toBe('not used');
     await expect(receipt.textContent()).resolves.toContain('the turn was stopped before the agent read it');
     await expect(receipt.textContent()).resolves.not.toContain('turn_cancelled');
-    // The tab that stopped it says so; the other, which cannot know who did, says "Stopped".
+    // The tab that stopped it says "you"; the other names who did (the hub stamps the stop).
     await expect(a.locator('.turn-footer').last().textContent()).resolves.toMatch(/^Stopped by you after \d+\.\d s · /);
-    await expect(b.locator('.turn-footer').last().textContent()).resolves.toMatch(/^Stopped after \d+\.\d s · /);
+    await expect.poll(() => b.locator('.turn-footer').last().textContent(), T).toMatch(/^Stopped by alice after \d+\.\d s · /);
     await expect(a.locator('.receipt[data-state=consumed]').count()).resolves.toBe(0);
     // The agent never saw it, and the other tab no longer lists it as pending.
     await expect(a.locator('.part.md', { hasText: 'Taking your addition into account' }).count()).resolves.toBe(0);
