@@ -1,6 +1,6 @@
 /**
- * The README's examples run verbatim, so they cannot rot. Blocks are marked in README.md with an
- * HTML comment just before the fence:
+ * The README's and the docs pages' examples run verbatim, so they cannot rot. Blocks are marked in
+ * README.md and docs/*.md (wherever an example lives) with an HTML comment just before the fence:
  *   <!-- example: NAME -->  a shell block, run through bash against a fresh hub (the README's
  *                            `127.0.0.1:8787` is replaced by the hub's address)
  *   <!-- excerpt: PATH -->   a code block copied from the file PATH, which must contain it verbatim
@@ -11,7 +11,7 @@
  * test then checks the example's key output more precisely.
  */
 import { execFileSync, spawn } from 'node:child_process';
-import { existsSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startHubProcess, type HubProcess } from './helpers/hub-process.js';
 import { tempDir } from './helpers/start-server.js';
@@ -22,15 +22,17 @@ interface MarkedBlock {
   /** The example's name, or the excerpt's source file. */
   readonly name: string;
   readonly code: string;
+  /** The markdown file the block is in, and its line there. */
+  readonly file: string;
   readonly line: number;
 }
 
-function markedBlocks(markdown: string): MarkedBlock[] {
+function markedBlocks(file: string, markdown: string): MarkedBlock[] {
   const blocks: MarkedBlock[] = [];
   const pattern = /<!-- (example|excerpt): (\S+) -->\n```\w*\n([\s\S]*?)```\n/g;
   for (const match of markdown.matchAll(pattern)) {
     const line = markdown.slice(0, match.index).split('\n').length;
-    blocks.push({ marker: match[1] as 'example' | 'excerpt', name: match[2]!, code: match[3]!, line });
+    blocks.push({ marker: match[1] as 'example' | 'excerpt', name: match[2]!, code: match[3]!, file, line });
   }
   return blocks;
 }
@@ -60,9 +62,16 @@ function expectClaimedOutput(name: string, code: string, output: string): void {
   }
 }
 
-const README = readFileSync('README.md', 'utf8');
-const BLOCKS = markedBlocks(README);
-/** The examples this file runs; the first test keeps this list and the README's markers equal. */
+/** The README is the front door; the topic pages under docs/ hold most of the examples. */
+const MARKDOWN_FILES = [
+  'README.md',
+  ...readdirSync('docs')
+    .filter((name) => name.endsWith('.md'))
+    .sort()
+    .map((name) => `docs/${name}`),
+];
+const BLOCKS = MARKDOWN_FILES.flatMap((file) => markedBlocks(file, readFileSync(file, 'utf8')));
+/** The examples this file runs; the first test keeps this list and the markers in README.md and docs/ equal. */
 const KNOWN_EXAMPLES = ['quickstart-hello', 'sdk-quickstart', 'steering-http', 'cli-stream-json', 'cli-steer', 'replies-session', 'replies-watch', 'replies-prompt', 'replies-answer'];
 const BLOCK_TIMEOUT_MS = 20_000;
 
@@ -107,7 +116,7 @@ describe('README examples, run verbatim against a fresh hub process', () => {
 
   const example = (name: string): string => {
     const found = BLOCKS.filter((b) => b.marker === 'example' && b.name === name);
-    if (found.length !== 1) throw new Error(`README.md has ${found.length} blocks marked "example: ${name}" (expected one)`);
+    if (found.length !== 1) throw new Error(`README.md and docs/*.md have ${found.length} blocks marked "example: ${name}" (expected one)`);
     return found[0]!.code;
   };
 
@@ -150,17 +159,17 @@ describe('README examples, run verbatim against a fresh hub process', () => {
     return block.output();
   };
 
-  it('every marked block is an example this test runs or an excerpt of a real file, and every example it runs is marked in README.md', () => {
+  it('every marked block is an example this test runs or an excerpt of a real file, and every example it runs is marked in README.md or docs/', () => {
     const names = BLOCKS.filter((b) => b.marker === 'example').map((b) => b.name);
     expect([...names].sort()).toEqual([...KNOWN_EXAMPLES].sort());
     expect(BLOCKS.filter((b) => b.marker === 'excerpt').length).toBeGreaterThan(0);
     for (const name of KNOWN_EXAMPLES) expect(claimedOutput(example(name)).length, `README example "${name}" says what it prints (# → …)`).toBeGreaterThan(0);
   });
 
-  it('each excerpt appears verbatim in the file it names (so the README shows code that typechecks and runs)', () => {
+  it('each excerpt appears verbatim in the file it names (so the README and docs show code that typechecks and runs)', () => {
     for (const block of BLOCKS.filter((b) => b.marker === 'excerpt')) {
-      expect(existsSync(block.name), `README.md line ${block.line}: ${block.name} exists`).toBe(true);
-      expect(readFileSync(block.name, 'utf8'), `README.md line ${block.line}: excerpt of ${block.name}`).toContain(block.code);
+      expect(existsSync(block.name), `${block.file} line ${block.line}: ${block.name} exists`).toBe(true);
+      expect(readFileSync(block.name, 'utf8'), `${block.file} line ${block.line}: excerpt of ${block.name}`).toContain(block.code);
     }
   });
 
