@@ -25,7 +25,7 @@
  * - Session and auth errors are thrown as `AhpRequestError` (e.g. `data.code ===
  *   'session_not_found'`); they are never turned into "not found" or "closed".
  */
-import type { AhpClient } from './ahp-client.js';
+import type { RpcRequester } from './client-types.js';
 import { AhpRequestError } from './errors.js';
 import { InputMethod, type InputReceipt, type InputSubmission, type InputTarget } from '../protocol/steering.js';
 export { InputMethod };
@@ -76,7 +76,7 @@ export function inputRefusal(error: unknown): Extract<SubmitInputResult, { outco
 
 export class SessionInputs {
   constructor(
-    readonly client: AhpClient,
+    readonly client: RpcRequester,
     /** `ahp-session:/<id>`. */
     readonly session: string,
   ) {}
@@ -121,6 +121,6 @@ export class SessionInputs {
 }
 
 /** A session object with the four input methods attached: `withInputs(client, session).submitInput(…)`. */
-export function withInputs(client: AhpClient, session: string): SessionInputs {
+export function withInputs(client: RpcRequester, session: string): SessionInputs {
   return new SessionInputs(client, session);
 }

@@ -1,0 +1,346 @@
+/**
+ * The transport half of the client SDK: one WebSocket at a time, JSON-RPC framing, request/response
+ * bookkeeping (ids, timeouts, the outbox that holds ordinary traffic until the handshake is done),
+ * the token in the URL, and the refusal probe that explains a socket that never opened.
+ *
+ * It knows nothing about channels or recovery: notifications and a socket closing on its own are
+ * handed to its `ConnectionHost` (the AhpClient facade), which decides what they mean.
+ */
+import { JSONRPC, jsonRpcErrorSchema } from '../protocol/messages.js';
+import { ErrorCode } from '../protocol/errors.js';
+import type { Scheduler } from './backoff.js';
+import type { AhpClientLogger, AhpClientOptions, ConnectionState, RefusalProbe } from './client-types.js';
+import { AhpAuthError, AhpConnectionError, AhpRequestError, AhpTimeoutError } from './errors.js';
+import { SocketReadyState, type WebSocketLike } from './websocket-like.js';
+
+/** What the connection asks of the client it serves. */
+export interface ConnectionHost {
+  /** Set by close() or a fatal error: nothing reopens the client afterwards. */
+  readonly closedError: AhpConnectionError | undefined;
+  readonly connectionState: ConnectionState;
+  onNotification(method: string, params: unknown): void;
+  /** The current socket closed on its own (not through `abandon`). */
+  onSocketLost(error: AhpConnectionError, closeCode: number | undefined): void;
+}
+
+export interface ConnectionOptions {
+  readonly client: AhpClientOptions;
+  readonly host: ConnectionHost;
+  readonly scheduler: Scheduler;
+  readonly logger: AhpClientLogger;
+  readonly requestTimeoutMs: number;
+}
+
+interface OutstandingRequest {
+  readonly method: string;
+  readonly resolve: (result: unknown) => void;
+  readonly reject: (error: Error) => void;
+  readonly timer: unknown;
+  /** False while queued behind the (re)connect handshake. Sent requests die with their socket. */
+  sent: boolean;
+}
+
+const NORMAL_CLOSURE = 1000;
+
+/** The global `fetch` as a probe, where there is one (browsers, Node 18+). */
+function fetchProbe(): RefusalProbe | undefined {
+  const fetchFn = (globalThis as { fetch?: (url: string, init: Record<string, unknown>) => Promise<{ status: number; text(): Promise<string> }> }).fetch;
+  if (typeof fetchFn !== 'function') return undefined;
+  return async (url) => {
+    const res = await fetchFn(url, { method: 'GET', cache: 'no-store', credentials: 'omit' });
+    await res.text().catch(() => '');
+    return { status: res.status };
+  };
+}
+
+/** ws://host/ahp?token=… → http://host/ahp?token=… (wss → https); undefined for other schemes. */
+function httpUrlOf(socketUrl: string): string | undefined {
+  const m = /^ws(s?):\/\/(.*)$/i.exec(socketUrl);
+  return m ? `http${m[1]!.toLowerCase()}://${m[2]!}` : undefined;
+}
+
+/** The scheme and host of a socket URL, for messages (never its query, which may hold the token). */
+function hostOf(socketUrl: string): string {
+  return /^[a-z]+:\/\/[^/?#]*/i.exec(socketUrl)?.[0] ?? socketUrl.split('?')[0]!;
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+export class AhpConnection {
+  readonly #options: AhpClientOptions;
+  readonly #host: ConnectionHost;
+  readonly #scheduler: Scheduler;
+  readonly #logger: AhpClientLogger;
+  readonly #requestTimeoutMs: number;
+
+  #socket: WebSocketLike | undefined;
+  /** Bumped whenever a socket is abandoned, so late events from it are ignored. */
+  #generation = 0;
+  /** Handshake (initialize + recovery) finished on the current socket: ordinary traffic may flow. */
+  #ready = false;
+  /** The latest socket's URL and whether it ever opened (what `explainRefusal` asks about). */
+  #attempt: { readonly url: string; opened: boolean } | undefined;
+  #openWaiter: { resolve: () => void; reject: (error: Error) => void; timer: unknown } | undefined;
+
+  #nextRequestId = 1;
+  readonly #requests = new Map<number, OutstandingRequest>();
+  /** Frames written while not ready, flushed in order after the handshake. */
+  #outbox: Array<{ readonly frame: string; readonly requestId?: number }> = [];
+
+  constructor(options: ConnectionOptions) {
+    this.#options = options.client;
+    this.#host = options.host;
+    this.#scheduler = options.scheduler;
+    this.#logger = options.logger;
+    this.#requestTimeoutMs = options.requestTimeoutMs;
+  }
+
+  /** The handshake finished on the current socket. */
+  get ready(): boolean {
+    return this.#ready;
+  }
+
+  // ─── Socket lifecycle ────────────────────────────────────────────────────
+
+  /** Opens a new socket and waits for it to open; resolves with its generation. */
+  async open(): Promise<number> {
+    const generation = ++this.#generation;
+    const url = await this.#socketUrl();
+    this.assertCurrent(generation);
+    this.#attempt = { url, opened: false };
+    const socket = this.#options.createSocket(url);
+    this.#socket = socket;
+    this.#attach(socket, generation);
+    await this.#waitForOpen(socket);
+    this.assertCurrent(generation);
+    return generation;
+  }
+
+  /** Handshake done: ordinary traffic may flow (call `flushOutbox` after resending dispatches). */
+  markReady(): void {
+    this.#ready = true;
+  }
+
+  assertCurrent(generation: number): void {
+    const closedError = this.#host.closedError;
+    if (closedError) throw closedError;
+    if (generation !== this.#generation) throw new AhpConnectionError('connection lost during handshake', false);
+  }
+
+  async #socketUrl(): Promise<string> {
+    const { url, token } = this.#options;
+    if (token === undefined) return url;
+    const value = typeof token === 'function' ? await token() : token;
+    const param = this.#options.tokenQueryParam ?? 'token';
+    return `${url}${url.includes('?') ? '&' : '?'}${encodeURIComponent(param)}=${encodeURIComponent(value)}`;
+  }
+
+  #attach(socket: WebSocketLike, generation: number): void {
+    socket.onopen = () => {
+      if (generation !== this.#generation) return;
+      if (this.#attempt) this.#attempt.opened = true;
+      const waiter = this.#openWaiter;
+      this.#openWaiter = undefined;
+      if (waiter) {
+        this.#scheduler.clearTimeout(waiter.timer);
+        waiter.resolve();
+      }
+    };
+    socket.onmessage = (event) => {
+      if (generation === this.#generation) this.#onFrame(event.data);
+    };
+    socket.onclose = (event) => {
+      if (generation !== this.#generation) return;
+      const reason = typeof event.reason === 'string' && event.reason ? `: ${event.reason}` : '';
+      this.#host.onSocketLost(new AhpConnectionError(`connection lost (code ${event.code ?? 'unknown'}${reason})`, false), event.code);
+    };
+    // Both browsers and `ws` follow an error with a close event; recovery is driven from there.
+    socket.onerror = () => {};
+  }
+
+  #waitForOpen(socket: WebSocketLike): Promise<void> {
+    if (socket.readyState === SocketReadyState.Open) return Promise.resolve();
+    return new Promise<void>((resolve, reject) => {
+      const timer = this.#scheduler.setTimeout(() => {
+        if (this.#openWaiter?.timer !== timer) return;
+        this.#openWaiter = undefined;
+        reject(new AhpTimeoutError('open', this.#requestTimeoutMs));
+      }, this.#requestTimeoutMs);
+      this.#openWaiter = { resolve, reject, timer };
+    });
+  }
+
+  /**
+   * Why the first connection failed, in words a person can act on: a socket that closed before
+   * opening is asked about once over plain HTTP (see `refusalProbe`). Anything else, or a probe
+   * that answers something other than 401, leaves the error as it was.
+   */
+  async explainRefusal(error: Error): Promise<Error> {
+    const attempt = this.#attempt;
+    if (!attempt || attempt.opened || !(error instanceof AhpConnectionError) || this.#host.closedError) return error;
+    const probe = this.#options.refusalProbe === false ? undefined : (this.#options.refusalProbe ?? fetchProbe());
+    const probeUrl = httpUrlOf(attempt.url);
+    if (!probe || !probeUrl) return error;
+    try {
+      const { status } = await probe(probeUrl);
+      return status === 401 ? new AhpAuthError(status, { cause: error }) : error;
+    } catch (cause) {
+      return new AhpConnectionError(`cannot reach the hub at ${hostOf(attempt.url)}`, false, { cause });
+    }
+  }
+
+  /** Forgets the current socket: later events from it are ignored and its sent requests fail. */
+  abandon(error: Error): void {
+    const socket = this.#socket;
+    this.#socket = undefined;
+    this.#generation++;
+    this.#ready = false;
+    if (socket && socket.readyState !== SocketReadyState.Closed && socket.readyState !== SocketReadyState.Closing) {
+      try {
+        socket.close(NORMAL_CLOSURE);
+      } catch {
+        // Already unusable; nothing else to release.
+      }
+    }
+    const waiter = this.#openWaiter;
+    this.#openWaiter = undefined;
+    if (waiter) {
+      this.#scheduler.clearTimeout(waiter.timer);
+      waiter.reject(error);
+    }
+    for (const [id, request] of this.#requests) {
+      if (!request.sent) continue;
+      this.#requests.delete(id);
+      this.#scheduler.clearTimeout(request.timer);
+      request.reject(error);
+    }
+  }
+
+  /** Fails every request, sent or queued, and drops the outbox. */
+  failAllRequests(error: Error): void {
+    for (const request of this.#requests.values()) {
+      this.#scheduler.clearTimeout(request.timer);
+      request.reject(error);
+    }
+    this.#requests.clear();
+    this.#outbox = [];
+  }
+
+  // ─── Requests and frames ─────────────────────────────────────────────────
+
+  /**
+   * `handshake` requests (initialize, reconnect, re-subscribe) go out on the socket being set up;
+   * everything else waits in the outbox until the handshake is done, so that nothing the
+   * application sends can overtake recovery.
+   */
+  request(method: string, params: Record<string, unknown>, opts: { handshake: boolean; timeoutMs?: number | undefined }): Promise<unknown> {
+    return new Promise<unknown>((resolve, reject) => {
+      const closedError = this.#host.closedError;
+      if (closedError) {
+        reject(closedError);
+        return;
+      }
+      if (!opts.handshake && this.#host.connectionState === 'closed') {
+        reject(new AhpConnectionError('not connected: call connect() first', false));
+        return;
+      }
+      const id = this.#nextRequestId++;
+      const timeoutMs = opts.timeoutMs ?? this.#requestTimeoutMs;
+      const frame = JSON.stringify({ jsonrpc: JSONRPC, id, method, params });
+      const timer = this.#scheduler.setTimeout(() => {
+        if (!this.#requests.delete(id)) return;
+        reject(new AhpTimeoutError(method, timeoutMs));
+      }, timeoutMs);
+      const request: OutstandingRequest = { method, resolve, reject, timer, sent: false };
+      this.#requests.set(id, request);
+      if (opts.handshake || this.#ready) {
+        request.sent = true;
+        this.sendFrame(frame);
+      } else {
+        this.#outbox.push({ frame, requestId: id });
+      }
+    });
+  }
+
+  /** A JSON-RPC notification: sent now when ready, else queued behind the handshake. */
+  notify(method: string, params: Record<string, unknown>): void {
+    const frame = JSON.stringify({ jsonrpc: JSONRPC, method, params });
+    if (this.#ready) this.sendFrame(frame);
+    else this.#outbox.push({ frame });
+  }
+
+  /** A JSON-RPC notification sent only if the handshake is done (dropped otherwise). */
+  notifyIfReady(method: string, params: Record<string, unknown>): void {
+    if (this.#ready) this.sendFrame(JSON.stringify({ jsonrpc: JSONRPC, method, params }));
+  }
+
+  flushOutbox(): void {
+    const outbox = this.#outbox;
+    this.#outbox = [];
+    for (const item of outbox) {
+      if (item.requestId !== undefined) {
+        const request = this.#requests.get(item.requestId);
+        if (!request) continue; // timed out while queued
+        request.sent = true;
+      }
+      this.sendFrame(item.frame);
+    }
+  }
+
+  sendFrame(frame: string): void {
+    const socket = this.#socket;
+    if (!socket) return;
+    try {
+      socket.send(frame);
+    } catch (error) {
+      // The socket is going away; its close event drives recovery (and fails sent requests).
+      this.#logger.warn('send failed', error);
+    }
+  }
+
+  #onFrame(data: unknown): void {
+    if (typeof data !== 'string') {
+      this.#logger.warn('ignoring non-text frame');
+      return;
+    }
+    let message: unknown;
+    try {
+      message = JSON.parse(data);
+    } catch (error) {
+      this.#logger.warn('ignoring frame that is not JSON', error);
+      return;
+    }
+    if (!isRecord(message) || message.jsonrpc !== JSONRPC) {
+      this.#logger.warn('ignoring frame that is not JSON-RPC 2.0', message);
+      return;
+    }
+    const { id, method } = message;
+    if (typeof method === 'string') {
+      if (id === undefined || id === null) this.#host.onNotification(method, message.params);
+      // AHP defines no server → client requests; answer as a well-behaved JSON-RPC peer would.
+      else this.sendFrame(JSON.stringify({ jsonrpc: JSONRPC, id, error: { code: ErrorCode.MethodNotFound, message: `unknown method ${method}` } }));
+      return;
+    }
+    this.#onResponse(message);
+  }
+
+  #onResponse(message: Record<string, unknown>): void {
+    const id = typeof message.id === 'number' ? message.id : Number(message.id);
+    const request = Number.isFinite(id) ? this.#requests.get(id) : undefined;
+    if (!request) {
+      // id null = the server could not read one of our frames; otherwise a response after timeout.
+      this.#logger.warn('response to no outstanding request', message);
+      return;
+    }
+    this.#requests.delete(id);
+    this.#scheduler.clearTimeout(request.timer);
+    if ('error' in message) {
+      const parsed = jsonRpcErrorSchema.safeParse(message.error);
+      request.reject(new AhpRequestError(request.method, parsed.success ? parsed.data : { code: ErrorCode.InternalError, message: 'malformed error response', data: message.error }));
+    } else {
+      request.resolve(message.result);
+    }
+  }
+}

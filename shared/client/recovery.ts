@@ -1,0 +1,126 @@
+/**
+ * §1.7 legacy reconnect, run by the AhpClient facade during the handshake of a new socket:
+ * `reconnect` with the watermark for every channel still held (in batches), then the replay or
+ * snapshots applied through the replicas' single envelope path; channels the server refuses to
+ * resume are re-subscribed one by one, channels it no longer knows end as 'gone'.
+ */
+import type { z } from 'zod';
+import { Limits, Method, reconnectResultSchema } from '../protocol/messages.js';
+import { ROOT_URI } from '../protocol/uris.js';
+import type { AhpClientLogger } from './client-types.js';
+import { AhpProtocolError, AhpRequestError } from './errors.js';
+import { type ChannelReplicas, type WireSnapshot, snapshotFrom } from './replicas.js';
+
+type ParsedReconnectResult = z.infer<typeof reconnectResultSchema>;
+
+export interface RecoveryContext {
+  readonly clientId: string;
+  readonly replicas: ChannelReplicas;
+  readonly logger: AhpClientLogger;
+  /** A request on the socket being set up (it does not wait for the handshake). */
+  readonly handshakeRequest: (method: string, params: Record<string, unknown>) => Promise<unknown>;
+  /** Throws when the socket of `generation` was abandoned or the client closed. */
+  readonly assertCurrent: (generation: number) => void;
+}
+
+function chunk<T>(items: readonly T[], size: number): T[][] {
+  const out: T[][] = [];
+  for (let i = 0; i < items.length; i += size) out.push(items.slice(i, i + size));
+  return out;
+}
+
+/**
+ * Live envelopes arriving while the result is applied are held back and routed afterwards, so
+ * that a live action can never overtake (and, via the per-channel seq guard, suppress) an older
+ * replayed one.
+ */
+export async function recover(ctx: RecoveryContext, generation: number, serverSeqAtInitialize: number): Promise<void> {
+  const replicas = ctx.replicas;
+  const channels = [...replicas.views.keys()];
+  if (channels.length > 0) {
+    const baseline = replicas.lastSeenServerSeq;
+    replicas.heldEnvelopes = [];
+    try {
+      for (const batch of chunk(channels, Limits.maxSubscriptionsPerRequest)) {
+        await recoverBatch(ctx, generation, baseline, batch);
+      }
+    } catch (error) {
+      // Retry from the same watermark; the per-channel guard skips what was already applied.
+      replicas.lastSeenServerSeq = baseline;
+      throw error;
+    }
+    const held = replicas.heldEnvelopes;
+    replicas.heldEnvelopes = undefined;
+    for (const envelope of held) replicas.routeEnvelope(envelope, false);
+  }
+  // Every action on our channels up to the initialize-time head is now reflected (replayed or
+  // inside a snapshot), so the next reconnect can start from there.
+  replicas.noteServerSeq(serverSeqAtInitialize);
+}
+
+async function recoverBatch(ctx: RecoveryContext, generation: number, lastSeenServerSeq: number, channels: string[]): Promise<void> {
+  let raw: unknown;
+  try {
+    raw = await ctx.handshakeRequest(Method.Reconnect, { channel: ROOT_URI, clientId: ctx.clientId, lastSeenServerSeq, subscriptions: channels });
+  } catch (error) {
+    if (!(error instanceof AhpRequestError)) throw error;
+    // The server refused to resume us (e.g. does not implement reconnect): start over cleanly.
+    ctx.logger.warn('reconnect refused; re-subscribing', error);
+    await resubscribe(ctx, generation, channels);
+    return;
+  }
+  ctx.assertCurrent(generation);
+  const parsed = reconnectResultSchema.safeParse(raw);
+  if (!parsed.success) {
+    ctx.logger.warn('reconnect: unexpected result shape; re-subscribing', parsed.error);
+    await resubscribe(ctx, generation, channels);
+    return;
+  }
+  await applyRecovery(ctx, generation, parsed.data, channels);
+}
+
+async function applyRecovery(ctx: RecoveryContext, generation: number, result: ParsedReconnectResult, channels: string[]): Promise<void> {
+  const replicas = ctx.replicas;
+  const missing = new Set(result.missing);
+  if (result.type === 'replay') {
+    for (const envelope of result.actions) replicas.routeEnvelope(envelope, true);
+  } else {
+    const covered = new Set<string>();
+    for (const snapshot of result.snapshots) {
+      const view = replicas.views.get(snapshot.resource);
+      if (!view) continue;
+      covered.add(snapshot.resource);
+      view.resetFromSnapshot(snapshot.state, snapshot.fromSeq, snapshot._meta);
+      replicas.noteServerSeq(snapshot.fromSeq);
+    }
+    // A snapshot result should cover every channel; fetch any it left out one by one.
+    const uncovered = channels.filter((c) => !covered.has(c) && !missing.has(c) && replicas.views.has(c));
+    if (uncovered.length > 0) await resubscribe(ctx, generation, uncovered);
+  }
+  for (const channel of missing) {
+    const view = replicas.views.get(channel);
+    if (!view) continue;
+    replicas.views.delete(channel);
+    replicas.endView(view, 'gone', 'the server can no longer resume this channel');
+  }
+}
+
+async function resubscribe(ctx: RecoveryContext, generation: number, channels: string[]): Promise<void> {
+  const replicas = ctx.replicas;
+  for (const channel of channels) {
+    const view = replicas.views.get(channel);
+    if (!view) continue;
+    let snapshot: WireSnapshot;
+    try {
+      snapshot = snapshotFrom(channel, await ctx.handshakeRequest(Method.Subscribe, { ...view.subscribeParams }));
+    } catch (error) {
+      if (!(error instanceof AhpRequestError) && !(error instanceof AhpProtocolError)) throw error;
+      replicas.views.delete(channel);
+      replicas.endView(view, 'gone', `re-subscribe failed: ${error.message}`);
+      continue;
+    }
+    ctx.assertCurrent(generation);
+    view.resetFromSnapshot(snapshot.state, snapshot.fromSeq, snapshot.meta);
+    replicas.noteServerSeq(snapshot.fromSeq);
+  }
+}
