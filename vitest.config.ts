@@ -9,14 +9,15 @@ export default defineConfig({
     hookTimeout: 30_000,
     // Two cores here: keep integration files from starving each other.
     maxWorkers: 2,
-    // `npm run coverage`: a floor that only rises. autoUpdate writes the measured numbers (rounded
-    // down) back here whenever a run beats them, so the floor is today's coverage and a run below
-    // it fails. The first run replaces the zeros.
+    // `npm test` measures coverage (v8; in-process code only, child processes are not counted):
+    // a floor that only rises. autoUpdate writes the measured numbers (rounded down) back here
+    // whenever a run beats them; a run below them fails. The starting floor is what test/shared,
+    // test/unit and test/server alone reach (the whole suite covers at least that).
     coverage: {
       provider: 'v8',
       include: ['server/**/*.ts', 'shared/**/*.ts', 'cli/**/*.ts'],
       reporter: ['text-summary', 'html'],
-      thresholds: { lines: 0, functions: 0, branches: 0, statements: 0, autoUpdate: (n: number) => Math.floor(n) },
+      thresholds: { lines: 64, functions: 62, branches: 52, statements: 60, autoUpdate: (n: number) => Math.floor(n) },
     },
   },
 });
