@@ -44,6 +44,8 @@ export interface CliConfig {
   remoteAgentGraceMs: number | undefined;
   /** Bytes each tenant's log and snapshots may take (`--tenant-disk-quota`); undefined = the hub's default (1 GiB). */
   tenantDiskQuota: number | undefined;
+  /** Characters of session and chat state a tenant's start may load (HUB_MAX_LOAD_STATE_CHARS; default: load-guard.ts). */
+  maxLoadStateChars: number | undefined;
   /** Agent process caps from `--max-agents*` / `HUB_MAX_AGENTS*`; each overrides the agents file's. */
   agentCaps: AgentCapOverrides;
   /** Cluster mode: time between compaction rounds of each tenant's shared log (HUB_COMPACT_INTERVAL_MS; default 60000). */
@@ -120,6 +122,7 @@ export function parseArgs(argv: readonly string[], env: NodeJS.ProcessEnv = proc
     compactIntervalMs: positiveIntegerEnv(env, 'HUB_COMPACT_INTERVAL_MS'),
     replayWindow: positiveIntegerEnv(env, 'HUB_REPLAY_WINDOW'),
     snapshotEvery: positiveIntegerEnv(env, 'HUB_SNAPSHOT_EVERY'),
+    maxLoadStateChars: positiveIntegerEnv(env, 'HUB_MAX_LOAD_STATE_CHARS'),
     agentCaps: agentCapsFrom(flag, env),
   };
   if (config.remoteAgentGraceMs !== undefined && (!Number.isInteger(config.remoteAgentGraceMs) || config.remoteAgentGraceMs < 0)) {

@@ -83,6 +83,7 @@ async function main(): Promise<void> {
       ...(config.tenantDiskQuota !== undefined ? { maxTenantDiskBytes: config.tenantDiskQuota } : {}),
       ...(config.replayWindow !== undefined ? { replayBufferSize: config.replayWindow } : {}),
       ...(config.snapshotEvery !== undefined ? { snapshotEvery: config.snapshotEvery } : {}),
+      ...(config.maxLoadStateChars !== undefined ? { maxLoadStateChars: config.maxLoadStateChars } : {}),
     },
     auth,
     logger,
