@@ -3,13 +3,27 @@
  * --host (127.0.0.1), --port (8787; 0 = any free port), --data (./data), --auth FILE,
  * --log-level (info), --sync normal|full (SQLite durability level), --agents FILE (agent providers),
  * --store postgres://… (HUB_STORE; a shared PostgreSQL log instead of the SQLite file: the cluster mode),
- * --tenant-disk-quota SIZE (HUB_TENANT_DISK_QUOTA; bytes, or with k/m/g: each tenant's SQLite log and snapshots).
+ * --tenant-disk-quota SIZE (HUB_TENANT_DISK_QUOTA; bytes, or with k/m/g: each tenant's SQLite log and snapshots),
+ * --max-agents N, --max-agents-per-tenant N, --max-agents-per-user N (HUB_MAX_AGENTS, HUB_MAX_AGENTS_PER_TENANT,
+ * HUB_MAX_AGENTS_PER_USER; agent process caps, over the agents file's `limits`).
  */
 import { readFileSync } from 'node:fs';
 import { isIP } from 'node:net';
 import { resolve } from 'node:path';
 import { parseArgs as parseCommandLine } from 'node:util';
 import type { LogLevel } from './log.js';
+import type { AgentLimits } from './agents/agent-budget.js';
+
+/** The agent process caps a flag or variable may set (docs/limits.md#agents). */
+export type AgentCapOverrides = Partial<Pick<AgentLimits, 'maxProcesses' | 'maxProcessesPerTenant' | 'maxProcessesPerUser'>>;
+
+/** Each cap's flag and variable; the same bounds as the agents file's `limits`. */
+const AGENT_CAP_OPTIONS = [
+  { key: 'maxProcesses', flag: 'max-agents', env: 'HUB_MAX_AGENTS' },
+  { key: 'maxProcessesPerTenant', flag: 'max-agents-per-tenant', env: 'HUB_MAX_AGENTS_PER_TENANT' },
+  { key: 'maxProcessesPerUser', flag: 'max-agents-per-user', env: 'HUB_MAX_AGENTS_PER_USER' },
+] as const;
+const MAX_AGENT_CAP = 100_000;
 
 export interface CliConfig {
   host: string;
@@ -30,6 +44,10 @@ export interface CliConfig {
   remoteAgentGraceMs: number | undefined;
   /** Bytes each tenant's log and snapshots may take (`--tenant-disk-quota`); undefined = the hub's default (1 GiB). */
   tenantDiskQuota: number | undefined;
+  /** Characters of session and chat state a tenant's start may load (HUB_MAX_LOAD_STATE_CHARS; default: load-guard.ts). */
+  maxLoadStateChars: number | undefined;
+  /** Agent process caps from `--max-agents*` / `HUB_MAX_AGENTS*`; each overrides the agents file's. */
+  agentCaps: AgentCapOverrides;
   /** Cluster mode: time between compaction rounds of each tenant's shared log (HUB_COMPACT_INTERVAL_MS; default 60000). */
   compactIntervalMs: number | undefined;
   /** Records a reconnect can be replayed from, and kept behind a snapshot (HUB_REPLAY_WINDOW; default 20000). */
@@ -72,6 +90,9 @@ export function parseArgs(argv: readonly string[], env: NodeJS.ProcessEnv = proc
         agents: { type: 'string' },
         store: { type: 'string' },
         'tenant-disk-quota': { type: 'string' },
+        'max-agents': { type: 'string' },
+        'max-agents-per-tenant': { type: 'string' },
+        'max-agents-per-user': { type: 'string' },
         help: { type: 'boolean' },
       },
     }));
@@ -101,6 +122,8 @@ export function parseArgs(argv: readonly string[], env: NodeJS.ProcessEnv = proc
     compactIntervalMs: positiveIntegerEnv(env, 'HUB_COMPACT_INTERVAL_MS'),
     replayWindow: positiveIntegerEnv(env, 'HUB_REPLAY_WINDOW'),
     snapshotEvery: positiveIntegerEnv(env, 'HUB_SNAPSHOT_EVERY'),
+    maxLoadStateChars: positiveIntegerEnv(env, 'HUB_MAX_LOAD_STATE_CHARS'),
+    agentCaps: agentCapsFrom(flag, env),
   };
   if (config.remoteAgentGraceMs !== undefined && (!Number.isInteger(config.remoteAgentGraceMs) || config.remoteAgentGraceMs < 0)) {
     throw new ConfigError('HUB_REMOTE_AGENT_GRACE_MS must be a non-negative integer (milliseconds)');
@@ -124,7 +147,29 @@ export function parseArgs(argv: readonly string[], env: NodeJS.ProcessEnv = proc
   return config;
 }
 
-export const USAGE = `usage: npm start -- [--host 127.0.0.1] [--port 8787] [--data ./data] [--auth tokens.json] [--log-level info] [--sync normal|full] [--agents agents.json] [--store postgres://…] [--tenant-disk-quota 1g]`;
+export const USAGE = `usage: npm start -- [--host 127.0.0.1] [--port 8787] [--data ./data] [--auth tokens.json] [--log-level info] [--sync normal|full] [--agents agents.json] [--store postgres://…] [--tenant-disk-quota 1g] [--max-agents 64] [--max-agents-per-tenant 32] [--max-agents-per-user 8]`;
+
+/** Each agent cap given by its flag, else its variable: a whole number from 1 to MAX_AGENT_CAP. */
+function agentCapsFrom(flag: (name: string) => string | undefined, env: NodeJS.ProcessEnv): AgentCapOverrides {
+  const caps: { -readonly [K in keyof AgentCapOverrides]: AgentCapOverrides[K] } = {};
+  for (const option of AGENT_CAP_OPTIONS) {
+    const fromFlag = flag(option.flag);
+    const raw = fromFlag ?? (env[option.env] || undefined);
+    if (raw === undefined) continue;
+    const value = /^\s*\d+\s*$/.test(raw) ? Number(raw) : Number.NaN;
+    if (!Number.isSafeInteger(value) || value < 1 || value > MAX_AGENT_CAP) {
+      const source = fromFlag !== undefined ? `--${option.flag}` : option.env;
+      throw new ConfigError(`${source} must be a whole number of agent processes from 1 to ${MAX_AGENT_CAP}, got ${JSON.stringify(raw)}`);
+    }
+    caps[option.key] = value;
+  }
+  return caps;
+}
+
+/** The agents file's caps (or the defaults) with those the command line or environment set. */
+export function agentLimitsWith(fromFile: AgentLimits, caps: AgentCapOverrides): AgentLimits {
+  return { ...fromFile, ...caps };
+}
 
 /** `123`, `64k`, `512m`, `2g` (binary multiples) → bytes; undefined stays undefined. */
 function parseSize(name: string, text: string | undefined): number | undefined {

@@ -5,7 +5,7 @@ import { dirname, join } from 'node:path';
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { devAuthenticator, loadAuthFile, reloadable, usersWithExampleSecrets } from './auth/auth.js';
-import { ConfigError, connectionCapsFor, FILES_PER_SQLITE_TENANT, minimumOpenFiles, openFileLimit, parseArgs } from './config.js';
+import { agentLimitsWith, ConfigError, connectionCapsFor, FILES_PER_SQLITE_TENANT, minimumOpenFiles, openFileLimit, parseArgs } from './config.js';
 import { createLogger } from './log.js';
 import { startHubServer } from './server.js';
 import { defaultFeatures } from './features.js';
@@ -67,7 +67,7 @@ async function main(): Promise<void> {
     logger.warn('the open-file limit lowers the connection caps; raise it (ulimit -n) for more', { openFileLimit: fileLimit, ...caps });
   }
   // One process budget for the whole hub: every tenant's agents count against it.
-  const budget = new AgentProcessBudget(agentsFile.limits);
+  const budget = new AgentProcessBudget(agentLimitsWith(agentsFile.limits, config.agentCaps));
   const appDir = join(dirname(fileURLToPath(import.meta.url)), '..', 'app');
   const server = await startHubServer({
     host: config.host,
@@ -83,6 +83,7 @@ async function main(): Promise<void> {
       ...(config.tenantDiskQuota !== undefined ? { maxTenantDiskBytes: config.tenantDiskQuota } : {}),
       ...(config.replayWindow !== undefined ? { replayBufferSize: config.replayWindow } : {}),
       ...(config.snapshotEvery !== undefined ? { snapshotEvery: config.snapshotEvery } : {}),
+      ...(config.maxLoadStateChars !== undefined ? { maxLoadStateChars: config.maxLoadStateChars } : {}),
     },
     auth,
     logger,

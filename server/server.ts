@@ -23,7 +23,7 @@ import type { RateLimit, RpcRegistrar } from './hub/rpc.js';
 import type { HubPort } from './hub/hub-port.js';
 import type { Logger } from './log.js';
 import { errorFields, errorMessage } from './log.js';
-import { STORAGE_UNAVAILABLE_REASON } from './hub/commit-pipeline.js';
+import { isStorageIoError, stateTooLargeToLoad, tenantTooLargeToLoad, tenantUnavailable } from './tenant-refusals.js';
 import type { AgentLeaseStore } from './storage/postgres-agent-leases.js';
 import { PostgresStore } from './storage/postgres-store.js';
 import type { CollabLog } from './collab/collab-log.js';
@@ -199,6 +199,8 @@ export async function startHubServer(config: HubServerConfig): Promise<HubServer
   // Tenants whose log cannot be opened for a storage reason (full disk, read-only data dir): the
   // hub starts without them, refuses their requests with 503 storage_unavailable and keeps trying.
   const unavailable = new Map<string, string>();
+  // Tenants whose log holds more state than this hub may load: refused until a restart (tenant-refusals.ts).
+  const refusedAtStart = new Map<string, HttpError>();
   const openWhenPossible = async (tenant: string): Promise<void> => {
     for (let wait = 500; closing === undefined; wait = Math.min(wait * 2, 5_000)) {
       await new Promise((resolve) => setTimeout(resolve, wait).unref());
@@ -221,7 +223,13 @@ export async function startHubServer(config: HubServerConfig): Promise<HubServer
       try {
         stacks.set(tenant, await openStack(tenant, node));
       } catch (err) {
-        if (!isStorageIoError(err) || (stacks.size === 0 && tenant === config.auth.tenants[config.auth.tenants.length - 1])) throw err;
+        const tooLarge = stateTooLargeToLoad(err);
+        if ((!isStorageIoError(err) && !tooLarge) || (stacks.size === 0 && tenant === config.auth.tenants[config.auth.tenants.length - 1])) throw err;
+        if (tooLarge) {
+          logger.error('a tenant is refused: its log holds more state than this hub can load; the other tenants start', { tenant, heldChars: tooLarge.heldChars, maxChars: tooLarge.maxChars, err: tooLarge.message });
+          refusedAtStart.set(tenant, tenantTooLargeToLoad(tenant));
+          continue;
+        }
         logger.error("cannot open a tenant's log; starting without it and retrying", { tenant, ...errorFields(err) });
         unavailable.set(tenant, errorMessage(err));
       }
@@ -248,7 +256,7 @@ export async function startHubServer(config: HubServerConfig): Promise<HubServer
     if (!principal) return defaultStack;
     const stack = stacks.get(principal.tenant);
     if (stack) return stack;
-    if (unavailable.has(principal.tenant)) throw tenantUnavailable();
+    if (unavailable.has(principal.tenant) || refusedAtStart.has(principal.tenant)) throw refusedAtStart.get(principal.tenant) ?? tenantUnavailable();
     throw new Error(`internal: no stack for tenant ${JSON.stringify(principal.tenant)}; the authenticator must list every tenant`);
   };
 
@@ -302,7 +310,7 @@ export async function startHubServer(config: HubServerConfig): Promise<HubServer
     maxConnectionsPerTenant: config.maxConnectionsPerTenant ?? (config.auth.enforced ? Math.max(1, Math.floor(maxWsConnections / 2)) : maxWsConnections),
     initializeTimeoutMs: config.initializeTimeoutMs ?? 10_000,
     guard: devGuard,
-    refuse: (principal) => (stacks.has(principal.tenant) ? undefined : tenantUnavailable()),
+    refuse: (principal) => (stacks.has(principal.tenant) ? undefined : (refusedAtStart.get(principal.tenant) ?? tenantUnavailable())),
     onServerClose: (code) => metrics.connectionClosedByServer(code),
     onClose: (conn, principal) => stacks.get(principal.tenant)?.hub.disconnect(conn),
   });
@@ -441,23 +449,6 @@ export async function startHubServer(config: HubServerConfig): Promise<HubServer
 async function closeStack(stack: TenantStack): Promise<void> {
   await stack.stopAgents();
   await stack.close();
-}
-
-/** 503 for a tenant whose log could not be opened (yet). */
-function tenantUnavailable(): HttpError {
-  return new HttpError(503, 'storage_unavailable', `${STORAGE_UNAVAILABLE_REASON}: this tenant's log cannot be opened right now; try again later`);
-}
-
-/**
- * A failure of the storage under a log (full disk, read-only or vanished data directory, I/O
- * error) rather than of its contents: worth retrying, and no reason to keep other tenants down.
- */
-export function isStorageIoError(err: unknown): boolean {
-  for (let e: unknown = err, depth = 0; e instanceof Error && depth < 8; e = e.cause, depth++) {
-    const code = (e as { code?: unknown }).code;
-    if (typeof code === 'string' && /^(SQLITE_(FULL|CANTOPEN|READONLY|IOERR|BUSY|PERM)|ENOSPC|EROFS|EACCES|EPERM|EIO|EDQUOT)/.test(code)) return true;
-  }
-  return false;
 }
 
 /** False for paths like `/%` or `/%zz` that no route or file can be named by. */
