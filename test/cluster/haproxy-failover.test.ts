@@ -5,29 +5,21 @@
  * that was on it is back (reconnected through the proxy to a survivor) within 5 s of the kill,
  * and every action any client saw acknowledged is in the final state, and in the log once.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { RpcClient } from '../helpers/rpc-client.js';
-import { startHaproxy, type RunningHaproxy } from '../helpers/haproxy.js';
 import { waitFor } from '../helpers/wait-for.js';
-import { clusterPerFile, connectionsOn, headOf, hostPort, queuedMessageCountsInLog, subscribeWhenKnown } from './cluster.js';
+import { connectionsOn, headOf, queuedMessageCountsInLog, subscribeWhenKnown } from './cluster.js';
+import { proxiedClusterPerFile } from './proxied.js';
 import { SdkWriter } from './sdk-writer.js';
 
 describe('three nodes behind HAProxy: SIGKILL one', () => {
-  const fx = clusterPerFile(3);
-  let proxy: RunningHaproxy | undefined;
-  const writers: SdkWriter[] = [];
-  beforeAll(async () => {
-    proxy = await startHaproxy(fx.cluster.nodes.map(hostPort));
-  }, 30_000);
-  afterAll(async () => {
-    for (const w of writers.splice(0)) w.close();
-    await proxy?.stop();
-  });
+  const fx = proxiedClusterPerFile();
+  const writers = fx.writers;
 
   it('clients on the killed node are back through the proxy within 5 s; every acknowledged action is in the final state, once', async () => {
     const nodes = fx.cluster.nodes;
     for (let i = 0; i < 6; i++) {
-      const w = await SdkWriter.open(`w${i}`, proxy!.wsUrl);
+      const w = await SdkWriter.open(`w${i}`, fx.proxy.wsUrl);
       writers.push(w);
       await w.createChat();
     }
@@ -62,7 +54,7 @@ describe('three nodes behind HAProxy: SIGKILL one', () => {
     for (const w of orphans) expect(w.reopened[0]! - killedAt).toBeLessThanOrEqual(5_000);
     // HAProxy's health checks took the node out within seconds.
     const name = `hub-${victim + 1}`;
-    await waitFor(() => (new RegExp(`Server hubs/${name} is DOWN`).test(proxy!.output()) ? true : undefined), { what: `HAProxy to mark ${name} down`, timeoutMs: 5_000 });
+    await waitFor(() => (new RegExp(`Server hubs/${name} is DOWN`).test(fx.proxy.output()) ? true : undefined), { what: `HAProxy to mark ${name} down`, timeoutMs: 5_000 });
     // The survivors now hold every client.
     const after = await Promise.all(survivors.map(connectionsOn));
     expect(after.reduce((a, b) => a + b, 0)).toBe(6);
