@@ -20,7 +20,7 @@ import { asSessionUri } from '../../shared/protocol/uris.js';
 import { StateLimits } from '../../shared/protocol/state.js';
 import type { Principal } from '../auth/auth.js';
 import { authorize } from '../auth/authorize.js';
-import type { Feature, FeatureContext } from '../server.js';
+import type { Feature, FeatureContext } from '../feature-contract.js';
 import { HttpError, readJsonBody, sendJson, type HttpContext } from '../transport/http-router.js';
 import { JSONRPC } from '../../shared/protocol/messages.js';
 import { openSse, SessionStreams, sseMessage, type StreamEvent, type StreamLimits, type StreamListener } from './event-stream.js';
