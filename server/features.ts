@@ -5,7 +5,7 @@
 import { collabFeature } from './collab/feature.js';
 import { interactionsFeature } from './interactions/feature.js';
 import { qwenServeFeature } from './qwen-serve/feature.js';
-import type { Feature } from './server.js';
+import type { Feature } from './feature-contract.js';
 import { steeringFeature } from './steering/feature.js';
 
 export function defaultFeatures(): Feature[] {

@@ -15,12 +15,10 @@ import { randomUUID } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
 import { Role, tokenFromRequest, type Authenticator, type Principal } from './auth/auth.js';
 import type { AgentProvider } from './agents/agent.js';
-import type { SteeringHost } from './agents/agent-runner.js';
 import { demoAgent, remoteAgent } from './agents/demo-agent.js';
 import type { Hub, HubLimits } from './hub/hub.js';
 import { DEFAULT_FANOUT_LIMITS } from './hub/fanout.js';
-import type { RateLimit, RpcRegistrar } from './hub/rpc.js';
-import type { HubPort } from './hub/hub-port.js';
+import type { RateLimit } from './hub/rpc.js';
 import type { Logger } from './log.js';
 import { errorFields, errorMessage } from './log.js';
 import { isStorageIoError, stateTooLargeToLoad, tenantTooLargeToLoad, tenantUnavailable } from './tenant-refusals.js';
@@ -32,7 +30,7 @@ import { memoryTenantLogs, sqliteTenantLogs, tenantDir, tenantLogsOf, type Tenan
 import { migrateSingleLogDataDir } from './migrate-data-dir.js';
 import { TenantStack } from './tenant-stack.js';
 import { drainNode } from './drain.js';
-import { HttpError, HttpRouter, sendError, sendJson, sendNoRoute, type HttpRegistrar } from './transport/http-router.js';
+import { HttpError, HttpRouter, sendError, sendJson, sendNoRoute } from './transport/http-router.js';
 import { serveStatic } from './transport/static-files.js';
 import { TransportCloseCode, WsTransport } from './transport/ws-transport.js';
 import { capHttpConnections } from './transport/http-connection-cap.js';
@@ -41,6 +39,9 @@ import { loopbackRefusal } from './transport/loopback-guard.js';
 import { lockDataDir, type DataDirLock } from './storage/data-dir-lock.js';
 import { HubMetrics } from './metrics.js';
 import { secureDataDir } from './agents/agent-workspace.js';
+import type { Feature } from './feature-contract.js';
+
+export type { Feature, FeatureContext } from './feature-contract.js';
 
 export interface HubServerConfig {
   readonly host: string;
@@ -91,35 +92,6 @@ export interface HubServerConfig {
   readonly heartbeatMs?: number;
   readonly features?: readonly Feature[];
   readonly now?: () => number;
-}
-
-/**
- * What a feature module (steering, permission replies, collaboration, qwen-serve) gets to plug
- * into: the hub through its port, and only the registration side of the JSON-RPC and HTTP routers.
- */
-export interface FeatureContext {
-  readonly hub: HubPort;
-  readonly rpc: RpcRegistrar;
-  readonly http: HttpRegistrar;
-  /** The agent runner, as far as steering needs it. */
-  readonly runner: SteeringHost;
-  readonly logger: Logger;
-  readonly now: () => number;
-  readonly newId: () => string;
-  readonly auth: Authenticator;
-  /**
-   * Services features offer each other, per server instance (e.g. the interactions registry the
-   * qwen-serve surface answers through). Features install in list order, so a feature finds
-   * what the ones before it provided.
-   */
-  readonly services: Map<string, unknown>;
-  /** Gauges read at scrape time (`GET /metrics`). */
-  readonly metrics: Pick<HubMetrics, 'gauge'>;
-}
-
-export interface Feature {
-  readonly name: string;
-  install(ctx: FeatureContext): { close?(): Promise<void> | void } | void;
 }
 
 export interface HubServer {

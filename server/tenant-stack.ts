@@ -25,7 +25,7 @@ import { HttpRouter } from './transport/http-router.js';
 import { COLLAB_LOG_SERVICE, type CollabLog } from './collab/collab-log.js';
 import { DEFAULT_COMPACT_INTERVAL_MS, isCompactingLog, LogCompactor } from './hub/log-compactor.js';
 import type { HubMetrics } from './metrics.js';
-import type { Feature } from './server.js';
+import type { Feature } from './feature-contract.js';
 
 export interface TenantStackOptions {
   readonly tenant: string;

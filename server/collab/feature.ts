@@ -25,7 +25,7 @@ import type { RpcContext } from '../hub/rpc.js';
 import { encodeError } from '../hub/rpc.js';
 import type { Logger } from '../log.js';
 import { errorFields } from '../log.js';
-import type { Feature, FeatureContext } from '../server.js';
+import type { Feature, FeatureContext } from '../feature-contract.js';
 import { CollabRoom, SERVER_ORIGIN } from './collab-room.js';
 import { COLLAB_LOG_SERVICE, type CollabLog } from './collab-log.js';
 import { ClusterText } from './cluster-text.js';

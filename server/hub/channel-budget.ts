@@ -20,6 +20,7 @@
  * quota bounds everyone together.
  */
 import { actionJson } from '../action-json.js';
+import { rejection, type Rejection } from './decide.js';
 
 export const DEFAULT_MAX_CHANNEL_JSON_CHARS = 8 * 1024 * 1024;
 /**
@@ -235,4 +236,11 @@ export class ChannelSizeBudget {
       if (account) this.#measure(channel, account);
     }
   }
+}
+
+/** A budget refusal as a decision: the channel's size is a limit, the user's and tenant's totals quotas. */
+export function budgetRejection(refusal: StateRefusal, observer: { quotaRefused?(quota: string): void } | undefined): Rejection {
+  if (refusal.kind === 'channel_too_large') return rejection('limit_exceeded', refusal.reason);
+  observer?.quotaRefused?.(refusal.kind);
+  return rejection('quota_exceeded', refusal.reason);
 }

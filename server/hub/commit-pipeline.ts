@@ -37,56 +37,19 @@
  * what is `subscriptions.ts`'s.
  */
 import type { ActionEnvelope, ActionOrigin, WireAction } from '../../shared/protocol/messages.js';
-import { isSharedActionLog, type ActionLog, type AppendResult, type LogRecord } from '../storage/action-log.js';
+import { isSharedActionLog, type ActionLog, type LogRecord } from '../storage/action-log.js';
 import type { Logger } from '../log.js';
 import { errorFields, errorMessage } from '../log.js';
 import { CATALOG_CHANNEL } from './catalog.js';
 import type { Actor } from './client-ledger.js';
 import { CloseCode, type Connection } from './connection.js';
-import { deliverEnvelopeRun, deliverPrivate, encodeNotification, mergeStreamingActions, sendOrCloseSlow, type ChannelFanout, type FanoutLimits, type QueuedEnvelope } from './fanout.js';
+import { deliverEnvelopeRun, deliverPrivate, encodeNotification, mergeStreamingActions, sendOrCloseSlow, type FanoutLimits, type QueuedEnvelope } from './fanout.js';
 import type { ReplayWindow } from './replay-window.js';
-
-/** Who receives what the pipeline delivers (implemented by `Subscriptions`). */
-export interface Receivers {
-  fanoutOf(channel: string): ChannelFanout | undefined;
-  rootSubscribersOf(tenant: string): ReadonlySet<Connection> | undefined;
-}
-
-/** Where records are appended: the log itself, or the cluster's write gate in front of it. */
-export interface Appender {
-  append(expectedHead: number, records: readonly LogRecord[]): Promise<AppendResult>;
-  /**
-   * After `append` failed: appends the same batch at the same head again, or finds it already
-   * there. Resolves true when the log holds the batch, false when it holds other records at those
-   * positions; throws while the log is still unreachable. Without it, the log is asked directly.
-   */
-  retry?(expectedHead: number, records: readonly LogRecord[]): Promise<boolean>;
-}
+import { type Appender, type CommitPipelineOptions, type Receivers, sameRecords } from './commit-ports.js';
 
 /** Backoff between retries of a batch in doubt. */
 const RETRY_FIRST_MS = 100;
 const RETRY_MAX_MS = 2_000;
-
-export interface CommitPipelineOptions {
-  readonly log: ActionLog;
-  readonly logger: Logger;
-  /** The in-memory state every sequenced record is applied to, at once. */
-  readonly state: { applyRecord(record: LogRecord): void };
-  readonly receivers: Receivers;
-  /** Gets every envelope as it is delivered (reconnect replay, duplicate echoes). */
-  readonly replay: ReplayWindow;
-  readonly fanoutLimits: FanoutLimits;
-  /** A snapshot is written after this many records. */
-  readonly snapshotEvery: number;
-  /** Records kept in the log behind a snapshot (the replay window's worth). */
-  readonly keepBehindSnapshot: number;
-  /** The image a snapshot stores (everything recovery needs besides the log). */
-  readonly snapshotImage: () => unknown;
-  /** The last serverSeq already in the log (recovered): sequencing continues after it. */
-  readonly headSeq: number;
-  /** A batch in doubt was abandoned (the log holds other records there): memory is not the log's. */
-  readonly onAppendFailed: (err: unknown) => void;
-}
 
 type OutboxItem =
   /** A sequenced envelope for the channel's subscribers; `source` (the dispatching connection) gets its echo too. */
@@ -514,15 +477,6 @@ export class CommitPipeline {
  * field, so this prefix is what clients match; JSON-RPC errors carry `ErrorCode.StorageUnavailable`).
  */
 export const STORAGE_UNAVAILABLE_REASON = 'the action log is unavailable';
-
-/** True when the log's records are exactly `records` (same positions, channels, actions, origins). */
-export function sameRecords(stored: readonly LogRecord[], records: readonly LogRecord[]): boolean {
-  if (stored.length !== records.length) return false;
-  return records.every((r, i) => {
-    const s = stored[i]!;
-    return s.serverSeq === r.serverSeq && s.channel === r.channel && JSON.stringify(s.action) === JSON.stringify(r.action) && JSON.stringify(s.origin ?? null) === JSON.stringify(r.origin ?? null);
-  });
-}
 
 function deferred(): { promise: Promise<void>; resolve: () => void } {
   let resolve!: () => void;

@@ -29,7 +29,7 @@ import type { ChatEntry, HubState, SessionEntry } from './catalog.js';
 import type { Connection } from './connection.js';
 import type { SessionSummaryView } from './rollup.js';
 import { actorOf, type ClaimOutcome, type ClientLedger } from './client-ledger.js';
-import { ChannelSizeBudget, type StateRefusal } from './channel-budget.js';
+import { budgetRejection, ChannelSizeBudget } from './channel-budget.js';
 import type { WriteGate } from './write-gate.js';
 import { ReplayWindow } from './replay-window.js';
 import type { HookOwner, HubHooks, HubPort, SubmitOutcome } from './hub-port.js';
@@ -306,13 +306,6 @@ export class Hub implements HubPort {
     return this.#catalogue.disposeChat(principal, chatUri);
   }
 
-  /** A budget refusal as a decision: the channel's size is a limit, the user's and tenant's totals quotas. */
-  #budgetRefusal(refusal: StateRefusal): Rejection {
-    if (refusal.kind === 'channel_too_large') return rejection('limit_exceeded', refusal.reason);
-    this.#observer?.quotaRefused?.(refusal.kind);
-    return rejection('quota_exceeded', refusal.reason);
-  }
-
   // ─── Dispatch and decision ──────────────────────────────────────────────────
 
   /**
@@ -381,7 +374,7 @@ export class Hub implements HubPort {
     const decision = decide(this.#state, input);
     if (!decision?.ok) return decision;
     const full = this.#channelBudget.charge(input.channel, decision.action);
-    return full === undefined ? decision : this.#budgetRefusal(full);
+    return full === undefined ? decision : budgetRejection(full, this.#observer);
   }
 
   /**
@@ -424,7 +417,7 @@ export class Hub implements HubPort {
     const decided = decideServer(this.#state, channel, action);
     const full = this.#channelBudget.charge(channel, decided);
     if (full) {
-      const refusal = this.#budgetRefusal(full);
+      const refusal = budgetRejection(full, this.#observer);
       throw new ProtocolError(refusal.code, refusal.reason);
     }
     const seq = this.#sequencer.accept(channel, decided, undefined);

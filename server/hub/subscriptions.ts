@@ -11,7 +11,7 @@
 import { ErrorCode, ProtocolError } from '../../shared/protocol/errors.js';
 import type { ReconnectParams, ReconnectResult, Snapshot } from '../../shared/protocol/messages.js';
 import { ROOT_URI } from '../../shared/protocol/uris.js';
-import type { Receivers } from './commit-pipeline.js';
+import type { Receivers } from './commit-ports.js';
 import type { Connection } from './connection.js';
 import { ChannelFanout, type FanoutLimits } from './fanout.js';
 import type { ReplayWindow } from './replay-window.js';

@@ -21,7 +21,8 @@
 import type { AppendResult, LogRecord, SharedActionLog, WriteTurn } from '../storage/action-log.js';
 import type { Logger } from '../log.js';
 import { errorFields, errorMessage } from '../log.js';
-import { STORAGE_UNAVAILABLE_REASON, sameRecords } from './commit-pipeline.js';
+import { STORAGE_UNAVAILABLE_REASON } from './commit-pipeline.js';
+import { sameRecords } from './commit-ports.js';
 
 /** What the gate needs from the hub. */
 export interface FoldTarget {

@@ -20,11 +20,12 @@ import { asSessionUri } from '../../shared/protocol/uris.js';
 import { StateLimits } from '../../shared/protocol/state.js';
 import type { Principal } from '../auth/auth.js';
 import { authorize } from '../auth/authorize.js';
-import type { Feature, FeatureContext } from '../server.js';
+import type { Feature, FeatureContext } from '../feature-contract.js';
 import { HttpError, readJsonBody, sendJson, type HttpContext } from '../transport/http-router.js';
 import { JSONRPC } from '../../shared/protocol/messages.js';
 import { openSse, SessionStreams, sseMessage, type StreamEvent, type StreamLimits, type StreamListener } from './event-stream.js';
-import { InteractionRegistry, type ReplyResult } from './registry.js';
+import type { ReplyResult } from './interaction-model.js';
+import { InteractionRegistry } from './registry.js';
 import { checkPermissionRequestId, isParamError, parseDataWorks, parseQwen, REPLY_ERRORS, replyErrorStatus, replyHttpError, type ParamError } from './replies.js';
 
 export interface InteractionsOptions {

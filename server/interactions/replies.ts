@@ -14,7 +14,7 @@
  *   → 200 taken · 404 unknown / already resolved / expired / no such session · 400 bad params
  */
 import { isCanonicalIndexKey, MAX_ANSWER_KEYS, MAX_ANSWER_LENGTH } from './answers.js';
-import type { Reply } from './registry.js';
+import type { Reply } from './interaction-model.js';
 import { HttpError } from '../transport/http-error.js';
 import { ERROR_TABLE } from '../../shared/protocol/error-kinds.js';
 

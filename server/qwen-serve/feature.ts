@@ -26,7 +26,7 @@ import type { Principal } from '../auth/auth.js';
 import { authorize, type Operation } from '../auth/authorize.js';
 import { httpStatusOf } from '../../shared/protocol/error-kinds.js';
 import { SERVER_INFO } from '../hub/ahp-methods.js';
-import type { Feature, FeatureContext } from '../server.js';
+import type { Feature, FeatureContext } from '../feature-contract.js';
 import { HttpError, readJsonBody, sendJson } from '../transport/http-router.js';
 import { openSse } from '../interactions/event-stream.js';
 import { INTERACTIONS_SERVICE, parsePrompt, type InteractionsService } from '../interactions/feature.js';

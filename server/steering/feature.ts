@@ -21,7 +21,7 @@ import { channelKind, sessionUri } from '../../shared/protocol/uris.js';
 import type { Principal } from '../auth/auth.js';
 import { authorize } from '../auth/authorize.js';
 import type { HubPort } from '../hub/hub-port.js';
-import type { Feature, FeatureContext } from '../server.js';
+import type { Feature, FeatureContext } from '../feature-contract.js';
 import { HttpError, readJsonBody, sendJson } from '../transport/http-router.js';
 import { SteeringEngine, type SteeringOptions } from './engine.js';
 import { InputError, parseStatusQuery, parseSubmit, type InputSource } from './inputs.js';

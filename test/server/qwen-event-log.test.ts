@@ -1,10 +1,10 @@
 /**
  * The qwen-format event log of one session (server/qwen-serve/event-log.ts) and qwen's option-id
- * aliases (server/interactions/registry.ts `offeredOption`).
+ * aliases (server/interactions/interaction-model.ts `offeredOption`).
  */
 import { describe, expect, it } from 'vitest';
 import { QwenSessionLog, qwenSseMessage } from '../../server/qwen-serve/event-log.js';
-import { offeredOption } from '../../server/interactions/registry.js';
+import { offeredOption } from '../../server/interactions/interaction-model.js';
 import type { PermissionOption } from '../../server/acp-mapping/index.js';
 
 const update = (text: string) => JSON.stringify({ jsonrpc: '2.0', method: 'session/update', params: { sessionId: 's1', update: { sessionUpdate: 'agent_message_chunk', content: { type: 'text', text } } } });

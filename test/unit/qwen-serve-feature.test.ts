@@ -14,7 +14,7 @@ import { Role, devAuthenticator, type Principal } from '../../server/auth/auth.j
 import { createInteractionsFeature } from '../../server/interactions/feature.js';
 import { silentLogger } from '../../server/log.js';
 import { createQwenServeFeature } from '../../server/qwen-serve/feature.js';
-import type { FeatureContext } from '../../server/server.js';
+import type { FeatureContext } from '../../server/feature-contract.js';
 import { HttpError, type HttpHandler, type HttpRegistrar } from '../../server/transport/http-router.js';
 import type { RpcRegistrar } from '../../server/hub/rpc.js';
 import { FakeHubPort } from '../helpers/fake-hub-port.js';

@@ -1,0 +1,41 @@
+/**
+ * The contract between the composition root and a feature module: what a feature gets to plug
+ * into and what it hands back. Its own module so features, `server.ts` and `tenant-stack.ts`
+ * can all name it without importing each other.
+ */
+import type { Authenticator } from './auth/auth.js';
+import type { SteeringHost } from './agents/agent-runner.js';
+import type { RpcRegistrar } from './hub/rpc.js';
+import type { HubPort } from './hub/hub-port.js';
+import type { Logger } from './log.js';
+import type { HttpRegistrar } from './transport/http-router.js';
+import type { HubMetrics } from './metrics.js';
+
+/**
+ * What a feature module (steering, permission replies, collaboration, qwen-serve) gets to plug
+ * into: the hub through its port, and only the registration side of the JSON-RPC and HTTP routers.
+ */
+export interface FeatureContext {
+  readonly hub: HubPort;
+  readonly rpc: RpcRegistrar;
+  readonly http: HttpRegistrar;
+  /** The agent runner, as far as steering needs it. */
+  readonly runner: SteeringHost;
+  readonly logger: Logger;
+  readonly now: () => number;
+  readonly newId: () => string;
+  readonly auth: Authenticator;
+  /**
+   * Services features offer each other, per server instance (e.g. the interactions registry the
+   * qwen-serve surface answers through). Features install in list order, so a feature finds
+   * what the ones before it provided.
+   */
+  readonly services: Map<string, unknown>;
+  /** Gauges read at scrape time (`GET /metrics`). */
+  readonly metrics: Pick<HubMetrics, 'gauge'>;
+}
+
+export interface Feature {
+  readonly name: string;
+  install(ctx: FeatureContext): { close?(): Promise<void> | void } | void;
+}
