@@ -13,7 +13,7 @@ import { el, markdownInto, replaceChildren } from './dom.js';
 import { colorFor, displayTitle, errorInWords, newId, personName, receiptInWords, relativeTime, sessionIdOf, statusClass, statusLabel, type AnsweredBy } from './format.js';
 import { AhpRequestError } from '../shared/client/errors.js';
 import { ErrorCode } from '../shared/protocol/errors.js';
-import type { AppContext } from './main.js';
+import type { AppContext } from './context.js';
 import { createPartView, type PartView } from './parts.js';
 import { AnswerStamps } from './answer-stamps.js';
 import { nextFrame } from './markdown-stream.js';

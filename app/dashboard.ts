@@ -8,7 +8,7 @@ import { ROOT_URI } from '../shared/protocol/uris.js';
 import { el, replaceChildren } from './dom.js';
 import { displayTitle, errorInWords, relativeTime, sessionIdOf, shortSessionId, statusClass, statusLabel, type StatusLabel } from './format.js';
 import type { ChatState, SessionState } from '../shared/client/ahp-client.js';
-import type { AppContext } from './main.js';
+import type { AppContext } from './context.js';
 import { markdownToText } from './markdown.js';
 
 interface InputNeededBrief {

@@ -9,20 +9,7 @@ import { el } from './dom.js';
 import { DashboardView } from './dashboard.js';
 import { ChatPage } from './chat-view.js';
 import { Attention } from './attention.js';
-
-export interface AppContext {
-  readonly client: AhpClient;
-  /** Who this tab is: the token's user, or in dev mode a per-tab name (so presence can be tried). */
-  readonly user: string;
-  readonly role: string;
-  readonly canWrite: boolean;
-  /** No token: the hub's single-user dev mode. */
-  readonly devMode: boolean;
-  readonly attention: Attention;
-  navigate(path: string): void;
-  /** Sets the page's own title; the app prefixes "(n) need input" while sessions wait. */
-  setPageTitle(title: string): void;
-}
+import type { AppContext } from './context.js';
 
 interface View {
   readonly el: HTMLElement;

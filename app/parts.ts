@@ -7,7 +7,7 @@ import type { ChannelView } from '../shared/client/channel-view.js';
 import type { ResponsePart, ToolCallState } from '../shared/protocol/state.js';
 import { el, markdownInto, replaceChildren } from './dom.js';
 import { answeredByOf, answeredByText, errorInWords, FROM_APP_META, wonRaceText } from './format.js';
-import type { AppContext } from './main.js';
+import type { AppContext } from './context.js';
 import { InputRequestView } from './input-form.js';
 import { StreamingMarkdown } from './markdown-stream.js';
 
