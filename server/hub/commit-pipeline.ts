@@ -231,7 +231,13 @@ export class CommitPipeline {
     const record: LogRecord = { serverSeq: last.serverSeq, channel, action: combined };
     this.#pendingRecords[pendingAt] = record;
     const earlier = queued.onDelivered;
-    const chained = earlier && onDelivered ? () => (earlier(), onDelivered()) : (earlier ?? onDelivered);
+    const chained =
+      earlier && onDelivered
+        ? () => {
+            earlier();
+            onDelivered();
+          }
+        : (earlier ?? onDelivered);
     this.#outbox[queuedAt] = { ...queued, envelope: envelopeOf(record), onDelivered: chained };
     this.#mergeable = record;
     return record.serverSeq;
