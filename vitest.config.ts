@@ -17,6 +17,8 @@ export default defineConfig({
       provider: 'v8',
       include: ['server/**/*.ts', 'shared/**/*.ts', 'cli/**/*.ts'],
       reporter: ['text-summary', 'html'],
+      // The summary also when a test failed: a red run still says where coverage stands.
+      reportOnFailure: true,
       thresholds: { lines: 64, functions: 62, branches: 52, statements: 60, autoUpdate: (n: number) => Math.floor(n) },
     },
   },
