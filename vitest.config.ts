@@ -11,15 +11,16 @@ export default defineConfig({
     maxWorkers: 2,
     // `npm test` measures coverage (v8; in-process code only, child processes are not counted):
     // a floor that only rises. autoUpdate writes the measured numbers (rounded down) back here
-    // whenever a run beats them; a run below them fails. The starting floor is what test/shared,
-    // test/unit and test/server alone reach (the whole suite covers at least that).
+    // whenever a run beats them (one point under the measured figure, for run-to-run noise); a run
+    // below them fails. Whole suite on 2026-12-02: statements 83.2 %, branches 77.0 %,
+    // functions 85.4 %, lines 86.5 %.
     coverage: {
       provider: 'v8',
       include: ['server/**/*.ts', 'shared/**/*.ts', 'cli/**/*.ts'],
       reporter: ['text-summary', 'html'],
       // The summary also when a test failed: a red run still says where coverage stands.
       reportOnFailure: true,
-      thresholds: { lines: 64, functions: 62, branches: 52, statements: 60, autoUpdate: (n: number) => Math.floor(n) },
+      thresholds: { lines: 85, functions: 84, branches: 76, statements: 82, autoUpdate: (n: number) => Math.floor(n) - 1 },
     },
   },
 });
