@@ -283,22 +283,38 @@ describe('connection caps fit the open-file limit', () => {
     const child = spawn('bash', ['-c', `ulimit -n 1024 && exec "${process.execPath}" dist/server/main.js --port 0 --data "${data.dir}" --log-level warn`], { stdio: ['ignore', 'pipe', 'pipe'] });
     closers.push(() => void child.kill('SIGKILL'));
     let out = '';
+    let err = '';
     child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
-    child.stderr!.resume();
+    child.stderr!.on('data', (d: Buffer) => (err += d.toString()));
     const url = await waitFor(() => /listening on (\S+)/.exec(out)?.[1], { what: 'the hub to listen', timeoutMs: 20_000 });
     const port = Number(new URL(url).port);
+    const cap = Number(await waitFor(() => /"maxHttpConnections":(\d+)/.exec(err)?.[1], { what: 'the hub to log its lowered HTTP cap' }));
+    expect(cap).toBeLessThan(1_100);
     const sockets: Socket[] = [];
+    let refused = 0;
     closers.push(() => {
       for (const s of sockets) s.destroy();
     });
-    for (let i = 0; i < 1_100; i++) {
-      const s = connect(port, '127.0.0.1');
-      s.on('error', () => {});
-      s.write('GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ');
-      sockets.push(s);
+    // Opened 100 at a time: a larger burst overflows the kernel's accept queue, and the dropped
+    // connections come back as a second wave when their SYN is retried a second later.
+    for (let i = 0; i < 1_100; i += 100) {
+      const batch = Array.from({ length: 100 }, () => {
+        const s = connect(port, '127.0.0.1');
+        s.on('error', () => {});
+        s.once('close', () => refused++);
+        s.write('GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ');
+        sockets.push(s);
+        return new Promise<void>((resolve) => {
+          s.once('connect', resolve);
+          s.once('close', resolve);
+        });
+      });
+      await Promise.all(batch);
     }
-    // During the burst a fresh /healthz may be refused like the other newcomers; once the held
-    // half-open requests are stale (1 s), each new request displaces the oldest of them.
+    // The hub has seen every one of them: it holds `cap` and refused the rest.
+    await waitFor(() => (refused >= 1_100 - cap ? true : undefined), { what: 'the hub to refuse the half-open requests beyond its cap', timeoutMs: 20_000 });
+    // A fresh /healthz may be refused like the other newcomers until the held half-open requests
+    // are stale (1 s); from then on each new request displaces the oldest of them.
     const healthz = (): Promise<number> =>
       new Promise((resolve) => {
         const req = request({ host: '127.0.0.1', port, path: '/healthz', agent: false, timeout: 5_000 }, (res) => {
