@@ -13,8 +13,10 @@
 import type { WireAction } from '../../shared/protocol/messages.js';
 import type { SessionInputRequest, SessionSummary } from '../../shared/protocol/state.js';
 import type { KnownAction } from '../../shared/protocol/actions.js';
-import { aggregateSessionStatus, awaitsUser, interactionIdOf, sessionInputId, sessionInputNeededEntries, sessionInputNeededEntryOf } from '../../shared/state/status.js';
+import { aggregateSessionStatus, interactionIdOf, sessionInputId, sessionInputNeededEntries, sessionInputNeededEntryOf } from '../../shared/state/status.js';
+import { inputNeededEntry } from '../../shared/state/input-needed-index.js';
 import type { HubState, ChatEntry, SessionEntry } from './catalog.js';
+import { briefsKnownToDiffer, type InputNeededBrief, waitingBriefs } from './input-briefs.js';
 
 function sameJson(a: unknown, b: unknown): boolean {
   return JSON.stringify(a) === JSON.stringify(b);
@@ -42,21 +44,51 @@ export function chatRollUpActions(chat: ChatEntry, session: SessionEntry, after?
   if (only !== undefined) {
     const id = sessionInputId(chat.uri, only);
     const entry = sessionInputNeededEntryOf(chat.uri, chat.state, only);
-    const existing = (session.state.inputNeeded ?? []).find((e: SessionInputRequest) => e.id === id);
-    if (entry && !(existing && sameJson(existing, entry))) actions.push({ type: 'session/inputNeededSet', request: entry });
+    const existing = inputNeededEntry(session.state.inputNeeded, id);
+    if (entry && !(existing && sameEntry(existing, entry))) actions.push({ type: 'session/inputNeededSet', request: entry });
     else if (!entry && existing) actions.push({ type: 'session/inputNeededRemoved', id });
     return actions;
   }
+  if (inLine(chat, session)) return actions;
   const wanted = sessionInputNeededEntries(chat.uri, chat.state);
-  const have = (session.state.inputNeeded ?? []).filter((e: SessionInputRequest) => e.chat === chat.uri);
+  const have = new Map<string, SessionInputRequest>();
+  for (const e of session.state.inputNeeded ?? []) if (e.chat === chat.uri && !have.has(e.id)) have.set(e.id, e);
+  const wantedIds = new Set<string>();
   for (const entry of wanted) {
-    const existing = have.find((e: SessionInputRequest) => e.id === entry.id);
-    if (!existing || !sameJson(existing, entry)) actions.push({ type: 'session/inputNeededSet', request: entry });
+    wantedIds.add(entry.id);
+    const existing = have.get(entry.id);
+    if (!existing || !sameEntry(existing, entry)) actions.push({ type: 'session/inputNeededSet', request: entry });
   }
-  for (const entry of have) {
-    if (!wanted.some((w) => w.id === entry.id)) actions.push({ type: 'session/inputNeededRemoved', id: entry.id });
+  for (const entry of session.state.inputNeeded ?? []) {
+    if (entry.chat === chat.uri && !wantedIds.has(entry.id)) actions.push({ type: 'session/inputNeededRemoved', id: entry.id });
   }
   return actions;
+}
+
+/**
+ * Whether the session's entries for this chat were last compared with exactly these response
+ * parts, this turn and this session list: an action that changed none of them (a text part, a
+ * title, usage) needs no diff of every open request again.
+ */
+const compared = new WeakMap<ChatEntry, { parts: unknown; turnId: string | undefined; entries: unknown }>();
+
+function inLine(chat: ChatEntry, session: SessionEntry): boolean {
+  const turn = chat.state.activeTurn;
+  const last = compared.get(chat);
+  const now = { parts: turn?.responseParts, turnId: turn?.id, entries: session.state.inputNeeded };
+  compared.set(chat, now);
+  return last !== undefined && last.parts === now.parts && last.turnId === now.turnId && last.entries === now.entries;
+}
+
+/**
+ * Equal as JSON. Entries built from an untouched part hold the same tool call or request object,
+ * so the same keys in the same order with identical values settle it without serializing.
+ */
+function sameEntry(a: SessionInputRequest, b: SessionInputRequest): boolean {
+  const ka = Object.keys(a);
+  const kb = Object.keys(b);
+  if (ka.length === kb.length && ka.every((k, i) => k === kb[i] && (a as Record<string, unknown>)[k] === (b as Record<string, unknown>)[k])) return true;
+  return sameJson(a, b);
 }
 
 /**
@@ -73,38 +105,7 @@ export type SessionSummaryView = SessionSummary & {
   _meta: { 'hub/inputNeeded': InputNeededBrief[]; 'hub/chatCount': number };
 };
 
-export interface InputNeededBrief {
-  id: string;
-  chat: string;
-  kind: string;
-  /** The question the user is asked, shortened. */
-  message?: string;
-}
-
-/** Briefs by entry: an entry the session still holds unchanged is the same object, so its brief is too. */
-const briefs = new WeakMap<SessionInputRequest, InputNeededBrief>();
-
-function brief(entry: SessionInputRequest): InputNeededBrief {
-  let known = briefs.get(entry);
-  if (!known) briefs.set(entry, (known = briefOf(entry)));
-  return known;
-}
-
-function briefOf(entry: SessionInputRequest): InputNeededBrief {
-  const out: InputNeededBrief = { id: entry.id, chat: entry.chat, kind: entry.kind };
-  let message: string | undefined;
-  if (entry.kind === 'chatInput') {
-    const req = entry.request;
-    const first = req.questions?.[0] as { message?: unknown } | undefined;
-    const candidate = req.message ?? first?.message ?? req.url;
-    message = typeof candidate === 'string' ? candidate : undefined;
-  } else if ('toolCall' in entry && entry.toolCall) {
-    const tc = entry.toolCall as { displayName?: string; toolName?: string; invocationMessage?: unknown };
-    message = typeof tc.invocationMessage === 'string' ? tc.invocationMessage : (tc.displayName ?? tc.toolName);
-  }
-  if (message !== undefined) out.message = message.length > 200 ? message.slice(0, 199) + '…' : message;
-  return out;
-}
+export type { InputNeededBrief } from './input-briefs.js';
 
 export function sessionSummary(session: SessionEntry, catalog: HubState): SessionSummaryView {
   let modifiedAt = Date.parse(session.createdAt);
@@ -112,7 +113,7 @@ export function sessionSummary(session: SessionEntry, catalog: HubState): Sessio
     const m = Date.parse(catalog.chats.get(uri)?.state.modifiedAt ?? '');
     if (Number.isFinite(m) && m > modifiedAt) modifiedAt = m;
   }
-  const waiting = (session.state.inputNeeded ?? []).filter(awaitsUser);
+  const waiting = waitingBriefs(session.state.inputNeeded);
   const aggregate = aggregateSessionStatus(session.state.chats, session.state.defaultChat, session.state.status);
   const view: SessionSummaryView = {
     resource: session.uri,
@@ -125,7 +126,7 @@ export function sessionSummary(session: SessionEntry, catalog: HubState): Sessio
     createdAt: session.createdAt,
     modifiedAt: new Date(modifiedAt).toISOString(),
     inputNeededCount: waiting.length,
-    _meta: { 'hub/inputNeeded': waiting.map(brief), 'hub/chatCount': session.chats.size },
+    _meta: { 'hub/inputNeeded': waiting as InputNeededBrief[], 'hub/chatCount': session.chats.size },
   };
   return view;
 }
@@ -147,7 +148,8 @@ function sameMeta(a: SessionSummaryView['_meta'], b: SessionSummaryView['_meta']
   if (a['hub/chatCount'] !== b['hub/chatCount']) return false;
   const x = a['hub/inputNeeded'];
   const y = b['hub/inputNeeded'];
-  if (x.length !== y.length) return false;
+  if (x === y) return true;
+  if (x.length !== y.length || briefsKnownToDiffer(x, y)) return false;
   for (let i = 0; i < x.length; i++) {
     const p = x[i]!;
     const q = y[i]!;

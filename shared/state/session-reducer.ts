@@ -8,8 +8,8 @@
  */
 import { isSessionActionType, LEGACY_ACTION_TYPES, SESSION_HOST_ACTION_TYPES, type SessionAction, type SessionHostAction } from '../protocol/actions.js';
 import { INPUT_NEEDED_BIT, SessionStatus, withActivity, withBit, type ChatSummary, type SessionInputRequest, type SessionState } from '../protocol/state.js';
-import { nonEmpty, removeWhere, upsertBy, withField } from './collections.js';
-import { awaitsUser } from './status.js';
+import { removeWhere, upsertBy, withField } from './collections.js';
+import { awaitingUserCount, removeInputNeededEntry, setInputNeededEntry } from './input-needed-index.js';
 import { reduceSessionHostAction } from './session-host-reducer.js';
 import { APPROVED_TOOLS_META, DENIED_TOOLS_META, rememberedTools, type RememberedToolList } from './selectors.js';
 
@@ -45,7 +45,7 @@ function reduce(state: SessionState, action: SessionAction): SessionState {
     case 'session/defaultChatChanged':
       return withField(state, 'defaultChat', action.defaultChat);
     case 'session/inputNeededSet':
-      return withInputNeeded(state, upsertBy(state.inputNeeded, action.request, idOf));
+      return withInputNeeded(state, setInputNeededEntry(state.inputNeeded, action.request));
     case 'session/inputNeededRemoved':
       return inputNeededRemoved(state, action.id);
     case 'session/isReadChanged':
@@ -125,7 +125,6 @@ function rememberTool(state: SessionState, toolName: string, addTo: RememberedTo
 }
 
 const resourceOf = (chat: ChatSummary): string => chat.resource;
-const idOf = (entry: SessionInputRequest): string => entry.id;
 
 /** Listed chats first, in the listed order; unlisted ones after them in their old order. */
 function chatsReordered(state: SessionState, order: readonly string[]): SessionState {
@@ -156,7 +155,7 @@ function chatUpdated(state: SessionState, chat: string, changes: Partial<ChatSum
 function inputNeededRemoved(state: SessionState, id: string): SessionState {
   const entries = state.inputNeeded;
   if (!entries) return state;
-  const remaining = removeWhere(entries, (entry) => entry.id === id);
+  const remaining = removeInputNeededEntry(entries, id);
   return remaining === entries ? state : withInputNeeded(state, remaining);
 }
 
@@ -166,6 +165,7 @@ function inputNeededRemoved(state: SessionState, id: string): SessionState {
  * stays InProgress and an idle one stays idle. Client-executed tools never count (2026-08-03).
  */
 function withInputNeeded(state: SessionState, entries: readonly SessionInputRequest[]): SessionState {
-  const status = entries.some(awaitsUser) ? withActivity(state.status, SessionStatus.InputNeeded) : withBit(state.status, INPUT_NEEDED_BIT, false);
-  return { ...withField(state, 'inputNeeded', nonEmpty(entries)), status };
+  const status = awaitingUserCount(entries) > 0 ? withActivity(state.status, SessionStatus.InputNeeded) : withBit(state.status, INPUT_NEEDED_BIT, false);
+  // `entries` is a fresh list (input-needed-index.ts) carrying its index: stored as it is, not copied.
+  return { ...withField(state, 'inputNeeded', entries.length > 0 ? (entries as SessionInputRequest[]) : undefined), status };
 }
