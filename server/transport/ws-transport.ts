@@ -3,6 +3,7 @@
  * `ws` socket to the hub's `Connection`, feeds text frames to the JSON-RPC router, and keeps
  * connections honest with a ping/pong heartbeat. It knows nothing about channels or storage.
  */
+import { LoopShare } from '../loop-share.js';
 import { STATUS_CODES, type IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { randomUUID } from 'node:crypto';
@@ -123,6 +124,9 @@ class WsConnection implements Connection {
   }
 }
 
+/** Frames handled per event-loop turn, over all connections (a frame's action takes well under a millisecond). */
+const FRAMES_PER_TURN = 32;
+
 export class WsTransport {
   readonly #wss: WebSocketServer;
   readonly #connections = new Set<WsConnection>();
@@ -134,6 +138,8 @@ export class WsTransport {
   readonly #perPrincipal = new Map<string, number>();
   readonly #perTenant = new Map<string, number>();
   readonly #heartbeat: NodeJS.Timeout;
+  /** Frames of every connection share each event-loop turn: a burst of frames never holds the loop (`/healthz`, other clients). */
+  readonly #frames = new LoopShare(FRAMES_PER_TURN);
 
   constructor(private readonly options: WsTransportOptions) {
     this.#wss = new WebSocketServer({ noServer: true, maxPayload: options.maxPayloadBytes, perMessageDeflate: false });
@@ -228,6 +234,7 @@ export class WsTransport {
       const admission = flow.received(bytes.length);
       const text = bytes.toString('utf8');
       queue = queue
+        .then(() => this.#frames.turn())
         .then(() => router.handleFrame(ctx, text, admission))
         .catch((err: unknown) => this.options.logger.error('frame handling failed', errorFields(err)))
         .finally(() => flow.handled());

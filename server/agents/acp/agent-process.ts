@@ -3,6 +3,7 @@
  * connection, its turns, idle timeout and shutdown. Split out of `acp-provider.ts` (which keeps
  * the per-session bookkeeping, budget and remembered ACP sessions) so each stays readable.
  */
+import { LoopShare } from '../../loop-share.js';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { Readable, Writable } from 'node:stream';
 import * as acp from '@agentclientprotocol/sdk';
@@ -14,6 +15,12 @@ import { type AgentProcessBudget, type BudgetHolder, DEFAULT_AGENT_LIMITS } from
 import { STOP_REASON_MESSAGES } from '../../acp-mapping/index.js';
 import { offersMidTurnInput, SteeringRelay } from './steering-relay.js';
 import { TurnTranslator } from './turn-translator.js';
+
+/**
+ * Permission requests of every agent share each event-loop turn: an agent that asks 1,500 at once
+ * (read from its stdout in one go) must not hold the loop for the whole burst.
+ */
+const permissionRequests = new LoopShare(32);
 
 /** Longest stderr line copied to the hub log; longer ones are cut. */
 const STDERR_LINE_MAX = 4_096;
@@ -149,6 +156,8 @@ export class AgentProcess implements BudgetHolder {
         this.#turn?.onElicitationComplete(params.elicitationId);
       })
       .onRequest(acp.methods.client.session.requestPermission, async ({ params }) => {
+        const wait = permissionRequests.turn();
+        if (wait) await wait;
         if (!this.#turn || params.sessionId !== this.acpSessionId) return { outcome: { outcome: 'cancelled' as const } };
         return { outcome: await this.#turn.requestPermission(params) };
       })
