@@ -30,8 +30,9 @@ const lists = new WeakMap<Entries, BriefList>();
 /** A brief list → the one it was derived from by a change that made them differ. */
 const differsFrom = new WeakMap<readonly InputNeededBrief[], readonly InputNeededBrief[]>();
 const NO_BRIEFS: readonly InputNeededBrief[] = Object.freeze([]);
+const NO_ENTRIES: Entries = Object.freeze([]);
 /** How far back a derivation is followed before the list is rebuilt instead. */
-const MAX_STEPS = 64;
+const MAX_STEPS = 4_096;
 
 /** Entries turned into briefs from scratch (a work counter: tests check a burst builds none per commit). */
 let rebuilt = 0;
@@ -79,47 +80,48 @@ function derive(entries: Entries): BriefList | undefined {
       break;
     }
     base = lists.get(change.from);
-    if (base) {
-      // Taken over: the older list rebuilds its briefs should it ever be summarized again.
-      lists.delete(change.from);
-      break;
-    }
+    if (base) break;
     cur = change.from;
   }
   if (!base) return undefined;
-  let briefs = base.briefs;
+  // Changes are applied to one copy, made at the first one that changes a brief.
+  let copy: InputNeededBrief[] | undefined;
+  const byId = new Map<string, InputNeededBrief>();
+  const current = (id: string): InputNeededBrief | undefined => (byId.has(id) ? byId.get(id) : base.byId.get(id));
   for (let i = steps.length - 1; i >= 0; i--) {
-    const next = apply(briefs, base.byId, steps[i]!);
-    if (next === undefined) return undefined;
-    briefs = next;
-  }
-  if (steps.length === 1 && briefs !== base.briefs) differsFrom.set(briefs, base.briefs);
-  return { briefs, byId: base.byId };
-}
-
-/** `briefs` after one change, `byId` kept in step; undefined when the change cannot be followed (an entry that starts waiting in the middle). */
-function apply(briefs: readonly InputNeededBrief[], byId: Map<string, InputNeededBrief>, change: EntryChange): readonly InputNeededBrief[] | undefined {
-  const old = byId.get(change.id);
-  const entry = change.entry;
-  if (!entry || !awaitsUser(entry)) {
-    if (!old) return briefs;
-    byId.delete(change.id);
-    const next = briefs.slice();
-    next.splice(briefs.indexOf(old), 1);
-    return next;
-  }
-  const b = brief(entry);
-  if (old) {
-    if (sameBrief(old, b)) return briefs;
+    const change = steps[i]!;
+    const old = current(change.id);
+    const entry = change.entry;
+    if (!entry || !awaitsUser(entry)) {
+      if (!old) continue;
+      copy ??= base.briefs.slice();
+      copy.splice(copy.indexOf(old), 1);
+      byId.set(change.id, undefined as unknown as InputNeededBrief);
+      continue;
+    }
+    const b = brief(entry);
+    if (old) {
+      if (sameBrief(old, b)) continue;
+      copy ??= base.briefs.slice();
+      copy[copy.indexOf(old)] = b;
+    } else {
+      // Waiting now and not before: appended entries go last; one in the middle cannot be placed here.
+      if (change.replaced) return undefined;
+      copy ??= base.briefs.slice();
+      copy.push(b);
+    }
     byId.set(change.id, b);
-    const next = briefs.slice();
-    next[briefs.indexOf(old)] = b;
-    return next;
   }
-  // Waiting now and not before: appended entries go last; one in the middle cannot be placed here.
-  if (change.replaced) return undefined;
-  byId.set(change.id, b);
-  return [...briefs, b];
+  // Taken over: the older list rebuilds its briefs should it ever be summarized again.
+  lists.delete(steps.at(-1)!.from ?? NO_ENTRIES);
+  const owned = base.byId;
+  for (const [id, b] of byId) {
+    if (b === undefined) owned.delete(id);
+    else owned.set(id, b);
+  }
+  if (!copy) return { briefs: base.briefs, byId: owned };
+  if (steps.length === 1) differsFrom.set(copy, base.briefs);
+  return { briefs: copy, byId: owned };
 }
 
 function sameBrief(a: InputNeededBrief, b: InputNeededBrief): boolean {
