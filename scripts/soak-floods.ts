@@ -15,12 +15,13 @@
  */
 import { execFileSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { request as httpRequest, type IncomingMessage } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { rssMiB } from '../bench/proc.js';
 import { tenantDir } from '../server/storage/tenant-logs.js';
+import { childrenOf, floodAgentTurns, SILENT_AGENT } from './spawn-flood.js';
 import { FloodClient } from './soak-state-flood.js';
 
 /** What soak.ts's `startHub` gives back, as far as these phases need it. */
@@ -202,21 +203,6 @@ export function describeSse(f: SseFloodFigures): string {
 
 // ─── spawn: agent processes under ulimit -n 1024 ──────────────────────────────
 
-/** Processes whose parent is `pid` (the hub's agents). */
-function childrenOf(pid: number): number {
-  let n = 0;
-  for (const entry of readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
-      if (Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]) === pid) n++;
-    } catch {
-      // gone meanwhile
-    }
-  }
-  return n;
-}
-
 export interface SpawnRun {
   caps: string;
   sessions: number;
@@ -231,30 +217,11 @@ export interface SpawnRun {
 async function spawnRun(startHub: StartHub, sessions: number, limits: object | undefined, caps: string): Promise<SpawnRun> {
   const dir = mkdtempSync(join(tmpdir(), 'ahp-soak-spawn-'));
   const agents = join(dir, 'agents.json');
-  // An agent that reads stdin and never answers: each start holds its process until the hub ends it.
-  const silent = { kind: 'acp', command: 'sh', args: ['-c', 'cat > /dev/null; exit 0'], startupTimeoutMs: 600_000 };
-  writeFileSync(agents, JSON.stringify({ agents: { silent }, ...(limits ? { limits } : {}) }));
+  writeFileSync(agents, JSON.stringify({ agents: { silent: SILENT_AGENT }, ...(limits ? { limits } : {}) }));
   const hub = await startHub(['--data', join(dir, 'data'), '--agents', agents], 1024);
   const started = performance.now();
   try {
-    const client = await FloodClient.open(hub.wsUrl);
-    const errors = new Map<string, string>();
-    client.onAction = (e) => {
-      const error = e.action['error'] as { errorType?: string } | undefined;
-      if (e.action.type === 'chat/error' && error?.errorType) errors.set(e.channel, error.errorType);
-    };
-    const chats: string[] = [];
-    for (let i = 0; i < sessions; i++) {
-      const created = await client.request('createSession', { channel: `ahp-session:/spawn-${i}`, provider: 'silent' });
-      const chat = (created.result as { defaultChat: string }).defaultChat;
-      await client.request('subscribe', { channel: chat });
-      chats.push(chat);
-    }
-    const turns = chats.map((chat) => client.dispatch(chat, { type: 'chat/turnStarted', turnId: `t-${randomUUID()}`, startedAt: new Date().toISOString(), message: { text: 'hi', origin: { kind: 'user' } } }));
-    await Promise.all(turns);
-    // Every turn either holds an agent that is starting, or ended with a named error.
-    const deadline = performance.now() + 120_000;
-    while (alive(hub) && errors.size + childrenOf(hub.child.pid!) < sessions && performance.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+    const { client, errors } = await floodAgentTurns(hub, sessions, 120_000);
     const counts: Record<string, number> = {};
     for (const type of errors.values()) counts[type] = (counts[type] ?? 0) + 1;
     const seconds = (performance.now() - started) / 1000;

@@ -40,6 +40,7 @@ import { lockDataDir, type DataDirLock } from './storage/data-dir-lock.js';
 import { HubMetrics } from './metrics.js';
 import { secureDataDir } from './agents/agent-workspace.js';
 import type { Feature } from './feature-contract.js';
+import { retryWithBackoff } from './retry-backoff.js';
 
 export type { Feature, FeatureContext } from './feature-contract.js';
 
@@ -173,23 +174,18 @@ export async function startHubServer(config: HubServerConfig): Promise<HubServer
   const unavailable = new Map<string, string>();
   // Tenants whose log holds more state than this hub may load: refused until a restart (tenant-refusals.ts).
   const refusedAtStart = new Map<string, HttpError>();
-  const openWhenPossible = async (tenant: string): Promise<void> => {
-    for (let wait = 500; closing === undefined; wait = Math.min(wait * 2, 5_000)) {
-      await new Promise((resolve) => setTimeout(resolve, wait).unref());
-      if (closing !== undefined) return;
-      try {
+  const openWhenPossible = (tenant: string): Promise<void> =>
+    retryWithBackoff(
+      async () => {
         const stack = await openStack(tenant, node);
         if (closing !== undefined) return void (await closeStack(stack));
         stacks.set(tenant, stack);
         unavailable.delete(tenant);
         watch(stack);
         logger.warn('tenant storage is back; the tenant is served again', { tenant });
-        return;
-      } catch (err) {
-        unavailable.set(tenant, errorMessage(err));
-      }
-    }
-  };
+      },
+      { firstWaitMs: 500, maxWaitMs: 5_000, waitFirst: true, stopped: () => closing !== undefined, failed: (err) => unavailable.set(tenant, errorMessage(err)) },
+    );
   try {
     for (const tenant of config.auth.tenants) {
       try {
@@ -348,20 +344,17 @@ export async function startHubServer(config: HubServerConfig): Promise<HubServer
     await old.stopAgents().catch((err: unknown) => logger.warn('stopping agents of a reloaded tenant failed', errorFields(err)));
     ws.closeTenant(old.tenant, TransportCloseCode.TenantReloaded, 'the hub reloaded this tenant from its log: reconnect');
     await old.close().catch((err: unknown) => logger.warn('closing a reloaded tenant failed', errorFields(err)));
-    for (let wait = 250; closing === undefined; wait = Math.min(wait * 2, 5_000)) {
-      try {
+    await retryWithBackoff(
+      async () => {
         const fresh = await openStack(old.tenant, newId());
         if (closing !== undefined) return void (await closeStack(fresh));
         stacks.set(old.tenant, fresh);
         watch(fresh);
         ws.closeTenant(old.tenant, TransportCloseCode.TenantReloaded, 'the hub reloaded this tenant from its log: reconnect');
         logger.warn('tenant reloaded from its log', { tenant: old.tenant });
-        return;
-      } catch (err) {
-        logger.warn('reloading a tenant failed; retrying', { tenant: old.tenant, ...errorFields(err) });
-        await new Promise((resolve) => setTimeout(resolve, wait).unref());
-      }
-    }
+      },
+      { firstWaitMs: 250, maxWaitMs: 5_000, waitFirst: false, stopped: () => closing !== undefined, failed: (err) => logger.warn('reloading a tenant failed; retrying', { tenant: old.tenant, ...errorFields(err) }) },
+    );
   };
   const watch = (stack: TenantStack): void => stack.hub.onFatal(() => void reload(stack));
   for (const stack of stacks.values()) watch(stack);

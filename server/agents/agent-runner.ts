@@ -404,11 +404,12 @@ export class AgentRunner implements SteeringHost {
         await Promise.all(pending);
       },
       requestInput: async (request: ChatInputRequest): Promise<InputOutcome> => {
+        // One read of the chat (an aborted run throws here, as its dispatch would).
+        const state = this.#stateOf(run);
         // Replaying: a question already asked is waited on (drafts and all), not asked again.
-        const asked = replay && (findOpenInputRequest(this.#stateOf(run), request.id) ?? findAnsweredInputRequest(this.#stateOf(run), request.id));
+        const asked = replay && (findOpenInputRequest(state, request.id) ?? findAnsweredInputRequest(state, request.id));
         const resumed = resumedTurnOf(message);
-        const chatState = this.hub.chatEntry(chat)?.state;
-        const carried = resumed && chatState ? withCarriedAnswers(chatState, resumed, request) : request;
+        const carried = resumed ? withCarriedAnswers(state, resumed, request) : request;
         if (!asked) await dispatch({ type: 'chat/inputRequested', request: carried });
         return this.#waitFor(
           run,

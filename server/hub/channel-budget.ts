@@ -74,6 +74,20 @@ interface ChannelAccount {
   measured: unknown;
 }
 
+const GROW_REMEDY = 'remove queued messages, truncate or dispose chats, or dispose sessions';
+const NEW_REMEDY = 'dispose chats or sessions first';
+/** Refusal texts (clients read them): an action that would cross a quota, and a new channel when one is used up. */
+const QUOTA_REFUSALS = {
+  grow: {
+    user: (owner: string, max: number) => `state quota exceeded (user_state_quota): the sessions of ${JSON.stringify(owner)} would hold more than ${max} characters of state; ${GROW_REMEDY}`,
+    tenant: (max: number) => `state quota exceeded (tenant_state_quota): this tenant's sessions would hold more than ${max} characters of state; ${GROW_REMEDY}`,
+  },
+  new: {
+    user: (owner: string, max: number) => `state quota exceeded (user_state_quota): the sessions of ${JSON.stringify(owner)} hold ${max} characters of state already; ${NEW_REMEDY}`,
+    tenant: (max: number) => `state quota exceeded (tenant_state_quota): this tenant's sessions hold ${max} characters of state already; ${NEW_REMEDY}`,
+  },
+};
+
 export class ChannelSizeBudget {
   readonly #accounts = new Map<string, ChannelAccount>();
   /** Owner → the channels charged to them, and the sum of their estimates. */
@@ -113,28 +127,14 @@ export class ChannelSizeBudget {
     if (!account) return undefined;
     if (NEVER_GROWS.has(action.type)) return undefined;
     const size = actionJson(action).length;
-    const { maxChannelJsonChars, maxUserStateChars, maxTenantStateChars } = this.quotas;
+    const { maxChannelJsonChars } = this.quotas;
     if (account.estimate + size > maxChannelJsonChars) this.#measure(channel, account);
     if (account.estimate + size > maxChannelJsonChars) {
       return { kind: 'channel_too_large', reason: `channel is full (channel_too_large): its state would exceed ${maxChannelJsonChars} characters of JSON; truncate it or start a new chat` };
     }
+    const refusal = this.#checkQuotas(account.owner, size, 'grow');
+    if (refusal) return refusal;
     const owner = this.#owners.get(account.owner)!;
-    if (owner.total + size > maxUserStateChars) this.#measureAll(owner.channels);
-    if (owner.total + size > maxUserStateChars) {
-      return {
-        kind: 'user_state_quota',
-        reason:
-          `state quota exceeded (user_state_quota): the sessions of ${JSON.stringify(account.owner)} would hold more than ${maxUserStateChars} characters of state; ` +
-          'remove queued messages, truncate or dispose chats, or dispose sessions',
-      };
-    }
-    if (this.#total + size > maxTenantStateChars) this.#measureAll(this.#accounts.keys());
-    if (this.#total + size > maxTenantStateChars) {
-      return {
-        kind: 'tenant_state_quota',
-        reason: `state quota exceeded (tenant_state_quota): this tenant's sessions would hold more than ${maxTenantStateChars} characters of state; ` + 'remove queued messages, truncate or dispose chats, or dispose sessions',
-      };
-    }
     this.#grow(account, owner, size);
     return undefined;
   }
@@ -144,7 +144,7 @@ export class ChannelSizeBudget {
    * the refusal when their or the tenant's quota is used up.
    */
   chargeNew(owner: string, size: number): StateRefusal | undefined {
-    return this.#checkNew(owner, size);
+    return this.#checkQuotas(owner, size, 'new');
   }
 
   /** A channel the hub created or changed by itself (no action charged): measured now. */
@@ -179,16 +179,18 @@ export class ChannelSizeBudget {
     this.#total -= account.estimate;
   }
 
-  #checkNew(owner: string, size: number): StateRefusal | undefined {
+  /**
+   * The user's, then the tenant's quota for `size` more characters, measured again before a
+   * refusal when the estimate says one would be crossed; `grow` (an action) and `new` (a channel)
+   * word the refusal differently.
+   */
+  #checkQuotas(owner: string, size: number, growth: keyof typeof QUOTA_REFUSALS): StateRefusal | undefined {
+    const { maxUserStateChars, maxTenantStateChars } = this.quotas;
     const held = this.#owners.get(owner);
-    if (held && held.total + size > this.quotas.maxUserStateChars) this.#measureAll(held.channels);
-    if (held && held.total + size > this.quotas.maxUserStateChars) {
-      return { kind: 'user_state_quota', reason: `state quota exceeded (user_state_quota): the sessions of ${JSON.stringify(owner)} hold ${this.quotas.maxUserStateChars} characters of state already; dispose chats or sessions first` };
-    }
-    if (this.#total + size > this.quotas.maxTenantStateChars) this.#measureAll(this.#accounts.keys());
-    if (this.#total + size > this.quotas.maxTenantStateChars) {
-      return { kind: 'tenant_state_quota', reason: `state quota exceeded (tenant_state_quota): this tenant's sessions hold ${this.quotas.maxTenantStateChars} characters of state already; dispose chats or sessions first` };
-    }
+    if (held && held.total + size > maxUserStateChars) this.#measureAll(held.channels);
+    if (held && held.total + size > maxUserStateChars) return { kind: 'user_state_quota', reason: QUOTA_REFUSALS[growth].user(owner, maxUserStateChars) };
+    if (this.#total + size > maxTenantStateChars) this.#measureAll(this.#accounts.keys());
+    if (this.#total + size > maxTenantStateChars) return { kind: 'tenant_state_quota', reason: QUOTA_REFUSALS[growth].tenant(maxTenantStateChars) };
     return undefined;
   }
 

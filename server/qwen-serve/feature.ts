@@ -331,7 +331,8 @@ export function createQwenServeFeature(options: QwenServeOptions = {}): Feature 
         const turnError = !state?.activeTurn && lastTurn?.state === 'error' ? lastTurn.error : undefined;
         return {
           sessionId: sessionIdOf(session),
-          workspaceCwd: '/',
+          // The same directory POST /session reports: the agent's own, or "/" when none runs.
+          workspaceCwd: ctx.runner.workspaceOf?.(session) ?? '/',
           createdAt: entry.createdAt,
           ...(state?.modifiedAt ? { updatedAt: state.modifiedAt } : {}),
           displayName: entry.state.title,

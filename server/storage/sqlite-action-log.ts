@@ -61,6 +61,8 @@ export class SqliteActionLog implements ActionLog {
   readonly #db: Database.Database;
   readonly #file: string;
   readonly #marker: HeadMarker;
+  /** Fixed once the file exists (nothing here runs `PRAGMA page_size` + `VACUUM`), so read once. */
+  readonly #pageSize: number;
   #closed = false;
 
   // Prepared once and reused: preparing is most of the cost of a small statement.
@@ -120,6 +122,7 @@ export class SqliteActionLog implements ActionLog {
     this.#db = db;
     this.#file = file;
     this.#marker = marker;
+    this.#pageSize = Number(db.pragma('page_size', { simple: true }));
     this.#selectHead = db.prepare<[], unknown>(`SELECT value FROM meta WHERE key = 'head'`).pluck();
     this.#updateHead = db.prepare<[string]>(`UPDATE meta SET value = ? WHERE key = 'head'`);
     this.#insertRecord = db.prepare<[number, string, string, string | null]>('INSERT INTO records (seq, channel, action, origin) VALUES (?, ?, ?, ?)');
@@ -214,9 +217,8 @@ export class SqliteActionLog implements ActionLog {
 
   storedBytes(): number {
     this.#assertOpen();
-    const pageSize = Number(this.#db.pragma('page_size', { simple: true }));
     const pages = Number(this.#db.pragma('page_count', { simple: true })) - Number(this.#db.pragma('freelist_count', { simple: true }));
-    return pages * pageSize;
+    return pages * this.#pageSize;
   }
 
   /** Closes the database (checkpointing the WAL). Safe to call more than once. */

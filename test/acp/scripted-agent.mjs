@@ -7,7 +7,9 @@
 // · {"elicitComplete": elicitationId} · {"waitCancel": true} · {"stop": StopReason}
 // · {"exit": code} · {"reportInit": true} · {"probe": {"paths": [...]}} · {"spawnChild": true} · {"awaitSteering": n} · {"elicit": params, "background": true} then
 // {"awaitElicitation": true}; {"permission": …, "background": true} (several may be open at once) then
-// {"awaitPermissions": true}; {"permissionBurst": {"count": n}} asks n at once (tool calls burst-0 …). With SCRIPTED_AGENT_LOG set, every answer the client gives is also
+// {"awaitPermissions": true}; {"permissionBurst": {"count": n}} asks n at once (tool calls burst-0 …);
+// {"drain": true} asks the client `craft/drainMidTurnQueue` as Qwen Code does between tool batches
+// and reports the answer (SCRIPTED_AGENT_NAME sets the agentInfo name, e.g. "qwen-code"). With SCRIPTED_AGENT_LOG set, every answer the client gives is also
 // appended there as a JSON line (answers that arrive after a turn was cancelled are seen only there).
 import { spawn } from 'node:child_process';
 import { appendFileSync, readdirSync, readFileSync, statSync } from 'node:fs';
@@ -33,7 +35,7 @@ const app = acp
     initParams = params;
     return {
       protocolVersion: acp.PROTOCOL_VERSION,
-      agentInfo: { name: 'scripted-agent', version: '1.0.0' },
+      agentInfo: { name: process.env.SCRIPTED_AGENT_NAME ?? 'scripted-agent', version: '1.0.0' },
       agentCapabilities: { loadSession: process.env.SCRIPTED_AGENT_LOAD === '1', ...(steering && { _meta: { 'tansr.com': { midTurnInput: 1 } } }) },
     };
   })
@@ -140,6 +142,12 @@ const app = acp
           }
         }
         await report({ probe: { env: process.env, uid: process.getuid?.(), gid: process.getgid?.(), cwd: process.cwd(), reads } });
+      } else if (step.drain) {
+        try {
+          await report({ drained: await client.request('craft/drainMidTurnQueue', { sessionId }) });
+        } catch (err) {
+          await report({ drainError: err.code ?? String(err) });
+        }
       } else if (step.reportInit) {
         await report({ clientCapabilities: initParams?.clientCapabilities ?? null });
       } else if (step.exit !== undefined) {

@@ -9,7 +9,7 @@
 import { copyFileSync, existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createRequire } from 'node:module';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { Page } from 'playwright-core';
 import { TOKENS } from '../helpers/start-server.js';
 import { ARTIFACTS, BrowserHub, sessionPath } from './support.js';
@@ -63,15 +63,7 @@ interface Violation {
 }
 
 describe('browser app: accessibility (axe-core, WCAG 2.2 AA)', () => {
-  let hub: BrowserHub;
-
-  beforeAll(async () => {
-    hub = await BrowserHub.start();
-  }, 60_000);
-
-  afterAll(async () => {
-    await hub?.stop();
-  });
+  const hub = BrowserHub.perFile();
 
   /** Serious and critical WCAG A/AA violations axe finds on the page as it is now. */
   async function seriousViolations(page: Page): Promise<string[]> {

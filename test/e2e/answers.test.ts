@@ -4,7 +4,7 @@
  * stopped before the agent takes it, and the form's client-side checks. Same set-up as app.test.ts:
  * real headless Chromium against a hub started in this process on port 0 (test/e2e/support.ts).
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { Page } from 'playwright-core';
 import { TOKENS } from '../helpers/start-server.js';
 import { BrowserHub, sessionPath } from './support.js';
@@ -13,15 +13,7 @@ import { BrowserHub, sessionPath } from './support.js';
 const T = { timeout: 10_000 };
 
 describe('browser app: answers', () => {
-  let hub: BrowserHub;
-
-  beforeAll(async () => {
-    hub = await BrowserHub.start();
-  }, 60_000);
-
-  afterAll(async () => {
-    await hub?.stop();
-  });
+  const hub = BrowserHub.perFile();
 
   const chatStatus = (p: Page) => p.locator('[data-testid=chat-status]');
 

@@ -2,7 +2,7 @@
  * The browser app end to end: real headless Chromium (Debian's `chromium`, driven by
  * playwright-core) against a real hub started in this process on port 0, serving `dist/app`.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { copyFileSync, existsSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Page } from 'playwright-core';
@@ -32,19 +32,7 @@ const REQUEST = {
 };
 
 describe('browser app', () => {
-  let harness: BrowserHub;
-  let server: BrowserHub['server'];
-  let pageErrors: string[];
-
-  beforeAll(async () => {
-    harness = await BrowserHub.start();
-    server = harness.server;
-    pageErrors = harness.pageErrors;
-  }, 60_000);
-
-  afterAll(async () => {
-    await harness?.stop();
-  });
+  const harness = BrowserHub.perFile();
 
   const rpc = (token: string) => harness.rpc(token);
   const open = (token: string, path: string) => harness.open(token, path);
@@ -166,7 +154,7 @@ describe('browser app', () => {
     await dashboard.screenshot({ path: join(ARTIFACTS, 'dashboard-in-progress.png') });
 
     // Tool confirmation with offered options; a steering addition that says "approve" approves nothing.
-    await a.goto(`${server.url}${sessionPath(deploy.session)}`);
+    await a.goto(`${harness.server.url}${sessionPath(deploy.session)}`);
     const tool = a.locator('.tool[data-tool="deploy-1"]');
     await tool.locator('[data-action="Allow once"]').waitFor();
     await expect(tool.locator('[data-action=Never]').count()).resolves.toBe(1);
@@ -185,7 +173,7 @@ describe('browser app', () => {
       const target = join('docs/screenshots', name);
       if (process.env['UPDATE_SCREENSHOTS'] === '1' || !existsSync(target)) copyFileSync(join(ARTIFACTS, name), target);
     }
-    expect(pageErrors).toEqual([]);
+    expect(harness.pageErrors).toEqual([]);
   }, 90_000);
 
   it('walks the demo tour: every question kind, a URL request, a tool confirmation and a steering addition', async () => {
@@ -250,13 +238,13 @@ describe('browser app', () => {
     await page.locator('.turn-footer', { hasText: 'Completed' }).waitFor();
     await expect(page.locator('[data-testid=chat-status]').textContent()).resolves.toBe('Idle');
     await page.screenshot({ path: join(ARTIFACTS, 'tour.png'), fullPage: true });
-    expect(pageErrors).toEqual([]);
+    expect(harness.pageErrors).toEqual([]);
   }, 60_000);
 
   it('asks for a token when the link has none, and refuses a wrong one', async () => {
     const context = await harness.newContext({});
     const page = await context.newPage();
-    await page.goto(`${server.url}/`);
+    await page.goto(`${harness.server.url}/`);
     const token = page.locator('form.signin input[name=token]');
     await token.fill('not-a-valid-token-at-all');
     await page.locator('form.signin button[type=submit]').click();
@@ -369,6 +357,6 @@ describe('browser app', () => {
     // Clicking the inert link does nothing either.
     await page.locator('.md-inert-link', { hasText: 'click me' }).click();
     expect(await page.evaluate(() => (globalThis as { pwned?: unknown }).pwned)).toBeUndefined();
-    expect(pageErrors).toEqual([]);
+    expect(harness.pageErrors).toEqual([]);
   }, 60_000);
 });

@@ -5,7 +5,7 @@
  * controls. Real mouse down/up on a desktop and a real tap on a 390×844 touch phone, in
  * Debian's headless Chromium against a hub on port 0 (see support.ts).
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { Page } from 'playwright-core';
 import { TOKENS } from '../helpers/start-server.js';
 import { BrowserHub, sessionPath } from './support.js';
@@ -16,15 +16,7 @@ const LONG = Array.from({ length: 40 }, (_, i) => `Line ${i + 1} of the plan.`).
 const SCRIPT = JSON.stringify({ script: [{ say: LONG }, { tool: { id: 'deploy-now', name: 'deploy', confirm: true } }, { say: 'Deployed.' }] });
 
 describe('browser app: the click after sending lands', () => {
-  let hub: BrowserHub;
-
-  beforeAll(async () => {
-    hub = await BrowserHub.start();
-  }, 60_000);
-
-  afterAll(async () => {
-    await hub?.stop();
-  });
+  const hub = BrowserHub.perFile();
 
   /**
    * Records where the Approve button is at every mousedown/mouseup/touchstart/touchend and which

@@ -6,7 +6,7 @@
  * chat, viewers, dev mode presence, the "(n) need input" tab title and the dark theme.
  * Real headless Chromium against a hub started in this process on port 0 (see support.ts).
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { copyFileSync, existsSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Page } from 'playwright-core';
@@ -23,15 +23,7 @@ const DESKTOP = { width: 1280, height: 800 };
 const LONG = Array.from({ length: 40 }, (_, i) => `Line ${i + 1} of the analysis.`).join('\n\n');
 
 describe('browser app: the first hour', () => {
-  let hub: BrowserHub;
-
-  beforeAll(async () => {
-    hub = await BrowserHub.start();
-  }, 60_000);
-
-  afterAll(async () => {
-    await hub?.stop();
-  });
+  const hub = BrowserHub.perFile();
 
   async function openAt(token: string, path: string, viewport: { width: number; height: number }, colorScheme: 'light' | 'dark' = 'light'): Promise<Page> {
     const page = hub.watch(await (await hub.newContext({ viewport, colorScheme })).newPage());

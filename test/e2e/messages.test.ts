@@ -4,7 +4,7 @@
  * session that does not exist, and Notify me while the browser does not allow notifications.
  * Real headless Chromium against a hub on port 0 (see support.ts).
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { Page, WebSocketRoute } from 'playwright-core';
 import { TOKENS } from '../helpers/start-server.js';
 import { BrowserHub, sessionPath } from './support.js';
@@ -14,15 +14,7 @@ const T = { timeout: 10_000 };
 const RAW = /ahp-(session|chat):|[0-9a-f]{8}-[0-9a-f]{4}-|\b[a-z]+_[a-z_]+\b/;
 
 describe('browser app: messages in words', () => {
-  let hub: BrowserHub;
-
-  beforeAll(async () => {
-    hub = await BrowserHub.start();
-  }, 60_000);
-
-  afterAll(async () => {
-    await hub?.stop();
-  });
+  const hub = BrowserHub.perFile();
 
   async function openPage(path: string): Promise<Page> {
     const page = hub.watch(await (await hub.newContext()).newPage());

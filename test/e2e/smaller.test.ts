@@ -5,7 +5,7 @@
  * composer text survives a reload; "Completed … ago" counts from the turn's end; the phone top
  * bar stays on one row. Real headless Chromium against a hub on port 0 (see support.ts).
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { Page } from 'playwright-core';
 import { TOKENS } from '../helpers/start-server.js';
 import { BrowserHub, sessionPath } from './support.js';
@@ -13,15 +13,7 @@ import { BrowserHub, sessionPath } from './support.js';
 const T = { timeout: 10_000 };
 
 describe('browser app: the smaller points', () => {
-  let hub: BrowserHub;
-
-  beforeAll(async () => {
-    hub = await BrowserHub.start();
-  }, 60_000);
-
-  afterAll(async () => {
-    await hub?.stop();
-  });
+  const hub = BrowserHub.perFile();
 
   it('a viewer cannot type into "Other" and reads that the agent waits for an answer, not for theirs', async () => {
     const ask = { id: 'req-other', message: 'Pick one', questions: [{ id: 'lang', kind: 'single-select', title: 'Language', message: 'Which language?', options: [{ id: 'ts', label: 'TypeScript' }], allowFreeformInput: true }] };

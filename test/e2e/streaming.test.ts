@@ -7,7 +7,7 @@
  * (markdown-stream.ts `SLICE_CHARS`), so both pages also catch up over several frames and group
  * finished blocks into chunks.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { Page } from 'playwright-core';
 import { randomMarkdown, splitAtRandom } from '../../bench/markdown-corpus.js';
 import { prng } from '../helpers/prng.js';
@@ -16,15 +16,7 @@ import type { RpcClient } from '../helpers/rpc-client.js';
 import { BrowserHub, sessionPath } from './support.js';
 
 const STREAMS = 10;
-let hub: BrowserHub;
-
-beforeAll(async () => {
-  hub = await BrowserHub.start();
-});
-
-afterAll(async () => {
-  await hub?.stop();
-});
+const hub = BrowserHub.perFile();
 
 async function partTexts(page: Page, texts: readonly string[]): Promise<string[]> {
   await page

@@ -6,6 +6,7 @@
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, rmdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
+import { afterAll, beforeAll } from 'vitest';
 import { chromium, type Browser, type BrowserContext, type BrowserContextOptions, type Page } from 'playwright-core';
 import { RpcClient } from '../helpers/rpc-client.js';
 import { startTestServer, type TestServer } from '../helpers/start-server.js';
@@ -64,13 +65,33 @@ export class BrowserHub {
   readonly pageErrors: string[] = [];
   readonly #contexts: BrowserContext[] = [];
   readonly #clients: RpcClient[] = [];
+  #server: TestServer | undefined;
+  #browser: Browser | undefined;
 
-  private constructor(
-    readonly server: TestServer,
-    readonly browser: Browser,
-  ) {}
+  private constructor() {}
 
-  static async start(): Promise<BrowserHub> {
+  /**
+   * The one hub a test file shares: started in `beforeAll`, stopped in `afterAll`. Call it at the
+   * top of the file or of a `describe`; the handle is usable inside tests (not at collection time).
+   */
+  static perFile(): BrowserHub {
+    const hub = new BrowserHub();
+    beforeAll(() => hub.#launch(), 60_000);
+    afterAll(() => hub.stop());
+    return hub;
+  }
+
+  get server(): TestServer {
+    if (!this.#server) throw new Error('BrowserHub not started: use it inside a test, after beforeAll');
+    return this.#server;
+  }
+
+  get browser(): Browser {
+    if (!this.#browser) throw new Error('BrowserHub not started: use it inside a test, after beforeAll');
+    return this.#browser;
+  }
+
+  async #launch(): Promise<void> {
     if (!existsSync(CHROMIUM)) {
       throw new Error(`Chromium not found at ${CHROMIUM}: install Debian's chromium (apt-get install chromium; .ci/run does) or set CHROMIUM_PATH`);
     }
@@ -78,18 +99,20 @@ export class BrowserHub {
     mkdirSync(ARTIFACTS, { recursive: true });
     const server = await startTestServer({ withAuth: true, staticDir: 'dist/app' });
     try {
-      return new BrowserHub(server, await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS }));
+      this.#browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS });
     } catch (err) {
       await server.stop();
       throw err;
     }
+    this.#server = server;
   }
 
+  /** Tears down whatever started (a failed launch leaves nothing behind to stop). */
   async stop(): Promise<void> {
     for (const c of this.#contexts) await c.close().catch(() => {});
-    await this.browser.close();
+    await this.#browser?.close();
     await Promise.all(this.#clients.map((c) => c.close()));
-    await this.server.stop();
+    await this.#server?.stop();
   }
 
   /** A JSON-RPC client on the hub, closed by `stop()`. */

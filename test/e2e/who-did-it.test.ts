@@ -4,7 +4,7 @@
  * where every answer is the hub's one local user "dev", other tabs say "you" rather than "dev".
  * Real headless Chromium against hubs on port 0 (see support.ts).
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { Page } from 'playwright-core';
 import { startTestServer, TOKENS } from '../helpers/start-server.js';
 import { BrowserHub, sessionPath } from './support.js';
@@ -12,15 +12,7 @@ import { BrowserHub, sessionPath } from './support.js';
 const T = { timeout: 15_000 };
 
 describe('browser app: who did it', () => {
-  let hub: BrowserHub;
-
-  beforeAll(async () => {
-    hub = await BrowserHub.start();
-  }, 60_000);
-
-  afterAll(async () => {
-    await hub?.stop();
-  });
+  const hub = BrowserHub.perFile();
 
   const footer = (page: Page) => page.locator('article.turn .turn-footer').last();
 

@@ -10,37 +10,16 @@
  * The session's agent is remote (the test client plays it, as a dev-mode admin may): its turn
  * stays open across a restart, and nothing consumes an input unless the test says so.
  */
-import { afterEach, describe, expect, it } from 'vitest';
-import { startHubProcess, type HubProcess } from '../helpers/hub-process.js';
-import { RpcClient } from '../helpers/rpc-client.js';
-import { tempDir } from '../helpers/start-server.js';
-import { userMessage } from '../helpers/turns.js';
+import { describe, expect, it } from 'vitest';
+import type { HubProcess } from '../helpers/hub-process.js';
+import { RestartRig } from '../helpers/restart-rig.js';
+import type { RpcClient } from '../helpers/rpc-client.js';
+import { startTurn } from '../helpers/turns.js';
 import { waitFor } from '../helpers/wait-for.js';
 import { chatState, SteeringHttp, type Target } from '../cli/steering-support.js';
 
-const procs: HubProcess[] = [];
-const clients: RpcClient[] = [];
-const dirs: Array<{ remove(): void }> = [];
-
-afterEach(async () => {
-  for (const c of clients.splice(0)) await c.close();
-  for (const p of procs.splice(0)) p.child.kill('SIGKILL');
-  for (const d of dirs.splice(0)) d.remove();
-});
-
-async function open(hub: HubProcess): Promise<RpcClient> {
-  const c = await RpcClient.open(hub.wsUrl);
-  clients.push(c);
-  return c;
-}
-
-async function restart(hub: HubProcess, signal: 'SIGTERM' | 'SIGKILL', args: string[]): Promise<HubProcess> {
-  hub.child.kill(signal);
-  expect((await hub.exited()).signal ?? signal).toBe(signal);
-  const next = await startHubProcess(args);
-  procs.push(next);
-  return next;
-}
+const rig = RestartRig.perTest();
+const open = (hub: HubProcess) => rig.open(hub);
 
 type Receipts = Record<string, unknown>;
 
@@ -68,11 +47,8 @@ async function consume(c: RpcClient, chat: string, turnId: string, inputId: stri
 
 describe('steering receipts survive a hub restart', () => {
   it('SIGTERM, then SIGKILL: every receipt id answers the same receipt, the target keeps its epoch, and an input consumed after a restart moves on', async () => {
-    const data = tempDir('receipts-survive-');
-    dirs.push(data);
-    const args = ['--data', data.dir];
-    let hub = await startHubProcess(args);
-    procs.push(hub);
+    const args = ['--data', rig.dataDir('receipts-survive-')];
+    let hub = await rig.start(args);
     let alice = await open(hub);
     const session = 'ahp-session:/durable-receipts';
     const { defaultChat: chat } = await alice.request<{ defaultChat: string }>('createSession', { channel: session, provider: 'remote' });
@@ -84,14 +60,14 @@ describe('steering receipts survive a hub restart', () => {
     };
 
     // Turn 1 (ends): a1 consumed by the agent, a2 closed when the turn completes.
-    await ok(alice, chat, { type: 'chat/turnStarted', turnId: 't1', startedAt: new Date().toISOString(), message: userMessage('first') });
+    await startTurn(alice, chat, 'first', 't1');
     const t1 = (await http.target(session))!;
     await submit('a1', t1);
     await submit('a2', t1);
     await consume(alice, chat, 't1', 'a1');
     await ok(alice, chat, { type: 'chat/turnComplete', turnId: 't1', duration: 5 });
     // Turn 2 (keeps running): b1 and b3 accepted, b2 taken back by the client (cancelled).
-    await ok(alice, chat, { type: 'chat/turnStarted', turnId: 't2', startedAt: new Date().toISOString(), message: userMessage('second') });
+    await startTurn(alice, chat, 'second', 't2');
     const t2 = (await http.target(session))!;
     for (const id of ['b1', 'b2', 'b3']) await submit(id, t2);
     await ok(alice, chat, { type: 'chat/steeringMessageRemoved', id: 'hub-input:b2' });
@@ -107,7 +83,7 @@ describe('steering receipts survive a hub restart', () => {
     const capsBefore = (await http.capabilities(session)).body;
 
     // SIGTERM: the same receipts (loaded from the final snapshot), the same target and retention.
-    hub = await restart(hub, 'SIGTERM', args);
+    hub = await rig.restart(hub, 'SIGTERM', args);
     http = new SteeringHttp(hub.url);
     expect(await readAll(http, session, held)).toEqual(before);
     const capsAfter = (await http.capabilities(session)).body;
@@ -127,7 +103,7 @@ describe('steering receipts survive a hub restart', () => {
     await waitFor(async () => ((await chatState(alice, chat)).steeringMessages?.some((m) => m.id === 'hub-input:b1') ? undefined : true), { what: 'b1 to leave the steering list' });
 
     // SIGKILL: nothing flushed on the way out, the records after the snapshot are replayed.
-    hub = await restart(hub, 'SIGKILL', args);
+    hub = await rig.restart(hub, 'SIGKILL', args);
     http = new SteeringHttp(hub.url);
     expect(await readAll(http, session, held)).toEqual(before);
     expect(await http.target(session)).toEqual(t2);

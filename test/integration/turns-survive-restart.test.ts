@@ -8,52 +8,34 @@
  */
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { ChatState, InputRequestPart } from '../../shared/protocol/state.js';
 import { isPartOfKind } from '../../shared/protocol/state.js';
-import { startHubProcess, type HubProcess } from '../helpers/hub-process.js';
-import { RpcClient } from '../helpers/rpc-client.js';
-import { tempDir } from '../helpers/start-server.js';
-import { startScriptTurn, userMessage } from '../helpers/turns.js';
+import type { HubProcess } from '../helpers/hub-process.js';
+import { RestartRig } from '../helpers/restart-rig.js';
+import type { RpcClient } from '../helpers/rpc-client.js';
+import { startScriptTurn, startTurn, TWO_QUESTION_REQUEST } from '../helpers/turns.js';
 import { waitFor } from '../helpers/wait-for.js';
 
+/** The two questions every form test asks, and a third one being typed while the hub restarts. */
 const FORM = (id: string) => ({
   id,
   message: 'Plan the release',
-  questions: [
-    {
-      id: 'runtime',
-      kind: 'single-select',
-      message: 'Which runtime?',
-      required: true,
-      options: [
-        { id: 'node', label: 'Node.js' },
-        { id: 'deno', label: 'Deno' },
-      ],
-    },
-    { id: 'notes', kind: 'text', message: 'Anything else?', required: true, max: 200 },
-    { id: 'name', kind: 'text', message: 'Release name', required: true, max: 200 },
-  ],
+  questions: [...TWO_QUESTION_REQUEST.questions, { id: 'name', kind: 'text', message: 'Release name', required: true, max: 200 }],
 });
 
 const draft = (value: unknown) => ({ state: 'draft', value });
 const text = (value: string) => ({ kind: 'text', value });
 
-const procs: HubProcess[] = [];
-const clients: RpcClient[] = [];
-const dirs: Array<{ remove(): void }> = [];
+const rig = RestartRig.perTest();
+const open = (hub: HubProcess, token?: string) => rig.open(hub, token);
 
-afterEach(async () => {
-  for (const c of clients.splice(0)) await c.close();
-  for (const p of procs.splice(0)) p.child.kill('SIGKILL');
-  for (const d of dirs.splice(0)) d.remove();
-});
-
-/** A new connection (a tab that reloaded after the restart); `reconnect` with a cursor is covered in crash-recovery.test.ts. */
-async function open(hub: HubProcess, token?: string): Promise<RpcClient> {
-  const c = await RpcClient.open(hub.wsUrl, token ? { token } : {});
-  clients.push(c);
-  return c;
+/** A token file for `users` (role user) and one agent, all in tenant acme. */
+function writeTokens(dir: string, users: Record<string, string>, agent: string): string {
+  const file = join(dir, 'tokens.json');
+  const tokens = [...Object.entries(users).map(([user, token]) => ({ token, user, tenant: 'acme', role: 'user' })), { token: agent, user: 'bot', tenant: 'acme', role: 'agent' }];
+  writeFileSync(file, JSON.stringify({ tokens }));
+  return file;
 }
 
 async function state(c: RpcClient, chat: string): Promise<ChatState> {
@@ -62,15 +44,6 @@ async function state(c: RpcClient, chat: string): Promise<ChatState> {
 
 function request(s: ChatState, id: string): InputRequestPart | undefined {
   return s.activeTurn?.responseParts.find((p): p is InputRequestPart => isPartOfKind(p, 'inputRequest') && p.request.id === id);
-}
-
-/** Stops the hub (SIGTERM waits for it to drain, SIGKILL does not) and starts it again on the same data. */
-async function restart(hub: HubProcess, signal: 'SIGTERM' | 'SIGKILL', args: string[], env?: Record<string, string>): Promise<HubProcess> {
-  hub.child.kill(signal);
-  expect((await hub.exited()).signal ?? signal).toBe(signal);
-  const next = await startHubProcess(args, env ? { env } : {});
-  procs.push(next);
-  return next;
 }
 
 /**
@@ -116,11 +89,8 @@ async function submit(c: RpcClient, chat: string, id: string): Promise<void> {
 
 describe('turns survive a hub restart', () => {
   it('demo agent: SIGTERM and SIGKILL mid-form keep the questions open with every draft; the answers are taken and the turn completes', async () => {
-    const data = tempDir('turns-survive-');
-    dirs.push(data);
-    const args = ['--data', data.dir];
-    let hub = await startHubProcess(args);
-    procs.push(hub);
+    const args = ['--data', rig.dataDir('turns-survive-')];
+    let hub = await rig.start(args);
     let team = [await open(hub), await open(hub), await open(hub)];
     const { chat } = await team[0]!.createSession('mid-form');
     for (const m of team) await m.subscribe(chat);
@@ -135,7 +105,7 @@ describe('turns survive a hub restart', () => {
 
     // SIGTERM in the middle of the first form.
     let answers = await midForm(team, chat, 'form-1');
-    hub = await restart(hub, 'SIGTERM', args);
+    hub = await rig.restart(hub, 'SIGTERM', args);
     team = await Promise.all(team.map(() => open(hub)));
     await sameFormFor(team, chat, 'form-1', answers);
     await submit(team[1]!, chat, 'form-1');
@@ -143,7 +113,7 @@ describe('turns survive a hub restart', () => {
 
     // SIGKILL in the middle of the second form.
     answers = await midForm(team, chat, 'form-2');
-    hub = await restart(hub, 'SIGKILL', args);
+    hub = await rig.restart(hub, 'SIGKILL', args);
     team = await Promise.all(team.map(() => open(hub)));
     await sameFormFor(team, chat, 'form-2', answers);
     await submit(team[2]!, chat, 'form-2');
@@ -154,7 +124,7 @@ describe('turns survive a hub restart', () => {
       return s.activeTurn?.responseParts.some((p) => isPartOfKind(p, 'toolCall') && p.toolCall.status === 'pending-confirmation') || undefined;
     };
     await waitFor(() => toolPending(team[0]!), { what: 'the tool confirmation' });
-    hub = await restart(hub, 'SIGKILL', args);
+    hub = await rig.restart(hub, 'SIGKILL', args);
     team = await Promise.all(team.map(() => open(hub)));
     await waitFor(() => toolPending(team[0]!), { what: 'the tool confirmation after the restart' });
     const confirmed = await team[0]!.dispatchAndWait(chat, { type: 'chat/toolCallConfirmed', turnId, toolCallId: 'publish', approved: true, confirmed: 'user-action' });
@@ -173,37 +143,24 @@ describe('turns survive a hub restart', () => {
   }, 120_000);
 
   it('remote agent: the turn stays open across SIGTERM and SIGKILL while the agent reconnects; the drafts stay and the agent completes the turn', async () => {
-    const data = tempDir('turns-survive-remote-');
-    dirs.push(data);
-    const tokens = join(data.dir, 'tokens.json');
-    writeFileSync(
-      tokens,
-      JSON.stringify({
-        tokens: [
-          { token: 'user-token-alice-000001', user: 'alice', tenant: 'acme', role: 'user' },
-          { token: 'user-token-bob-00000001', user: 'bob', tenant: 'acme', role: 'user' },
-          { token: 'user-token-carol-000001', user: 'carol', tenant: 'acme', role: 'user' },
-          { token: 'agent-token-bot-0000001', user: 'bot', tenant: 'acme', role: 'agent' },
-        ],
-      }),
-    );
+    const data = rig.dataDir('turns-survive-remote-');
     const users = ['user-token-alice-000001', 'user-token-bob-00000001', 'user-token-carol-000001'];
     const agentToken = 'agent-token-bot-0000001';
-    const args = ['--data', data.dir, '--auth', tokens];
-    let hub = await startHubProcess(args);
-    procs.push(hub);
+    const tokens = writeTokens(data, { alice: users[0]!, bob: users[1]!, carol: users[2]! }, agentToken);
+    const args = ['--data', data, '--auth', tokens];
+    let hub = await rig.start(args);
     let team = await Promise.all(users.map((t) => open(hub, t)));
     let agent = await open(hub, agentToken);
     const session = 'ahp-session:/remote-mid-form';
     const { defaultChat: chat } = await team[0]!.request<{ defaultChat: string }>('createSession', { channel: session, provider: 'remote' });
     for (const m of [...team, agent]) await m.subscribe(chat);
     const turnId = 'turn-remote-1';
-    expect((await team[0]!.dispatchAndWait(chat, { type: 'chat/turnStarted', turnId, startedAt: new Date().toISOString(), message: userMessage('Plan the release') })).rejectionReason).toBeUndefined();
+    await startTurn(team[0]!, chat, 'Plan the release', turnId);
     expect((await agent.dispatchAndWait(chat, { type: 'chat/inputRequested', request: FORM('form-1') })).rejectionReason).toBeUndefined();
 
     let answers = await midForm(team, chat, 'form-1');
     for (const signal of ['SIGTERM', 'SIGKILL'] as const) {
-      hub = await restart(hub, signal, args);
+      hub = await rig.restart(hub, signal, args);
       team = await Promise.all(users.map((t) => open(hub, t)));
       // The agent comes back and subscribes to its chat again: its turn carries on.
       agent = await open(hub, agentToken);
@@ -220,30 +177,19 @@ describe('turns survive a hub restart', () => {
   }, 120_000);
 
   it('remote agent that does not come back: after the grace period its turn ends with hubRestarted, the drafts kept in the transcript', async () => {
-    const data = tempDir('turns-survive-grace-');
-    dirs.push(data);
-    const tokens = join(data.dir, 'tokens.json');
-    writeFileSync(
-      tokens,
-      JSON.stringify({
-        tokens: [
-          { token: 'user-token-alice-000001', user: 'alice', tenant: 'acme', role: 'user' },
-          { token: 'agent-token-bot-0000001', user: 'bot', tenant: 'acme', role: 'agent' },
-        ],
-      }),
-    );
-    const args = ['--data', data.dir, '--auth', tokens];
-    let hub = await startHubProcess(args);
-    procs.push(hub);
+    const data = rig.dataDir('turns-survive-grace-');
+    const tokens = writeTokens(data, { alice: 'user-token-alice-000001' }, 'agent-token-bot-0000001');
+    const args = ['--data', data, '--auth', tokens];
+    let hub = await rig.start(args);
     let alice = await open(hub, 'user-token-alice-000001');
     const agent = await open(hub, 'agent-token-bot-0000001');
     const { defaultChat: chat } = await alice.request<{ defaultChat: string }>('createSession', { channel: 'ahp-session:/remote-gone', provider: 'remote' });
     await alice.subscribe(chat);
-    await alice.dispatchAndWait(chat, { type: 'chat/turnStarted', turnId: 'turn-gone', startedAt: new Date().toISOString(), message: userMessage('Hello?') });
+    await startTurn(alice, chat, 'Hello?', 'turn-gone');
     await agent.dispatchAndWait(chat, { type: 'chat/inputRequested', request: FORM('form-1') });
     await alice.dispatchAndWait(chat, { type: 'chat/inputAnswerChanged', requestId: 'form-1', questionId: 'notes', answer: draft(text('kept')) });
     await agent.close();
-    hub = await restart(hub, 'SIGKILL', args, { HUB_REMOTE_AGENT_GRACE_MS: '300' });
+    hub = await rig.restart(hub, 'SIGKILL', args, { HUB_REMOTE_AGENT_GRACE_MS: '300' });
     alice = await open(hub, 'user-token-alice-000001');
     const ended = await waitFor(async () => (await state(alice, chat)).turns.find((t) => t.id === 'turn-gone'), { what: 'the orphaned turn to end' });
     expect(ended.state).toBe('error');

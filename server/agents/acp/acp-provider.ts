@@ -139,11 +139,12 @@ export class AcpAgentProvider implements AgentProvider {
 
   /**
    * ACP has no standard way to add input to a running prompt: only an agent whose live process
-   * advertised the seed-003 mid-turn input extension takes steering (relayed, with its receipts).
+   * advertised the seed-003 mid-turn input extension (relayed, with its receipts) or pulls input
+   * with `craft/drainMidTurnQueue` (Qwen Code, between tool batches) takes steering.
    */
   steeringUnavailable(session: string): { code: string; message: string } | undefined {
     const agent = this.#sessions.get(session);
-    if (agent && !agent.exited && agent.midTurnInput) return undefined;
+    if (agent && !agent.exited && (agent.midTurnInput || agent.drainsMidTurnQueue)) return undefined;
     return {
       code: 'agent_has_no_input_channel',
       message: `${this.info.displayName} is an ACP agent without a mid-turn input channel: additions cannot reach a running turn. Wait for the turn to end or stop it, then send a new message.`,

@@ -14,6 +14,7 @@ import type { ResolvedAcpAgentConfig } from './agents-config.js';
 import { type AgentProcessBudget, type BudgetHolder, DEFAULT_AGENT_LIMITS } from '../agent-budget.js';
 import { STOP_REASON_MESSAGES } from '../../acp-mapping/index.js';
 import { offersMidTurnInput, SteeringRelay } from './steering-relay.js';
+import { drainForAgent, drainParams, drainsMidTurnQueue, MID_TURN_QUEUE_DRAIN, NOTHING_TO_DRAIN } from './mid-turn-drain.js';
 import { TurnTranslator } from './turn-translator.js';
 
 /**
@@ -65,6 +66,8 @@ export class AgentProcess implements BudgetHolder {
   #fail!: (reason: string, errorType?: string) => void;
   #exitReason: string | undefined;
   #turn: TurnTranslator | undefined;
+  /** The running turn's context, for the agent's drain calls. */
+  #turnCtx: TurnContext | undefined;
   #busy: { signal: AbortSignal; done: Promise<void> } | undefined;
   #loadSupported = false;
   /** When the last turn ended; undefined while starting or running a turn. */
@@ -73,6 +76,8 @@ export class AgentProcess implements BudgetHolder {
   acpSessionId: string | undefined;
   /** The agent advertised the seed-003 mid-turn input extension. */
   midTurnInput = false;
+  /** The agent pulls steering input with `craft/drainMidTurnQueue` (Qwen Code; mid-turn-drain.ts). */
+  drainsMidTurnQueue = false;
   readonly tenant: string;
   readonly user: string;
 
@@ -164,6 +169,12 @@ export class AgentProcess implements BudgetHolder {
       .onRequest(acp.methods.client.elicitation.create, async ({ params }) => {
         if (!this.#turn) return { action: 'cancel' as const };
         return this.#turn.elicit(params);
+      })
+      .onRequest(MID_TURN_QUEUE_DRAIN, drainParams, ({ params }) => {
+        this.drainsMidTurnQueue = true;
+        // An agent with the push extension gets its inputs from the relay; never hand one out twice.
+        if (params.sessionId !== this.acpSessionId || this.midTurnInput) return NOTHING_TO_DRAIN;
+        return drainForAgent(this.#turnCtx, this.#logger);
       })
       .onRequest('*', ({ method }) => {
         throw acp.RequestError.methodNotFound(method);
@@ -289,6 +300,7 @@ export class AgentProcess implements BudgetHolder {
     const init = await this.#guard('initialize', agent.request(acp.methods.agent.initialize, initialize), timeout);
     this.#loadSupported = init.agentCapabilities?.loadSession === true;
     this.midTurnInput = offersMidTurnInput(init.agentCapabilities);
+    this.drainsMidTurnQueue ||= drainsMidTurnQueue(init.agentInfo);
     const cwd = this.cwd;
     if (previousAcpSession && this.#loadSupported) {
       try {
@@ -334,6 +346,7 @@ export class AgentProcess implements BudgetHolder {
     const sessionId = this.acpSessionId!;
     const turn = new TurnTranslator(ctx, this.options.newId, this.#logger);
     this.#turn = turn;
+    this.#turnCtx = ctx;
     const onAbort = (): void => {
       turn.cancelPending();
       void connection.agent.notify(acp.methods.agent.session.cancel, { sessionId }).catch((err: unknown) => this.#logger.debug('session/cancel not delivered', errorFields(err)));
@@ -364,7 +377,10 @@ export class AgentProcess implements BudgetHolder {
     } finally {
       ctx.signal.removeEventListener('abort', onAbort);
       turn.cancelPending();
-      if (this.#turn === turn) this.#turn = undefined;
+      if (this.#turn === turn) {
+        this.#turn = undefined;
+        this.#turnCtx = undefined;
+      }
       if (this.#busy?.done === done) this.#busy = undefined;
       if (!this.#busy && !this.exited) this.#markIdle();
       finished();
