@@ -127,6 +127,7 @@ export class HubMetrics implements HubObserver {
             return { head: turn.head, missed: turn.missed, append: (records) => time(() => turn.append(records)), release: () => turn.release() };
           },
           onAppended: (listener) => log.onAppended(listener),
+          ...(log.watchHead ? { watchHead: (listener: (head: number) => void) => log.watchHead!(listener) } : {}),
         }
       : {};
     return {

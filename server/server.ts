@@ -155,7 +155,6 @@ export async function startHubServer(config: HubServerConfig): Promise<HubServer
       leases: storage.leasesFor?.(tenant, leaseNode),
       collabLog: storage.collabLogFor?.(tenant),
       compactIntervalMs: config.compactIntervalMs,
-      agentLeaseTtlMs: config.agentLeaseTtlMs ?? 5_000,
       remoteAgentGraceMs: config.remoteAgentGraceMs,
       providers: providersFor(tenant, config.dataDir === undefined ? undefined : tenantDir(config.dataDir, tenant)),
       defaultProvider: config.defaultProvider,

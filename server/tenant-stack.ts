@@ -32,7 +32,6 @@ export interface TenantStackOptions {
   readonly log: ActionLog;
   /** Cluster mode: this tenant's agent leases. */
   readonly leases?: AgentLeaseStore | undefined;
-  readonly agentLeaseTtlMs: number;
   readonly remoteAgentGraceMs?: number | undefined;
   readonly providers: readonly AgentProvider[];
   readonly defaultProvider: string | undefined;
@@ -87,7 +86,6 @@ export class TenantStack {
     // Cluster mode: one process runs each session's agent; turns of a process that died are ended.
     this.#leaseKeeper = options.leases
       ? new AgentLeaseKeeper(hub, options.leases, logger.child({ component: 'leases' }), now, {
-          tickMs: Math.max(50, Math.floor(options.agentLeaseTtlMs / 4)),
           // Leases a draining node handed over: its running turns carry on here, as after a restart.
           resume: (sessions) => this.#runner.resumeInterrupted(runningTurnsOf(hub, sessions)),
         })
@@ -100,6 +98,7 @@ export class TenantStack {
           options.compactIntervalMs ?? DEFAULT_COMPACT_INTERVAL_MS,
           (bytes) => metrics.logRetainedBytes(options.tenant, bytes),
           logger.child({ component: 'compactor' }),
+          () => hub.serverSeq,
         )
       : undefined;
     this.#runner = new AgentRunner(hub, new Map(options.providers.map((p) => [p.info.provider, p])), logger.child({ component: 'agents' }), now, newId, noSteering, {

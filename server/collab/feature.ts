@@ -108,8 +108,8 @@ export class CollabEngine {
   // Presence is ephemeral, so it never enters the durable log: each process relays its members'
   // awareness changes on the cluster bus (one client per message, to stay under the bus's size
   // limit) and applies what others relay to its own room of the same document. A process that
-  // joins a room asks the others for their members' current presence. Every process announces
-  // itself every PRESENCE_HEARTBEAT_MS; one not heard from for PRESENCE_EXPIRY_MS (killed, cut
+  // joins a room asks the others for their members' current presence. Every process with a room
+  // announces itself every PRESENCE_HEARTBEAT_MS; one not heard from for PRESENCE_EXPIRY_MS (killed, cut
   // off) has its members' presence removed everywhere.
 
   #relay(room: CollabRoom, ids: readonly number[]): void {
@@ -138,7 +138,9 @@ export class CollabEngine {
   }
 
   #beat(): void {
-    this.#bus!.publish({ kind: 'alive' });
+    // Only a process with rooms has members whose presence others must keep alive: an idle
+    // tenant sends nothing (one NOTIFY per tenant per second adds up on a node with many).
+    if (this.rooms.size > 0) this.#bus!.publish({ kind: 'alive' });
     const now = Date.now();
     for (const [node, at] of this.#lastHeard) if (now - at > PRESENCE_EXPIRY_MS) this.#expire(node);
   }

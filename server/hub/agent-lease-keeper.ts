@@ -18,11 +18,10 @@ import { turnDuration } from '../../shared/state/selectors.js';
 import type { Logger } from '../log.js';
 import { errorFields } from '../log.js';
 import type { AgentLeaseStore } from '../storage/postgres-agent-leases.js';
+import type { LeaseClaims } from '../storage/postgres-lease-sweeper.js';
 import type { Hub } from './hub.js';
 
 export interface AgentLeaseKeeperOptions {
-  /** How often leases are renewed and expired ones claimed. */
-  readonly tickMs: number;
   /** Carries on the running turns of sessions whose lease this node claimed from a draining one. */
   readonly resume: (sessions: readonly string[]) => void;
 }
@@ -32,15 +31,14 @@ export class AgentLeaseKeeper {
   readonly #leases: AgentLeaseStore;
   readonly #logger: Logger;
   readonly #now: () => number;
-  readonly #timer: NodeJS.Timeout;
+  /** Ends this keeper's part in the store's lease sweep (resolves once a sweep in flight was handled). */
+  readonly #offSweep: () => Promise<void>;
   readonly #off: () => void;
   readonly #resume: (sessions: readonly string[]) => void;
   /** Lease takes not finished yet: a hand-over waits for them, or it could miss a lease. */
   readonly #holding = new Set<Promise<void>>();
   /** Sessions whose lease this node took or claimed (the candidates of a hand-over). */
   readonly #held = new Set<string>();
-  #ticking = false;
-  #handingOver = false;
 
   constructor(hub: Hub, leases: AgentLeaseStore, logger: Logger, now: () => number, options: AgentLeaseKeeperOptions) {
     this.#hub = hub;
@@ -60,17 +58,14 @@ export class AgentLeaseKeeper {
         void holding.finally(() => this.#holding.delete(holding));
       },
     });
-    this.#timer = setInterval(() => void this.#tick(), options.tickMs);
-    this.#timer.unref();
+    this.#offSweep = leases.onSweep((claims) => this.#claimed(claims));
   }
 
-  async #tick(): Promise<void> {
-    if (this.#ticking || this.#handingOver) return;
-    this.#ticking = true;
+  /** What the store's lease sweep claimed in this tenant (it already renewed this node's leases). */
+  async #claimed(claims: LeaseClaims): Promise<void> {
     try {
-      await this.#leases.renew();
-      for (const session of await this.#leases.claimExpired()) await this.#endOrphanedTurns(session);
-      const handed = await this.#leases.claimHandedOver();
+      for (const session of claims.expired) await this.#endOrphanedTurns(session);
+      const handed = claims.handedOver;
       if (handed.length > 0) {
         // The draining node made everything its agents wrote durable before handing over: fold
         // up to the log's head, so each turn resumes from its last record.
@@ -80,9 +75,7 @@ export class AgentLeaseKeeper {
         this.#resume(handed);
       }
     } catch (err) {
-      this.#logger.warn('agent lease tick failed; retrying', errorFields(err));
-    } finally {
-      this.#ticking = false;
+      this.#logger.warn('handling claimed agent leases failed', errorFields(err));
     }
   }
 
@@ -111,11 +104,10 @@ export class AgentLeaseKeeper {
    * the rest are claimed by the next node that runs. Returns how many were handed over.
    */
   async handOver(timeoutMs: number): Promise<{ handedOver: number; unclaimed: number }> {
-    this.#handingOver = true;
-    clearInterval(this.#timer);
     this.#off();
     await Promise.all(this.#holding);
-    while (this.#ticking) await new Promise((resolve) => setTimeout(resolve, 10));
+    // A sweep in flight may still claim leases for this tenant: handle them before handing over.
+    await this.#offSweep();
     const running = [...this.#held].filter((session) => [...(this.#hub.sessionEntry(session)?.chats ?? [])].some((chat) => this.#hub.chatEntry(chat)?.state.activeTurn));
     const handedOver = await this.#leases.handOver(running);
     const deadline = Date.now() + timeoutMs;
@@ -128,8 +120,8 @@ export class AgentLeaseKeeper {
   }
 
   async close(): Promise<void> {
-    clearInterval(this.#timer);
     this.#off();
+    await this.#offSweep();
     await this.#leases.close();
   }
 }

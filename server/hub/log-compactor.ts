@@ -8,6 +8,12 @@
  * gap when it next follows the log and reloads from the newest snapshot; a client reconnecting
  * from before what is kept is answered with snapshots (its node's replay window no longer
  * reaches back that far), never with a gap.
+ *
+ * A round is skipped while the tenant's head (as this node follows it) has not moved since the
+ * last round that ran: with nothing appended there is nothing new to compact nor to measure, and
+ * an idle node with many tenants would otherwise pay two statements per tenant per round. (The
+ * newest snapshot is written as records are appended, so one written after the last round is
+ * compacted behind at the next round after the next append.)
  */
 import type { Logger } from '../log.js';
 import { errorFields } from '../log.js';
@@ -29,6 +35,8 @@ export class LogCompactor {
   #timer: NodeJS.Timeout | undefined;
   #running: Promise<void> | undefined;
   #closed = false;
+  /** The head when the last round ran to its end; undefined before the first. */
+  #roundHead: number | undefined;
 
   constructor(
     private readonly log: CompactingLog,
@@ -37,8 +45,11 @@ export class LogCompactor {
     /** Reports the bytes the tenant's log retains after each round (the per-tenant gauge). */
     private readonly onRetained: (bytes: number) => void,
     private readonly logger: Logger,
+    /** The tenant's head as this node has followed it (rounds are skipped while it stays put). */
+    private readonly head?: () => number,
   ) {
     this.#timer = setInterval(() => {
+      if (this.head !== undefined && this.head() === this.#roundHead) return;
       this.#running ??= this.runOnce().finally(() => (this.#running = undefined));
     }, intervalMs);
     this.#timer.unref();
@@ -47,10 +58,12 @@ export class LogCompactor {
   /** One round: compacts if this node gets the lease, then measures what is retained. */
   async runOnce(): Promise<void> {
     if (this.#closed) return;
+    const head = this.head?.();
     try {
       const result = await this.log.compactBehindNewestSnapshot(this.keepRecords);
       if (result && (result.recordsDeleted > 0 || result.snapshotsDeleted > 0)) this.logger.debug('shared log compacted', { ...result });
       this.onRetained(await this.log.retainedBytes());
+      this.#roundHead = head;
     } catch (err) {
       this.logger.warn('shared log compaction failed; retried next round', errorFields(err));
     }

@@ -89,6 +89,19 @@ export interface SharedActionLog extends ActionLog {
   beginWriteTurn(afterSeq: number): Promise<WriteTurn>;
   /** Calls `listener` with the new head after other processes' appends (a hint, may be lost or late). */
   onAppended(listener: (head: number) => void): () => void;
+  /**
+   * Optional: the store reads the heads of all its partitions in one statement on a schedule
+   * (postgres-follower.ts) and calls `listener` with this partition's head after each read, so
+   * the write gate needs no poll of its own (an idle node costs the same for 1 or 1,000 tenants).
+   */
+  watchHead?(listener: (head: number) => void): HeadWatch;
+}
+
+/** A subscription to the store's head poll (`SharedActionLog.watchHead`). */
+export interface HeadWatch {
+  /** Why the last head poll failed (the log is unreachable), or undefined once one succeeded. */
+  readonly problem: string | undefined;
+  stop(): void;
 }
 
 export function isSharedActionLog(log: ActionLog): log is SharedActionLog {

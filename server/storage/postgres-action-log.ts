@@ -19,7 +19,7 @@
  * SQLite engine stores it; the shared record codec does the (de)serialisation and error reports.
  */
 import type pg from 'pg';
-import type { AppendResult, LogRecord, LogSnapshot, SharedActionLog, WriteTurn } from './action-log.js';
+import type { AppendResult, HeadWatch, LogRecord, LogSnapshot, SharedActionLog, WriteTurn } from './action-log.js';
 import {
   SNAPSHOTS_KEPT,
   decodeConsecutiveRecords,
@@ -60,6 +60,8 @@ export interface PostgresPartition {
   readonly storeClosed: () => boolean;
   /** Subscribes to this partition's wake-ups on the store's one LISTEN connection. */
   readonly onAppended: (listener: (head: number) => void) => () => void;
+  /** Watches this partition's head through the store's one head poll for every partition. */
+  readonly watchHead: (listener: (head: number) => void) => HeadWatch;
 }
 
 /** The NOTIFY payload an append sends on `ahp_log`: which partition, and its new head. */
@@ -299,6 +301,26 @@ export class PostgresActionLog implements SharedActionLog {
     };
     this.#subscriptions.add(remove);
     return remove;
+  }
+
+  /**
+   * Calls `listener` with this partition's head after each of the store's head polls (one
+   * statement for every partition, postgres-follower.ts): what covers wake-ups that were lost.
+   */
+  watchHead(listener: (head: number) => void): HeadWatch {
+    if (this.#closed || this.#partition.storeClosed()) return { problem: undefined, stop: () => undefined };
+    const watch = this.#partition.watchHead(listener);
+    const remove = (): void => {
+      watch.stop();
+      this.#subscriptions.delete(remove);
+    };
+    this.#subscriptions.add(remove);
+    return {
+      get problem() {
+        return watch.problem;
+      },
+      stop: remove,
+    };
   }
 
   /**

@@ -17,10 +17,18 @@
  * machines cannot expire a healthy lease.
  */
 import type pg from 'pg';
+import type { PostgresLeaseSweeper, SweepHandler } from './postgres-lease-sweeper.js';
 
 export interface AgentLeaseStore {
   /** Takes the session's lease for this node (overwriting any holder's). */
   hold(session: string): Promise<void>;
+  /**
+   * The lease tick: `handler` runs after each sweep of the node's one lease statement for every
+   * partition (postgres-lease-sweeper.ts), which renewed this node's leases and claimed for it
+   * this partition's expired and handed-over ones. The returned function unsubscribes and
+   * resolves once a sweep in flight was handled.
+   */
+  onSweep(handler: SweepHandler): () => Promise<void>;
   /** Extends every lease this node holds. */
   renew(): Promise<void>;
   /** Removes and returns the sessions whose lease expired (their holder stopped renewing). */
@@ -43,11 +51,13 @@ export class PostgresAgentLeases implements AgentLeaseStore {
   readonly #node: string;
   readonly #ttlMs: number;
   readonly #storeClosed: () => boolean;
+  readonly #sweeper: PostgresLeaseSweeper;
   #closed = false;
 
-  /** Made by `PostgresStore.agentLeases`; the pool is the store's and is never ended here. */
-  constructor(pool: pg.Pool, partition: string, node: string, ttlMs: number, storeClosed: () => boolean) {
+  /** Made by `PostgresStore.agentLeases`; the pool and the sweeper are the store's, never ended here. */
+  constructor(pool: pg.Pool, partition: string, node: string, ttlMs: number, storeClosed: () => boolean, sweeper: PostgresLeaseSweeper) {
     this.#pool = pool;
+    this.#sweeper = sweeper;
     this.#partition = partition;
     this.#node = node;
     this.#ttlMs = ttlMs;
@@ -61,6 +71,11 @@ export class PostgresAgentLeases implements AgentLeaseStore {
        ON CONFLICT (partition, session) DO UPDATE SET node = EXCLUDED.node, expires_at = EXCLUDED.expires_at`,
       [this.#partition, session, this.#node, this.#ttlMs],
     );
+  }
+
+  onSweep(handler: SweepHandler): () => Promise<void> {
+    this.#assertOpen();
+    return this.#sweeper.subscribe(this.#partition, handler);
   }
 
   async renew(): Promise<void> {

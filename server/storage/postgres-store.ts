@@ -18,8 +18,9 @@
 import pg from 'pg';
 import { LOG_NOTIFY_CHANNEL, PostgresActionLog, type PostgresPartition, decodeWakeUp } from './postgres-action-log.js';
 import { PostgresAgentLeases } from './postgres-agent-leases.js';
+import { PostgresLeaseSweeper } from './postgres-lease-sweeper.js';
 import { errorMessage } from '../log.js';
-import { ListeningConnection } from './postgres-listener.js';
+import { PostgresLogFollower } from './postgres-follower.js';
 import { COLLAB_TABLE_DDL, PostgresCollabLog } from './postgres-collab-log.js';
 
 /**
@@ -55,19 +56,15 @@ export interface AgentLeaseOptions {
   readonly ttlMs: number;
 }
 
-/** Listeners of one partition's wake-ups: `(head) => void`. */
-type AppendListener = (head: number) => void;
-
 export class PostgresStore {
   readonly #pool: pg.Pool;
   readonly #where: string;
-  readonly #url: string;
   readonly #onConnectionError: ((error: Error) => void) | undefined;
   #closed = false;
-  /** Wake-up listeners by partition name; the one LISTEN connection serves them all. */
-  readonly #listeners = new Map<string, Set<AppendListener>>();
-  /** The LISTEN connection, opened by the first wake-up subscription. */
-  #listening: ListeningConnection | undefined;
+  /** Wake-ups and the head poll of every partition: one LISTEN connection, one statement per poll. */
+  readonly #follower: PostgresLogFollower;
+  /** One lease sweep for every partition, per node name and lease lifetime (a reloaded tenant gets a new node name). */
+  readonly #sweepers = new Map<string, PostgresLeaseSweeper>();
 
   /** Connects, creates or checks the schema, and returns the store. Throws a descriptive Error. */
   static async open(options: PostgresStoreOptions): Promise<PostgresStore> {
@@ -94,8 +91,8 @@ export class PostgresStore {
   private constructor(pool: pg.Pool, where: string, options: PostgresStoreOptions) {
     this.#pool = pool;
     this.#where = where;
-    this.#url = options.url;
     this.#onConnectionError = options.onConnectionError;
+    this.#follower = new PostgresLogFollower({ pool, url: options.url, where, channel: LOG_NOTIFY_CHANNEL, decode: decodeWakeUp, onConnectionError: options.onConnectionError });
   }
 
   /** Where the store lives, without the password: for log lines and error messages. */
@@ -125,7 +122,13 @@ export class PostgresStore {
     this.#assertOpen();
     if (typeof options.node !== 'string' || options.node.length === 0) throw new RangeError('agent leases: node must be a non-empty string');
     if (!Number.isSafeInteger(options.ttlMs) || options.ttlMs < 0) throw new RangeError(`agent leases: ttlMs must be a non-negative integer, got ${String(options.ttlMs)}`);
-    return new PostgresAgentLeases(this.#pool, partition, options.node, options.ttlMs, () => this.#closed);
+    const key = `${options.ttlMs}:${options.node}`;
+    let sweeper = this.#sweepers.get(key);
+    if (sweeper === undefined) {
+      sweeper = new PostgresLeaseSweeper(this.#pool, options.node, options.ttlMs, (error) => this.#onConnectionError?.(error));
+      this.#sweepers.set(key, sweeper);
+    }
+    return new PostgresAgentLeases(this.#pool, partition, options.node, options.ttlMs, () => this.#closed, sweeper);
   }
 
   /** The shared update log of one partition's collaborative documents (postgres-collab-log.ts). */
@@ -139,8 +142,8 @@ export class PostgresStore {
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
-    this.#listeners.clear();
-    await this.#listening?.close();
+    for (const sweeper of this.#sweepers.values()) sweeper.stop();
+    await this.#follower.close();
     await this.#pool.end();
   }
 
@@ -150,50 +153,9 @@ export class PostgresStore {
       pool: this.#pool,
       where: `${this.#where} partition ${JSON.stringify(name)}`,
       storeClosed: () => this.#closed,
-      onAppended: (listener) => this.#subscribe(name, listener),
+      onAppended: (listener) => this.#follower.onAppended(name, listener),
+      watchHead: (listener) => this.#follower.watchHead(name, listener),
     };
-  }
-
-  #subscribe(partition: string, listener: AppendListener): () => void {
-    if (this.#closed) return () => undefined;
-    let set = this.#listeners.get(partition);
-    if (set === undefined) this.#listeners.set(partition, (set = new Set()));
-    set.add(listener);
-    this.#listening ??= this.#listen();
-    return () => {
-      const current = this.#listeners.get(partition);
-      current?.delete(listener);
-      if (current?.size === 0) this.#listeners.delete(partition);
-    };
-  }
-
-  /**
-   * One LISTEN connection for every partition at once; each payload names its partition and only
-   * that partition's listeners run. Callers must not rely on notifications alone (the hub also
-   * polls): ones sent while the connection is being re-established are lost.
-   */
-  #listen(): ListeningConnection {
-    return new ListeningConnection({
-      url: this.#url,
-      channel: LOG_NOTIFY_CHANNEL,
-      what: 'LISTEN',
-      onConnectionError: this.#onConnectionError,
-      onNotification: (payload) => {
-        const wakeUp = decodeWakeUp(payload);
-        if (wakeUp === undefined) return;
-        const listeners = this.#listeners.get(wakeUp.partition);
-        if (listeners === undefined) return;
-        for (const l of [...listeners]) {
-          // One partition's listener failing must not cost other listeners their wake-up, nor
-          // the LISTEN connection (an exception here would surface inside the pg client).
-          try {
-            l(wakeUp.head);
-          } catch (error) {
-            this.#onConnectionError?.(new Error(`a wake-up listener of partition ${JSON.stringify(wakeUp.partition)} threw: ${errorMessage(error)}`, { cause: error }));
-          }
-        }
-      },
-    });
   }
 
   #assertOpen(): void {
