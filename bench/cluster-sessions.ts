@@ -99,7 +99,7 @@ function table(rows: Row[], cfg: Config): string {
     const per = (n: number): string => (t.turns > 0 ? (n / t.turns).toFixed(1) : '–');
     lines.push(
       `| ${r.nodes} | ${r.received}/${r.sent} | ${r.writesPerSecond.toFixed(0)} | ${r.p99.toFixed(1)} | ${r.cpuPerNode.map((c) => c.toFixed(2)).join(' / ')} | ` +
-        `${r.rssPerNode.map((m) => m.toFixed(0)).join(' / ')} | ${(t.turns / r.elapsed).toFixed(0)} | ${per(t.appended)} | ${per(t.handedOver)} | ` +
+        `${r.rssPerNode.map((m) => m.toFixed(0)).join(' / ')} | ${(t.turns / r.elapsed).toFixed(1)} | ${per(t.appended)} | ${per(t.handedOver)} | ` +
         `${t.turns > 0 ? ((t.waitSeconds * 1000) / t.turns).toFixed(1) : '–'} | ${r.load.toFixed(1)} | ${r.status} |`,
     );
   }

@@ -29,6 +29,8 @@ export class TurnWaitFold {
     private readonly log: SharedActionLog,
     private readonly target: FoldTarget,
     private readonly pageSize: number,
+    /** False once the gate stopped acquiring (closing): nothing is folded then. */
+    private readonly acquiring: () => boolean,
   ) {
     this.#unsubscribe = log.onAppended(() => this.#read());
     this.#read();
@@ -62,7 +64,7 @@ export class TurnWaitFold {
         return; // the log is unreachable: the turn being taken reports it
       }
       // Folded meanwhile by someone else, or the turn began: this page is not ours to fold.
-      if (this.#stopped || this.target.serverSeq !== from || this.target.hasPendingRecords()) return;
+      if (this.#stopped || !this.acquiring() || this.target.serverSeq !== from || this.target.hasPendingRecords()) return;
       if (records.length === 0) continue;
       // A gap (compaction overtook this node): the turn's own catch-up finds it and fails.
       if (records[0]!.serverSeq !== from + 1) return;

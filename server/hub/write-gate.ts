@@ -196,7 +196,7 @@ export class WriteGate {
       let turn: WriteTurn;
       // Folds what others append while the lock request waits, so the turn hands over (and
       // folds under the lock) only what came after: see turn-wait-fold.ts.
-      const waitFold = new TurnWaitFold(this.#log, this.#target, this.#pageSize);
+      const waitFold = new TurnWaitFold(this.#log, this.#target, this.#pageSize, () => this.#state === 'acquiring');
       try {
         turn = await this.#log.beginWriteTurn(() => {
           waitFold.stop();
