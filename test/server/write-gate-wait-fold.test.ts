@@ -3,12 +3,13 @@
  * (server/hub/turn-wait-fold.ts), against a REAL PostgreSQL: so the turn, once held, hands over
  * only the batch committed just before it, not every batch since this node's last turn. Three
  * stores on one database stand in for three hub processes; the node under test is a WriteGate
- * over a fold target that records what it folds.
+ * over a fold target that records what it folds. Also: the write-turn metrics the cluster bench reads.
  */
 import { describe, expect, it } from 'vitest';
 import type { LogRecord, SharedActionLog, WriteTurn } from '../../server/storage/action-log.js';
 import { WriteGate, type FoldTarget } from '../../server/hub/write-gate.js';
 import { silentLogger } from '../../server/log.js';
+import { HubMetrics } from '../../server/metrics.js';
 import { postgresStoreFixtures } from '../helpers/postgres-store-fixtures.js';
 import { waitFor } from '../helpers/wait-for.js';
 
@@ -101,5 +102,25 @@ describe('write turn: folding while waiting for the lock', () => {
     // The turn is the gate's: its batch lands at head 5.
     expect(await gate.append(5, records(6, 6, 'B'))).toEqual({ ok: true, head: 6 });
     expect(await nodeA.read(0, 100)).toStrictEqual([...records(1, 3, 'A'), ...records(4, 5, 'C'), ...records(6, 6, 'B')]);
+  });
+
+  it('/metrics counts write turns, the records they appended and the records they handed over', async () => {
+    const url = await database();
+    const other = await (await openStore(url)).actionLog('dev');
+    const metrics = new HubMetrics();
+    const log = metrics.timed(await (await openStore(url)).actionLog('dev')) as SharedActionLog;
+    expect(await other.append(0, records(1, 2, 'other'))).toEqual({ ok: true, head: 2 });
+
+    const turn = await log.beginWriteTurn(0);
+    expect(turn.missed).toStrictEqual(records(1, 2, 'other'));
+    expect(await turn.append(records(3, 5, 'this'))).toEqual({ ok: true, head: 5 });
+    const empty = await log.beginWriteTurn(5);
+    await empty.release();
+
+    const { text } = await metrics.render();
+    const sample = (name: string): number => Number(new RegExp(`^${name.replace(/[{}]/g, '\\$&')} (\\S+)$`, 'm').exec(text)?.[1]);
+    expect(sample('ahp_hub_write_turn_wait_seconds_count')).toBe(2);
+    expect(sample('ahp_hub_write_turn_records_total{kind="appended"}')).toBe(3);
+    expect(sample('ahp_hub_write_turn_records_total{kind="handed_over"}')).toBe(2);
   });
 });
