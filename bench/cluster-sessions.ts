@@ -3,23 +3,21 @@
  * sessions on 1, 2 and 3 hub processes sharing one PostgreSQL log. Session i's producer (an agent
  * streaming `chat/delta`s at `--rate` per session) talks to node i mod n, its one subscriber to
  * node (i+1) mod n, so with two or more nodes every update crosses nodes. Reports aggregate
- * delivered writes/s, p99 send → receive latency, and CPU and memory per node.
+ * delivered writes/s, p99 send → receive latency, CPU and memory per node, and the write turns
+ * the nodes took (from their /metrics): turns/s, records appended per turn, records a turn
+ * handed over to fold under the lock, and the mean time taking a turn took.
  *
- *   node dist/bench/cluster-sessions.js --sessions 100 --rate 10 --seconds 5 --nodes 1,2,3
- *
- * Not a test; never run by vitest.
+ * `npm run bench` runs it after the cluster fan-out table; flags:
+ *   --sessions 100  --rate 10  --seconds 5  --nodes 1,2,3
+ * BENCH_CPU_PROF=<dir> profiles every node (node --cpu-prof). Not a test; never run by vitest.
  */
-import { randomUUID } from 'node:crypto';
-import { cpus } from 'node:os';
+import { cpus, loadavg } from 'node:os';
 import { parseArgs } from 'node:util';
-import pg from 'pg';
 import type WebSocket from 'ws';
-import { nowUs, scanString } from './clock.js';
+import { drain, pace, positiveInt, stampSubscriber, startCluster, turnsBetween, withPostgres, type TurnFigures } from './cluster-setup.js';
 import { Histogram } from './histogram.js';
-import { openSocket } from './open-socket.js';
-import { cpuSeconds, rssMiB, spawnServer, type ServerChild } from './proc.js';
+import { nowUs } from './clock.js';
 import { HubProducer } from './producers.js';
-import { startPostgres, type RunningPostgres } from './throwaway-postgres.js';
 
 interface Config {
   sessions: number;
@@ -36,55 +34,18 @@ interface Row {
   p99: number;
   cpuPerNode: number[];
   rssPerNode: number[];
+  turns: TurnFigures;
+  elapsed: number;
+  load: number;
   status: string;
 }
 
-async function subscribe(wsUrl: string, chat: string, warmStartUs: () => number, hist: Histogram, onCount: () => void): Promise<WebSocket> {
-  const ws = await openSocket(wsUrl);
-  let id = 0;
-  const pending = new Map<number, (msg: { error?: { message: string } }) => void>();
-  const request = (method: string, params: unknown): Promise<{ error?: { message: string } }> =>
-    new Promise((resolve) => {
-      pending.set(++id, resolve);
-      ws.send(JSON.stringify({ jsonrpc: '2.0', id, method, params }));
-    });
-  ws.on('message', (data) => {
-    const text = String(data);
-    if (text.includes('"method":"action"')) {
-      const now = nowUs();
-      scanString(text, (sent) => {
-        if (sent < warmStartUs()) return;
-        hist.record(now - sent);
-        onCount();
-      });
-      return;
-    }
-    const msg = JSON.parse(text) as { id?: number; error?: { message: string } };
-    if (typeof msg.id === 'number') pending.get(msg.id)?.(msg);
-  });
-  await request('initialize', { channel: 'ahp-root://', protocolVersions: ['1.0.0'], clientId: randomUUID() });
-  const deadline = Date.now() + 15_000;
-  for (;;) {
-    const answer = await request('subscribe', { channel: chat });
-    if (!answer.error) return ws;
-    if (Date.now() > deadline) throw new Error(`subscribe failed: ${answer.error.message}`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-}
-
 async function run(cfg: Config, nodes: number, pgUrl: string): Promise<Row> {
-  const dbName = `bench_sessions_${nodes}_${Date.now().toString(36)}`;
-  const admin = new pg.Client({ connectionString: pgUrl });
-  await admin.connect();
-  await admin.query(`CREATE DATABASE ${dbName}`);
-  const url = new URL(pgUrl);
-  url.pathname = `/${dbName}`;
-  const hubs: ServerChild[] = [];
+  const cluster = await startCluster(pgUrl, nodes, 'bench_sessions');
   const sockets: WebSocket[] = [];
   const producers: HubProducer[] = [];
   try {
-    for (let i = 0; i < nodes; i++) hubs.push(await spawnServer(['dist/server/main.js', '--port', '0', '--store', url.toString(), '--log-level', 'error'], `hub node ${i + 1}`));
-    const wsUrls = hubs.map((h) => h.url.replace('http://', 'ws://') + '/ahp');
+    const { wsUrls } = cluster;
     const hist = new Histogram();
     let warmStart = Number.POSITIVE_INFINITY;
     let received = 0;
@@ -92,7 +53,7 @@ async function run(cfg: Config, nodes: number, pgUrl: string): Promise<Row> {
       const producer = await HubProducer.open(wsUrls[i % nodes]!, cfg.rate, 'bench ', false, `-s${i}`);
       producers.push(producer);
       sockets.push(
-        await subscribe(
+        await stampSubscriber(
           wsUrls[(i + 1) % nodes]!,
           producer.channel,
           () => warmStart,
@@ -101,48 +62,45 @@ async function run(cfg: Config, nodes: number, pgUrl: string): Promise<Row> {
         ),
       );
     }
-    const intervalUs = 1e6 / cfg.rate;
-    const cpuBefore = hubs.map((h) => cpuSeconds(h.pid));
-    const startUs = nowUs();
-    warmStart = Math.ceil(startUs + 1e6);
-    const endUs = warmStart + cfg.seconds * 1e6;
-    let sent = 0;
-    let next = startUs;
-    while (nowUs() < endUs) {
-      const now = nowUs();
-      while (next <= now) {
-        for (const p of producers) p.send(next);
-        if (next >= warmStart) sent += producers.length;
-        next += intervalUs;
-      }
-      await new Promise((resolve) => setTimeout(resolve, 1));
-    }
-    const drainDeadline = Date.now() + 5_000;
-    while (received < sent && Date.now() < drainDeadline) await new Promise((resolve) => setTimeout(resolve, 20));
-    const elapsed = (nowUs() - warmStart) / 1e6;
-    const cpuPerNode = hubs.map((h, i) => (cpuSeconds(h.pid) - cpuBefore[i]!) / elapsed);
-    const rssPerNode = hubs.map((h) => rssMiB(h.pid).rss);
+    const cpuBefore = cluster.cpuSeconds();
+    const turnsBefore = await cluster.turnFigures();
+    const paced = await pace(
+      cfg.rate,
+      cfg.seconds,
+      (start) => (warmStart = start),
+      (stamp) => {
+        for (const p of producers) p.send(stamp);
+        return producers.length;
+      },
+    );
+    await drain(() => received >= paced.sent, 5_000);
+    const elapsed = (nowUs() - paced.warmStart) / 1e6;
+    const cpuPerNode = cluster.cpuSeconds().map((c, i) => (c - cpuBefore[i]!) / elapsed);
+    const turns = turnsBetween(turnsBefore, await cluster.turnFigures());
     const rejected = producers.reduce((n, p) => n + p.stats().rejected, 0);
-    const status = rejected > 0 ? `${rejected} rejected (${producers.find((p) => p.stats().errors.length > 0)?.stats().errors[0] ?? ''})` : received < sent ? `${sent - received} not delivered in 5 s` : 'ok';
-    return { nodes, sent, received, writesPerSecond: received / cfg.seconds, p99: hist.quantile(0.99) / 1000, cpuPerNode, rssPerNode, status };
+    const status = rejected > 0 ? `${rejected} rejected (${producers.find((p) => p.stats().errors.length > 0)?.stats().errors[0] ?? ''})` : received < paced.sent ? `${paced.sent - received} not delivered in 5 s` : 'ok';
+    return { nodes, sent: paced.sent, received, writesPerSecond: received / cfg.seconds, p99: hist.quantile(0.99) / 1000, cpuPerNode, rssPerNode: cluster.rssMiB(), turns, elapsed, load: loadavg()[0]!, status };
   } finally {
     for (const s of sockets) s.terminate();
     for (const p of producers) await p.close();
-    for (const h of hubs) await h.stop();
-    await admin.query(`DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`).catch(() => undefined);
-    await admin.end();
+    await cluster.stop();
   }
 }
 
 function table(rows: Row[], cfg: Config): string {
   const lines = [
-    `cluster sessions: one tenant, ${cfg.sessions} streaming sessions at ${cfg.rate} deltas/s each for ${cfg.seconds} s, ` + `producer on node i mod n, subscriber on node i+1 mod n; ${cpus().length} cores; PostgreSQL fsync on`,
-    '| nodes | delivered | writes/s | p99 ms | CPU per node (cores) | RSS per node MiB | status |',
-    '|---|---|---|---|---|---|---|',
+    `cluster sessions: one tenant, ${cfg.sessions} streaming sessions at ${cfg.rate} deltas/s each for ${cfg.seconds} s, ` +
+      `producer on node i mod n, subscriber on node i+1 mod n; ${cpus().length} cores; PostgreSQL fsync on; load = 1-min load average at the row's end`,
+    '| nodes | delivered | writes/s | p99 ms | CPU per node (cores) | RSS per node MiB | turns/s | records per turn | handed over per turn | ms per turn taken | load | status |',
+    '|---|---|---|---|---|---|---|---|---|---|---|---|',
   ];
   for (const r of rows) {
+    const t = r.turns;
+    const per = (n: number): string => (t.turns > 0 ? (n / t.turns).toFixed(1) : '–');
     lines.push(
-      `| ${r.nodes} | ${r.received}/${r.sent} | ${r.writesPerSecond.toFixed(0)} | ${r.p99.toFixed(1)} | ${r.cpuPerNode.map((c) => c.toFixed(2)).join(' / ')} | ` + `${r.rssPerNode.map((m) => m.toFixed(0)).join(' / ')} | ${r.status} |`,
+      `| ${r.nodes} | ${r.received}/${r.sent} | ${r.writesPerSecond.toFixed(0)} | ${r.p99.toFixed(1)} | ${r.cpuPerNode.map((c) => c.toFixed(2)).join(' / ')} | ` +
+        `${r.rssPerNode.map((m) => m.toFixed(0)).join(' / ')} | ${(t.turns / r.elapsed).toFixed(1)} | ${per(t.appended)} | ${per(t.handedOver)} | ` +
+        `${t.turns > 0 ? ((t.waitSeconds * 1000) / t.turns).toFixed(1) : '–'} | ${r.load.toFixed(1)} | ${r.status} |`,
     );
   }
   return lines.join('\n');
@@ -154,24 +112,20 @@ async function main(): Promise<void> {
     strict: true,
     options: { sessions: { type: 'string', default: '100' }, rate: { type: 'string', default: '10' }, seconds: { type: 'string', default: '5' }, nodes: { type: 'string', default: '1,2,3' } },
   });
-  const int = (name: string, v: string): number => {
-    const n = Number(v);
-    if (!Number.isInteger(n) || n < 1) throw new Error(`--${name} must be a positive integer`);
-    return n;
+  const cfg: Config = {
+    sessions: positiveInt('sessions', values.sessions!),
+    rate: positiveInt('rate', values.rate!),
+    seconds: positiveInt('seconds', values.seconds!),
+    nodes: values.nodes!.split(',').map((n) => positiveInt('nodes', n)),
   };
-  const cfg: Config = { sessions: int('sessions', values.sessions!), rate: int('rate', values.rate!), seconds: int('seconds', values.seconds!), nodes: values.nodes!.split(',').map((n) => int('nodes', n)) };
-  let server: RunningPostgres | undefined;
-  const url = process.env['PG_URL'] ?? (server = await startPostgres({ fsync: true })).url;
-  try {
+  await withPostgres(async (url) => {
     const rows: Row[] = [];
     for (const nodes of cfg.nodes) {
       rows.push(await run(cfg, nodes, url));
       process.stderr.write(`  ${nodes} node(s) done\n`);
     }
     process.stdout.write(table(rows, cfg) + '\n');
-  } finally {
-    server?.stop();
-  }
+  });
 }
 
 main().catch((error: unknown) => {

@@ -10,17 +10,12 @@
  * PostgreSQL: a throwaway server from Debian's binaries (fsync on), or the one PG_URL names.
  * This is not a test and is never run by vitest.
  */
-import { randomUUID } from 'node:crypto';
 import { cpus } from 'node:os';
 import { parseArgs } from 'node:util';
-import pg from 'pg';
 import type WebSocket from 'ws';
-import { nowUs, scanString } from './clock.js';
+import { drain, pace, positiveInt, stampSubscriber, startCluster, withPostgres } from './cluster-setup.js';
 import { Histogram } from './histogram.js';
-import { openSocket } from './open-socket.js';
-import { cpuSeconds, spawnServer, type ServerChild } from './proc.js';
 import { HubProducer } from './producers.js';
-import { startPostgres, type RunningPostgres } from './throwaway-postgres.js';
 
 interface Config {
   subscribers: number;
@@ -40,11 +35,7 @@ function parseConfig(argv: readonly string[]): Config {
       nodes: { type: 'string', default: '1,2,3' },
     },
   });
-  const int = (name: string, v: string): number => {
-    const n = Number(v);
-    if (!Number.isInteger(n) || n < 1) throw new Error(`--${name} must be a positive integer`);
-    return n;
-  };
+  const int = positiveInt;
   return {
     subscribers: int('subscribers', values.subscribers!),
     rate: int('rate', values.rate!),
@@ -68,56 +59,12 @@ interface Row {
   status: string;
 }
 
-/** One subscriber connection: initialize, subscribe (retrying until its node knows the chat), record stamps. */
-async function subscriber(wsUrl: string, chat: string, warmStartUs: () => number, hist: Histogram, onCount: () => void): Promise<WebSocket> {
-  const ws = await openSocket(wsUrl);
-  let id = 0;
-  const pending = new Map<number, (msg: { error?: { message: string } }) => void>();
-  const request = (method: string, params: unknown): Promise<{ error?: { message: string } }> =>
-    new Promise((resolve) => {
-      pending.set(++id, resolve);
-      ws.send(JSON.stringify({ jsonrpc: '2.0', id, method, params }));
-    });
-  ws.on('message', (data) => {
-    const text = String(data);
-    if (text.includes('"method":"action"')) {
-      const now = nowUs();
-      const from = warmStartUs();
-      scanString(text, (sent) => {
-        if (sent < from) return;
-        hist.record(now - sent);
-        onCount();
-      });
-      return;
-    }
-    const msg = JSON.parse(text) as { id?: number; error?: { message: string } };
-    if (typeof msg.id === 'number') pending.get(msg.id)?.(msg);
-  });
-  await request('initialize', { channel: 'ahp-root://', protocolVersions: ['1.0.0'], clientId: randomUUID() });
-  const deadline = Date.now() + 15_000;
-  for (;;) {
-    const answer = await request('subscribe', { channel: chat });
-    if (!answer.error) return ws;
-    if (Date.now() > deadline) throw new Error(`subscribe failed: ${answer.error.message}`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-}
-
-async function run(cfg: Config, nodes: number, pgServer: { url: string }): Promise<Row> {
-  const dbName = `bench_${nodes}_${Date.now().toString(36)}`;
-  const admin = new pg.Client({ connectionString: pgServer.url });
-  await admin.connect();
-  await admin.query(`CREATE DATABASE ${dbName}`);
-  const url = new URL(pgServer.url);
-  url.pathname = `/${dbName}`;
-  const hubs: ServerChild[] = [];
+async function run(cfg: Config, nodes: number, pgUrl: string): Promise<Row> {
+  const cluster = await startCluster(pgUrl, nodes, 'bench');
   const sockets: WebSocket[] = [];
   let producer: HubProducer | undefined;
   try {
-    for (let i = 0; i < nodes; i++) {
-      hubs.push(await spawnServer(['dist/server/main.js', '--port', '0', '--store', url.toString(), '--log-level', 'error'], `hub node ${i + 1}`));
-    }
-    const wsUrls = hubs.map((h) => h.url.replace('http://', 'ws://') + '/ahp');
+    const { wsUrls } = cluster;
     producer = await HubProducer.open(wsUrls[0]!, cfg.rate, 'bench ');
     const hist = new Histogram();
     const remote = new Histogram();
@@ -126,7 +73,7 @@ async function run(cfg: Config, nodes: number, pgServer: { url: string }): Promi
     for (let i = 0; i < cfg.subscribers; i++) {
       const node = i % nodes;
       sockets.push(
-        await subscriber(
+        await stampSubscriber(
           wsUrls[node]!,
           producer.channel,
           () => warmStart,
@@ -136,27 +83,20 @@ async function run(cfg: Config, nodes: number, pgServer: { url: string }): Promi
       );
     }
     // Warm up for one second (not counted), then measure.
-    const intervalUs = 1e6 / cfg.rate;
-    const cpuBefore = hubs.map((h) => cpuSeconds(h.pid));
-    const startUs = nowUs();
-    // Whole µs: the stamps are whole µs, so the receivers' cut matches the producer's count.
-    warmStart = Math.ceil(startUs + 1e6);
-    const endUs = warmStart + cfg.seconds * 1e6;
-    let sent = 0;
-    let next = startUs;
-    while (nowUs() < endUs) {
-      const now = nowUs();
-      while (next <= now) {
-        producer.send(next);
-        if (next >= warmStart) sent++;
-        next += intervalUs;
-      }
-      await new Promise((resolve) => setTimeout(resolve, 1));
-    }
+    const cpuBefore = cluster.cpuSeconds();
+    const sending = producer;
+    const { sent } = await pace(
+      cfg.rate,
+      cfg.seconds,
+      (start) => (warmStart = start),
+      (stamp) => {
+        sending.send(stamp);
+        return 1;
+      },
+    );
     const expected = sent * cfg.subscribers;
-    const drainDeadline = Date.now() + 5_000;
-    while (received < expected && Date.now() < drainDeadline) await new Promise((resolve) => setTimeout(resolve, 20));
-    const hubCpu = hubs.reduce((sum, h, i) => sum + cpuSeconds(h.pid) - cpuBefore[i]!, 0);
+    await drain(() => received >= expected, 5_000);
+    const hubCpu = cluster.cpuSeconds().reduce((sum, c, i) => sum + c - cpuBefore[i]!, 0);
     const all = new Histogram();
     all.merge(hist);
     all.merge(remote);
@@ -179,9 +119,7 @@ async function run(cfg: Config, nodes: number, pgServer: { url: string }): Promi
   } finally {
     for (const s of sockets) s.terminate();
     await producer?.close();
-    for (const h of hubs) await h.stop();
-    await admin.query(`DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`).catch(() => undefined);
-    await admin.end();
+    await cluster.stop();
   }
 }
 
@@ -199,18 +137,14 @@ function table(rows: Row[], cfg: Config): string {
 
 async function main(): Promise<void> {
   const cfg = parseConfig(process.argv.slice(2));
-  let server: RunningPostgres | undefined;
-  const url = process.env['PG_URL'] ?? (server = await startPostgres({ fsync: true })).url;
-  try {
+  await withPostgres(async (url) => {
     const rows: Row[] = [];
     for (const nodes of cfg.nodes) {
-      rows.push(await run(cfg, nodes, { url }));
+      rows.push(await run(cfg, nodes, url));
       process.stderr.write(`  ${nodes} node(s) done\n`);
     }
     process.stdout.write(table(rows, cfg) + '\n');
-  } finally {
-    server?.stop();
-  }
+  });
 }
 
 main().catch((error: unknown) => {

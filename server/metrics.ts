@@ -18,6 +18,8 @@ export class HubMetrics implements HubObserver {
   readonly #reconnects: Counter<'kind'>;
   readonly #quotaRefusals: Counter<'quota'>;
   readonly #retainedBytes: Gauge<'tenant'>;
+  readonly #turnWait: Histogram;
+  readonly #turnRecords: Counter<'kind'>;
   /** Readers per gauge name (see `gauge`). */
   readonly #gaugeReaders = new Map<string, Array<() => number>>();
 
@@ -36,6 +38,18 @@ export class HubMetrics implements HubObserver {
       name: 'ahp_hub_log_append_seconds',
       help: 'Time one durable log append (a batch of records) took.',
       buckets: [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1],
+      registers,
+    });
+    this.#turnWait = new Histogram({
+      name: 'ahp_hub_write_turn_wait_seconds',
+      help: "Cluster mode: time taking one write turn took (the wait for the tenant's head lock plus the hand-over of what others appended); its count is the turns taken.",
+      buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1, 5],
+      registers,
+    });
+    this.#turnRecords = new Counter({
+      name: 'ahp_hub_write_turn_records_total',
+      help: 'Cluster mode: records appended in write turns (kind="appended") and records other nodes appended that a turn handed over to fold under the lock (kind="handed_over").',
+      labelNames: ['kind'],
       registers,
     });
     this.#reconnects = new Counter({
@@ -111,6 +125,8 @@ export class HubMetrics implements HubObserver {
   /** Wraps a log so every append's duration lands in the histogram; nothing else changes. */
   timed(log: ActionLog): ActionLog {
     const histogram = this.#logAppend;
+    const turnWait = this.#turnWait;
+    const turnRecords = this.#turnRecords;
     const time = async <T>(append: () => Promise<T>): Promise<T> => {
       const start = process.hrtime.bigint();
       try {
@@ -123,8 +139,15 @@ export class HubMetrics implements HubObserver {
     const shared: Partial<SharedActionLog> = isSharedActionLog(log)
       ? {
           beginWriteTurn: async (afterSeq) => {
+            const stop = turnWait.startTimer();
             const turn = await log.beginWriteTurn(afterSeq);
-            return { head: turn.head, missed: turn.missed, append: (records) => time(() => turn.append(records)), release: () => turn.release() };
+            stop();
+            turnRecords.inc({ kind: 'handed_over' }, turn.missed.length);
+            const append = (records: Parameters<typeof turn.append>[0]) => {
+              turnRecords.inc({ kind: 'appended' }, records.length);
+              return time(() => turn.append(records));
+            };
+            return { head: turn.head, missed: turn.missed, append, release: () => turn.release() };
           },
           onAppended: (listener) => log.onAppended(listener),
           ...(log.watchHead ? { watchHead: (listener: (head: number) => void) => log.watchHead!(listener) } : {}),

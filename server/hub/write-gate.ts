@@ -26,6 +26,7 @@ import type { Logger } from '../log.js';
 import { errorFields, errorMessage } from '../log.js';
 import { STORAGE_UNAVAILABLE_REASON } from './commit-pipeline.js';
 import { sameRecords } from './commit-ports.js';
+import { TurnWaitFold } from './turn-wait-fold.js';
 
 /** What the gate needs from the hub. */
 export interface FoldTarget {
@@ -207,9 +208,16 @@ export class WriteGate {
         return;
       }
       let turn: WriteTurn;
+      // Folds what others append while the lock request waits, so the turn hands over (and
+      // folds under the lock) only what came after: see turn-wait-fold.ts.
+      const waitFold = new TurnWaitFold(this.#log, this.#target, this.#pageSize, () => this.#state === 'acquiring');
       try {
-        turn = await this.#log.beginWriteTurn(this.#target.serverSeq);
+        turn = await this.#log.beginWriteTurn(() => {
+          waitFold.stop();
+          return this.#target.serverSeq;
+        });
       } catch (error) {
+        waitFold.stop();
         // The log is unreachable (PostgreSQL down or restarting): every waiting decision gets a
         // clear error now instead of hanging; the next decision tries again.
         this.#unavailable = errorMessage(error);

@@ -85,8 +85,10 @@ export interface SharedActionLog extends ActionLog {
   /**
    * Waits for the write turn, then returns it with every record after `afterSeq`. Throws if
    * records after `afterSeq` were compacted away (the caller must reload from a snapshot).
+   * A function is read once the turn is held: a caller that folds while it waits for the lock
+   * (turn-wait-fold.ts) is handed only what it has not folded yet.
    */
-  beginWriteTurn(afterSeq: number): Promise<WriteTurn>;
+  beginWriteTurn(afterSeq: number | (() => number)): Promise<WriteTurn>;
   /** Calls `listener` with the new head after other processes' appends (a hint, may be lost or late). */
   onAppended(listener: (head: number) => void): () => void;
   /**

@@ -235,9 +235,10 @@ export class PostgresActionLog implements SharedActionLog {
    * loses its connection, PostgreSQL aborts the transaction and frees the row, so a turn can
    * never outlive its holder, and nothing half-decided is ever written.
    */
-  async beginWriteTurn(afterSeq: number): Promise<WriteTurn> {
+  async beginWriteTurn(afterSeqNow: number | (() => number)): Promise<WriteTurn> {
     this.#assertOpen();
-    requireSeqArgument('afterSeq', afterSeq);
+    const seqOf = (): number => (typeof afterSeqNow === 'number' ? afterSeqNow : afterSeqNow());
+    if (typeof afterSeqNow === 'number') requireSeqArgument('afterSeq', afterSeqNow);
     const client = await this.#pool.connect();
     let done = false;
     const finish = async (sql: 'COMMIT' | 'ROLLBACK'): Promise<void> => {
@@ -256,6 +257,8 @@ export class PostgresActionLog implements SharedActionLog {
     try {
       await client.query('BEGIN');
       head = await this.#lockHead(client);
+      const afterSeq = seqOf();
+      requireSeqArgument('afterSeq', afterSeq);
       if (afterSeq > head) throw new Error(`cannot catch up from ${afterSeq} to head ${head}: the caller is ahead of the log`);
       // Caught up (the usual case): no query while the head lock is held. No record lies above
       // the head, since #insertBatch inserts and moves the head in one transaction under this lock.
@@ -349,14 +352,19 @@ export class PostgresActionLog implements SharedActionLog {
   /** Inside a transaction holding the head lock: inserts the batch, moves the head, notifies. */
   async #insertBatch(client: pg.PoolClient, head: number, rows: readonly StoredRecord[]): Promise<void> {
     if (rows.length === 0) return;
-    await client.query(
-      `INSERT INTO ahp_records (partition, seq, channel, action, origin)
-       SELECT $1, * FROM unnest($2::bigint[], $3::text[], $4::text[], $5::text[])`,
-      [this.#name, rows.map((r) => r.seq), rows.map((r) => r.channel), rows.map((r) => r.action), rows.map((r) => r.origin)],
-    );
     const newHead = head + rows.length;
-    await client.query('UPDATE ahp_log_head SET head = $2 WHERE partition = $1', [this.#name, newHead]);
-    await client.query('SELECT pg_notify($1, $2)', [LOG_NOTIFY_CHANNEL, encodeWakeUp(this.#name, newHead)]);
+    // One statement, one round trip while the head lock is held (a write turn's lock is the
+    // cluster's critical section for the tenant): data-modifying CTEs always run to completion.
+    await client.query(
+      `WITH inserted AS (
+         INSERT INTO ahp_records (partition, seq, channel, action, origin)
+         SELECT $1, * FROM unnest($2::bigint[], $3::text[], $4::text[], $5::text[])
+       ), moved AS (
+         UPDATE ahp_log_head SET head = $6 WHERE partition = $1
+       )
+       SELECT pg_notify($7, $8)`,
+      [this.#name, rows.map((r) => r.seq), rows.map((r) => r.channel), rows.map((r) => r.action), rows.map((r) => r.origin), newHead, LOG_NOTIFY_CHANNEL, encodeWakeUp(this.#name, newHead)],
+    );
   }
 
   async #lockSnapshots(client: pg.PoolClient): Promise<void> {
