@@ -251,6 +251,11 @@ export class Hub implements HubPort {
     return this.#channelBudget.totalChars;
   }
 
+  /** Sessions whose chats are in memory and parked ones (session-parking.ts; metrics). */
+  get residency(): { resident: number; parked: number } {
+    return { resident: this.#state.sessions.size, parked: 0 };
+  }
+
   /** Channel subscriptions held by every connection together (metrics). */
   get subscriptionCount(): number {
     return this.#subscriptions.count;
