@@ -59,7 +59,13 @@ export class SessionParking {
     for (const session of this.state.sessions.values()) {
       if (used.has(session.uri) || this.state.chats.isParked(session.uri) || this.#busy(session.uri, session.chats)) continue;
       const chats = [...session.chats];
-      this.state.chats.park(session.uri, chats);
+      try {
+        this.state.chats.park(session.uri, chats);
+      } catch {
+        // The cache cannot take it (a full TMPDIR): the session stays resident, nothing is lost,
+        // and a storage failure never ends the process. The next sweep tries again.
+        break;
+      }
       this.host.parked(chats);
       count++;
     }
