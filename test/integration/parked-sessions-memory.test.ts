@@ -1,6 +1,6 @@
 /**
  * What a node holds for sessions nobody watches (docs/architecture.md, "Parked sessions"): a real
- * hub process (SQLite, single node) opens a tenant of 1,000 sessions with ~32 KB of chat content
+ * hub process — on SQLite, and as a cluster node on a real PostgreSQL — opens a tenant of 1,000 sessions with ~32 KB of chat content
  * each and no subscribers. Once its sweep has parked them, its heap (read from /metrics after a
  * full collection: the process runs with --expose-gc) stays under `HEAP_BOUND`; the same tenant
  * with parking off holds more than that, so the bound says something. Subscribing to one
@@ -13,10 +13,13 @@ import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { DEV_PRINCIPAL } from '../../server/auth/auth.js';
 import { Hub } from '../../server/hub/hub.js';
 import { silentLogger } from '../../server/log.js';
+import type { ActionLog } from '../../server/storage/action-log.js';
+import { PostgresStore } from '../../server/storage/postgres-store.js';
 import { sqliteTenantLogs } from '../../server/storage/tenant-logs.js';
 import type { WireAction } from '../../shared/protocol/messages.js';
 import type { ChatState } from '../../shared/protocol/state.js';
 import { startHubProcess, type HubProcess } from '../helpers/hub-process.js';
+import { freshDatabase } from '../helpers/postgres.js';
 import { prng } from '../helpers/prng.js';
 import { RpcClient } from '../helpers/rpc-client.js';
 import { waitFor } from '../helpers/wait-for.js';
@@ -32,17 +35,46 @@ afterEach(async () => {
   for (const close of closers.splice(0).reverse()) await close();
 });
 
-let dataDir: string;
-/** The text of each session's answer, as written. */
-const answers: string[] = [];
+/** Where the tenant lives: the flags a hub process needs to open it, and how to write it in-process first. */
+interface Backend {
+  readonly name: string;
+  /** Opens the tenant's log for the in-process writer; `done` closes it. */
+  open(): Promise<{ log: ActionLog; done: () => Promise<void> }>;
+  readonly args: string[];
+}
+
+async function sqliteBackend(): Promise<Backend & { cleanup(): Promise<void> }> {
+  const dataDir = mkdtempSync(join(tmpdir(), 'ahp-parked-'));
+  return {
+    name: 'SQLite, single node',
+    async open() {
+      const logs = sqliteTenantLogs(dataDir);
+      return { log: await logs.open(DEV_PRINCIPAL.tenant), done: () => logs.close() };
+    },
+    args: ['--data', dataDir],
+    cleanup: async () => rmSync(dataDir, { recursive: true, force: true }),
+  };
+}
+
+async function postgresBackend(): Promise<Backend & { cleanup(): Promise<void> }> {
+  const db = await freshDatabase('parked');
+  return {
+    name: 'PostgreSQL, cluster node',
+    async open() {
+      const store = await PostgresStore.open({ url: db.url });
+      return { log: await store.actionLog(DEV_PRINCIPAL.tenant), done: () => store.close() };
+    },
+    args: ['--store', db.url, '--log-level', 'warn'],
+    cleanup: () => db.drop(),
+  };
+}
 
 const sessionUri = (i: number): string => `ahp-session:/bulk-${i}`;
 
-/** Writes the tenant with an in-process hub on the same SQLite file the child opens. */
-beforeAll(async () => {
-  dataDir = mkdtempSync(join(tmpdir(), 'ahp-parked-'));
-  const logs = sqliteTenantLogs(dataDir);
-  const log = await logs.open(DEV_PRINCIPAL.tenant);
+/** Writes the tenant with an in-process hub on the log the child opens; returns each session's answer text. */
+async function writeTenant(backend: Backend): Promise<string[]> {
+  const answers: string[] = [];
+  const { log, done } = await backend.open();
   let n = 0;
   const hub = await Hub.open({ log, logger: silentLogger, now: () => 1_000 + n, newId: () => `id-${++n}`, agents: [{ provider: 'remote', displayName: 'R' }], defaultProvider: 'remote' });
   const random = prng(22);
@@ -68,9 +100,9 @@ beforeAll(async () => {
     answers.push(answer);
   }
   await hub.close();
-  await logs.close();
-  return () => rmSync(dataDir, { recursive: true, force: true });
-}, 600_000);
+  await done();
+  return answers;
+}
 
 async function metric(hub: HubProcess, series: string): Promise<number> {
   const text = await (await fetch(`${hub.url}/metrics`)).text();
@@ -79,8 +111,8 @@ async function metric(hub: HubProcess, series: string): Promise<number> {
   return Number(line.slice(series.length + 1));
 }
 
-async function startOn(parkIdleMs: number): Promise<HubProcess> {
-  const hub = await startHubProcess(['--data', dataDir], { env: { HUB_PARK_IDLE_MS: String(parkIdleMs), NODE_OPTIONS: '--expose-gc' } });
+async function startOn(backend: Backend, parkIdleMs: number): Promise<HubProcess> {
+  const hub = await startHubProcess(backend.args, { env: { HUB_PARK_IDLE_MS: String(parkIdleMs), NODE_OPTIONS: '--expose-gc' } });
   closers.push(async () => {
     hub.child.kill('SIGTERM');
     await hub.exited();
@@ -103,13 +135,24 @@ async function settledHeap(hub: HubProcess): Promise<number> {
 
 const answerOf = (state: ChatState): string => (state.turns[0]?.responseParts[0] as { content?: string } | undefined)?.content ?? '';
 
-describe('a node holds only the sessions someone uses', () => {
+describe.each([
+  { kind: 'SQLite, single node', makeBackend: sqliteBackend },
+  { kind: 'PostgreSQL, cluster node', makeBackend: postgresBackend },
+])('a node holds only the sessions someone uses ($kind)', ({ makeBackend }) => {
+  let backend: Backend & { cleanup(): Promise<void> };
+  let answers: string[];
+  beforeAll(async () => {
+    backend = await makeBackend();
+    answers = await writeTenant(backend);
+    return () => backend.cleanup();
+  }, 600_000);
+
   it('keeps the heap of 1,000 unwatched sessions under the bound once parked, and loads one whole on subscribe', async () => {
-    const hub = await startOn(300);
+    const hub = await startOn(backend, 300);
     await waitFor(async () => ((await metric(hub, 'ahp_hub_parked_sessions')) === SESSIONS ? true : undefined), { what: 'every session parked', timeoutMs: 60_000 });
     expect(await metric(hub, 'ahp_hub_resident_sessions')).toBe(0);
     const heap = await settledHeap(hub);
-    console.log(`parked: heap ${(heap / 1024 / 1024).toFixed(1)} MB for ${SESSIONS} sessions`);
+    console.log(`${backend.name}, parked: heap ${(heap / 1024 / 1024).toFixed(1)} MB for ${SESSIONS} sessions`);
     expect(heap).toBeLessThan(HEAP_BOUND);
 
     const client = await RpcClient.open(hub.wsUrl);
@@ -124,10 +167,10 @@ describe('a node holds only the sessions someone uses', () => {
   }, 180_000);
 
   it('holds more than the bound for the same tenant with parking off', async () => {
-    const hub = await startOn(0);
+    const hub = await startOn(backend, 0);
     expect(await metric(hub, 'ahp_hub_resident_sessions')).toBe(SESSIONS);
     const heap = await settledHeap(hub);
-    console.log(`not parked: heap ${(heap / 1024 / 1024).toFixed(1)} MB for ${SESSIONS} sessions`);
+    console.log(`${backend.name}, not parked: heap ${(heap / 1024 / 1024).toFixed(1)} MB for ${SESSIONS} sessions`);
     expect(heap).toBeGreaterThan(HEAP_BOUND);
   }, 180_000);
 });
