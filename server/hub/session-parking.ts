@@ -26,7 +26,8 @@ export interface ParkingHost {
 }
 
 export class SessionParking {
-  readonly #store: ParkStore | undefined;
+  /** Opened by the first park, so a process that never parks leaves no file behind. */
+  #store: ParkStore | undefined;
   readonly #timer: NodeJS.Timeout | undefined;
 
   constructor(
@@ -35,14 +36,8 @@ export class SessionParking {
     private readonly host: ParkingHost,
   ) {
     if (idleMs <= 0) return;
-    this.#store = new ParkStore();
-    state.chats.attachStore(this.#store);
     this.#timer = setInterval(() => this.sweep(), idleMs);
     this.#timer.unref();
-  }
-
-  get enabled(): boolean {
-    return this.#store !== undefined;
   }
 
   /** Sessions whose chats are in memory, and parked ones (metrics). */
@@ -53,13 +48,14 @@ export class SessionParking {
 
   /** Parks every session idle since the previous sweep; returns how many it parked. */
   sweep(): number {
-    if (!this.#store) return 0;
+    if (!this.#timer) return 0;
     const used = this.state.chats.takeUsed();
     let count = 0;
     for (const session of this.state.sessions.values()) {
       if (used.has(session.uri) || this.state.chats.isParked(session.uri) || this.#busy(session.uri, session.chats)) continue;
       const chats = [...session.chats];
       try {
+        if (!this.#store) this.state.chats.attachStore((this.#store = new ParkStore()));
         this.state.chats.park(session.uri, chats);
       } catch {
         // The cache cannot take it (a full TMPDIR): the session stays resident, nothing is lost,
