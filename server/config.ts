@@ -54,6 +54,8 @@ export interface CliConfig {
   replayWindow: number | undefined;
   /** Records a hub appends between snapshots (HUB_SNAPSHOT_EVERY; default 5000). */
   snapshotEvery: number | undefined;
+  /** Unwatched sessions idle this long leave memory (HUB_PARK_IDLE_MS; default 60000; 0 = never; session-parking.ts). */
+  parkIdleMs: number | undefined;
 }
 
 export class ConfigError extends Error {}
@@ -123,6 +125,7 @@ export function parseArgs(argv: readonly string[], env: NodeJS.ProcessEnv = proc
     replayWindow: positiveIntegerEnv(env, 'HUB_REPLAY_WINDOW'),
     snapshotEvery: positiveIntegerEnv(env, 'HUB_SNAPSHOT_EVERY'),
     maxLoadStateChars: positiveIntegerEnv(env, 'HUB_MAX_LOAD_STATE_CHARS'),
+    parkIdleMs: env['HUB_PARK_IDLE_MS'] === '0' ? 0 : positiveIntegerEnv(env, 'HUB_PARK_IDLE_MS'),
     agentCaps: agentCapsFrom(flag, env),
   };
   if (config.remoteAgentGraceMs !== undefined && (!Number.isInteger(config.remoteAgentGraceMs) || config.remoteAgentGraceMs < 0)) {

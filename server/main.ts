@@ -14,6 +14,7 @@ import { AgentsConfigError, loadAgentsConfig, type AgentsFile } from './agents/a
 import { createAcpProviders } from './agents/acp/acp-provider.js';
 import { AgentProcessBudget } from './agents/agent-budget.js';
 import { openPermissions, tenantSegment } from './agents/agent-workspace.js';
+import { DEFAULT_PARK_IDLE_MS } from './hub/session-parking.js';
 
 async function main(): Promise<void> {
   let config: ReturnType<typeof parseArgs>;
@@ -84,6 +85,7 @@ async function main(): Promise<void> {
       ...(config.replayWindow !== undefined ? { replayBufferSize: config.replayWindow } : {}),
       ...(config.snapshotEvery !== undefined ? { snapshotEvery: config.snapshotEvery } : {}),
       ...(config.maxLoadStateChars !== undefined ? { maxLoadStateChars: config.maxLoadStateChars } : {}),
+      parkIdleMs: config.parkIdleMs ?? DEFAULT_PARK_IDLE_MS,
     },
     auth,
     logger,

@@ -70,6 +70,16 @@ export class HubMetrics implements HubObserver {
       labelNames: ['tenant'],
       registers,
     });
+    new Gauge({
+      name: 'ahp_hub_heap_used_bytes',
+      help: 'V8 heap in use; after a full collection when node runs with --expose-gc, so the figure is what the hub holds rather than garbage not yet collected.',
+      registers,
+      collect() {
+        // Only an operator (or a test) that starts node with --expose-gc pays for the collection.
+        (globalThis as { gc?: () => void }).gc?.();
+        this.set(process.memoryUsage().heapUsed);
+      },
+    });
   }
 
   /** Cluster mode: what a tenant's shared log retains (one series per configured tenant). */

@@ -110,6 +110,8 @@ export class TenantStack {
     registerAhpMethods(this.rpc, hub);
     this.http = new HttpRouter(options.auth, logger.child({ component: 'http' }));
     metrics.gauge('ahp_hub_subscriptions', 'Channel subscriptions held by all connections.', () => hub.subscriptionCount);
+    metrics.gauge('ahp_hub_resident_sessions', 'Sessions whose chat states this node holds in memory (the others are parked: docs/architecture.md, "Parked sessions").', () => hub.parking.residency.resident);
+    metrics.gauge('ahp_hub_parked_sessions', 'Sessions this node keeps only a brief of; loaded again when someone subscribes or writes.', () => hub.parking.residency.parked);
     metrics.gauge('ahp_hub_state_chars', 'Upper estimate of the JSON characters all sessions and chats hold (bounded per user and tenant).', () => hub.stateChars);
     const agentStat = (key: 'processes' | 'refusals' | 'startFailures') => (): number => options.providers.reduce((n, p) => n + (p.stats?.()[key] ?? 0), 0);
     metrics.gauge('ahp_hub_agent_processes', 'Live agent processes (ACP providers).', agentStat('processes'));

@@ -17,6 +17,7 @@ import { channelKind } from '../../shared/protocol/uris.js';
 import { ANSWERED_BY_META, answeredByIn, STOPPED_BY_META, withAnswer, type AnswerIndex } from '../../shared/state/answered-by.js';
 import { foldChatGone, foldChatRecord, type InputBook } from '../../shared/state/input-receipts.js';
 import type { LogRecord } from '../storage/action-log.js';
+import { ChatTable } from './chat-table.js';
 
 /** Internal channel for lifecycle records; not an AHP URI, so no client can subscribe to it. */
 export const CATALOG_CHANNEL = 'hub:catalog';
@@ -114,7 +115,8 @@ export function chatSnapshotMeta(chat: ChatEntry): Record<string, AnswerIndex> |
 export class HubState {
   root: RootState;
   readonly sessions = new Map<string, SessionEntry>();
-  readonly chats = new Map<string, ChatEntry>();
+  /** Chat entries; those of parked sessions are loaded on lookup (chat-table.ts). */
+  readonly chats = new ChatTable();
 
   constructor(root: RootState) {
     this.root = root;
@@ -131,7 +133,7 @@ export class HubState {
     return {
       root: this.root,
       sessions: [...this.sessions.values()].map((s) => ({ ...s, chats: [...s.chats] })),
-      chats: [...this.chats.values()].map((c) => ({ ...c })),
+      chats: [...this.chats.imageEntries()].map((c) => ({ ...c })),
     };
   }
 

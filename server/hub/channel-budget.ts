@@ -167,6 +167,14 @@ export class ChannelSizeBudget {
     this.#grow(account, this.#owners.get(account.owner)!, actionJson(action).length);
   }
 
+  /** The channel's state left memory (its session was parked): keep the estimate, let go of the object. */
+  released(channels: Iterable<string>): void {
+    for (const channel of channels) {
+      const account = this.#accounts.get(channel);
+      if (account) account.measured = undefined;
+    }
+  }
+
   /** A channel was disposed: what it held no longer counts. */
   forget(channel: string): void {
     const account = this.#accounts.get(channel);

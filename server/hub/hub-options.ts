@@ -40,6 +40,8 @@ export interface HubLimits {
   readonly fanout: FanoutLimits;
   /** The duplicate ledger's bounds per principal (client-ledger.ts). */
   readonly ledger: LedgerLimits;
+  /** Sessions unwatched and unused this long are parked out of memory (session-parking.ts); 0 = never. */
+  readonly parkIdleMs: number;
 }
 
 /** Default per-tenant disk quota (`--tenant-disk-quota`). */
@@ -59,6 +61,7 @@ export const DEFAULT_HUB_LIMITS: HubLimits = {
   maxTenantDiskBytes: DEFAULT_TENANT_DISK_BYTES,
   fanout: DEFAULT_FANOUT_LIMITS,
   ledger: LEDGER_LIMITS,
+  parkIdleMs: 0,
 };
 
 export interface HubOptions {

@@ -43,6 +43,7 @@ import { CLIENT_SURFACE, decide, decideServer, echoableRejected, optionalRejecti
 import { gateFor, WriteAdmission } from './write-admission.js';
 import { CatalogueCommands } from './catalogue-commands.js';
 import { Sequencer } from './sequencer.js';
+import { SessionParking } from './session-parking.js';
 import { defaultChatIn, listSessionsIn, snapshotIn, visibleChatIn, visibleSessionIn } from './queries.js';
 
 export { DEFAULT_HUB_LIMITS, DEFAULT_TENANT_DISK_BYTES, type ClientHandle, type HubLimits, type HubObserver, type HubOptions } from './hub-options.js';
@@ -76,6 +77,8 @@ export class Hub implements HubPort {
   readonly #sequencer: Sequencer;
   /** Set by the composition root: what to do when the log fails (exit so a supervisor restarts). */
   #onFatal: ((err: Error) => void) | undefined;
+  /** Unwatched, idle sessions leave memory (session-parking.ts); `residency` is a metric. */
+  readonly parking: SessionParking;
 
   private constructor(options: HubOptions, limits: HubLimits, replay: ReplayWindow, recovered: RecoveredHub) {
     this.limits = limits;
@@ -102,6 +105,7 @@ export class Hub implements HubPort {
       recovered.measured,
     );
     this.#subscriptions = new Subscriptions(limits.maxSubscriptionsPerConnection, limits.fanout, replay);
+    this.parking = new SessionParking(state, limits.parkIdleMs, { watched: (c) => (this.#subscriptions.fanoutOf(c)?.size ?? 0) > 0, parked: (chats) => this.#channelBudget.released(chats) });
     this.#pipeline = new CommitPipeline({
       log: options.log,
       logger: options.logger,
@@ -490,5 +494,6 @@ export class Hub implements HubPort {
     this.#subscriptions.flushAll();
     await this.#pipeline.settled();
     if (!this.#failed) await this.#pipeline.snapshotIfBehind();
+    this.parking.close();
   }
 }

@@ -110,7 +110,7 @@ export type { InputNeededBrief } from './input-briefs.js';
 export function sessionSummary(session: SessionEntry, catalog: HubState): SessionSummaryView {
   let modifiedAt = Date.parse(session.createdAt);
   for (const uri of session.chats) {
-    const m = Date.parse(catalog.chats.get(uri)?.state.modifiedAt ?? '');
+    const m = Date.parse(catalog.chats.modifiedAtOf(uri) ?? '');
     if (Number.isFinite(m) && m > modifiedAt) modifiedAt = m;
   }
   const waiting = waitingBriefs(session.state.inputNeeded);

@@ -1,0 +1,63 @@
+/**
+ * Where a node keeps the chat states of the sessions it parked (docs/architecture.md, "Parked
+ * sessions"): one SQLite file of this process's own, in a fresh directory under the system's
+ * temporary directory, removed on close.
+ *
+ * It is a cache, never a source of truth: every parked state was folded from records that are in
+ * the log, and every tenant snapshot still holds it (the hub reads it back from here), so a
+ * process that dies with sessions parked loses nothing — the next one recovers from the log. For
+ * the same reason it is written without fsync. SQLite is synchronous here, so a lookup of a
+ * parked chat can load it on the spot, inside the hub's synchronous decisions.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import Database from 'better-sqlite3';
+
+export class ParkStore {
+  readonly #dir: string;
+  readonly #db: Database.Database;
+  readonly #put: Database.Statement<[string, string, string]>;
+  readonly #read: Database.Statement<[string], { image: string }>;
+  readonly #drop: Database.Statement<[string]>;
+  readonly #dropChat: Database.Statement<[string]>;
+
+  constructor(parent: string = tmpdir()) {
+    this.#dir = mkdtempSync(join(parent, 'ahp-hub-parked-'));
+    this.#db = new Database(join(this.#dir, 'parked.db'));
+    // A cache of what the log already holds: nothing here needs to survive a crash.
+    this.#db.pragma('journal_mode = OFF');
+    this.#db.pragma('synchronous = OFF');
+    this.#db.exec('CREATE TABLE parked (chat TEXT PRIMARY KEY, session TEXT NOT NULL, image TEXT NOT NULL); CREATE INDEX parked_session ON parked (session)');
+    this.#put = this.#db.prepare('INSERT OR REPLACE INTO parked (chat, session, image) VALUES (?, ?, ?)');
+    this.#read = this.#db.prepare('SELECT image FROM parked WHERE session = ? ORDER BY rowid');
+    this.#drop = this.#db.prepare('DELETE FROM parked WHERE session = ?');
+    this.#dropChat = this.#db.prepare('DELETE FROM parked WHERE chat = ?');
+  }
+
+  /** Stores the JSON images of one session's chats (one transaction). */
+  put(session: string, chats: ReadonlyArray<{ readonly uri: string; readonly json: string }>): void {
+    this.#db.transaction(() => {
+      for (const c of chats) this.#put.run(c.uri, session, c.json);
+    })();
+  }
+
+  /** The images stored for a session, in the order they were parked. */
+  read(session: string): string[] {
+    return this.#read.all(session).map((row) => row.image);
+  }
+
+  /** Forgets a session's images (it was loaded or disposed). */
+  drop(session: string): void {
+    this.#drop.run(session);
+  }
+
+  dropChat(chat: string): void {
+    this.#dropChat.run(chat);
+  }
+
+  close(): void {
+    this.#db.close();
+    rmSync(this.#dir, { recursive: true, force: true });
+  }
+}
