@@ -7,12 +7,40 @@
  * the log, and every tenant snapshot still holds it (the hub reads it back from here), so a
  * process that dies with sessions parked loses nothing — the next one recovers from the log. For
  * the same reason it is written without fsync. SQLite is synchronous here, so a lookup of a
- * parked chat can load it on the spot, inside the hub's synchronous decisions.
+ * parked chat can load it on the spot, inside the hub's synchronous decisions. The directory is
+ * named after the process, so a cache left behind by a process that was killed (no close ran) is
+ * removed by the next one that parks: crashes do not pile up files in the temporary directory.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
+
+const PREFIX = 'ahp-hub-parked-';
+
+/** Whether a process with this pid exists (signal 0 checks without sending anything). */
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    // EPERM: it exists but belongs to another user.
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+function removeCachesOfDeadProcesses(parent: string): void {
+  let names: string[];
+  try {
+    names = readdirSync(parent);
+  } catch {
+    return;
+  }
+  for (const name of names) {
+    const pid = name.startsWith(PREFIX) ? Number(name.slice(PREFIX.length).split('-')[0]) : Number.NaN;
+    if (Number.isInteger(pid) && pid > 0 && !alive(pid)) rmSync(join(parent, name), { recursive: true, force: true });
+  }
+}
 
 export class ParkStore {
   readonly #dir: string;
@@ -23,7 +51,8 @@ export class ParkStore {
   readonly #dropChat: Database.Statement<[string]>;
 
   constructor(parent: string = tmpdir()) {
-    this.#dir = mkdtempSync(join(parent, 'ahp-hub-parked-'));
+    removeCachesOfDeadProcesses(parent);
+    this.#dir = mkdtempSync(join(parent, `${PREFIX}${process.pid}-`));
     this.#db = new Database(join(this.#dir, 'parked.db'));
     // A cache of what the log already holds: nothing here needs to survive a crash.
     this.#db.pragma('journal_mode = OFF');
