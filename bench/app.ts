@@ -35,8 +35,16 @@ class Peer {
   #seq = 0;
   confirmedSeq = 0;
   readonly #pending = new Map<number, (v: unknown) => void>();
-  readonly #echoWaiters: Array<{ seq: number; resolve: () => void }> = [];
+  readonly #echoWaiters: Array<{ seq: number; resolve: () => void; reject: (e: Error) => void }> = [];
+  /** Set when the hub closed the agent's socket: the bench fails instead of waiting for echoes forever. */
+  closed: Error | undefined;
   constructor(private readonly ws: WebSocket) {
+    ws.on('close', (code, reason) => {
+      this.closed = new Error(`the hub closed the bench agent's socket (${code} ${reason.toString()})`);
+      for (const w of this.#echoWaiters.splice(0)) w.reject(this.closed);
+      for (const p of this.#pending.values()) p(Promise.reject(this.closed));
+      this.#pending.clear();
+    });
     ws.on('message', (raw: Buffer) => {
       const msg = JSON.parse(raw.toString('utf8')) as { id?: number; result?: unknown; error?: { message: string }; method?: string; params?: { origin?: { clientSeq: number }; rejectionReason?: string } };
       if (typeof msg.id === 'number') {
@@ -65,13 +73,17 @@ class Peer {
   }
   /** Dispatches; resolves once echoed (durable and delivered). */
   async dispatch(channel: string, action: Record<string, unknown>, wait = true): Promise<void> {
+    if (this.closed) throw this.closed;
     const clientSeq = ++this.#seq;
     this.ws.send(JSON.stringify({ jsonrpc: '2.0', method: 'dispatchAction', params: { channel, clientSeq, action } }));
     if (!wait) {
+      // Read the echoes as we go: an agent that only writes is a slow consumer of its own echoes
+      // (4 MiB unsent and the hub closes it with 4008; the bench then waited forever for the last one).
+      if (clientSeq % 128 === 0) await new Promise((r) => setImmediate(r));
       while (this.ws.bufferedAmount > 1 << 20) await new Promise((r) => setTimeout(r, 1));
       return;
     }
-    await new Promise<void>((resolve) => this.#echoWaiters.push({ seq: clientSeq, resolve }));
+    await new Promise<void>((resolve, reject) => this.#echoWaiters.push({ seq: clientSeq, resolve, reject }));
   }
   close(): void {
     this.ws.terminate();

@@ -121,6 +121,9 @@ class WsConnection implements Connection {
   get bufferedAmount(): number {
     return this.socket.bufferedAmount;
   }
+  get isOpen(): boolean {
+    return this.socket.readyState === WebSocket.OPEN;
+  }
 }
 
 export class WsTransport {
