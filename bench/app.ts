@@ -80,7 +80,8 @@ class Peer {
       // Read the echoes as we go: an agent that only writes is a slow consumer of its own echoes
       // (4 MiB unsent and the hub closes it with 4008; the bench then waited forever for the last one).
       if (clientSeq % 128 === 0) await new Promise((r) => setImmediate(r));
-      while (this.ws.bufferedAmount > 1 << 20) await new Promise((r) => setTimeout(r, 1));
+      while (this.ws.bufferedAmount > 1 << 20 && !this.closed) await new Promise((r) => setTimeout(r, 1));
+      if (this.closed) throw this.closed;
       return;
     }
     await new Promise<void>((resolve, reject) => this.#echoWaiters.push({ seq: clientSeq, resolve, reject }));

@@ -12,6 +12,8 @@ export interface Connection {
   readonly bufferedAmount: number;
   /** False once the connection can no longer send (frames held for it are dropped); absent = unknown. */
   readonly isOpen?: boolean;
+  /** Calls `fn` once when the bytes queued for the socket have been written out (absent: polled). */
+  whenDrained?(fn: () => void): void;
 }
 
 /** Application close codes (4000–4999 are ours). */

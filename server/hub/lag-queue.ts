@@ -32,7 +32,7 @@ interface QueuedFrame {
   chars: number;
 }
 
-/** How often a lagging connection's socket is looked at again. */
+/** How often a lagging connection's socket is looked at again (also when it reports draining, as a fallback). */
 const DRAIN_POLL_MS = 5;
 
 export function lagBytesOf(limits: LagLimits): number {
@@ -43,6 +43,8 @@ class LagQueue {
   readonly #frames: QueuedFrame[] = [];
   #chars = 0;
   #timer: ReturnType<typeof setTimeout> | undefined;
+  /** A drain listener is registered on the connection (one at a time). */
+  #listening = false;
 
   constructor(
     private readonly conn: Connection,
@@ -71,10 +73,22 @@ class LagQueue {
       this.conn.close(CloseCode.SlowConsumer, 'slow consumer: reconnect and resume');
       return;
     }
-    this.#timer ??= setTimeout(() => this.#drain(), DRAIN_POLL_MS).unref();
+    if (!this.#timer) this.#schedule();
+  }
+
+  /** Drains when the socket says it has written what it held, or after `DRAIN_POLL_MS` at the latest. */
+  #schedule(): void {
+    this.#timer = setTimeout(() => this.#drain(), DRAIN_POLL_MS).unref();
+    if (this.#listening || !this.conn.whenDrained) return;
+    this.#listening = true;
+    this.conn.whenDrained(() => {
+      this.#listening = false;
+      if (this.#frames.length > 0) this.#drain();
+    });
   }
 
   #drain(): void {
+    if (this.#timer) clearTimeout(this.#timer);
     this.#timer = undefined;
     if (this.conn.isOpen === false) {
       this.#drop();
@@ -89,7 +103,7 @@ class LagQueue {
     }
     this.#frames.splice(0, sent);
     if (this.#frames.length === 0) this.#drop();
-    else this.#timer = setTimeout(() => this.#drain(), DRAIN_POLL_MS).unref();
+    else this.#schedule();
   }
 
   #drop(): void {

@@ -124,6 +124,9 @@ class WsConnection implements Connection {
   get isOpen(): boolean {
     return this.socket.readyState === WebSocket.OPEN;
   }
+  whenDrained(fn: () => void): void {
+    this.raw.once('drain', fn);
+  }
 }
 
 export class WsTransport {
