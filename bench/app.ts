@@ -80,6 +80,8 @@ class Peer {
       // Read the echoes as we go: an agent that only writes is a slow consumer of its own echoes
       // (4 MiB unsent and the hub closes it with 4008; the bench then waited forever for the last one).
       if (clientSeq % 128 === 0) await new Promise((r) => setImmediate(r));
+      // At most 8,192 echoes (~1.6 MB) outstanding, however slowly this process gets to read them.
+      while (clientSeq - this.confirmedSeq > 8_192 && !this.closed) await new Promise((r) => setTimeout(r, 1));
       while (this.ws.bufferedAmount > 1 << 20 && !this.closed) await new Promise((r) => setTimeout(r, 1));
       if (this.closed) throw this.closed;
       return;
