@@ -340,6 +340,16 @@ interface TrackedInput {
   problem?: string;
 }
 
+/**
+ * Long transcripts: a chat opens with only its last `TURN_WINDOW` turns built; older turns are
+ * built `EARLIER_TURNS` at a time when the "earlier turns" button at the top of the transcript
+ * comes near the viewport (or is pressed), keeping what is on screen where it was. Whole turns, so
+ * a turn is never half there; turns built once stay (scrolling back down costs nothing). A small
+ * batch keeps the frame that builds it short while someone scrolls up (40 at once: 67 ms frames).
+ */
+const TURN_WINDOW = 40;
+const EARLIER_TURNS = 12;
+
 class ChatView {
   readonly el: HTMLElement;
   readonly #status = el('span', { class: 'status', attrs: { 'data-testid': 'chat-status' } });
@@ -352,6 +362,10 @@ class ChatView {
   readonly #textarea: HTMLTextAreaElement;
   readonly #send: HTMLButtonElement;
   readonly #turns = new Map<string, TurnView>();
+  /** The oldest turn built (see TURN_WINDOW); undefined until a turn is shown. */
+  #firstShownId: string | undefined;
+  readonly #earlier: HTMLButtonElement;
+  readonly #earlierObserver: IntersectionObserver;
   readonly #inputs: TrackedInput[] = [];
   #view: ChannelView<ChatState> | undefined;
   /** Who answered each input request (kept beside the chat state by the hub). */
@@ -424,6 +438,15 @@ class ChatView {
       this.#composerNote,
       this.#composerError,
     );
+    this.#earlier = el('button', { class: 'link earlier-turns', attrs: { type: 'button', 'data-testid': 'earlier-turns' }, on: { click: () => this.#showEarlier() } });
+    this.#earlierObserver = new IntersectionObserver(
+      (entries) => {
+        if (entries.some((e) => e.isIntersecting)) nextFrame(() => this.#showEarlier());
+      },
+      { rootMargin: '800px 0px 0px 0px' },
+    );
+    this.#earlierObserver.observe(this.#earlier);
+    this.#offs.push(() => this.#earlierObserver.disconnect());
     this.el = el('div', { class: 'chat', attrs: { 'data-chat': uri } }, el('div', { class: 'chat-meta' }, this.#status, this.#activity, this.#viewers), this.#announcer, this.#transcript, this.#composer);
     const onScroll = (): void => {
       this.#following = this.#atBottom();
@@ -550,7 +573,10 @@ class ChatView {
     const decorate = <T extends Turn | ActiveTurn>(t: T): T => (shown ? shown.decorate(t) : t);
     const wanted: Array<[Turn | ActiveTurn, boolean]> = chat.turns.map((t) => [decorate(t), false]);
     if (chat.activeTurn) wanted.push([decorate(chat.activeTurn), true]);
-    const keep = new Set(wanted.map(([t]) => t.id));
+    let first = this.#firstShownId === undefined ? -1 : wanted.findIndex(([t]) => t.id === this.#firstShownId);
+    if (first < 0) first = Math.max(0, wanted.length - TURN_WINDOW);
+    this.#firstShownId = wanted[first]?.[0].id;
+    const keep = new Set(wanted.slice(first).map(([t]) => t.id));
     for (const [id, tv] of this.#turns) {
       if (!keep.has(id)) {
         tv.destroy();
@@ -562,6 +588,13 @@ class ChatView {
     const follow = this.#following || this.#atBottom();
     const heightBefore = document.documentElement.scrollHeight;
     let previous: HTMLElement | undefined;
+    if (first > 0) {
+      this.#earlier.textContent = `Show ${first} earlier turn${first === 1 ? '' : 's'}`;
+      if (this.#transcript.firstChild !== this.#earlier) this.#transcript.prepend(this.#earlier);
+      previous = this.#earlier;
+    } else {
+      this.#earlier.remove();
+    }
     const handlers = (isLast: boolean, turnId: string): TurnHandlers => ({
       isLast,
       stoppedBy: this.#answers?.stoppedBy(turnId),
@@ -573,7 +606,8 @@ class ChatView {
         this.#scrollToBottom();
       },
     });
-    wanted.forEach(([turn, active], index) => {
+    for (let index = first; index < wanted.length; index++) {
+      const [turn, active] = wanted[index]!;
       let tv = this.#turns.get(turn.id);
       if (!tv) {
         tv = new TurnView(
@@ -589,15 +623,42 @@ class ChatView {
       const expectedPosition = previous ? previous.nextSibling : this.#transcript.firstChild;
       if (expectedPosition !== tv.el) this.#transcript.insertBefore(tv.el, expectedPosition);
       previous = tv.el;
-    });
+    }
     if (wanted.length === 0) {
       if (!this.#transcript.querySelector('.empty')) this.#transcript.append(this.#emptyChat());
     } else {
       this.#transcript.querySelector('.empty')?.remove();
     }
     this.#renderComposer(chat);
-    this.#reveal(follow, heightBefore);
+    if (!this.#prepending) this.#reveal(follow, heightBefore);
     this.#announce(chat);
+  }
+
+  #prepending = false;
+
+  /**
+   * Builds the `EARLIER_TURNS` turns before the oldest one shown, keeping the turn that was first
+   * where it was on screen (the new ones go above it, out of view).
+   */
+  #showEarlier(): void {
+    const view = this.#view;
+    if (!view || this.#destroyed || !this.#earlier.isConnected) return;
+    const turns = view.state.turns;
+    const first = turns.findIndex((t) => t.id === this.#firstShownId);
+    if (first <= 0) return;
+    const anchor = this.#turns.get(this.#firstShownId!)?.el;
+    const before = anchor?.getBoundingClientRect().top;
+    this.#firstShownId = turns[Math.max(0, first - EARLIER_TURNS)]!.id;
+    this.#prepending = true;
+    try {
+      this.#render();
+    } finally {
+      this.#prepending = false;
+    }
+    if (anchor && before !== undefined) {
+      const moved = anchor.getBoundingClientRect().top - before;
+      if (Math.abs(moved) >= 1) window.scrollBy(0, moved);
+    }
   }
 
   /**

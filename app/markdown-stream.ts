@@ -28,10 +28,12 @@ export const nextFrame: Schedule = (fn) => {
 };
 
 /**
- * New text rendered per frame. ~16k characters of agent markdown are ~1,300 DOM nodes: lexing,
- * building and laying them out stays well under a 50 ms task on a slow machine.
+ * New text rendered per frame. ~6k characters of agent markdown are ~500 DOM nodes: lexing,
+ * building and laying them out, with the frame's other work, stays under a 50 ms task on a slow
+ * machine. At 16k the 100,000-character bench run had frames of 45 ms script + 25 ms layout of CPU
+ * (116 ms wall on a quiet machine); a tab that is behind now catches up in more, shorter frames.
  */
-export const SLICE_CHARS = 16_384;
+export const SLICE_CHARS = 6_144;
 
 /**
  * Finished blocks are grouped into chunks of about this much text; a full chunk becomes

@@ -10,6 +10,10 @@ export interface Connection {
   close(code: number, reason: string): void;
   /** Bytes queued but not yet written to the socket (slow-consumer detection). */
   readonly bufferedAmount: number;
+  /** False once the connection can no longer send (frames held for it are dropped); absent = unknown. */
+  readonly isOpen?: boolean;
+  /** Calls `fn` once when the bytes queued for the socket have been written out (absent: polled). */
+  whenDrained?(fn: () => void): void;
 }
 
 /** Application close codes (4000–4999 are ours). */

@@ -17,8 +17,9 @@
  */
 import { isKnownAction, type DeltaAction, type ReasoningAction } from '../../shared/protocol/actions.js';
 import type { ActionEnvelope, WireAction } from '../../shared/protocol/messages.js';
-import { CloseCode, type Connection } from './connection.js';
+import type { Connection } from './connection.js';
 import { actionJson } from '../action-json.js';
+import { sendOrQueue } from './lag-queue.js';
 
 export function encodeNotification(method: string, params: unknown): string {
   return `{"jsonrpc":"2.0","method":${JSON.stringify(method)},"params":${JSON.stringify(params)}}`;
@@ -42,6 +43,11 @@ export interface FanoutLimits {
   readonly maxBufferedBytes: number;
   /** A coalescing buffer flushes early when it holds this many envelopes. */
   readonly maxCoalescedEnvelopes: number;
+  /**
+   * Unsent bytes beyond which a receiver counts as lagging: later frames wait in the hub and its
+   * streaming envelopes merge (`lag-queue.ts`). Default: a quarter of `maxBufferedBytes`, at most 256 KiB.
+   */
+  readonly lagBytes?: number;
 }
 
 export const DEFAULT_FANOUT_LIMITS: FanoutLimits = {
@@ -66,17 +72,21 @@ interface BufferedItem {
 }
 
 /**
- * Sends one frame unless the receiver already has more than `maxBufferedBytes` unsent: then it is
- * closed as a slow consumer instead. Everything the hub sends a connection goes through this —
- * envelopes, rejection echoes, root notifications and JSON-RPC answers (snapshots included) — so
- * a client that does not read holds at most that much plus one message, whatever it asked for.
+ * Sends one frame, or holds it for a receiver that has fallen behind, or closes the receiver as a
+ * slow consumer once more than `maxBufferedBytes` would be unsent. Everything the hub sends a
+ * connection goes through this — envelopes, rejection echoes, root notifications and JSON-RPC
+ * answers (snapshots included) — so frames keep their order and a client that does not read holds
+ * at most that much plus one message, whatever it asked for. `mergeable`: the envelope in `text`,
+ * for a receiver that is not its origin; held for a lagging receiver, it merges with the streaming
+ * envelope held before it (`lag-queue.ts`), so a lagging tab gets a long answer's missed deltas as
+ * one envelope instead of being closed.
  */
-export function sendOrCloseSlow(conn: Connection, text: string, limits: FanoutLimits): void {
-  if (conn.bufferedAmount > limits.maxBufferedBytes) {
-    conn.close(CloseCode.SlowConsumer, 'slow consumer: reconnect and resume');
-    return;
-  }
-  conn.send(text);
+export function sendOrCloseSlow(conn: Connection, text: string, limits: FanoutLimits, mergeable?: ActionEnvelope): void {
+  sendOrQueue(conn, text, limits, encodeEnvelope, mergeForReceiver, mergeable);
+}
+
+function mergeForReceiver(prev: ActionEnvelope, next: ActionEnvelope): ActionEnvelope | undefined {
+  return mergeStreamingEnvelopes(withoutOrigin(prev), withoutOrigin(next));
 }
 
 /**
@@ -165,7 +175,7 @@ class CoalescingGroup {
         if (this.members.has(item.target)) sendOrCloseSlow(item.target, text, this.limits);
         continue;
       }
-      for (const m of this.members) if (m !== item.exclude) sendOrCloseSlow(m, text, this.limits);
+      for (const m of this.members) if (m !== item.exclude) sendOrCloseSlow(m, text, this.limits, item.envelope);
     }
   }
 
@@ -234,7 +244,7 @@ export class ChannelFanout {
   publish(envelope: ActionEnvelope, text: string, exclude?: Connection): void {
     // Admit joiners first: the first envelope beyond their snapshot goes to them like to everyone.
     if (this.#joining.size > 0) this.#promoteJoiners(envelope.serverSeq);
-    for (const conn of this.#immediate) if (conn !== exclude) sendOrCloseSlow(conn, text, this.limits);
+    for (const conn of this.#immediate) if (conn !== exclude) sendOrCloseSlow(conn, text, this.limits, envelope);
     for (const g of this.#groups.values()) g.push(exclude ? { envelope, text, exclude } : { envelope, text });
   }
 

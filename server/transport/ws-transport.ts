@@ -122,6 +122,12 @@ class WsConnection implements Connection {
   get bufferedAmount(): number {
     return this.socket.bufferedAmount;
   }
+  get isOpen(): boolean {
+    return this.socket.readyState === WebSocket.OPEN;
+  }
+  whenDrained(fn: () => void): void {
+    this.raw.once('drain', fn);
+  }
 }
 
 /** Frames handled per event-loop turn, over all connections (a frame's action takes well under a millisecond). */
