@@ -4,21 +4,13 @@
  * top comes near the viewport, the turn that was at the top stays where it was on screen, and the
  * button (for keyboard and screen-reader users, and before find-in-page) builds them too.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { TOKENS } from '../helpers/start-server.js';
 import { BrowserHub, sessionPath } from './support.js';
 
 const TURNS = 130;
 const WINDOW = 40;
-let hub: BrowserHub;
-
-beforeAll(async () => {
-  hub = await BrowserHub.start();
-});
-
-afterAll(async () => {
-  await hub?.stop();
-});
+const hub = BrowserHub.perFile();
 
 describe('a long chat in the browser', () => {
   it('builds its newest turns first and older ones as they are scrolled to, without moving what is on screen', async () => {
