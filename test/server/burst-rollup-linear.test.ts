@@ -21,6 +21,7 @@ import { chatReducer } from '../../shared/state/chat-reducer.js';
 import { sessionReducer } from '../../shared/state/session-reducer.js';
 import { sessionInputId, sessionInputNeededEntries } from '../../shared/state/status.js';
 import type { ChatEntry, HubState, SessionEntry } from '../../server/hub/catalog.js';
+import { ChatTable } from '../../server/hub/chat-table.js';
 import { RootCatalogue } from '../../server/hub/root-catalogue.js';
 import { chatRollUpActions, sessionSummary, type SessionSummaryView } from '../../server/hub/rollup.js';
 
@@ -75,7 +76,9 @@ it(`asking and answering ${BURST} permissions reads the session's other open req
     chats: new Set([BUSY, OTHER]),
     state: { ...base, inputNeeded: Array.from({ length: BURST }, (_, i) => countedEntry(i)) },
   };
-  const catalog = { chats: new Map([[BUSY, chat]]), sessions: new Map([[SESSION, session]]) } as unknown as HubState;
+  const chats = new ChatTable();
+  chats.set(BUSY, chat);
+  const catalog = { chats, sessions: new Map([[SESSION, session]]) } as unknown as HubState;
   const sent: Array<{ method: string; params: unknown }> = [];
   const root = new RootCatalogue(catalog, { sendRoot: (_tenant, method, params) => sent.push({ method, params }) });
   root.sessionAdded(session);
