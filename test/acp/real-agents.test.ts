@@ -110,7 +110,9 @@ describe.each(REAL_AGENTS)('$displayName behind the hub (real ACP agent from the
     const text = markdownOf(chatState(server, chat), turnId);
     expect(text).toContain(TOOL_PREAMBLE.trim());
     expect(text).toContain(model.answer);
-    // The answer reached A as streamed deltas of the turn.
+    // The answer reached A as streamed deltas of the turn. The hub's state ends the turn when it
+    // decides, A hears of it once it is durable: wait for A's own copy of the end first.
+    await a.waitForEnvelope((e) => e.channel === chat && e.action.type === 'chat/turnComplete' && e.action['turnId'] === turnId, 'A sees the turn complete');
     const streamed = a.envelopes
       .filter((e) => e.channel === chat && e.action.type === 'chat/delta' && e.action['turnId'] === turnId)
       .map((e) => String(e.action['content']))
