@@ -21,10 +21,14 @@ afterEach(async () => {
   work.remove();
 });
 
-async function start(idleTimeoutMs: number): Promise<{ provider: AcpAgentProvider; logger: ReturnType<typeof capturingLogger>; sessions: Array<{ session: string; chat: string }> }> {
-  const budget = new AgentProcessBudget({ maxProcessesPerUser: 2, idleTimeoutMs });
+async function start(
+  idleTimeoutMs: number,
+  env: Record<string, string> = {},
+  maxProcessesPerUser = 2,
+): Promise<{ provider: AcpAgentProvider; logger: ReturnType<typeof capturingLogger>; sessions: Array<{ session: string; chat: string }> }> {
+  const budget = new AgentProcessBudget({ maxProcessesPerUser, idleTimeoutMs });
   const logger = capturingLogger();
-  const started = await startAcpHub([{ provider: 'scripted', config: acpConfig({ cwd: work.dir }) }], logger, { budget });
+  const started = await startAcpHub([{ provider: 'scripted', config: acpConfig({ cwd: work.dir, env }) }], logger, { budget });
   server = started.server;
   const provider = started.providers.get('scripted')!;
   client = await RpcClient.open(server.wsUrl);
@@ -77,4 +81,18 @@ it("an agent idle past idleTimeoutMs is stopped, and its session's next turn sta
   const again = await waitForEnd(server, c.chat, await startTurn(client, c.chat, 'hello again'));
   expect(again.state).toBe('complete');
   expect(provider.processes).toBe(1);
+});
+
+it('a session whose agent was evicted and is still exiting gets a new agent for its next turn, not the dying one', async () => {
+  // One slot per user, and agents that take until SIGKILL (3 s) to exit once stopped.
+  const { provider, sessions } = await start(600_000, { SCRIPTED_AGENT_SLOW_EXIT: '1' }, 1);
+  if (!server || !client) throw new Error('not started');
+  const [a, b] = sessions as [(typeof sessions)[0], (typeof sessions)[0]];
+  expect((await waitForEnd(server, a.chat, await startTurn(client, a.chat, 'first'))).state).toBe('complete');
+  // b's start evicts a's idle agent, which keeps running for a while after it was told to stop.
+  expect((await waitForEnd(server, b.chat, await startTurn(client, b.chat, 'second'))).state).toBe('complete');
+  // a's next turn, at once: it must not be handed to the agent that is on its way out.
+  const again = await waitForEnd(server, a.chat, await startTurn(client, a.chat, 'third'));
+  expect(again.state, JSON.stringify(again.error ?? null)).toBe('complete');
+  expect(provider.processOf(a.session)).toBeDefined();
 });

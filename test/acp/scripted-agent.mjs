@@ -161,6 +161,11 @@ const app = acp
     return done({ stopReason: 'end_turn' });
   });
 
+// SCRIPTED_AGENT_SLOW_EXIT=1: an agent slow to stop, which ignores SIGTERM and a closed stdin
+// and exits only when killed (the hub sends SIGKILL 3 s after SIGTERM).
+const slowExit = process.env.SCRIPTED_AGENT_SLOW_EXIT === '1';
+if (slowExit) process.on('SIGTERM', () => {});
 const stream = acp.ndJsonStream(Writable.toWeb(process.stdout), Readable.toWeb(process.stdin));
 const connection = app.connect(stream);
 await connection.closed;
+if (slowExit) setInterval(() => {}, 1_000);

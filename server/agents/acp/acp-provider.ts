@@ -49,7 +49,8 @@ export class AcpAgentProvider implements AgentProvider {
 
   async runTurn(ctx: TurnContext): Promise<TurnResult> {
     let agent = this.#sessions.get(ctx.session);
-    if (!agent || agent.exited) {
+    // An agent evicted for room may still be exiting: its session's next turn gets a new one.
+    if (!agent || agent.retired) {
       const previous = agent?.acpSessionId ?? this.#acpSessions.get(ctx.session);
       agent = this.#start(ctx);
       agent.connect(previous, (id) => this.#rememberAcpSession(ctx.session, id));

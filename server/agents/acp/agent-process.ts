@@ -72,6 +72,7 @@ export class AgentProcess implements BudgetHolder {
   #loadSupported = false;
   /** When the last turn ended; undefined while starting or running a turn. */
   #idleSince: number | undefined;
+  #stopping = false;
   #idleTimer: NodeJS.Timeout | undefined;
   acpSessionId: string | undefined;
   /** The agent advertised the seed-003 mid-turn input extension. */
@@ -224,6 +225,14 @@ export class AgentProcess implements BudgetHolder {
 
   get exited(): boolean {
     return this.#exitReason !== undefined;
+  }
+
+  /**
+   * Exited, or asked to stop (evicted to make room, disposed): such a process must not be given
+   * another turn, although it may not have exited yet (it has up to 3 s to do so).
+   */
+  get retired(): boolean {
+    return this.#stopping || this.exited;
   }
 
   get pid(): number | undefined {
@@ -389,6 +398,7 @@ export class AgentProcess implements BudgetHolder {
 
   async stop(reason: string): Promise<void> {
     if (this.exited) return;
+    this.#stopping = true;
     this.#logger.info('stopping agent process', { reason });
     this.#clearIdle();
     this.#connection?.close();
