@@ -12,15 +12,15 @@ export default defineConfig({
     // `npm test` measures coverage (v8; in-process code only, child processes are not counted):
     // a floor that only rises. autoUpdate writes the measured numbers (rounded down) back here
     // whenever a run beats them (one point under the measured figure, for run-to-run noise); a run
-    // below them fails. Whole suite on 2026-12-02: statements 83.2 %, branches 77.0 %,
-    // functions 85.4 %, lines 86.5 %.
+    // below them fails. Whole suite on 2026-12-02 04:01: statements 83.7 %, branches 77.1 %,
+    // functions 85.5 %, lines 87.0 %.
     coverage: {
       provider: 'v8',
       include: ['server/**/*.ts', 'shared/**/*.ts', 'cli/**/*.ts'],
       reporter: ['text-summary', 'html'],
       // The summary also when a test failed: a red run still says where coverage stands.
       reportOnFailure: true,
-      thresholds: { lines: 85, functions: 84, branches: 76, statements: 82, autoUpdate: (n: number) => Math.floor(n) - 1 },
+      thresholds: { lines: 86, functions: 84, branches: 76, statements: 82, autoUpdate: (n: number) => Math.floor(n) - 1 },
     },
   },
 });
