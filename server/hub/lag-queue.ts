@@ -30,6 +30,19 @@ interface QueuedFrame {
   /** Set for an envelope this receiver may get merged with its neighbours (it is not its origin). */
   envelope: ActionEnvelope | undefined;
   chars: number;
+  /** Of a frame merged before: the characters its streamed text takes inside `chars` (see `push`). */
+  textChars?: number;
+}
+
+/** The streamed text of a mergeable envelope (`chat/delta`, `chat/reasoning`), else undefined. */
+function streamedText(envelope: ActionEnvelope): string | undefined {
+  const content = (envelope.action as { content?: unknown }).content;
+  return typeof content === 'string' ? content : undefined;
+}
+
+/** Characters a string takes inside a JSON string literal, quotes excluded. */
+function escapedLength(text: string): number {
+  return JSON.stringify(text).length - 2;
 }
 
 /** How often a lagging connection's socket is looked at again (also when it reports draining, as a fallback). */
@@ -58,12 +71,12 @@ class LagQueue {
     const last = this.#frames[this.#frames.length - 1];
     const merged = envelope && last?.envelope ? this.merge(last.envelope, envelope) : undefined;
     if (merged && last) {
-      // The merged text is at most the two texts; count the larger, exactly, once encoded.
-      const chars = this.encode(merged).length;
+      const { chars, textChars } = this.#mergedSize(last, envelope!, merged);
       this.#chars += chars - last.chars;
       last.envelope = merged;
       last.text = undefined;
       last.chars = chars;
+      last.textChars = textChars;
     } else {
       this.#frames.push({ text, envelope, chars: text.length });
       this.#chars += text.length;
@@ -74,6 +87,25 @@ class LagQueue {
       return;
     }
     if (!this.#timer) this.#schedule();
+  }
+
+  /**
+   * The encoded size of `merged` without encoding its whole text again: a lagging tab's merged
+   * delta grows with every delta it misses, and encoding it per merge made catching up quadratic.
+   * JSON escapes each character on its own, so the merged text's encoded length is the sum of
+   * the two parts' (a surrogate pair split across them is counted a few characters high, never
+   * low); the rest of the envelope is encoded with an empty text. Any other merge shape is encoded whole.
+   */
+  #mergedSize(last: QueuedFrame, next: ActionEnvelope, merged: ActionEnvelope): { chars: number; textChars?: number } {
+    const before = streamedText(last.envelope!);
+    const added = streamedText(next);
+    const whole = streamedText(merged);
+    if (before === undefined || added === undefined || whole === undefined || whole.length !== before.length + added.length) {
+      return { chars: this.encode(merged).length };
+    }
+    const textChars = (last.textChars ?? escapedLength(before)) + escapedLength(added);
+    const withoutText = this.encode({ ...merged, action: { ...merged.action, content: '' } }).length;
+    return { chars: withoutText + textChars, textChars };
   }
 
   /** Drains when the socket says it has written what it held, or after `DRAIN_POLL_MS` at the latest. */
