@@ -64,33 +64,55 @@ export interface WsTransportOptions {
 }
 
 /**
- * Frames leave in one write per connection per tick: connections touched in this tick are corked
- * on first send and all uncorked together on the next tick (one scheduled callback, not one per
- * connection).
+ * Connections written to more than once in this event-loop tick are corked from their second
+ * frame on and all uncorked together at the end of the tick (one scheduled callback, not one per
+ * connection): a group commit delivering many envelopes to one receiver leaves in one write, and a
+ * receiver sent one frame a tick (the common fan-out case) gets one plain write without the
+ * cork/uncork round trip.
  */
-const corked = new Set<Duplex>();
-function uncorkAll(): void {
+let tick = 0;
+let tickEndScheduled = false;
+const corked: Duplex[] = [];
+function endTick(): void {
+  tickEndScheduled = false;
+  tick++;
   for (const raw of corked) raw.uncork();
-  corked.clear();
+  corked.length = 0;
 }
 
 /**
- * The same envelope string goes to every receiver in a row; encode it to UTF-8 once and hand ws the
- * bytes (as a text frame) instead of letting it re-encode the string for each receiver.
+ * The same envelope string goes to every receiver in a row: its WebSocket frame (RFC 6455 §5.2:
+ * FIN + text opcode, unmasked as server frames are, payload length in 7, 16 or 64 bits, then the
+ * UTF-8 bytes) is built once and the same bytes are written to every receiver's socket, instead of
+ * `ws` encoding the string and framing it again for each one.
  */
 let lastText: string | undefined;
-let lastBytes: Buffer = Buffer.alloc(0);
-function utf8Of(text: string): Buffer {
-  if (text !== lastText) {
-    lastText = text;
-    lastBytes = Buffer.from(text, 'utf8');
+let lastFrame: Buffer = Buffer.alloc(0);
+export function textFrameOf(text: string): Buffer {
+  if (text === lastText) return lastFrame;
+  const length = Buffer.byteLength(text, 'utf8');
+  const header = length < 126 ? 2 : length < 65_536 ? 4 : 10;
+  const frame = Buffer.allocUnsafe(header + length);
+  frame[0] = 0x81;
+  if (header === 2) frame[1] = length;
+  else if (header === 4) {
+    frame[1] = 126;
+    frame.writeUInt16BE(length, 2);
+  } else {
+    frame[1] = 127;
+    frame.writeBigUInt64BE(BigInt(length), 2);
   }
-  return lastBytes;
+  frame.write(text, header, 'utf8');
+  lastText = text;
+  lastFrame = frame;
+  return frame;
 }
 
 class WsConnection implements Connection {
   readonly id = randomUUID();
   alive = true;
+  /** The tick this connection was last written to (see `endTick`). */
+  #sentInTick = -1;
   constructor(
     readonly socket: WebSocket,
     /** The TCP socket under the WebSocket (the one the upgrade handed us). */
@@ -104,12 +126,19 @@ class WsConnection implements Connection {
       this.close(CloseCode.SlowConsumer, 'slow consumer: reconnect and resume');
       return;
     }
-    if (!corked.has(this.raw)) {
-      if (corked.size === 0) process.nextTick(uncorkAll);
-      corked.add(this.raw);
+    if (this.#sentInTick !== tick) {
+      this.#sentInTick = tick;
+      if (!tickEndScheduled) {
+        tickEndScheduled = true;
+        process.nextTick(endTick);
+      }
+    } else if (this.raw.writableCorked === 0) {
       this.raw.cork();
+      corked.push(this.raw);
     }
-    this.socket.send(utf8Of(text), { binary: false });
+    // Straight to the TCP socket: ws's sender queues only while compressing (off here) or reading
+    // a Blob (never sent), so frames it writes itself (pings, close) keep their order with these.
+    this.raw.write(textFrameOf(text));
   }
   close(code: number, reason: string): void {
     // A socket paused by flow control must be read again, or the closing handshake never completes.
