@@ -10,6 +10,7 @@ import { once } from 'node:events';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
+import * as wsModule from 'ws';
 import WebSocket, { WebSocketServer } from 'ws';
 import { textFrameOf } from '../../server/transport/ws-transport.js';
 
@@ -19,7 +20,7 @@ interface FrameReceiver {
   on(event: 'error', fn: (err: Error) => void): void;
   write(bytes: Buffer): void;
 }
-const { Receiver } = WebSocket as unknown as { Receiver: new (options: { isServer: boolean; maxPayload: number }) => FrameReceiver };
+const { Receiver } = wsModule as unknown as { Receiver: new (options: { isServer: boolean; maxPayload: number }) => FrameReceiver };
 
 /** Parses `bytes` as server-to-client frames with ws's receiver; the text messages in order. */
 function parseFrames(bytes: Buffer): string[] {
