@@ -62,6 +62,8 @@ interface Config {
   /** Where the hub's temporary data directory is created. */
   dataRoot: string;
   repeat: number;
+  /** Runs of each sustained scenario (at least `repeat`): its p99 and CPU ratios are the medians of paired runs. */
+  sustainedRepeat: number;
   /** Hub entry point to spawn (A/B a patched build); default dist/server/main.js. */
   hubMain: string;
   /** Seconds to wait, before each scenario, for the machine to go quiet (other processes). */
@@ -91,6 +93,9 @@ const USAGE = `usage: npm run bench -- [flags]
   --parse auto|json|scan   subscribers JSON.parse every action frame, or only byte-scan them;
                            auto = json when sustained, scan under overload            [auto]
   --repeat 1               run every scenario K times (interleaved); the table shows the median-p99 run
+  --sustained-repeat 3     run each sustained scenario at least K times (interleaved): one sustained
+                           run's p99 is the tail of ~500 updates, so single runs of the same build
+                           differ by 1.5x; the ratios are medians of the K paired runs
   --quiet-wait 0           before each scenario wait up to S seconds for other processes to
                            use < 25% CPU (shared machines); 0 = don't wait
   --hub-main FILE          hub entry point to spawn (A/B a patched build) [dist/server/main.js]
@@ -126,6 +131,7 @@ function parseConfig(argv: readonly string[]): Config {
     producerSubscribes: false,
     dataRoot: tmpdir(),
     repeat: 1,
+    sustainedRepeat: 3,
     hubMain: join(here, '..', 'server', 'main.js'),
     quietWait: 0,
     out: join(here, '..', 'bench-results', 'latest.json'),
@@ -214,6 +220,9 @@ function parseConfig(argv: readonly string[]): Config {
         break;
       case '--repeat':
         c.repeat = Math.floor(num(flag, value(), 1));
+        break;
+      case '--sustained-repeat':
+        c.sustainedRepeat = Math.floor(num(flag, value(), 3));
         break;
       case '--client': {
         const v = value();
@@ -615,13 +624,20 @@ function table(results: Result[], cfg: Config): string {
 
 function ratios(results: Result[], cfg: Config): string {
   const lines = ['| N | load | server | p50 ÷ raw | p99 ÷ raw | deltas/s ÷ raw | srv CPU per delivery ÷ raw |', '|---|---|---|---|---|---|---|'];
-  for (const r of results) {
-    if (r.server === 'raw') continue;
-    const base = results.find((b) => b.server === 'raw' && b.load === r.load && b.subscribers === r.subscribers);
-    if (!base) continue;
-    lines.push(
-      `| ${r.subscribers} | ${r.load} | ${label(r, cfg)} | ${f(r.p50Ms / base.p50Ms, 2)}× | ${f(r.p99Ms / base.p99Ms, 2)}× | ${f(r.deliveredPerSec / base.deliveredPerSec, 2)}× | ${f(r.serverCpuUsPerDelivery / base.serverCpuUsPerDelivery, 2)}× |`,
-    );
+  const runsOf = groupRuns(results);
+  for (const runs of runsOf.values()) {
+    const first = runs[0]!;
+    if (first.server === 'raw') continue;
+    const bases = runsOf.get(groupKey({ ...first, server: 'raw' }));
+    if (!bases) continue;
+    // The k-th run of a server is paired with the k-th plain ws run (they ran one after the other).
+    const pairs = runs.slice(0, bases.length).map((r, k) => [r, bases[k]!] as const);
+    const ratio = (pick: (r: Result) => number): string => {
+      const each = pairs.map(([r, b]) => pick(r) / pick(b));
+      const median = [...each].sort((x, y) => x - y)[Math.floor((each.length - 1) / 2)]!;
+      return each.length > 1 ? `${f(median, 2)}× (${each.map((x) => f(x, 2)).join(', ')})` : `${f(median, 2)}×`;
+    };
+    lines.push(`| ${first.subscribers} | ${first.load} | ${label(first, cfg)} | ${ratio((r) => r.p50Ms)} | ${ratio((r) => r.p99Ms)} | ${ratio((r) => r.deliveredPerSec)} | ${ratio((r) => r.serverCpuUsPerDelivery)} |`);
   }
   return lines.join('\n');
 }
@@ -642,14 +658,20 @@ async function waitQuiet(maxSeconds: number): Promise<void> {
   }
 }
 
+function groupKey(r: Pick<Result, 'subscribers' | 'load' | 'server'>): string {
+  return `${r.subscribers}|${r.load}|${r.server}`;
+}
+
+/** Runs per (N, load, server), in the order they ran. */
+function groupRuns(results: Result[]): Map<string, Result[]> {
+  const groups = new Map<string, Result[]>();
+  for (const r of results) groups.set(groupKey(r), [...(groups.get(groupKey(r)) ?? []), r]);
+  return groups;
+}
+
 /** Per (N, load, server): the run with the median p99. */
 function medianRuns(results: Result[]): Result[] {
-  const groups = new Map<string, Result[]>();
-  for (const r of results) {
-    const key = `${r.subscribers}|${r.load}|${r.server}`;
-    groups.set(key, [...(groups.get(key) ?? []), r]);
-  }
-  return [...groups.values()].map((g) => [...g].sort((a, b) => a.p99Ms - b.p99Ms)[Math.floor((g.length - 1) / 2)]!);
+  return [...groupRuns(results).values()].map((g) => [...g].sort((a, b) => a.p99Ms - b.p99Ms)[Math.floor((g.length - 1) / 2)]!);
 }
 
 function overloadRateFor(n: number, cfg: Config): number {
@@ -663,7 +685,8 @@ async function main(): Promise<void> {
     for (const load of cfg.loads) {
       if (load === 'unpaced') continue;
       // Repeats interleave the servers (raw, hub, …, raw, hub, …) so slow drifts hit all alike.
-      for (let rep = 0; rep < cfg.repeat; rep++) {
+      const runs = load === 'sustained' ? Math.max(cfg.repeat, cfg.sustainedRepeat) : cfg.repeat;
+      for (let rep = 0; rep < runs; rep++) {
         for (const server of cfg.servers) {
           // Coalescing is compared under overload; at the sustained rate deltas are 20 ms apart.
           if (load === 'sustained' && server === 'hub-coalesced') continue;
@@ -715,10 +738,11 @@ async function main(): Promise<void> {
       process.stderr.write(`FAILED: ${msg}\n`);
     }
   }
-  const shown = cfg.repeat > 1 ? medianRuns(results) : results;
-  if (cfg.repeat > 1) process.stdout.write(`Each row is the median-p99 run of ${cfg.repeat} (all runs are in the JSON).\n\n`);
+  const shown = medianRuns(results);
+  const repeated = shown.length < results.length;
+  if (repeated) process.stdout.write(`A row run more than once (sustained: ${Math.max(cfg.repeat, cfg.sustainedRepeat)} times) shows its median-p99 run (all runs are in the JSON).\n\n`);
   process.stdout.write(table(shown, cfg) + '\n\n');
-  process.stdout.write('Latency and throughput relative to plain ws broadcast (same N, same load):\n\n' + ratios(shown, cfg) + '\n\n');
+  process.stdout.write(`Latency and throughput relative to plain ws broadcast (same N, same load${repeated ? '; a repeated row: the median of its paired runs, each run in parentheses' : ''}):\n\n` + ratios(results, cfg) + '\n\n');
   process.stdout.write(
     'Columns: deltas/s = logical updates (timestamps) received by all subscribers per second, window start → last receipt; frames/s = WebSocket frames carrying them (lower than deltas/s only when coalesced); latency = producer send → subscriber receive, per update per subscriber; srv CPU = server child CPU during the window (100% = one core); bench CPU = producer + subscribers (same window); other CPU = user+system CPU of every other process on the machine during the window — high values mean a noisy run; sub ELU = event-loop utilisation of the subscriber thread.\n',
   );
