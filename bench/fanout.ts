@@ -222,7 +222,7 @@ function parseConfig(argv: readonly string[]): Config {
         c.repeat = Math.floor(num(flag, value(), 1));
         break;
       case '--sustained-repeat':
-        c.sustainedRepeat = Math.floor(num(flag, value(), 3));
+        c.sustainedRepeat = Math.floor(num(flag, value(), 1));
         break;
       case '--client': {
         const v = value();
