@@ -467,6 +467,14 @@ class ChatView {
     });
     resize.observe(this.#composer);
     this.#offs.push(() => resize.disconnect());
+    // Heights also change without a render: a skipped turn (content-visibility, app.css) laid out
+    // at its real size, a chunk of a long part drawn as it nears the viewport. While the person
+    // follows the chat, the end is brought back into view once layout has settled.
+    const settled = new ResizeObserver(() => {
+      if (this.#following && !this.#atBottom()) this.#scrollToBottom();
+    });
+    settled.observe(this.#transcript);
+    this.#offs.push(() => settled.disconnect());
     this.#restoreUnsent();
     void this.#start();
   }
