@@ -346,9 +346,13 @@ interface TrackedInput {
  * comes near the viewport (or is pressed), keeping what is on screen where it was. Whole turns, so
  * a turn is never half there; turns built once stay (scrolling back down costs nothing). A small
  * batch keeps the frame that builds it short while someone scrolls up (40 at once: 67 ms frames).
+ * The task that receives the chat's snapshot builds only the newest `OPEN_TURNS`; the rest of the
+ * window follows on the next frames, a batch each (the 1,000-turn cold open had one 105-136 ms
+ * task: the snapshot parsed and 40 turns built).
  */
 const TURN_WINDOW = 40;
 const EARLIER_TURNS = 12;
+const OPEN_TURNS = 8;
 
 class ChatView {
   readonly el: HTMLElement;
@@ -441,7 +445,7 @@ class ChatView {
     this.#earlier = el('button', { class: 'link earlier-turns', attrs: { type: 'button', 'data-testid': 'earlier-turns' }, on: { click: () => this.#showEarlier() } });
     this.#earlierObserver = new IntersectionObserver(
       (entries) => {
-        if (entries.some((e) => e.isIntersecting)) nextFrame(() => this.#showEarlier());
+        if (!this.#filling && entries.some((e) => e.isIntersecting)) nextFrame(() => this.#showEarlier());
       },
       { rootMargin: '800px 0px 0px 0px' },
     );
@@ -467,6 +471,14 @@ class ChatView {
     });
     resize.observe(this.#composer);
     this.#offs.push(() => resize.disconnect());
+    // Heights also change without a render: a skipped turn (content-visibility, app.css) laid out
+    // at its real size, a chunk of a long part drawn as it nears the viewport. While the person
+    // follows the chat, the end is brought back into view once layout has settled.
+    const settled = new ResizeObserver(() => {
+      if (this.#following && !this.#atBottom()) this.#scrollToBottom();
+    });
+    settled.observe(this.#transcript);
+    this.#offs.push(() => settled.disconnect());
     this.#restoreUnsent();
     void this.#start();
   }
@@ -573,8 +585,10 @@ class ChatView {
     const decorate = <T extends Turn | ActiveTurn>(t: T): T => (shown ? shown.decorate(t) : t);
     const wanted: Array<[Turn | ActiveTurn, boolean]> = chat.turns.map((t) => [decorate(t), false]);
     if (chat.activeTurn) wanted.push([decorate(chat.activeTurn), true]);
-    let first = this.#firstShownId === undefined ? -1 : wanted.findIndex(([t]) => t.id === this.#firstShownId);
-    if (first < 0) first = Math.max(0, wanted.length - TURN_WINDOW);
+    const opening = this.#firstShownId === undefined;
+    let first = opening ? -1 : wanted.findIndex(([t]) => t.id === this.#firstShownId);
+    if (first < 0) first = Math.max(0, wanted.length - (opening ? OPEN_TURNS : TURN_WINDOW));
+    if (opening && first > 0) this.#fillWindow();
     this.#firstShownId = wanted[first]?.[0].id;
     const keep = new Set(wanted.slice(first).map(([t]) => t.id));
     for (const [id, tv] of this.#turns) {
@@ -635,12 +649,30 @@ class ChatView {
   }
 
   #prepending = false;
+  /** While the window is built after the open (`OPEN_TURNS`), the button's observer waits. */
+  #filling = false;
+
+  /** Builds the rest of the opening window, `EARLIER_TURNS` a frame, up to `TURN_WINDOW` turns. */
+  #fillWindow(): void {
+    this.#filling = true;
+    nextFrame(() => {
+      if (this.#destroyed) return;
+      if (this.#turns.size < TURN_WINDOW && this.#earlier.isConnected) {
+        this.#showEarlier(Math.min(EARLIER_TURNS, TURN_WINDOW - this.#turns.size));
+        if (this.#turns.size < TURN_WINDOW && this.#earlier.isConnected) return this.#fillWindow();
+      }
+      this.#filling = false;
+      // Observed again, so a button that is near the viewport now builds more, as it would have.
+      this.#earlierObserver.unobserve(this.#earlier);
+      this.#earlierObserver.observe(this.#earlier);
+    });
+  }
 
   /**
-   * Builds the `EARLIER_TURNS` turns before the oldest one shown, keeping the turn that was first
-   * where it was on screen (the new ones go above it, out of view).
+   * Builds the `count` turns before the oldest one shown, keeping the turn that was first where it
+   * was on screen (the new ones go above it, out of view).
    */
-  #showEarlier(): void {
+  #showEarlier(count = EARLIER_TURNS): void {
     const view = this.#view;
     if (!view || this.#destroyed || !this.#earlier.isConnected) return;
     const turns = view.state.turns;
@@ -648,7 +680,7 @@ class ChatView {
     if (first <= 0) return;
     const anchor = this.#turns.get(this.#firstShownId!)?.el;
     const before = anchor?.getBoundingClientRect().top;
-    this.#firstShownId = turns[Math.max(0, first - EARLIER_TURNS)]!.id;
+    this.#firstShownId = turns[Math.max(0, first - count)]!.id;
     this.#prepending = true;
     try {
       this.#render();

@@ -11,7 +11,8 @@
  *    of 50 ms or more);
  *  - renderer JS heap and DOM nodes afterwards (CDP Performance.getMetrics);
  *  - scroll p95 frame: the page scrolled top to bottom, 400 px a frame, time between frames.
- * Then the same for a chat of 1,000 completed turns opened cold.
+ * Then the same for a chat of 1,000 completed turns opened cold, scrolled from the bottom to the
+ * top (older turns are built on the way; the row says in how many frames, and whether it got there).
  */
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -102,6 +103,8 @@ interface Row {
   domNodes: number;
   scrollP95Ms: number;
   scrollFrames: number;
+  /** False when the scroll stopped at `MAX_SCROLL_FRAMES` before reaching the end. */
+  scrolledToEnd: boolean;
 }
 
 async function newSession(peer: Peer): Promise<{ session: string; chat: string }> {
@@ -110,7 +113,8 @@ async function newSession(peer: Peer): Promise<{ session: string; chat: string }
   return { session, chat: defaultChat };
 }
 
-async function openPage(browser: import('playwright-core').Browser, base: string, session: string): Promise<Page> {
+/** `beforeGoto` runs once the page exists, before it loads (a trace of the cold open starts there). */
+async function openPage(browser: import('playwright-core').Browser, base: string, session: string, beforeGoto?: (page: Page) => Promise<void>): Promise<Page> {
   const context = await browser.newContext({ viewport: { width: 1100, height: 900 } });
   const page = await context.newPage();
   await page.addInitScript(() => {
@@ -120,6 +124,7 @@ async function openPage(browser: import('playwright-core').Browser, base: string
       for (const e of list.getEntries()) w.__longTasks.push(e.duration);
     }).observe({ type: 'longtask' as never, buffered: true });
   });
+  await beforeGoto?.(page);
   await page.goto(`${base}/s/${encodeURIComponent(session.replace('ahp-session:/', ''))}`);
   await page.locator('[data-testid=connection]', { hasText: 'Connected' }).waitFor({ timeout: 60_000 });
   return page;
@@ -128,23 +133,38 @@ async function openPage(browser: import('playwright-core').Browser, base: string
 /** `--profile=DIR`: a CPU profile of the page while it streams (open it in Chromium's DevTools). */
 const PROFILE_DIR = process.argv.find((a) => a.startsWith('--profile='))?.slice(10);
 
-/** `--trace=DIR`: a performance trace while it streams, and what the longest tasks spent their time on. */
+/**
+ * `--trace=DIR`: performance traces, and what the longest tasks spent their time on: while each
+ * answer streams, and for the long chat its cold open (from before the page loads to the newest
+ * turn on screen) and its scroll to the top.
+ */
 const TRACE_DIR = process.argv.find((a) => a.startsWith('--trace='))?.slice(8);
+const TRACE_CATEGORIES = ['devtools.timeline', 'disabled-by-default-devtools.timeline'];
+
+const startTrace = (page: Page): Promise<void> => page.context().browser()!.startTracing(page, { categories: TRACE_CATEGORIES });
+const stopTrace = async (page: Page, name: string): Promise<void> => writeTrace(await page.context().browser()!.stopTracing(), name);
 
 async function writeTrace(buffer: Buffer, name: string): Promise<void> {
   mkdirSync(TRACE_DIR!, { recursive: true });
   const file = join(TRACE_DIR!, `${name}.json`);
   writeFileSync(file, buffer);
-  type Ev = { name: string; ph: string; ts: number; dur?: number; tdur?: number; tid: number; pid: number };
+  type Ev = { name: string; ph: string; ts: number; dur?: number; tdur?: number; tid: number; pid: number; args?: { data?: { functionName?: string; url?: string; type?: string } } };
   const events = (JSON.parse(buffer.toString('utf8')) as { traceEvents: Ev[] }).traceEvents.filter((e) => e.ph === 'X' && e.dur !== undefined);
   const tasks = events
     .filter((e) => e.name === 'RunTask' && e.dur! > 50_000)
     .sort((a, b) => (b.tdur ?? b.dur!) - (a.tdur ?? a.dur!))
     .slice(0, 5);
+  // Which script work it was: the function called (and its file), the event type dispatched.
+  const label = (e: Ev): string => {
+    const d = e.args?.data;
+    if (e.name === 'FunctionCall' && d?.functionName) return `FunctionCall(${d.functionName} ${d.url?.split('/').pop() ?? ''})`;
+    if (e.name === 'EventDispatch' && d?.type) return `EventDispatch(${d.type})`;
+    return e.name;
+  };
   const lines = tasks.map((t) => {
     const inside = events.filter((e) => e !== t && e.tid === t.tid && e.pid === t.pid && e.ts >= t.ts && e.ts + e.dur! <= t.ts + t.dur! && e.name !== 'RunTask');
     const by = new Map<string, number>();
-    for (const e of inside) by.set(e.name, (by.get(e.name) ?? 0) + (e.tdur ?? e.dur!));
+    for (const e of inside) by.set(label(e), (by.get(label(e)) ?? 0) + (e.tdur ?? e.dur!));
     const top = [...by]
       .sort((a, b) => b[1] - a[1])
       .slice(0, 8)
@@ -194,38 +214,49 @@ async function metrics(page: Page): Promise<{ heapMiB: number; domNodes: number 
 }
 
 /**
- * Scrolls the page from top to bottom (`up`: from the bottom to the top, as a person reading a long
- * chat back does; older turns are built on the way), 400 px a frame; p95 of the time between frames.
+ * At most this many frames of scrolling: 600 stopped the 1,000-turn chat about 700 turns in (its
+ * oldest turns were never built nor scrolled past).
  */
-async function scrollP95(page: Page, up = false): Promise<{ p95: number; frames: number }> {
-  const gaps = await page.evaluate(async (up) => {
-    const w = globalThis as unknown as {
-      scrollTo(x: number, y: number): void;
-      scrollBy(x: number, y: number): void;
-      requestAnimationFrame(cb: (t: number) => void): void;
-      document: { documentElement: { scrollHeight: number; clientHeight: number; scrollTop: number } };
-    };
-    w.scrollTo(0, up ? w.document.documentElement.scrollHeight : 0);
-    const out: number[] = [];
-    let last = -1;
-    let atTop = 0;
-    await new Promise<void>((resolve) => {
-      const step = (t: number): void => {
-        if (last >= 0) out.push(t - last);
-        last = t;
-        const el = w.document.documentElement;
-        // Going up, the top is the end once it stays the top (no older turns were built above it).
-        atTop = up && el.scrollTop <= 0 ? atTop + 1 : 0;
-        if ((up ? atTop > 10 : el.scrollTop + el.clientHeight >= el.scrollHeight - 2) || out.length >= 600) return resolve();
-        w.scrollBy(0, up ? -400 : 400);
-        w.requestAnimationFrame(step);
+const MAX_SCROLL_FRAMES = 5_000;
+
+/**
+ * Scrolls the page from top to bottom (`up`: from the bottom to the top, as a person reading a long
+ * chat back does; older turns are built on the way), 400 px a frame; p95 of the time between frames,
+ * how many frames it took and whether it reached the end before `MAX_SCROLL_FRAMES`.
+ */
+async function scrollP95(page: Page, up = false): Promise<{ p95: number; frames: number; reachedEnd: boolean }> {
+  const { gaps, reachedEnd } = await page.evaluate(
+    async ([up, max]) => {
+      const w = globalThis as unknown as {
+        scrollTo(x: number, y: number): void;
+        scrollBy(x: number, y: number): void;
+        requestAnimationFrame(cb: (t: number) => void): void;
+        document: { documentElement: { scrollHeight: number; clientHeight: number; scrollTop: number } };
       };
-      w.requestAnimationFrame(step);
-    });
-    return out;
-  }, up);
+      w.scrollTo(0, up ? w.document.documentElement.scrollHeight : 0);
+      const out: number[] = [];
+      let last = -1;
+      let atTop = 0;
+      const reachedEnd = await new Promise<boolean>((resolve) => {
+        const step = (t: number): void => {
+          if (last >= 0) out.push(t - last);
+          last = t;
+          const el = w.document.documentElement;
+          // Going up, the top is the end once it stays the top (no older turns were built above it).
+          atTop = up && el.scrollTop <= 0 ? atTop + 1 : 0;
+          if (up ? atTop > 10 : el.scrollTop + el.clientHeight >= el.scrollHeight - 2) return resolve(true);
+          if (out.length >= max) return resolve(false);
+          w.scrollBy(0, up ? -400 : 400);
+          w.requestAnimationFrame(step);
+        };
+        w.requestAnimationFrame(step);
+      });
+      return { gaps: out, reachedEnd };
+    },
+    [up, MAX_SCROLL_FRAMES] as const,
+  );
   const sorted = [...gaps].sort((a, b) => a - b);
-  return { p95: sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * 0.95))] ?? Number.NaN, frames: gaps.length };
+  return { p95: sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * 0.95))] ?? Number.NaN, frames: gaps.length, reachedEnd };
 }
 
 async function streamedAnswer(browser: import('playwright-core').Browser, base: string, peer: Peer, chars: number): Promise<Row> {
@@ -242,11 +273,7 @@ async function streamedAnswer(browser: import('playwright-core').Browser, base: 
     (globalThis as unknown as { __longTasks: number[] }).__longTasks.length = 0;
   });
   const profiler = PROFILE_DIR ? await startProfile(page) : undefined;
-  if (TRACE_DIR)
-    await page
-      .context()
-      .browser()!
-      .startTracing(page, { categories: ['devtools.timeline', 'disabled-by-default-devtools.timeline'] });
+  if (TRACE_DIR) await startTrace(page);
   for (let i = 0; i < chunks.length - 1; i++) await peer.dispatch(chat, { type: 'chat/delta', turnId, partId, content: chunks[i] }, false);
   await peer.dispatch(chat, { type: 'chat/delta', turnId, partId, content: chunks[chunks.length - 1] });
   const lastDeltaAt = Date.now();
@@ -264,7 +291,7 @@ async function streamedAnswer(browser: import('playwright-core').Browser, base: 
   }, text.length);
   const longTasks = await page.evaluate(() => (globalThis as unknown as { __longTasks: number[] }).__longTasks.slice());
   if (profiler) await profiler.stop(`streamed-${chars}`);
-  if (TRACE_DIR) await writeTrace(await page.context().browser()!.stopTracing(), `streamed-${chars}`);
+  if (TRACE_DIR) await stopTrace(page, `streamed-${chars}`);
   await peer.dispatch(chat, { type: 'chat/turnComplete', turnId, duration: 1 });
   const mem = await metrics(page);
   const scroll = await scrollP95(page);
@@ -277,6 +304,7 @@ async function streamedAnswer(browser: import('playwright-core').Browser, base: 
     ...mem,
     scrollP95Ms: scroll.p95,
     scrollFrames: scroll.frames,
+    scrolledToEnd: scroll.reachedEnd,
   };
 }
 
@@ -291,24 +319,28 @@ async function longChat(browser: import('playwright-core').Browser, base: string
     await peer.dispatch(chat, { type: 'chat/turnComplete', turnId, duration: 1 }, last);
   }
   const openedAt = Date.now();
-  const page = await openPage(browser, base, session);
+  const page = await openPage(browser, base, session, TRACE_DIR ? startTrace : undefined);
   // The newest turn on screen (the app builds the last turns first and older ones as they are scrolled to).
   await page.locator(`article.turn[data-turn="turn-${turns - 1}"] .part.md`).waitFor({ state: 'visible', timeout: 120_000 });
   const shownMs = Date.now() - openedAt;
+  if (TRACE_DIR) await stopTrace(page, `long-chat-${turns}-open`);
   const builtAtOpen = await page.locator('article.turn').count();
   const longTasks = await page.evaluate(() => (globalThis as unknown as { __longTasks: number[] }).__longTasks.slice());
   const mem = await metrics(page);
+  if (TRACE_DIR) await startTrace(page);
   const scroll = await scrollP95(page, true);
+  if (TRACE_DIR) await stopTrace(page, `long-chat-${turns}-scroll`);
   const builtAfterScroll = await page.locator('article.turn').count();
   await page.context().close();
   return {
-    what: `${turns.toLocaleString('en')}-turn chat, opened cold (newest turn shown in ${shownMs} ms, ${builtAtOpen} turns built; ${builtAfterScroll} after scrolling up)`,
+    what: `${turns.toLocaleString('en')}-turn chat, opened cold (newest turn shown in ${shownMs} ms, ${builtAtOpen} turns built; ${builtAfterScroll} after scrolling up ${scroll.reachedEnd ? `to the top in ${scroll.frames.toLocaleString('en')} frames` : `${scroll.frames.toLocaleString('en')} frames, stopped short of the top`})`,
     shownAfterLastDeltaMs: undefined,
     longestTaskMs: longTasks.length ? Math.max(...longTasks) : undefined,
     longTasks: longTasks.length,
     ...mem,
     scrollP95Ms: scroll.p95,
     scrollFrames: scroll.frames,
+    scrolledToEnd: scroll.reachedEnd,
   };
 }
 
@@ -344,7 +376,7 @@ async function main(): Promise<void> {
 const HEADER = '| scenario | shown after last delta ms | longest task ms | tasks ≥ 50 ms | JS heap MiB | DOM nodes | scroll p95 frame ms |\n|---|---|---|---|---|---|---|\n';
 const f = (v: number | undefined, d = 0): string => (v === undefined ? '< 50 (none reported)' : Number.isFinite(v) ? v.toFixed(d) : 'not shown in 180 s');
 function line(r: Row): string {
-  return `| ${r.what} | ${r.shownAfterLastDeltaMs === undefined ? '—' : f(r.shownAfterLastDeltaMs)} | ${f(r.longestTaskMs)} | ${r.longTasks} | ${f(r.heapMiB, 1)} | ${f(r.domNodes)} | ${f(r.scrollP95Ms, 1)} (${r.scrollFrames} frames) |\n`;
+  return `| ${r.what} | ${r.shownAfterLastDeltaMs === undefined ? '—' : f(r.shownAfterLastDeltaMs)} | ${f(r.longestTaskMs)} | ${r.longTasks} | ${f(r.heapMiB, 1)} | ${f(r.domNodes)} | ${f(r.scrollP95Ms, 1)} (${r.scrollFrames.toLocaleString('en')} frames${r.scrolledToEnd ? '' : `, stopped at the ${MAX_SCROLL_FRAMES.toLocaleString('en')}-frame cap`}) |\n`;
 }
 
 main().catch((err: unknown) => {

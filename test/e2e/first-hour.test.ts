@@ -128,6 +128,29 @@ describe('browser app: the first hour', () => {
     expect(hub.pageErrors).toEqual([]);
   }, 40_000);
 
+  it('stays at the end of the chat when a turn ends right after its last text', async () => {
+    const gate = { id: 'req-end', message: 'One step', questions: [{ id: 'go', kind: 'boolean', title: 'Continue', message: 'Continue?', required: true }] };
+    const { setup, session, chat } = await hub.scriptedSession(TOKENS.alice, 'Ends while followed', [{ say: LONG }, { ask: gate }, { say: `${LONG}\n\nThe very end.` }]);
+    await setup.waitForEnvelope((e) => e.action.type === 'chat/inputRequested', 'input request');
+    const page = await openAt(TOKENS.alice, sessionPath(session), DESKTOP);
+    await page.locator('.input-request:not(.resolved)[data-request=req-end]').waitFor(T);
+    // The question is the end of the chat: the page is there, following it.
+    await expect.poll(() => atBottom(page), T).toBe(true);
+    // Answered elsewhere: forty more lines and the turn's end arrive while this page follows.
+    const answered = await setup.dispatchAndWait(chat, { type: 'chat/inputCompleted', requestId: 'req-end', response: 'accept', answers: { go: { state: 'submitted', value: { kind: 'boolean', value: true } } } });
+    expect(answered.rejectionReason).toBeUndefined();
+    const footer = page.locator('.turn:not(.active) .turn-footer', { hasText: 'Completed' });
+    await footer.waitFor(T);
+    // The end stays in view once the finished turn is laid out: the footer above the composer.
+    await expect
+      .poll(async () => {
+        const b = (await footer.boundingBox())!;
+        return (await atBottom(page)) && b.y > 0 && b.y + b.height <= (await box(page, '[data-testid=composer-form]')).y;
+      }, T)
+      .toBe(true);
+    expect(hub.pageErrors).toEqual([]);
+  }, 30_000);
+
   it('keeps the composer compact until it is used, and the phone layout never breaks words', async () => {
     const { setup, session } = await hub.scriptedSession(TOKENS.alice, 'Compact composer', [{ say: 'Working on it.' }, { sleep: 60_000 }]);
     await setup.waitForEnvelope((e) => e.action.type === 'chat/responsePart', 'first part');

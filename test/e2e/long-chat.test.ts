@@ -1,7 +1,8 @@
 /**
- * A long chat opens with only its newest turns built (app/chat-view.ts `TURN_WINDOW`): the newest
- * turn is on screen, older turns are built a window at a time as the "earlier turns" button at the
- * top comes near the viewport, the turn that was at the top stays where it was on screen, and the
+ * A long chat opens with only its newest turns built (app/chat-view.ts `TURN_WINDOW`; the newest
+ * `OPEN_TURNS` of them at once, the rest on the next frames): the newest turn is on screen, older
+ * turns are built a window at a time as the "earlier turns" button at the top comes near the
+ * viewport, the turn that was at the top stays where it was on screen, and the
  * button (for keyboard and screen-reader users, and before find-in-page) builds them too.
  */
 import { describe, expect, it } from 'vitest';
@@ -32,7 +33,8 @@ describe('a long chat in the browser', () => {
     await newest.locator('.part.md', { hasText: `answer ${TURNS - 1}` }).waitFor();
     await expect.poll(() => newest.evaluate((e) => e.getBoundingClientRect().top < (globalThis as unknown as { innerHeight: number }).innerHeight)).toBe(true);
     const turns = page.locator('article.turn');
-    expect(await turns.count()).toBe(WINDOW);
+    // The task that got the snapshot built the newest few; the rest of the window follows a frame later.
+    await expect.poll(() => turns.count()).toBe(WINDOW);
     const earlier = page.getByTestId('earlier-turns');
     expect(await earlier.textContent()).toBe(`Show ${TURNS - WINDOW} earlier turns`);
     expect(await turns.first().getAttribute('data-turn')).toBe(`turn-${TURNS - WINDOW}`);
