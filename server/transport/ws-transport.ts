@@ -64,18 +64,15 @@ export interface WsTransportOptions {
 }
 
 /**
- * Connections written to more than once in this event-loop tick are corked from their second
- * frame on and all uncorked together at the end of the tick (one scheduled callback, not one per
- * connection): a group commit delivering many envelopes to one receiver leaves in one write, and a
- * receiver sent one frame a tick (the common fan-out case) gets one plain write without the
- * cork/uncork round trip.
+ * Frames leave in one write per connection per tick: connections touched in this tick are corked
+ * on first send and all uncorked together at the end of the tick (one scheduled callback, not one
+ * per connection). A connection sent one frame is then written with one plain write; one sent many
+ * (a group commit's echoes) with one writev.
  */
-let tick = 0;
 let tickEndScheduled = false;
 const corked: Duplex[] = [];
 function endTick(): void {
   tickEndScheduled = false;
-  tick++;
   for (const raw of corked) raw.uncork();
   corked.length = 0;
 }
@@ -111,8 +108,6 @@ export function textFrameOf(text: string): Buffer {
 class WsConnection implements Connection {
   readonly id = randomUUID();
   alive = true;
-  /** The tick this connection was last written to (see `endTick`). */
-  #sentInTick = -1;
   constructor(
     readonly socket: WebSocket,
     /** The TCP socket under the WebSocket (the one the upgrade handed us). */
@@ -126,13 +121,11 @@ class WsConnection implements Connection {
       this.close(CloseCode.SlowConsumer, 'slow consumer: reconnect and resume');
       return;
     }
-    if (this.#sentInTick !== tick) {
-      this.#sentInTick = tick;
+    if (this.raw.writableCorked === 0) {
       if (!tickEndScheduled) {
         tickEndScheduled = true;
         process.nextTick(endTick);
       }
-    } else if (this.raw.writableCorked === 0) {
       this.raw.cork();
       corked.push(this.raw);
     }

@@ -76,7 +76,8 @@ describe('frames written to the socket beside ws', () => {
     const wss = new WebSocketServer({ server, perMessageDeflate: false });
     const texts = Array.from({ length: 200 }, (_, i) => `${i}:${textOfBytes(i * 700)}`);
     wss.on('connection', (ws, req) => {
-      // As WsConnection.send does: corked after the first frame of the tick, uncorked at its end.
+      // As WsConnection.send does: corked for the tick, uncorked at its end (the first frame here is
+      // written uncorked, as by ws or another sender before the tick began).
       const raw = req.socket;
       raw.write(textFrameOf(texts[0]!));
       raw.cork();
