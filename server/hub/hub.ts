@@ -106,7 +106,11 @@ export class Hub implements HubPort {
     );
     this.#subscriptions = new Subscriptions(limits.maxSubscriptionsPerConnection, limits.fanout, replay);
     // A parked session that cannot be read back is missing from memory, not from the log: refuse and be rebuilt (`#fail`).
-    const parkingHost = { watched: (c: string) => (this.#subscriptions.fanoutOf(c)?.size ?? 0) > 0, parked: (chats: readonly string[]) => this.#channelBudget.released(chats), unreadable: (err: unknown) => this.#fail(parkCacheFailure(err)) };
+    const parkingHost = {
+      watched: (c: string) => (this.#subscriptions.fanoutOf(c)?.size ?? 0) > 0,
+      parked: (chats: readonly string[]) => this.#channelBudget.released(chats),
+      unreadable: (err: unknown) => this.#fail(parkCacheFailure(err)),
+    };
     this.parking = new SessionParking(state, { idleMs: limits.parkIdleMs, dir: options.parkDir, logger: options.logger }, parkingHost);
     this.#pipeline = new CommitPipeline({
       log: options.log,
