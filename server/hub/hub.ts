@@ -43,7 +43,7 @@ import { CLIENT_SURFACE, decide, decideServer, echoableRejected, optionalRejecti
 import { gateFor, WriteAdmission } from './write-admission.js';
 import { CatalogueCommands } from './catalogue-commands.js';
 import { Sequencer } from './sequencer.js';
-import { parkCacheFailure, SessionParking } from './session-parking.js';
+import { parkCacheFailure, SessionParking, type ParkingHost } from './session-parking.js';
 import { defaultChatIn, listSessionsIn, snapshotIn, visibleChatIn, visibleSessionIn } from './queries.js';
 
 export { DEFAULT_HUB_LIMITS, DEFAULT_TENANT_DISK_BYTES, type ClientHandle, type HubLimits, type HubObserver, type HubOptions } from './hub-options.js';
@@ -106,11 +106,7 @@ export class Hub implements HubPort {
     );
     this.#subscriptions = new Subscriptions(limits.maxSubscriptionsPerConnection, limits.fanout, replay);
     // A parked session that cannot be read back is missing from memory, not from the log: refuse and be rebuilt (`#fail`).
-    const parkingHost = {
-      watched: (c: string) => (this.#subscriptions.fanoutOf(c)?.size ?? 0) > 0,
-      parked: (chats: readonly string[]) => this.#channelBudget.released(chats),
-      unreadable: (err: unknown) => this.#fail(parkCacheFailure(err)),
-    };
+    const parkingHost: ParkingHost = { watched: (c) => (this.#subscriptions.fanoutOf(c)?.size ?? 0) > 0, parked: (chats) => this.#channelBudget.released(chats), unreadable: (err) => this.#fail(parkCacheFailure(err)) };
     this.parking = new SessionParking(state, { idleMs: limits.parkIdleMs, dir: options.parkDir, logger: options.logger }, parkingHost);
     this.#pipeline = new CommitPipeline({
       log: options.log,
