@@ -146,7 +146,7 @@ export class HubMetrics implements HubObserver {
       }
     };
     // A shared (cluster) log appends through write turns: time those appends, keep the rest.
-    const shared: Partial<SharedActionLog> = isSharedActionLog(log)
+    const shared: Pick<SharedActionLog, 'beginWriteTurn' | 'onAppended' | 'watchHead'> | Record<never, never> = isSharedActionLog(log)
       ? {
           beginWriteTurn: async (afterSeq) => {
             const stop = turnWait.startTimer();
@@ -160,7 +160,7 @@ export class HubMetrics implements HubObserver {
             return { head: turn.head, missed: turn.missed, append, release: () => turn.release() };
           },
           onAppended: (listener) => log.onAppended(listener),
-          ...(log.watchHead ? { watchHead: (listener: (head: number) => void) => log.watchHead!(listener) } : {}),
+          watchHead: (listener) => log.watchHead(listener),
         }
       : {};
     return {

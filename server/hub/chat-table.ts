@@ -13,6 +13,12 @@
  *
  * Each `get` marks the session as used (`takeUsed`), which is what `SessionParking` reads to
  * tell idle sessions from busy ones.
+ *
+ * The store is only a cache, and no failure of it ever throws out of a lookup: a session whose
+ * images cannot be read back (the file damaged, a disk error, images that do not match the
+ * briefs) stays parked and its chats read as absent, and the table reports it (`unreadable`) so
+ * the hub stops trusting its memory and is rebuilt from the log (docs/continuity.md, "Parked
+ * sessions"). A failed write while parking (`park`) throws before anything leaves memory.
  */
 import type { ChatEntry } from './catalog.js';
 import type { ParkStore } from '../storage/park-store.js';
@@ -29,10 +35,15 @@ export class ChatTable extends Map<string, ChatEntry> {
   readonly #parkedSessions = new Map<string, string[]>();
   #used = new Set<string>();
   #store: ParkStore | undefined;
+  #unreadable: ((err: unknown) => void) | undefined;
 
-  /** Parking is possible once a store is attached (`SessionParking`). */
-  attachStore(store: ParkStore | undefined): void {
+  /**
+   * Parking is possible once a store is attached (`SessionParking`); `unreadable` is told when
+   * parked images cannot be read back.
+   */
+  attachStore(store: ParkStore | undefined, unreadable?: (err: unknown) => void): void {
     this.#store = store;
+    this.#unreadable = unreadable;
   }
 
   override get(uri: string): ChatEntry | undefined {
@@ -43,7 +54,8 @@ export class ChatTable extends Map<string, ChatEntry> {
     }
     const brief = this.#parked.get(uri);
     if (!brief) return undefined;
-    this.load(brief.session);
+    // An unreadable session stays parked and its chat reads as absent; the hub was told (`unreadable`).
+    if (!this.load(brief.session)) return undefined;
     this.#used.add(brief.session);
     return super.get(uri);
   }
@@ -117,7 +129,17 @@ export class ChatTable extends Map<string, ChatEntry> {
   /** Every entry as a tenant snapshot stores it: resident ones, and parked ones read from the store (left parked). */
   *imageEntries(): Generator<ChatEntry> {
     yield* super.values();
-    for (const session of this.#parkedSessions.keys()) for (const json of this.#store!.read(session)) yield JSON.parse(json) as ChatEntry;
+    for (const [session, chats] of this.#parkedSessions) {
+      let entries: ChatEntry[];
+      try {
+        entries = this.#images(session, chats);
+      } catch (err) {
+        // Never a snapshot without them: the snapshot fails (and is retried later).
+        this.#unreadable?.(err);
+        throw err;
+      }
+      yield* entries;
+    }
   }
 
   isParked(session: string): boolean {
@@ -158,20 +180,56 @@ export class ChatTable extends Map<string, ChatEntry> {
     );
   }
 
-  /** Brings a parked session's chats back into memory, exactly as they were parked. */
-  load(session: string): void {
+  /**
+   * Brings a parked session's chats back into memory, exactly as they were parked. False when
+   * its images cannot be read (reported to `unreadable`): the session stays parked.
+   */
+  load(session: string): boolean {
     const chats = this.#parkedSessions.get(session);
-    if (!chats || !this.#store) return;
-    for (const json of this.#store.read(session)) {
-      const entry = JSON.parse(json) as ChatEntry;
-      super.set(entry.uri, entry);
+    if (!chats) return true;
+    let entries: ChatEntry[];
+    try {
+      entries = this.#images(session, chats);
+    } catch (err) {
+      this.#unreadable?.(err);
+      return false;
     }
+    for (const entry of entries) super.set(entry.uri, entry);
     for (const uri of chats) this.#parked.delete(uri);
     this.#parkedSessions.delete(session);
-    this.#store.drop(session);
+    this.#forget(() => this.#store?.drop(session));
+    return true;
   }
 
-  loadAll(): void {
-    for (const session of [...this.#parkedSessions.keys()]) this.load(session);
+  /** Loads every parked session it can; false when one could not be read. */
+  loadAll(): boolean {
+    let all = true;
+    for (const session of [...this.#parkedSessions.keys()]) all = this.load(session) && all;
+    return all;
+  }
+
+  /** The parked images of a session, checked against its briefs: one per chat, each its own. Throws otherwise. */
+  #images(session: string, chats: readonly string[]): ChatEntry[] {
+    if (!this.#store) throw new Error(`parked session ${session} has no store to load it from`);
+    const byUri = new Map<string, ChatEntry>();
+    for (const json of this.#store.read(session)) {
+      const entry = JSON.parse(json) as ChatEntry | null;
+      if (typeof entry?.uri !== 'string') throw new Error(`a parked image of ${session} is not a chat entry`);
+      byUri.set(entry.uri, entry);
+    }
+    const entries = chats.map((uri) => byUri.get(uri));
+    if (byUri.size !== chats.length || entries.some((e, i) => e?.session !== session || e.uri !== chats[i] || typeof e.state !== 'object' || e.state === null)) {
+      throw new Error(`the parked images of ${session} do not match its ${chats.length} chat(s)`);
+    }
+    return entries as ChatEntry[];
+  }
+
+  /** Removing stale images is tidying only: a failure leaves rows no brief points at, never read. */
+  #forget(drop: () => void): void {
+    try {
+      drop();
+    } catch {
+      // Left for close() to remove with the file.
+    }
   }
 }

@@ -74,6 +74,8 @@ export interface HubOptions {
   readonly agents: readonly AgentInfo[];
   readonly defaultProvider: string;
   readonly limits?: Partial<HubLimits>;
+  /** Where parked sessions' cache directory is made (session-parking.ts); default the system's temporary directory (`TMPDIR`). */
+  readonly parkDir?: string | undefined;
   /** Told about rejections and reconnect answers (metrics); optional. */
   readonly observer?: HubObserver | undefined;
 }

@@ -43,7 +43,7 @@ import { CLIENT_SURFACE, decide, decideServer, echoableRejected, optionalRejecti
 import { gateFor, WriteAdmission } from './write-admission.js';
 import { CatalogueCommands } from './catalogue-commands.js';
 import { Sequencer } from './sequencer.js';
-import { SessionParking } from './session-parking.js';
+import { parkCacheFailure, SessionParking, type ParkingHost } from './session-parking.js';
 import { defaultChatIn, listSessionsIn, snapshotIn, visibleChatIn, visibleSessionIn } from './queries.js';
 
 export { DEFAULT_HUB_LIMITS, DEFAULT_TENANT_DISK_BYTES, type ClientHandle, type HubLimits, type HubObserver, type HubOptions } from './hub-options.js';
@@ -105,7 +105,9 @@ export class Hub implements HubPort {
       recovered.measured,
     );
     this.#subscriptions = new Subscriptions(limits.maxSubscriptionsPerConnection, limits.fanout, replay);
-    this.parking = new SessionParking(state, limits.parkIdleMs, { watched: (c) => (this.#subscriptions.fanoutOf(c)?.size ?? 0) > 0, parked: (chats) => this.#channelBudget.released(chats) });
+    // A parked session that cannot be read back is missing from memory, not from the log: refuse and be rebuilt (`#fail`).
+    const parkingHost: ParkingHost = { watched: (c) => (this.#subscriptions.fanoutOf(c)?.size ?? 0) > 0, parked: (chats) => this.#channelBudget.released(chats), unreadable: (err) => this.#fail(parkCacheFailure(err)) };
+    this.parking = new SessionParking(state, { idleMs: limits.parkIdleMs, dir: options.parkDir, logger: options.logger }, parkingHost);
     this.#pipeline = new CommitPipeline({
       log: options.log,
       logger: options.logger,
@@ -167,10 +169,7 @@ export class Hub implements HubPort {
     return hub;
   }
 
-  /**
-   * The turns that were running when the previous process stopped (a single hub's own log only;
-   * empty in cluster mode, where another process may be running them). See recovery.ts.
-   */
+  /** The turns that were running when the previous process stopped (a single hub's own log only; empty in cluster mode, where another process may be running them). See recovery.ts. */
   interruptedTurns: readonly InterruptedTurn[] = [];
 
   // ─── Queries ────────────────────────────────────────────────────────────────
@@ -180,10 +179,7 @@ export class Hub implements HubPort {
     return this.#pipeline.serverSeq;
   }
 
-  /**
-   * Why this hub refuses writes right now: a batch in doubt (its append failed and is retried),
-   * the shared log unreachable, or memory no longer the log's (the tenant is being reloaded).
-   */
+  /** Why this hub refuses writes right now: a batch in doubt (its append failed and is retried), the shared log unreachable, or memory no longer the log's (the tenant is being reloaded). */
   get storageProblem(): string | undefined {
     return this.#pipeline.storageProblem ?? this.#gate?.unavailable ?? (this.#failed ? `memory no longer matches the log (${this.#failed.message})` : undefined);
   }
@@ -202,7 +198,7 @@ export class Hub implements HubPort {
   }
 
   visibleChat(principal: Principal, uri: string): ChatEntry | undefined {
-    return visibleChatIn(this.#state, principal, uri);
+    return this.#admission.lookup(() => visibleChatIn(this.#state, principal, uri));
   }
 
   /** Lookups for the agent runner and features, with no tenant check: they act for the hub. */
@@ -228,7 +224,7 @@ export class Hub implements HubPort {
 
   /** The snapshot of a channel visible to the principal; throws SessionNotFound/NotFound otherwise. */
   snapshot(principal: Principal, channel: string): Snapshot {
-    return snapshotIn(this.#state, principal, channel, this.#pipeline.serverSeq);
+    return this.#admission.lookup(() => snapshotIn(this.#state, principal, channel, this.#pipeline.serverSeq));
   }
 
   // ─── Subscriptions (subscriptions.ts) ───────────────────────────────────────
@@ -343,7 +339,7 @@ export class Hub implements HubPort {
       : this.#decide({ principal: client.principal, clientId: client.clientId, channel, rawAction, surface: CLIENT_SURFACE, now: this.#now() });
     if (!decision) return;
     if (!decision.ok) {
-      if (!duplicate) this.#ledger.rejected(actor, client.clientId, clientSeq, decision.reason);
+      if (!duplicate && decision.kind !== 'storage_unavailable') this.#ledger.rejected(actor, client.clientId, clientSeq, decision.reason); // a storage refusal may be sent again
       this.#echoRejection(client, channel, clientSeq, echoableRejected(rawAction), decision);
       return;
     }
@@ -376,6 +372,8 @@ export class Hub implements HubPort {
   /** The decide stage (decide.ts), then the size budget: an accepted action is charged before it is sequenced. */
   #decide(input: DecisionInput): Decision {
     const decision = decide(this.#state, input);
+    // Deciding loaded a parked session that could not be read (`#fail`): refused, not "unknown channel".
+    if (this.#failed) return rejection('storage_unavailable', this.#admission.writeRefusal()!);
     if (!decision?.ok) return decision;
     const full = this.#channelBudget.charge(input.channel, decision.action);
     return full === undefined ? decision : budgetRejection(full, this.#observer);
@@ -418,7 +416,7 @@ export class Hub implements HubPort {
   async dispatchServer(channel: string, action: WireAction): Promise<number> {
     const turn = this.#admission.enter();
     if (turn) await turn;
-    const decided = decideServer(this.#state, channel, action);
+    const decided = this.#admission.lookup(() => decideServer(this.#state, channel, action));
     const full = this.#channelBudget.charge(channel, decided);
     if (full) {
       const refusal = budgetRejection(full, this.#observer);

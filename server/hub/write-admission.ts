@@ -110,6 +110,18 @@ export class WriteAdmission {
     if (refusal !== undefined) throw new ProtocolError(ErrorCode.StorageQuotaExceeded, refusal);
   }
 
+  /**
+   * A lookup that may load a parked session (chat-table.ts): when that failed (the hub failed,
+   * `Hub.#fail`), the caller gets `StorageUnavailable`, never "not found" for a chat that exists.
+   */
+  lookup<T>(read: () => T): T {
+    try {
+      return read();
+    } finally {
+      if (this.hostNow().failed) this.assertReadable();
+    }
+  }
+
   assertOpen(): void {
     if (this.hostNow().closed && this.hostNow().failed) throw new ProtocolError(ErrorCode.StorageUnavailable, `${STORAGE_UNAVAILABLE_REASON}: this tenant is being reloaded from its log`);
     if (this.hostNow().closed) throw new ProtocolError(ErrorCode.InternalError, 'the hub is shutting down');

@@ -14,9 +14,9 @@
  * Between turns, the process follows the log: each append elsewhere sends a wake-up (NOTIFY),
  * and a slow poll covers wake-ups lost while a connection was down. That poll is the store's,
  * one statement for every tenant of the process (`SharedActionLog.watchHead`), which hands this
- * gate its log's head: it reads the log only when that head is ahead of what it folded. (A log
- * without one gets a poll per gate.) Following only ever happens while no local decision is
- * pending, so folded records and local ones never interleave.
+ * gate its log's head: it reads the log only when that head is ahead of what it folded. The gate
+ * has no timer of its own. Following only ever happens while no local decision is pending, so
+ * folded records and local ones never interleave.
  *
  * States: idle → acquiring → open (decisions run) → committing (the batch is being appended;
  * new decisions wait for the next turn) → idle.
@@ -43,8 +43,6 @@ export interface FoldTarget {
 }
 
 export interface WriteGateOptions {
-  /** How often to read the log when no wake-up arrived (covers lost NOTIFYs), for a log without `watchHead`. */
-  readonly pollMs?: number;
   /** Records read per page while following. */
   readonly pageSize?: number;
 }
@@ -63,10 +61,8 @@ export class WriteGate {
   #chain: Promise<void> = Promise.resolve();
   #knownHead = 0;
   #followQueued = false;
-  /** This gate's own poll, only for a log whose store does not poll every head at once. */
-  readonly #poll: NodeJS.Timeout | undefined;
-  /** The store's head poll for every tenant, when it has one. */
-  readonly #headWatch: HeadWatch | undefined;
+  /** The store's head poll for every tenant (covers lost wake-ups). */
+  readonly #headWatch: HeadWatch;
   readonly #stopListening: () => void;
   /** Why writes are refused right now (the log is unreachable), for clear errors. */
   #unavailable: string | undefined;
@@ -81,15 +77,11 @@ export class WriteGate {
       this.#noteHead(head);
       this.#follow();
     });
-    this.#headWatch = log.watchHead?.((head) => {
+    this.#headWatch = log.watchHead((head) => {
       this.#noteHead(head);
       // After a failed read or turn, one read that succeeds clears the refusal (/healthz).
       this.#follow(this.#unavailable !== undefined);
     });
-    if (this.#headWatch === undefined) {
-      this.#poll = setInterval(() => this.#follow(true), options.pollMs ?? 1_000);
-      this.#poll.unref();
-    }
   }
 
   /** True while decisions may run right now (this process holds an open write turn). */
@@ -99,7 +91,7 @@ export class WriteGate {
 
   /** Why the log is refusing writes, or undefined when it is reachable. */
   get unavailable(): string | undefined {
-    return this.#unavailable ?? this.#headWatch?.problem;
+    return this.#unavailable ?? this.#headWatch.problem;
   }
 
   /**
@@ -188,8 +180,7 @@ export class WriteGate {
 
   async close(): Promise<void> {
     this.#state = 'closed';
-    clearInterval(this.#poll);
-    this.#headWatch?.stop();
+    this.#headWatch.stop();
     this.#stopListening();
     for (const w of this.#waiters.splice(0)) w.reject(new Error('the hub is shutting down'));
     await this.#turn?.release();

@@ -92,11 +92,12 @@ export interface SharedActionLog extends ActionLog {
   /** Calls `listener` with the new head after other processes' appends (a hint, may be lost or late). */
   onAppended(listener: (head: number) => void): () => void;
   /**
-   * Optional: the store reads the heads of all its partitions in one statement on a schedule
-   * (postgres-follower.ts) and calls `listener` with this partition's head after each read, so
-   * the write gate needs no poll of its own (an idle node costs the same for 1 or 1,000 tenants).
+   * The store reads the heads of all its partitions in one statement on a schedule
+   * (postgres-follower.ts) and calls `listener` with this partition's head after each read: what
+   * covers lost wake-ups, so the write gate has no poll of its own (an idle node costs the same
+   * for 1 or 1,000 tenants). Required: a wrapper of a shared log must pass it through.
    */
-  watchHead?(listener: (head: number) => void): HeadWatch;
+  watchHead(listener: (head: number) => void): HeadWatch;
 }
 
 /** A subscription to the store's head poll (`SharedActionLog.watchHead`). */

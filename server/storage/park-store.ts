@@ -6,7 +6,10 @@
  * It is a cache, never a source of truth: every parked state was folded from records that are in
  * the log, and every tenant snapshot still holds it (the hub reads it back from here), so a
  * process that dies with sessions parked loses nothing — the next one recovers from the log. For
- * the same reason it is written without fsync. SQLite is synchronous here, so a lookup of a
+ * the same reason it is written without fsync. Its rollback journal is kept in memory, so a write
+ * that fails half way (a full disk) is rolled back and leaves what was stored before intact.
+ * Failures throw; the caller (`ChatTable`, `SessionParking`) decides what a failure means
+ * (docs/continuity.md, "Parked sessions"). SQLite is synchronous here, so a lookup of a
  * parked chat can load it on the spot, inside the hub's synchronous decisions. The directory is
  * named after the process, so a cache left behind by a process that was killed (no close ran) is
  * removed by the next one that parks: crashes do not pile up files in the temporary directory.
@@ -50,23 +53,41 @@ export class ParkStore {
   readonly #drop: Database.Statement<[string]>;
   readonly #dropChat: Database.Statement<[string]>;
 
+  /** The file the images are in (tests damage it). */
+  readonly file: string;
+
   constructor(parent: string = tmpdir()) {
     removeCachesOfDeadProcesses(parent);
     this.#dir = mkdtempSync(join(parent, `${PREFIX}${process.pid}-`));
-    this.#db = new Database(join(this.#dir, 'parked.db'));
-    // A cache of what the log already holds: nothing here needs to survive a crash.
-    this.#db.pragma('journal_mode = OFF');
-    this.#db.pragma('synchronous = OFF');
-    this.#db.exec('CREATE TABLE parked (chat TEXT PRIMARY KEY, session TEXT NOT NULL, image TEXT NOT NULL); CREATE INDEX parked_session ON parked (session)');
+    this.file = join(this.#dir, 'parked.db');
+    let db: Database.Database | undefined;
+    try {
+      db = new Database(this.file);
+      // A cache of what the log already holds: nothing here needs to survive a crash, but a failed
+      // write must roll back (an OFF journal cannot), so the journal stays in memory.
+      db.pragma('journal_mode = MEMORY');
+      db.pragma('synchronous = OFF');
+      db.exec('CREATE TABLE parked (chat TEXT PRIMARY KEY, session TEXT NOT NULL, image TEXT NOT NULL); CREATE INDEX parked_session ON parked (session)');
+      this.#db = db;
+    } catch (error) {
+      // A directory that cannot hold the file (full, read-only) is not left behind.
+      db?.close();
+      rmSync(this.#dir, { recursive: true, force: true });
+      throw error;
+    }
     this.#put = this.#db.prepare('INSERT OR REPLACE INTO parked (chat, session, image) VALUES (?, ?, ?)');
     this.#read = this.#db.prepare('SELECT image FROM parked WHERE session = ? ORDER BY rowid');
     this.#drop = this.#db.prepare('DELETE FROM parked WHERE session = ?');
     this.#dropChat = this.#db.prepare('DELETE FROM parked WHERE chat = ?');
   }
 
-  /** Stores the JSON images of one session's chats (one transaction). */
+  /**
+   * Stores the JSON images of one session's chats, replacing whatever the session had (one
+   * transaction: a failure stores nothing).
+   */
   put(session: string, chats: ReadonlyArray<{ readonly uri: string; readonly json: string }>): void {
     this.#db.transaction(() => {
+      this.#drop.run(session);
       for (const c of chats) this.#put.run(c.uri, session, c.json);
     })();
   }
@@ -86,7 +107,10 @@ export class ParkStore {
   }
 
   close(): void {
-    this.#db.close();
-    rmSync(this.#dir, { recursive: true, force: true });
+    try {
+      this.#db.close();
+    } finally {
+      rmSync(this.#dir, { recursive: true, force: true });
+    }
   }
 }

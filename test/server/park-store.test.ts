@@ -1,6 +1,8 @@
 /**
  * The parked-session cache is a file of the process's own; one left behind by a process that was
- * killed before it could close it must not stay in the temporary directory for ever.
+ * killed before it could close it must not stay in the temporary directory for ever. On a full
+ * disk (a real 1 MiB tmpfs) a write stores nothing and leaves what was stored intact, and a store
+ * that cannot even be created leaves no directory behind.
  */
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
@@ -8,9 +10,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ParkStore } from '../../server/storage/park-store.js';
+import { mountTmpfs, type SmallDisk } from '../helpers/tmpfs.js';
 
 const parents: string[] = [];
+const disks: SmallDisk[] = [];
+const stores: ParkStore[] = [];
 afterEach(() => {
+  for (const s of stores.splice(0)) s.close();
+  for (const d of disks.splice(0)) d.remove();
   for (const p of parents.splice(0)) rmSync(p, { recursive: true, force: true });
 });
 
@@ -38,5 +45,33 @@ describe('ParkStore', () => {
     expect(own).toHaveLength(1);
     store.close();
     expect(readdirSync(parent).filter((n) => n.startsWith(`ahp-hub-parked-${process.pid}-`))).toEqual([]);
+  });
+
+  it('on a full disk a put stores nothing and leaves what was stored intact; the next put after space returns works', () => {
+    const disk = mountTmpfs('1m');
+    disks.push(disk);
+    const store = new ParkStore(disk.dir);
+    stores.push(store);
+    store.put('s1', [{ uri: 'c1', json: JSON.stringify({ text: 'a'.repeat(100_000) }) }]);
+    store.put('s2', [{ uri: 'c2', json: '{"x":2}' }]);
+    disk.fill();
+    const big = [
+      { uri: 'c1', json: JSON.stringify({ text: 'b'.repeat(300_000) }) },
+      { uri: 'c3', json: JSON.stringify({ text: 'c'.repeat(300_000) }) },
+    ];
+    expect(() => store.put('s1', big)).toThrow(/full/);
+    expect(store.read('s1')).toEqual([JSON.stringify({ text: 'a'.repeat(100_000) })]);
+    expect(store.read('s2')).toEqual(['{"x":2}']);
+    disk.free();
+    store.put('s1', big);
+    expect(store.read('s1')).toEqual(big.map((c) => c.json));
+  });
+
+  it('a store that cannot be created on a full disk throws and leaves no directory behind', () => {
+    const disk = mountTmpfs('1m');
+    disks.push(disk);
+    disk.fill();
+    for (let i = 0; i < 3; i++) expect(() => new ParkStore(disk.dir)).toThrow();
+    expect(readdirSync(disk.dir).filter((n) => n.startsWith('ahp-hub-parked-'))).toEqual([]);
   });
 });

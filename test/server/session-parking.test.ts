@@ -4,26 +4,36 @@
  * the same root catalogue — and a tenant snapshot written while sessions are parked must still
  * hold them whole. Two hubs get the same script; one parks between the steps, one never does.
  */
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { DEV_PRINCIPAL } from '../../server/auth/auth.js';
 import { Hub } from '../../server/hub/hub.js';
-import { silentLogger } from '../../server/log.js';
+import { PARK_CACHE_UNREADABLE, PARK_CACHE_WRITE_FAILED } from '../../server/hub/session-parking.js';
+import { silentLogger, type Logger } from '../../server/log.js';
 import { MemoryActionLog } from '../../server/storage/memory-action-log.js';
+import { ErrorCode, ProtocolError } from '../../shared/protocol/errors.js';
 import type { WireAction } from '../../shared/protocol/messages.js';
 import { FakeConnection } from '../helpers/fake-connection.js';
+import { mountTmpfs, type SmallDisk } from '../helpers/tmpfs.js';
 
 const AGENTS = [{ provider: 'remote', displayName: 'R' }];
 const SESSIONS = ['ahp-session:/one', 'ahp-session:/two', 'ahp-session:/three'];
 const hubs: Hub[] = [];
+const dirs: string[] = [];
+const disks: SmallDisk[] = [];
 afterEach(async () => {
   for (const hub of hubs.splice(0)) await hub.close();
+  for (const disk of disks.splice(0)) disk.remove();
+  for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
 });
 
-async function openHub(log: MemoryActionLog, parkIdleMs: number): Promise<Hub> {
+async function openHub(log: MemoryActionLog, parkIdleMs: number, more: { parkDir?: string; logger?: Logger } = {}): Promise<Hub> {
   let n = 0;
   let t = 1_000;
   // An idle period long enough never to elapse in a test: the test sweeps by hand.
-  const hub = await Hub.open({ log, logger: silentLogger, now: () => (t += 7), newId: () => `id-${++n}`, agents: AGENTS, defaultProvider: 'remote', limits: { parkIdleMs } });
+  const hub = await Hub.open({ log, logger: more.logger ?? silentLogger, parkDir: more.parkDir, now: () => (t += 7), newId: () => `id-${++n}`, agents: AGENTS, defaultProvider: 'remote', limits: { parkIdleMs } });
   hubs.push(hub);
   return hub;
 }
@@ -42,10 +52,10 @@ async function fill(hub: Hub, session: string, i: number): Promise<string> {
   return chat;
 }
 
-async function pair(): Promise<{ parking: Hub; plain: Hub; parkingLog: MemoryActionLog; plainLog: MemoryActionLog; chats: string[] }> {
+async function pair(more: { parkDir?: string; logger?: Logger } = {}): Promise<{ parking: Hub; plain: Hub; parkingLog: MemoryActionLog; plainLog: MemoryActionLog; chats: string[] }> {
   const parkingLog = new MemoryActionLog();
   const plainLog = new MemoryActionLog();
-  const parking = await openHub(parkingLog, 3_600_000);
+  const parking = await openHub(parkingLog, 3_600_000, more);
   const plain = await openHub(plainLog, 0);
   const chats: string[] = [];
   for (const [i, s] of SESSIONS.entries()) {
@@ -123,5 +133,108 @@ describe('parked sessions', () => {
     const reference = await openHub(plainLog, 0);
     for (const chat of chats) expect(again.snapshot(DEV_PRINCIPAL, chat)).toEqual(reference.snapshot(DEV_PRINCIPAL, chat));
     expect(again.listSessions(DEV_PRINCIPAL)).toEqual(reference.listSessions(DEV_PRINCIPAL));
+  });
+
+  it('a cache file damaged under a live hub: lookups refuse with StorageUnavailable (no throw of the SQLite error), parking stops, and a hub rebuilt from the log has every session whole', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'park-damaged-'));
+    dirs.push(dir);
+    const warnings: Array<{ msg: string; fields?: Record<string, unknown> }> = [];
+    const logger: Logger = { ...silentLogger, warn: (msg, fields) => void warnings.push({ msg, ...(fields ? { fields } : {}) }) };
+    const { parking, plain, parkingLog, chats } = await pair({ parkDir: dir, logger });
+    parking.parking.sweep();
+    expect(parking.parking.sweep()).toBe(SESSIONS.length);
+    const file = parking.parking.storeFile!;
+    expect(dirname(dirname(file))).toBe(dir);
+    // Another program (or a failing disk) overwrites the open file with garbage.
+    writeFileSync(file, Buffer.alloc(64 * 1024, 0x5a));
+
+    // The first lookup is a client's write (the decision loads the session): a storage_unavailable
+    // rejection echoed to it, not silence (an unknown channel) and not a throw.
+    const sender = new FakeConnection('sender');
+    parking.dispatchFromClient({ conn: sender, principal: DEV_PRINCIPAL, clientId: 'sender' }, chats[0]!, 1, {
+      type: 'chat/turnStarted',
+      turnId: 't9',
+      startedAt: '1970-01-01T00:00:09.000Z',
+      message: { text: 'after the damage', origin: { kind: 'user' } },
+    } as WireAction);
+    await parking.drain().catch(() => undefined);
+    expect(sender.messages()).toEqual([
+      { jsonrpc: '2.0', method: 'action', params: expect.objectContaining({ rejectionKind: 'storage_unavailable', rejectionReason: expect.stringMatching(/^the action log is unavailable: .*parked-session cache could not be read back/) }) },
+    ]);
+    // A snapshot of another parked chat, and a subscription: a clear error with a stable code, never the storage error itself.
+    expect(() => parking.snapshot(DEV_PRINCIPAL, chats[1]!)).toThrow(expect.objectContaining({ code: ErrorCode.StorageUnavailable }));
+    const subscriber = new FakeConnection('subscriber');
+    let refused: unknown;
+    try {
+      parking.subscribe(subscriber, DEV_PRINCIPAL, chats[1]!);
+    } catch (err) {
+      refused = err;
+    }
+    expect(refused).toBeInstanceOf(ProtocolError);
+    expect((refused as ProtocolError).code).toBe(ErrorCode.StorageUnavailable);
+    expect((refused as ProtocolError).message).toMatch(/^the action log is unavailable: .*parked-session cache could not be read back/);
+    // A server write and a hub-side read of a parked chat refuse the same way.
+    await expect(parking.dispatchServer(chats[2]!, { type: 'chat/titleChanged', title: 'x' } as WireAction)).rejects.toMatchObject({ code: ErrorCode.StorageUnavailable });
+    expect(() => parking.visibleChat(DEV_PRINCIPAL, chats[2]!)).toThrow(expect.objectContaining({ code: ErrorCode.StorageUnavailable }));
+    // Warned once, with a stable code, however many lookups failed.
+    expect(warnings.filter((w) => w.fields?.['code'] === PARK_CACHE_UNREADABLE)).toHaveLength(1);
+
+    // What the composition root does with a failed hub: a new one recovered from the log (server.ts, reload).
+    await parking.close();
+    hubs.splice(hubs.indexOf(parking), 1);
+    const rebuilt = await openHub(parkingLog, 3_600_000, { parkDir: dir, logger });
+    for (const chat of chats) {
+      for (const channel of [chat, rebuilt.chatEntry(chat)!.session]) expect(rebuilt.snapshot(DEV_PRINCIPAL, channel)).toEqual(plain.snapshot(DEV_PRINCIPAL, channel));
+    }
+    expect(rebuilt.listSessions(DEV_PRINCIPAL)).toEqual(plain.listSessions(DEV_PRINCIPAL));
+    // Nothing is parked in that directory again by this process.
+    rebuilt.parking.sweep();
+    expect(rebuilt.parking.sweep()).toBe(0);
+    expect(rebuilt.parking.residency).toEqual({ resident: SESSIONS.length, parked: 0 });
+  });
+
+  it('a cache file deleted under a live hub changes nothing: the open file still serves every parked session', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'park-deleted-'));
+    dirs.push(dir);
+    const { parking, plain, chats } = await pair({ parkDir: dir });
+    parking.parking.sweep();
+    expect(parking.parking.sweep()).toBe(SESSIONS.length);
+    rmSync(dirname(parking.parking.storeFile!), { recursive: true, force: true });
+    for (const chat of chats) expect(parking.snapshot(DEV_PRINCIPAL, chat)).toEqual(plain.snapshot(DEV_PRINCIPAL, chat));
+    expect(parking.parking.residency).toEqual({ resident: SESSIONS.length, parked: 0 });
+  });
+
+  it('a full disk (a real 1 MiB tmpfs) while parking: the session stays in memory, unparked and whole, one warning with a stable code, and parking resumes once space returns', async () => {
+    const disk = mountTmpfs('1m');
+    disks.push(disk);
+    const warnings: Array<Record<string, unknown> | undefined> = [];
+    const logger: Logger = { ...silentLogger, warn: (_msg, fields) => void warnings.push(fields) };
+    const { parking, plain, chats } = await pair({ parkDir: disk.dir, logger });
+    parking.parking.sweep();
+    expect(parking.parking.sweep()).toBe(SESSIONS.length);
+    // Session one is used again and grows by 400 KB, then the disk fills up.
+    const grow = async (hub: Hub): Promise<void> => {
+      await hub.dispatchServer(chats[0]!, { type: 'chat/turnStarted', turnId: 't5', startedAt: '1970-01-01T00:00:05.000Z', message: { text: 'grow', origin: { kind: 'user' } } } as WireAction);
+      await hub.dispatchServer(chats[0]!, { type: 'chat/responsePart', turnId: 't5', part: { kind: 'markdown', id: 'p5', content: '' } } as WireAction);
+      for (let k = 0; k < 5; k++) await hub.dispatchServer(chats[0]!, { type: 'chat/delta', turnId: 't5', partId: 'p5', content: `${k}`.repeat(80_000) } as WireAction);
+      await hub.dispatchServer(chats[0]!, { type: 'chat/turnComplete', turnId: 't5', duration: 1 } as WireAction);
+    };
+    await grow(parking);
+    await grow(plain);
+    disk.fill();
+    parking.parking.sweep();
+    expect(parking.parking.sweep()).toBe(0);
+    expect(parking.parking.sweep()).toBe(0);
+    expect(parking.parking.residency).toEqual({ resident: 1, parked: SESSIONS.length - 1 });
+    expect(parking.chatEntry(chats[0]!)?.state).toEqual(plain.chatEntry(chats[0]!)?.state);
+    expect(warnings.filter((w) => w?.['code'] === PARK_CACHE_WRITE_FAILED)).toHaveLength(1);
+    // The sessions parked before the disk filled still load whole.
+    for (const chat of chats) expect(parking.snapshot(DEV_PRINCIPAL, chat)).toEqual(plain.snapshot(DEV_PRINCIPAL, chat));
+    expect(warnings.filter((w) => w?.['code'] === PARK_CACHE_UNREADABLE)).toEqual([]);
+
+    disk.free();
+    parking.parking.sweep();
+    expect(parking.parking.sweep()).toBe(SESSIONS.length);
+    for (const chat of chats) expect(parking.snapshot(DEV_PRINCIPAL, chat)).toEqual(plain.snapshot(DEV_PRINCIPAL, chat));
   });
 });
