@@ -64,7 +64,7 @@ describe('write turn: folding while waiting for the lock', () => {
     return (r.rows[0] as { n: number }).n;
   }
 
-  it('folds the batches committed while it waits, so the turn hands over only the last one; nothing is folded twice or out of order', async () => {
+  it('folds what was committed before and while it waits, so the turn hands over only the batch of the turn before; nothing is folded twice or out of order', async () => {
     const url = await database();
     const nodeA = await (await openStore(url)).actionLog('dev');
     const nodeC = await (await openStore(url)).actionLog('dev');
@@ -73,7 +73,9 @@ describe('write turn: folding while waiting for the lock', () => {
     const gate = new WriteGate(watched(await (await openStore(url)).actionLog('dev'), handedOver), target, silentLogger);
     cleanups.push(() => gate.close());
 
-    // A holds the turn; C queues for it, then the gate does (PostgreSQL grants the row lock in that order).
+    // A holds the turn and C waits for it. Only one node ever waits at a time: two waiters woken by
+    // one commit race for the head row (PostgreSQL re-locks the updated row version, and either may
+    // win), so a test that needs C to go before the gate must not queue them together.
     const turnA = await nodeA.beginWriteTurn(0);
     const turnC = nodeC.beginWriteTurn(0);
     // If the test fails half-way, the turns must not hold the lock the teardown waits on.
@@ -82,16 +84,16 @@ describe('write turn: folding while waiting for the lock', () => {
       async () => (await turnC).release(),
     );
     await waitFor(async () => (await lockWaiters(url)) === 1, { timeoutMs: 10_000, what: 'C waiting for the head lock' });
-    const gateTurn = gate.turn();
-    await waitFor(async () => (await lockWaiters(url)) === 2, { timeoutMs: 10_000, what: 'the gate waiting behind C' });
-
-    // A commits 1..3: C now holds the turn, and the waiting gate folds A's batch meanwhile.
     expect(await turnA.append(records(1, 3, 'A'))).toEqual({ ok: true, head: 3 });
+    const heldByC = await turnC;
+
+    // C holds the turn; the gate waits behind it and folds A's batch meanwhile, outside the turn.
+    const gateTurn = gate.turn();
+    await waitFor(async () => (await lockWaiters(url)) === 1, { timeoutMs: 10_000, what: 'the gate waiting behind C' });
     await waitFor(() => target.folded.length === 3, { timeoutMs: 10_000, what: "the gate folding A's batch while it waits" });
     expect(handedOver).toEqual([]);
 
     // C appends 4..5; the gate's turn then hands over only those.
-    const heldByC = await turnC;
     expect(await heldByC.append(records(4, 5, 'C'))).toEqual({ ok: true, head: 5 });
     await gateTurn;
     expect(gate.isOpen).toBe(true);
