@@ -80,11 +80,16 @@ function build(entries: Entries | undefined): Keeper {
  * False when it cannot (the keeper is then half-updated and must be replaced by a build).
  */
 function follow(keeper: Keeper, entries: Entries | undefined): boolean {
-  const changes = changesBetween(keeper.entries, entries);
-  if (!changes) return false;
+  const walk = changesSince(keeper.entries, entries);
+  if (!walk) return false;
+  if (walk.from !== keeper.entries) {
+    // Made from no list (the session's emptied list is stored as none): follow from no briefs.
+    keeper.byId.clear();
+    keeper.briefs = NO_BRIEFS;
+  }
   let copy: InputNeededBrief[] | undefined;
   const edit = (): InputNeededBrief[] => (copy ??= keeper.briefs.slice());
-  for (const { id, entry, replaced } of changes) {
+  for (const { id, entry, replaced } of walk.changes) {
     const old = keeper.byId.get(id);
     if (!entry || !awaitsUser(entry)) {
       if (!old) continue;
@@ -111,16 +116,20 @@ function follow(keeper: Keeper, entries: Entries | undefined): boolean {
   return true;
 }
 
-/** The changes that made `entries` from `known`, oldest first; undefined when the shared index does not link them. */
-function changesBetween(known: Entries | undefined, entries: Entries | undefined): EntryChange[] | undefined {
+/**
+ * The changes that made `entries`, oldest first, from `known` or else from no list at all;
+ * undefined when the shared index links `entries` to neither.
+ */
+function changesSince(known: Entries | undefined, entries: Entries | undefined): { from: Entries | undefined; changes: EntryChange[] } | undefined {
   const changes: EntryChange[] = [];
-  for (let cur = entries; cur !== known; ) {
+  let cur = entries;
+  while (cur !== known && cur !== undefined) {
     const change = derivationOf(cur);
     if (!change || changes.length === MAX_STEPS) return undefined;
     changes.push(change);
     cur = change.from;
   }
-  return changes.reverse();
+  return { from: cur, changes: changes.reverse() };
 }
 
 function sameBrief(a: InputNeededBrief, b: InputNeededBrief): boolean {
