@@ -1,10 +1,16 @@
 /**
  * The root catalogue's `hub/inputNeeded` briefs of a session: one per `inputNeeded` entry that
  * awaits a person, in the list's order. Summaries are built after every commit, and a session
- * may wait on thousands of entries (issue 18.7), so the briefs of a list are derived from the
- * briefs of the list it came from (`derivationOf`), following the one entry that changed, rather
- * than rebuilt from every entry. Only a list nobody derived (recovery, `x-session/stateReplaced`)
- * is built entry by entry. A derived list is a fresh array; the lists handed out are never changed.
+ * may wait on thousands of entries (issue 18.7), so each session has a keeper: the entry list
+ * its briefs were made from, the briefs in order, and a map entry id → brief. When the session's
+ * list has moved on, the keeper replays the changes that made the new list from its own (the
+ * shared index records each one: `derivationOf`), one entry each, instead of reading every entry.
+ * It builds from scratch only when it cannot follow: the first summary, after recovery or
+ * `x-session/stateReplaced` (lists nobody derived), a chain longer than `MAX_STEPS`, or an entry
+ * that starts waiting in the middle of the list (its place among the briefs is not known).
+ *
+ * Keepers are keyed by the `SessionEntry` object, so one goes when its session is disposed.
+ * A brief list handed out is never changed: a change that alters a brief makes a new array.
  */
 import type { SessionInputRequest } from '../../shared/protocol/state.js';
 import { derivationOf, type EntryChange } from '../../shared/state/input-needed-index.js';
@@ -20,121 +26,114 @@ export interface InputNeededBrief {
 
 type Entries = readonly SessionInputRequest[];
 
-interface BriefList {
-  readonly briefs: readonly InputNeededBrief[];
-  /** Entry id → its brief in `briefs` (owned by one list at a time, like the entries' index). */
+/** What the keeper reads of a session (a `SessionEntry`; its identity keys the keeper). */
+export interface BriefSource {
+  readonly state: { readonly inputNeeded?: Entries | undefined };
+}
+
+interface Keeper {
+  /** The list the briefs were made from. */
+  entries: Entries | undefined;
+  /** In the list's order; never changed once handed out. */
+  briefs: readonly InputNeededBrief[];
+  /** Entry id → its brief in `briefs`. */
   readonly byId: Map<string, InputNeededBrief>;
 }
 
-const lists = new WeakMap<Entries, BriefList>();
-/** A brief list → the one it was derived from by a change that made them differ. */
-const differsFrom = new WeakMap<readonly InputNeededBrief[], readonly InputNeededBrief[]>();
+const keepers = new WeakMap<BriefSource, Keeper>();
 const NO_BRIEFS: readonly InputNeededBrief[] = Object.freeze([]);
-const NO_ENTRIES: Entries = Object.freeze([]);
-/** How far back a derivation is followed before the list is rebuilt instead. */
+/** How many changes back a keeper follows before it builds from scratch instead. */
 const MAX_STEPS = 4_096;
 
-/** Entries turned into briefs from scratch (a work counter: tests check a burst builds none per commit). */
+/** Entries turned into briefs from scratch (a work counter: a burst must build none per commit). */
 let rebuilt = 0;
 export const briefEntriesRebuilt = (): number => rebuilt;
 
-/** The briefs of the entries that await a person, as `entries.filter(awaitsUser).map(brief)` would list them. */
-export function waitingBriefs(entries: Entries | undefined): readonly InputNeededBrief[] {
-  if (!entries || entries.length === 0) return NO_BRIEFS;
-  let list = lists.get(entries);
-  if (!list) {
-    list = derive(entries) ?? build(entries);
-    lists.set(entries, list);
+/** The briefs of the session's entries that await a person, as `entries.filter(awaitsUser).map(brief)` would list them. */
+export function waitingBriefs(session: BriefSource): readonly InputNeededBrief[] {
+  const entries = session.state.inputNeeded;
+  let keeper = keepers.get(session);
+  if (keeper && keeper.entries === entries) return keeper.briefs;
+  if (!keeper || !follow(keeper, entries)) {
+    keeper = build(entries);
+    keepers.set(session, keeper);
   }
-  return list.briefs;
+  return keeper.briefs;
 }
 
-/** True when `b` is known to differ from `a` (derived from it by a change); false says nothing. */
-export function briefsKnownToDiffer(a: readonly InputNeededBrief[], b: readonly InputNeededBrief[]): boolean {
-  return differsFrom.get(b) === a;
-}
-
-function build(entries: Entries): BriefList {
+function build(entries: Entries | undefined): Keeper {
   const byId = new Map<string, InputNeededBrief>();
+  if (!entries || entries.length === 0) return { entries, briefs: NO_BRIEFS, byId };
   const briefs: InputNeededBrief[] = [];
   for (const entry of entries) {
     rebuilt++;
     if (!awaitsUser(entry)) continue;
-    const b = brief(entry);
+    const b = briefOf(entry);
     briefs.push(b);
     byId.set(entry.id, b);
   }
-  return { briefs, byId };
+  return { entries, briefs, byId };
 }
 
-/** The briefs of `entries` from those of a list it was derived from, or undefined when there is none at hand. */
-function derive(entries: Entries): BriefList | undefined {
-  const steps: EntryChange[] = [];
-  let base: BriefList | undefined;
-  for (let cur: Entries = entries; steps.length < MAX_STEPS; ) {
-    const change = derivationOf(cur);
-    if (!change) return undefined;
-    steps.push(change);
-    if (!change.from) {
-      base = { briefs: NO_BRIEFS, byId: new Map() };
-      break;
-    }
-    base = lists.get(change.from);
-    if (base) break;
-    cur = change.from;
+/**
+ * Brings the keeper to `entries` by the changes that made it from the keeper's list, in order.
+ * False when it cannot (the keeper is then half-updated and must be replaced by a build).
+ */
+function follow(keeper: Keeper, entries: Entries | undefined): boolean {
+  const walk = changesSince(keeper.entries, entries);
+  if (!walk) return false;
+  if (walk.from !== keeper.entries) {
+    // Made from no list (the session's emptied list is stored as none): follow from no briefs.
+    keeper.byId.clear();
+    keeper.briefs = NO_BRIEFS;
   }
-  if (!base) return undefined;
-  // Changes are applied to one copy, made at the first one that changes a brief.
   let copy: InputNeededBrief[] | undefined;
-  const byId = new Map<string, InputNeededBrief>();
-  const current = (id: string): InputNeededBrief | undefined => (byId.has(id) ? byId.get(id) : base.byId.get(id));
-  for (let i = steps.length - 1; i >= 0; i--) {
-    const change = steps[i]!;
-    const old = current(change.id);
-    const entry = change.entry;
+  const edit = (): InputNeededBrief[] => (copy ??= keeper.briefs.slice());
+  for (const { id, entry, replaced } of walk.changes) {
+    const old = keeper.byId.get(id);
     if (!entry || !awaitsUser(entry)) {
       if (!old) continue;
-      copy ??= base.briefs.slice();
-      copy.splice(copy.indexOf(old), 1);
-      byId.set(change.id, undefined as unknown as InputNeededBrief);
+      const list = edit();
+      list.splice(list.indexOf(old), 1);
+      keeper.byId.delete(id);
       continue;
     }
-    const b = brief(entry);
+    const b = briefOf(entry);
     if (old) {
       if (sameBrief(old, b)) continue;
-      copy ??= base.briefs.slice();
-      copy[copy.indexOf(old)] = b;
+      const list = edit();
+      list[list.indexOf(old)] = b;
+    } else if (replaced) {
+      // Waiting now, in the place of an entry that was not: where it goes among the briefs is not known here.
+      return false;
     } else {
-      // Waiting now and not before: appended entries go last; one in the middle cannot be placed here.
-      if (change.replaced) return undefined;
-      copy ??= base.briefs.slice();
-      copy.push(b);
+      edit().push(b); // appended entries go last
     }
-    byId.set(change.id, b);
+    keeper.byId.set(id, b);
   }
-  // Taken over: the older list rebuilds its briefs should it ever be summarized again.
-  lists.delete(steps.at(-1)!.from ?? NO_ENTRIES);
-  const owned = base.byId;
-  for (const [id, b] of byId) {
-    if (b === undefined) owned.delete(id);
-    else owned.set(id, b);
+  keeper.entries = entries;
+  if (copy) keeper.briefs = copy;
+  return true;
+}
+
+/**
+ * The changes that made `entries`, oldest first, from `known` or else from no list at all;
+ * undefined when the shared index links `entries` to neither.
+ */
+function changesSince(known: Entries | undefined, entries: Entries | undefined): { from: Entries | undefined; changes: EntryChange[] } | undefined {
+  const changes: EntryChange[] = [];
+  let cur = entries;
+  while (cur !== known && cur !== undefined) {
+    const change = derivationOf(cur);
+    if (!change || changes.length === MAX_STEPS) return undefined;
+    changes.push(change);
+    cur = change.from;
   }
-  if (!copy) return { briefs: base.briefs, byId: owned };
-  if (steps.length === 1) differsFrom.set(copy, base.briefs);
-  return { briefs: copy, byId: owned };
+  return { from: cur, changes: changes.reverse() };
 }
 
 function sameBrief(a: InputNeededBrief, b: InputNeededBrief): boolean {
   return a.id === b.id && a.chat === b.chat && a.kind === b.kind && a.message === b.message;
-}
-
-/** Briefs by entry: an entry the session still holds unchanged is the same object, so its brief is too. */
-const briefs = new WeakMap<SessionInputRequest, InputNeededBrief>();
-
-function brief(entry: SessionInputRequest): InputNeededBrief {
-  let known = briefs.get(entry);
-  if (!known) briefs.set(entry, (known = briefOf(entry)));
-  return known;
 }
 
 function briefOf(entry: SessionInputRequest): InputNeededBrief {

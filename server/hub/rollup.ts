@@ -16,7 +16,7 @@ import type { KnownAction } from '../../shared/protocol/actions.js';
 import { aggregateSessionStatus, interactionIdOf, sessionInputId, sessionInputNeededEntries, sessionInputNeededEntryOf } from '../../shared/state/status.js';
 import { inputNeededEntry } from '../../shared/state/input-needed-index.js';
 import type { HubState, ChatEntry, SessionEntry } from './catalog.js';
-import { briefsKnownToDiffer, type InputNeededBrief, waitingBriefs } from './input-briefs.js';
+import { type InputNeededBrief, waitingBriefs } from './input-briefs.js';
 
 function sameJson(a: unknown, b: unknown): boolean {
   return JSON.stringify(a) === JSON.stringify(b);
@@ -113,7 +113,7 @@ export function sessionSummary(session: SessionEntry, catalog: HubState): Sessio
     const m = Date.parse(catalog.chats.modifiedAtOf(uri) ?? '');
     if (Number.isFinite(m) && m > modifiedAt) modifiedAt = m;
   }
-  const waiting = waitingBriefs(session.state.inputNeeded);
+  const waiting = waitingBriefs(session);
   const aggregate = aggregateSessionStatus(session.state.chats, session.state.defaultChat, session.state.status);
   const view: SessionSummaryView = {
     resource: session.uri,
@@ -143,13 +143,17 @@ export function summaryChanges(prev: SessionSummaryView, next: SessionSummaryVie
   return Object.keys(changes).length > 0 ? changes : undefined;
 }
 
-/** Field by field: summaries are compared after every commit, and a session may wait on thousands of entries. */
+/**
+ * Field by field: a session may wait on thousands of entries. An unchanged brief list is the
+ * same array (`waitingBriefs`), and briefs the keeper kept are the same objects, so a changed
+ * list is told apart by its length or by identity up to the changed brief.
+ */
 function sameMeta(a: SessionSummaryView['_meta'], b: SessionSummaryView['_meta']): boolean {
   if (a['hub/chatCount'] !== b['hub/chatCount']) return false;
   const x = a['hub/inputNeeded'];
   const y = b['hub/inputNeeded'];
   if (x === y) return true;
-  if (x.length !== y.length || briefsKnownToDiffer(x, y)) return false;
+  if (x.length !== y.length) return false;
   for (let i = 0; i < x.length; i++) {
     const p = x[i]!;
     const q = y[i]!;
