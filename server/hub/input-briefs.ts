@@ -6,14 +6,14 @@
  * list has moved on, the keeper replays the changes that made the new list from its own (the
  * shared index records each one: `derivationOf`), one entry each, instead of reading every entry.
  * It builds from scratch only when it cannot follow: the first summary, after recovery or
- * `x-session/stateReplaced` (lists nobody derived), a chain longer than `MAX_STEPS`, or an entry
+ * `x-session/stateReplaced` (lists nobody derived), a chain cut by the index, or an entry
  * that starts waiting in the middle of the list (its place among the briefs is not known).
  *
  * Keepers are keyed by the `SessionEntry` object, so one goes when its session is disposed.
  * A brief list handed out is never changed: a change that alters a brief makes a new array.
  */
 import type { SessionInputRequest } from '../../shared/protocol/state.js';
-import { derivationOf, type EntryChange } from '../../shared/state/input-needed-index.js';
+import { derivationOf, type EntryChange, forgetDerivation, MAX_DERIVATION_CHAIN } from '../../shared/state/input-needed-index.js';
 import { awaitsUser } from '../../shared/state/status.js';
 
 export interface InputNeededBrief {
@@ -42,8 +42,8 @@ interface Keeper {
 
 const keepers = new WeakMap<BriefSource, Keeper>();
 const NO_BRIEFS: readonly InputNeededBrief[] = Object.freeze([]);
-/** How many changes back a keeper follows before it builds from scratch instead. */
-const MAX_STEPS = 4_096;
+/** How many changes back a keeper follows before it builds from scratch instead (the index keeps no longer chains). */
+const MAX_STEPS = MAX_DERIVATION_CHAIN;
 
 /** Entries turned into briefs from scratch (a work counter: a burst must build none per commit). */
 let rebuilt = 0;
@@ -58,6 +58,8 @@ export function waitingBriefs(session: BriefSource): readonly InputNeededBrief[]
     keeper = build(entries);
     keepers.set(session, keeper);
   }
+  // Caught up: the lists before this one are not needed any more (the shared index would keep them).
+  forgetDerivation(entries);
   return keeper.briefs;
 }
 
