@@ -5,21 +5,14 @@
  * snapshot, with everything written before and while it was parked.
  */
 import { describe, expect, it } from 'vitest';
-import type { HubProcess } from '../helpers/hub-process.js';
+import { type HubProcess, metricOf } from '../helpers/hub-process.js';
 import { RpcClient } from '../helpers/rpc-client.js';
 import { waitFor } from '../helpers/wait-for.js';
 import { clusterPerFile, headOf, subscribeWhenKnown } from './cluster.js';
 
 const SESSIONS = 12;
 
-async function metric(node: HubProcess, series: string): Promise<number> {
-  const text = await (await fetch(`${node.url}/metrics`)).text();
-  const line = text.split('\n').find((l) => l.startsWith(series + ' '));
-  if (line === undefined) throw new Error(`no ${series} in /metrics`);
-  return Number(line.slice(series.length + 1));
-}
-
-const parkedOn = (node: HubProcess, count: number, what: string): Promise<true> => waitFor(async () => ((await metric(node, 'ahp_hub_parked_sessions')) >= count ? true : undefined), { what, timeoutMs: 30_000 });
+const parkedOn = (node: HubProcess, count: number, what: string): Promise<true> => waitFor(async () => ((await metricOf(node, 'ahp_hub_parked_sessions')) >= count ? true : undefined), { what, timeoutMs: 30_000 });
 
 interface ChatLike {
   queuedMessages?: Array<{ id: string }>;
@@ -71,7 +64,7 @@ describe('parked sessions on a two-node cluster', () => {
     expect(queued).toEqual(['m0', 'm1', 'm2', 'late']);
     expect((await subscribeWhenKnown<ChatLike>(watcher, other)).state.queuedMessages?.map((m) => m.id)).toEqual(['m0', 'm1', 'm2', 'from-two']);
     // The subscribed sessions stay in memory; the rest stay parked.
-    expect(await metric(second, 'ahp_hub_resident_sessions')).toBeGreaterThanOrEqual(3);
-    expect(await metric(second, 'ahp_hub_parked_sessions')).toBeLessThanOrEqual(SESSIONS - 3);
+    expect(await metricOf(second, 'ahp_hub_resident_sessions')).toBeGreaterThanOrEqual(3);
+    expect(await metricOf(second, 'ahp_hub_parked_sessions')).toBeLessThanOrEqual(SESSIONS - 3);
   }, 120_000);
 });

@@ -25,7 +25,7 @@ import { sqliteTenantLogs } from '../../server/storage/tenant-logs.js';
 import { ErrorCode } from '../../shared/protocol/errors.js';
 import type { WireAction } from '../../shared/protocol/messages.js';
 import type { ChatState } from '../../shared/protocol/state.js';
-import { startHubProcess, type HubProcess } from '../helpers/hub-process.js';
+import { startHubProcess, type HubProcess, metricOf } from '../helpers/hub-process.js';
 import { freshDatabase } from '../helpers/postgres.js';
 import { RpcClient, RpcError } from '../helpers/rpc-client.js';
 import { mountTmpfs } from '../helpers/tmpfs.js';
@@ -91,13 +91,6 @@ async function writeTenant(backend: Backend, count: number, chars: number): Prom
   return answers;
 }
 
-async function metric(hub: HubProcess, series: string): Promise<number> {
-  const text = await (await fetch(`${hub.url}/metrics`)).text();
-  const line = text.split('\n').find((l) => l.startsWith(series + ' '));
-  if (line === undefined) throw new Error(`no ${series} in /metrics`);
-  return Number(line.slice(series.length + 1));
-}
-
 async function start(backend: Backend, parkTmp: string): Promise<HubProcess> {
   const hub = await startHubProcess(backend.args, { env: { HUB_PARK_IDLE_MS: '100', TMPDIR: parkTmp } });
   closers.push(async () => {
@@ -132,7 +125,7 @@ describe.each([
     const parkTmp = mkdtempSync(join(tmpdir(), 'park-tmp-'));
     closers.push(() => rmSync(parkTmp, { recursive: true, force: true }));
     const hub = await start(backend, parkTmp);
-    await waitFor(async () => ((await metric(hub, 'ahp_hub_parked_sessions')) === 3 ? true : undefined), { what: 'every session parked', timeoutMs: 20_000 });
+    await waitFor(async () => ((await metricOf(hub, 'ahp_hub_parked_sessions')) === 3 ? true : undefined), { what: 'every session parked', timeoutMs: 20_000 });
     const [dir] = readdirSync(parkTmp).filter((n) => n.startsWith(`ahp-hub-parked-${hub.child.pid}-`));
     writeFileSync(join(parkTmp, dir!, 'parked.db'), Buffer.alloc(256 * 1024, 0x5a));
 
@@ -171,10 +164,10 @@ describe.each([
     closers.push(() => disk.remove());
     const hub = await start(backend, disk.dir);
     await waitFor(() => (occurrences(hub.stderr(), 'park_cache_write_failed') > 0 ? true : undefined), { what: 'a failed park write', timeoutMs: 20_000 });
-    const parked = await metric(hub, 'ahp_hub_parked_sessions');
+    const parked = await metricOf(hub, 'ahp_hub_parked_sessions');
     expect(parked).toBeGreaterThan(0);
     expect(parked).toBeLessThan(5);
-    expect(await metric(hub, 'ahp_hub_resident_sessions')).toBe(5 - parked);
+    expect(await metricOf(hub, 'ahp_hub_resident_sessions')).toBe(5 - parked);
     for (let i = 0; i < answers.length; i++) expect(await readAnswer(hub, i)).toBe(answers[i]);
     expect(alive(hub)).toBe(true);
     expect(occurrences(hub.stderr(), 'park_cache_write_failed')).toBe(1);

@@ -40,3 +40,11 @@ export async function startHubProcess(args: string[], options: { openFiles?: num
   });
   return { child, url, wsUrl: url.replace('http://', 'ws://') + '/ahp', stdout: () => out, stderr: () => err, exited: () => exit };
 }
+
+/** One unlabelled series of the process's `/metrics` (Prometheus text), as a number; throws when absent. */
+export async function metricOf(hub: Pick<HubProcess, 'url'>, series: string): Promise<number> {
+  const text = await (await fetch(`${hub.url}/metrics`)).text();
+  const line = text.split('\n').find((l) => l.startsWith(series + ' '));
+  if (line === undefined) throw new Error(`no ${series} in /metrics`);
+  return Number(line.slice(series.length + 1));
+}

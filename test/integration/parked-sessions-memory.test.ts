@@ -18,7 +18,7 @@ import { PostgresStore } from '../../server/storage/postgres-store.js';
 import { sqliteTenantLogs } from '../../server/storage/tenant-logs.js';
 import type { WireAction } from '../../shared/protocol/messages.js';
 import type { ChatState } from '../../shared/protocol/state.js';
-import { startHubProcess, type HubProcess } from '../helpers/hub-process.js';
+import { startHubProcess, type HubProcess, metricOf } from '../helpers/hub-process.js';
 import { freshDatabase } from '../helpers/postgres.js';
 import { prng } from '../helpers/prng.js';
 import { RpcClient } from '../helpers/rpc-client.js';
@@ -104,13 +104,6 @@ async function writeTenant(backend: Backend): Promise<string[]> {
   return answers;
 }
 
-async function metric(hub: HubProcess, series: string): Promise<number> {
-  const text = await (await fetch(`${hub.url}/metrics`)).text();
-  const line = text.split('\n').find((l) => l.startsWith(series + ' '));
-  if (line === undefined) throw new Error(`no ${series} in /metrics`);
-  return Number(line.slice(series.length + 1));
-}
-
 async function startOn(backend: Backend, parkIdleMs: number): Promise<HubProcess> {
   const hub = await startHubProcess(backend.args, { env: { HUB_PARK_IDLE_MS: String(parkIdleMs), NODE_OPTIONS: '--expose-gc' } });
   closers.push(async () => {
@@ -125,7 +118,7 @@ async function settledHeap(hub: HubProcess): Promise<number> {
   const readings: number[] = [];
   return waitFor(
     async () => {
-      readings.push(await metric(hub, 'ahp_hub_heap_used_bytes'));
+      readings.push(await metricOf(hub, 'ahp_hub_heap_used_bytes'));
       const last = readings.slice(-3);
       return last.length === 3 && Math.max(...last) - Math.min(...last) < 1024 * 1024 ? last[2] : undefined;
     },
@@ -149,8 +142,8 @@ describe.each([
 
   it('keeps the heap of 1,000 unwatched sessions under the bound once parked, and loads one whole on subscribe', async () => {
     const hub = await startOn(backend, 300);
-    await waitFor(async () => ((await metric(hub, 'ahp_hub_parked_sessions')) === SESSIONS ? true : undefined), { what: 'every session parked', timeoutMs: 60_000 });
-    expect(await metric(hub, 'ahp_hub_resident_sessions')).toBe(0);
+    await waitFor(async () => ((await metricOf(hub, 'ahp_hub_parked_sessions')) === SESSIONS ? true : undefined), { what: 'every session parked', timeoutMs: 60_000 });
+    expect(await metricOf(hub, 'ahp_hub_resident_sessions')).toBe(0);
     const heap = await settledHeap(hub);
     console.log(`${backend.name}, parked: heap ${(heap / 1024 / 1024).toFixed(1)} MB for ${SESSIONS} sessions`);
     expect(heap).toBeLessThan(HEAP_BOUND);
@@ -161,14 +154,14 @@ describe.each([
     const { state: session } = await client.subscribe<{ defaultChat: string }>(sessionUri(pick));
     const { state: chat } = await client.subscribe<ChatState>(session.defaultChat);
     expect(answerOf(chat)).toBe(answers[pick]);
-    expect(await metric(hub, 'ahp_hub_resident_sessions')).toBe(1);
+    expect(await metricOf(hub, 'ahp_hub_resident_sessions')).toBe(1);
     const listed = await client.request<{ items: unknown[] }>('listSessions', { channel: 'ahp-root://' });
     expect(listed.items).toHaveLength(SESSIONS);
   }, 180_000);
 
   it('holds more than the bound for the same tenant with parking off', async () => {
     const hub = await startOn(backend, 0);
-    expect(await metric(hub, 'ahp_hub_resident_sessions')).toBe(SESSIONS);
+    expect(await metricOf(hub, 'ahp_hub_resident_sessions')).toBe(SESSIONS);
     const heap = await settledHeap(hub);
     console.log(`${backend.name}, not parked: heap ${(heap / 1024 / 1024).toFixed(1)} MB for ${SESSIONS} sessions`);
     expect(heap).toBeGreaterThan(HEAP_BOUND);
