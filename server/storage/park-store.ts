@@ -13,13 +13,21 @@
  * parked chat can load it on the spot, inside the hub's synchronous decisions. The directory is
  * named after the process, so a cache left behind by a process that was killed (no close ran) is
  * removed by the next one that parks: crashes do not pile up files in the temporary directory.
+ * Each image is stored with its SHA-256, checked on every read: an image changed in the file
+ * (another program, a bad disk) is refused even when it is still valid JSON for its chat, since
+ * a state loaded from it would differ from the log without anything noticing.
  */
+import { createHash } from 'node:crypto';
 import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 
 const PREFIX = 'ahp-hub-parked-';
+
+function digestOf(image: string): string {
+  return createHash('sha256').update(image).digest('base64');
+}
 
 /** Whether a process with this pid exists (signal 0 checks without sending anything). */
 function alive(pid: number): boolean {
@@ -48,8 +56,8 @@ function removeCachesOfDeadProcesses(parent: string): void {
 export class ParkStore {
   readonly #dir: string;
   readonly #db: Database.Database;
-  readonly #put: Database.Statement<[string, string, string]>;
-  readonly #read: Database.Statement<[string], { image: string }>;
+  readonly #put: Database.Statement<[string, string, string, string]>;
+  readonly #read: Database.Statement<[string], { chat: string; image: string; digest: string }>;
   readonly #drop: Database.Statement<[string]>;
   readonly #dropChat: Database.Statement<[string]>;
 
@@ -67,7 +75,7 @@ export class ParkStore {
       // write must roll back (an OFF journal cannot), so the journal stays in memory.
       db.pragma('journal_mode = MEMORY');
       db.pragma('synchronous = OFF');
-      db.exec('CREATE TABLE parked (chat TEXT PRIMARY KEY, session TEXT NOT NULL, image TEXT NOT NULL); CREATE INDEX parked_session ON parked (session)');
+      db.exec('CREATE TABLE parked (chat TEXT PRIMARY KEY, session TEXT NOT NULL, image TEXT NOT NULL, digest TEXT NOT NULL); CREATE INDEX parked_session ON parked (session)');
       this.#db = db;
     } catch (error) {
       // A directory that cannot hold the file (full, read-only) is not left behind.
@@ -75,8 +83,8 @@ export class ParkStore {
       rmSync(this.#dir, { recursive: true, force: true });
       throw error;
     }
-    this.#put = this.#db.prepare('INSERT OR REPLACE INTO parked (chat, session, image) VALUES (?, ?, ?)');
-    this.#read = this.#db.prepare('SELECT image FROM parked WHERE session = ? ORDER BY rowid');
+    this.#put = this.#db.prepare('INSERT OR REPLACE INTO parked (chat, session, image, digest) VALUES (?, ?, ?, ?)');
+    this.#read = this.#db.prepare('SELECT chat, image, digest FROM parked WHERE session = ? ORDER BY rowid');
     this.#drop = this.#db.prepare('DELETE FROM parked WHERE session = ?');
     this.#dropChat = this.#db.prepare('DELETE FROM parked WHERE chat = ?');
   }
@@ -88,13 +96,16 @@ export class ParkStore {
   put(session: string, chats: ReadonlyArray<{ readonly uri: string; readonly json: string }>): void {
     this.#db.transaction(() => {
       this.#drop.run(session);
-      for (const c of chats) this.#put.run(c.uri, session, c.json);
+      for (const c of chats) this.#put.run(c.uri, session, c.json, digestOf(c.json));
     })();
   }
 
-  /** The images stored for a session, in the order they were parked. */
+  /** The images stored for a session, in the order they were parked; throws when one is not what was stored. */
   read(session: string): string[] {
-    return this.#read.all(session).map((row) => row.image);
+    return this.#read.all(session).map((row) => {
+      if (digestOf(row.image) !== row.digest) throw new Error(`the parked image of ${row.chat} was changed in the cache file (its SHA-256 does not match)`);
+      return row.image;
+    });
   }
 
   /** Forgets a session's images (it was loaded or disposed). */

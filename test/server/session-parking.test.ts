@@ -7,6 +7,7 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
+import Database from 'better-sqlite3';
 import { afterEach, describe, expect, it } from 'vitest';
 import { DEV_PRINCIPAL } from '../../server/auth/auth.js';
 import { Hub } from '../../server/hub/hub.js';
@@ -191,6 +192,27 @@ describe('parked sessions', () => {
     rebuilt.parking.sweep();
     expect(rebuilt.parking.sweep()).toBe(0);
     expect(rebuilt.parking.residency).toEqual({ resident: SESSIONS.length, parked: 0 });
+  });
+
+  it('an image changed in the cache file but still valid JSON for its chat is refused (its SHA-256), not loaded as the state', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'park-tampered-'));
+    dirs.push(dir);
+    const { parking, plain, parkingLog, chats } = await pair({ parkDir: dir });
+    parking.parking.sweep();
+    expect(parking.parking.sweep()).toBe(SESSIONS.length);
+    // Another program edits one chat's image in place: the same chat, a different title.
+    const other = new Database(parking.parking.storeFile!);
+    const row = other.prepare('SELECT image FROM parked WHERE chat = ?').get(chats[0]!) as { image: string };
+    const image = JSON.parse(row.image) as { state: { title: string } };
+    image.state.title = 'not what the log says';
+    other.prepare('UPDATE parked SET image = ? WHERE chat = ?').run(JSON.stringify(image), chats[0]!);
+    other.close();
+
+    expect(() => parking.snapshot(DEV_PRINCIPAL, chats[0]!)).toThrow(expect.objectContaining({ code: ErrorCode.StorageUnavailable }));
+    await parking.close();
+    hubs.splice(hubs.indexOf(parking), 1);
+    const rebuilt = await openHub(parkingLog, 3_600_000, { parkDir: dir });
+    expect(rebuilt.snapshot(DEV_PRINCIPAL, chats[0]!)).toEqual(plain.snapshot(DEV_PRINCIPAL, chats[0]!));
   });
 
   it('a cache file deleted under a live hub changes nothing: the open file still serves every parked session', async () => {
