@@ -86,12 +86,12 @@ export class ChatTable extends Map<string, ChatEntry> {
     const chats = this.#parkedSessions.get(brief.session)?.filter((c) => c !== uri) ?? [];
     if (chats.length > 0) this.#parkedSessions.set(brief.session, chats);
     else this.#parkedSessions.delete(brief.session);
-    this.#store?.dropChat(uri);
+    this.#forget(() => this.#store?.dropChat(uri));
     return true;
   }
 
   override clear(): void {
-    for (const session of [...this.#parkedSessions.keys()]) this.#store?.drop(session);
+    for (const session of [...this.#parkedSessions.keys()]) this.#forget(() => this.#store?.drop(session));
     this.#parked.clear();
     this.#parkedSessions.clear();
     super.clear();

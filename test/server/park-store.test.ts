@@ -9,7 +9,9 @@ import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync 
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
+import { ChatTable } from '../../server/hub/chat-table.js';
 import { ParkStore } from '../../server/storage/park-store.js';
+import { initialChatState } from '../../shared/protocol/state.js';
 import { mountTmpfs, type SmallDisk } from '../helpers/tmpfs.js';
 
 const parents: string[] = [];
@@ -73,5 +75,24 @@ describe('ParkStore', () => {
     disk.fill();
     for (let i = 0; i < 3; i++) expect(() => new ParkStore(disk.dir)).toThrow();
     expect(readdirSync(disk.dir).filter((n) => n.startsWith('ahp-hub-parked-'))).toEqual([]);
+  });
+
+  it('a chat table whose cache can no longer be written still forgets a parked chat and clears (removing images is tidying, never a failure of the disposal)', () => {
+    const parent = mkdtempSync(join(tmpdir(), 'park-store-'));
+    parents.push(parent);
+    const store = new ParkStore(parent);
+    const table = new ChatTable();
+    table.attachStore(store);
+    for (const uri of ['ahp-chat:/a', 'ahp-chat:/b', 'ahp-chat:/c']) table.set(uri, { uri, session: uri === 'ahp-chat:/c' ? 'ahp-session:/2' : 'ahp-session:/1', state: initialChatState(uri, 'chat', '1970-01-01T00:00:00.000Z') });
+    table.park('ahp-session:/1', ['ahp-chat:/a', 'ahp-chat:/b']);
+    table.park('ahp-session:/2', ['ahp-chat:/c']);
+    // The store fails every statement from here on (as on a disk error).
+    store.close();
+    expect(() => store.dropChat('ahp-chat:/a')).toThrow();
+    expect(table.delete('ahp-chat:/a')).toBe(true);
+    expect(table.has('ahp-chat:/a')).toBe(false);
+    expect([...table.keys()].sort()).toEqual(['ahp-chat:/b', 'ahp-chat:/c']);
+    table.clear();
+    expect(table.size).toBe(0);
   });
 });
