@@ -156,11 +156,12 @@ const lagging = new WeakMap<Connection, LagQueue>();
 export function sendOrQueue(conn: Connection, text: string, limits: LagLimits, encode: (envelope: ActionEnvelope) => string, merge: EnvelopeMerge, envelope?: ActionEnvelope): void {
   let queue = lagging.get(conn);
   if (!queue) {
-    if (conn.bufferedAmount > limits.maxBufferedBytes) {
+    const unsent = conn.bufferedAmount;
+    if (unsent > limits.maxBufferedBytes) {
       conn.close(CloseCode.SlowConsumer, 'slow consumer: reconnect and resume');
       return;
     }
-    if (conn.bufferedAmount <= lagBytesOf(limits)) {
+    if (unsent <= lagBytesOf(limits)) {
       conn.send(text);
       return;
     }
