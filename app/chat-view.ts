@@ -9,6 +9,8 @@ import type { ChannelView } from '../shared/client/channel-view.js';
 import type { ActiveTurn, InputRequestPart, ResponsePart, ToolCallState, Turn } from '../shared/protocol/state.js';
 import { SessionInputs, type InputReceipt, type InputTarget } from '../shared/client/session-inputs.js';
 import { CollabDoc, presenceName, type PresenceState } from './collab.js';
+import { copyFromButton } from './code-copy.js';
+import { composerSends, SEND_HINT } from './composer-keys.js';
 import { el, markdownInto, replaceChildren } from './dom.js';
 import { colorFor, displayTitle, errorInWords, newId, personName, receiptInWords, relativeTime, sessionIdOf, statusClass, statusLabel, type AnsweredBy } from './format.js';
 import { AhpRequestError } from '../shared/client/errors.js';
@@ -118,23 +120,7 @@ export class ChatPage {
       class: 'link small',
       attrs: { type: 'button', 'data-testid': 'copy-session-id', 'aria-label': 'Copy session id' },
       text: 'Copy',
-      on: {
-        click: () => {
-          const done = (): void => {
-            copy.textContent = 'Copied';
-            window.setTimeout(() => (copy.textContent = 'Copy'), 1500);
-          };
-          const fallback = (): void => {
-            const range = document.createRange();
-            range.selectNodeContents(code);
-            getSelection()?.removeAllRanges();
-            getSelection()?.addRange(range);
-            copy.textContent = 'Selected — press Ctrl+C';
-          };
-          if (navigator.clipboard) navigator.clipboard.writeText(id).then(done, fallback);
-          else fallback();
-        },
-      },
+      on: { click: () => copyFromButton(copy, code) },
     });
     const code = el('code', { class: 'session-id', attrs: { 'data-testid': 'session-id' }, text: id });
     replaceChildren(this.#facts, el('span', {}, 'Agent: ', el('strong', { attrs: { 'data-testid': 'provider' }, text: s.provider })), el('span', {}, 'Session id: ', code, ' ', copy));
@@ -403,7 +389,7 @@ class ChatView {
       attrs: { rows: '1', placeholder: 'Message the agent…', 'aria-label': 'Message', 'data-testid': 'composer', maxlength: '100000', disabled: ctx.canWrite ? undefined : 'disabled' },
       on: {
         keydown: (e) => {
-          if (e.key === 'Enter' && (e.ctrlKey || e.metaKey)) {
+          if (composerSends(e)) {
             e.preventDefault();
             void this.#submit();
           }
@@ -839,11 +825,11 @@ class ChatView {
     if (chat.activeTurn) this.#checkSteering(chat.activeTurn.id);
     const blocked = running && this.#steeringBlocked?.turnId === chat.activeTurn?.id ? this.#steeringBlocked?.reason : undefined;
     this.#send.textContent = running ? 'Add to turn' : 'Send';
-    this.#send.title = running ? 'Add this to the running turn (the agent picks it up between steps)' : 'Send (Ctrl+Enter)';
+    this.#send.title = running ? 'Add this to the running turn (the agent picks it up between steps)' : 'Send (Enter)';
     this.#send.disabled = !this.ctx.canWrite || this.#sending || blocked !== undefined;
     this.#textarea.disabled = !this.ctx.canWrite || blocked !== undefined;
     this.#textarea.placeholder = running ? 'Add to the running turn…' : 'Message the agent…';
-    this.#composerNote.textContent = blocked ? blocked : running ? 'Extra context for the running turn. It never approves a tool or answers a question — use the buttons above.' : 'Ctrl+Enter to send.';
+    this.#composerNote.textContent = blocked ? blocked : running ? 'Extra context for the running turn. It never approves a tool or answers a question — use the buttons above.' : SEND_HINT;
     const pendingSteering = [...(chat.steeringMessages ?? []), ...(chat.steeringMessage ? [chat.steeringMessage] : [])];
     const mine = new Set(this.#inputs.map((i) => i.inputId));
     const inputIdOf = (p: { id: string; message: { _meta?: Record<string, unknown> } }): string => {

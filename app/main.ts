@@ -10,6 +10,8 @@ import { DashboardView } from './dashboard.js';
 import { ChatPage } from './chat-view.js';
 import { Attention } from './attention.js';
 import type { AppContext } from './context.js';
+import { applyTheme, storedTheme, themePicker } from './theme.js';
+import { installCodeCopy } from './code-copy.js';
 
 interface View {
   readonly el: HTMLElement;
@@ -89,6 +91,7 @@ function shell(client: AhpClient, user: string, role: string, devMode: boolean):
     el('a', { class: 'brand', attrs: { href: '/', 'data-route': '' }, text: 'AHP Hub' }),
     el('span', { class: 'spacer' }),
     conn,
+    themePicker(),
     bell,
     el(
       'span',
@@ -176,4 +179,7 @@ function shell(client: AhpClient, user: string, role: string, devMode: boolean):
   render();
 }
 
+// Before anything is drawn (the sign-in form too): the remembered theme, and the code blocks' Copy.
+applyTheme(storedTheme());
+installCodeCopy(document);
 void start();

@@ -89,15 +89,8 @@ function renderBlock(token: Token, doc: MarkdownDocument, depth: number): unknow
     case 'heading':
       // Agent headings sit inside a message: keep them below the page's own headings.
       return inlinesInto(doc.createElement(`h${Math.min(6, (t as Tokens.Heading).depth + 2)}`), (t as Tokens.Heading).tokens, doc, depth);
-    case 'code': {
-      const block = t as Tokens.Code;
-      const pre = doc.createElement('pre');
-      const code = doc.createElement('code');
-      if (block.lang && /^[\w+-]{1,32}$/.test(block.lang)) code.setAttribute('data-lang', block.lang);
-      appendTo(code, doc.createTextNode(block.text));
-      appendTo(pre, code);
-      return pre;
-    }
+    case 'code':
+      return renderCodeBlock(t as Tokens.Code, doc);
     case 'blockquote': {
       const quote = doc.createElement('blockquote');
       renderBlocks(quote, (t as Tokens.Blockquote).tokens, doc, depth + 1);
@@ -129,6 +122,53 @@ function renderBlock(token: Token, doc: MarkdownDocument, depth: number): unknow
     default:
       return doc.createTextNode(t.raw);
   }
+}
+
+/** The longest language label shown; a longer info string is cut (it is a label, not content). */
+const MAX_LANG_LABEL = 24;
+
+/**
+ * The language of a fenced block as a label: the first word of the fence's info string
+ * (```` ```ts title="x" ```` → `ts`), or undefined for an indented block or a bare fence.
+ */
+export function codeLanguage(info: string | undefined): string | undefined {
+  const word = /^\S+/.exec((info ?? '').trim())?.[0];
+  if (word === undefined) return undefined;
+  return word.length > MAX_LANG_LABEL ? `${word.slice(0, MAX_LANG_LABEL - 1)}…` : word;
+}
+
+/**
+ * A code block with a header: the language label when the fence names one (a text node, whatever
+ * the info string holds) and a Copy button. The button carries no handler: one listener on the document copies from the
+ * block the button sits in (`code-copy.ts`), so blocks re-rendered per frame while a part streams
+ * copy what is on screen now.
+ */
+function renderCodeBlock(block: Tokens.Code, doc: MarkdownDocument): MarkdownElement {
+  const figure = doc.createElement('div');
+  figure.setAttribute('class', 'md-code');
+  const head = doc.createElement('div');
+  head.setAttribute('class', 'md-code-head');
+  const lang = codeLanguage(block.lang);
+  if (lang !== undefined) {
+    const label = doc.createElement('span');
+    label.setAttribute('class', 'md-code-lang');
+    appendTo(label, doc.createTextNode(lang));
+    appendTo(head, label);
+  }
+  const copy = doc.createElement('button');
+  copy.setAttribute('type', 'button');
+  copy.setAttribute('class', 'md-copy');
+  copy.setAttribute('title', 'Copy the code to the clipboard');
+  appendTo(copy, doc.createTextNode('Copy'));
+  appendTo(head, copy);
+  const pre = doc.createElement('pre');
+  const code = doc.createElement('code');
+  if (lang !== undefined && /^[\w+#.-]{1,32}$/.test(lang)) code.setAttribute('data-lang', lang);
+  appendTo(code, doc.createTextNode(block.text));
+  appendTo(pre, code);
+  appendTo(figure, head);
+  appendTo(figure, pre);
+  return figure;
 }
 
 function renderListItem(li: MarkdownElement, item: Tokens.ListItem, doc: MarkdownDocument, depth: number): void {

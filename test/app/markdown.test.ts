@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { renderMarkdown, safeHref, markdownToText, type MarkdownDocument, type MarkdownElement } from '../../app/markdown.js';
+import { codeLanguage, renderMarkdown, safeHref, markdownToText, type MarkdownDocument, type MarkdownElement } from '../../app/markdown.js';
 
 /** A fake DOM that records every element and attribute the renderer creates. */
 class FakeNode implements MarkdownElement {
@@ -42,8 +42,8 @@ function render(src: string): { html: string; doc: FakeDoc } {
   return { html: frag.toString(), doc };
 }
 
-const ALLOWED_TAGS = new Set(['p', 'h3', 'h4', 'h5', 'h6', 'pre', 'code', 'blockquote', 'ul', 'ol', 'li', 'hr', 'strong', 'em', 'del', 'br', 'a', 'span', 'table', 'thead', 'tbody', 'tr', 'th', 'td']);
-const ALLOWED_ATTRS = new Set(['href', 'target', 'rel', 'class', 'title', 'data-lang', 'start']);
+const ALLOWED_TAGS = new Set(['div', 'button', 'p', 'h3', 'h4', 'h5', 'h6', 'pre', 'code', 'blockquote', 'ul', 'ol', 'li', 'hr', 'strong', 'em', 'del', 'br', 'a', 'span', 'table', 'thead', 'tbody', 'tr', 'th', 'td']);
+const ALLOWED_ATTRS = new Set(['type', 'href', 'target', 'rel', 'class', 'title', 'data-lang', 'start']);
 
 describe('safeHref', () => {
   it('allows http, https and mailto only', () => {
@@ -74,13 +74,32 @@ describe('markdown structure', () => {
     const { html } = render('# Title\n\npara one\nline two\n\n- a\n- b\n\n1. x\n2. y\n\n```ts\nconst a = 1;\n```\n\n> quoted\n\n---\n\n| k | v |\n|---|--:|\n| a | 1 |');
     expect(html).toBe(
       '<h3>Title</h3><p>para one\nline two</p><ul><li>a</li><li>b</li></ul><ol><li>x</li><li>y</li></ol>' +
-        '<pre><code data-lang="ts">const a = 1;</code></pre><blockquote><p>quoted</p></blockquote><hr></hr>' +
+        '<div class="md-code"><div class="md-code-head"><span class="md-code-lang">ts</span><button type="button" class="md-copy" title="Copy the code to the clipboard">Copy</button></div>' +
+        '<pre><code data-lang="ts">const a = 1;</code></pre></div><blockquote><p>quoted</p></blockquote><hr></hr>' +
         '<table><thead><tr><th>k</th><th class="md-align-right">v</th></tr></thead><tbody><tr><td>a</td><td class="md-align-right">1</td></tr></tbody></table>',
     );
   });
 
   it('keeps an unterminated fence open while streaming', () => {
-    expect(render('```\npartial').html).toBe('<pre><code>partial</code></pre>');
+    expect(render('```\npartial').html).toBe('<div class="md-code"><div class="md-code-head"><button type="button" class="md-copy" title="Copy the code to the clipboard">Copy</button></div><pre><code>partial</code></pre></div>');
+  });
+
+  it('labels a code block with the first word of its fence info string, as text', () => {
+    const label = (src: string): string | undefined =>
+      render(src)
+        .doc.created.find((n) => n.attrs.get('class') === 'md-code-lang')
+        ?.children.join('');
+    expect(label('```python title="x.py"\nprint(1)\n```')).toBe('python');
+    expect(label('```c++\nint x;\n```')).toBe('c++');
+    expect(label('```\nplain\n```')).toBeUndefined();
+    expect(label('    indented code')).toBeUndefined();
+    // Markup in the info string is a label's text, never an element or an attribute.
+    const hostile = render('```<img/src=x/onerror=alert(1)>\ncode\n```');
+    expect(hostile.doc.created.map((n) => n.tag)).toEqual(['div', 'div', 'span', 'button', 'pre', 'code']);
+    expect(hostile.doc.created.find((n) => n.tag === 'code')!.attrs.has('data-lang')).toBe(false);
+    expect(label('```<img/src=x/onerror=alert(1)>\ncode\n```')).toBe('<img/src=x/onerror=aler…');
+    expect(codeLanguage('a'.repeat(100))).toHaveLength(24);
+    expect(codeLanguage('  ts  ')).toBe('ts');
   });
 
   it('renders inline marks, code, links and escapes', () => {

@@ -2,7 +2,8 @@
  * Accessibility to WCAG 2.2 AA (issue 20): axe-core (the npm package) runs inside the app's own
  * pages — the dashboard, an empty chat, a chat with an open form, a tool approval and the sign-in
  * page — in the light and the dark theme, on a desktop and a 390×844 phone, and reports no
- * serious or critical violation. Plus what axe cannot judge alone: question text and hints are
+ * serious or critical violation; also with the theme menu's light or dark pinned against the
+ * other system theme, on a chat with a code block (its label and Copy button). Plus what axe cannot judge alone: question text and hints are
  * linked to their inputs, choice groups have names, the required mark reads as ", required", and
  * live regions announce new messages and questions. Real headless Chromium, hub on port 0.
  */
@@ -135,6 +136,34 @@ describe('browser app: accessibility (axe-core, WCAG 2.2 AA)', () => {
     expect(disabled.border).toBe('dashed');
     expect(enabled.border).toBe('solid');
     await expectNoSeriousViolations(viewer, 'tool approval (viewer)', (p) => p.locator('[data-tool=a11y-tool]').waitFor(T));
+    expect(hub.pageErrors).toEqual([]);
+  }, 60_000);
+
+  it('the theme menu: light and dark pinned against the other system theme, with a code block', async () => {
+    const alice = await hub.rpc(TOKENS.alice);
+    const agent = await hub.rpc(TOKENS.agent);
+    const session = 'ahp-session:/a11y-themes';
+    const { defaultChat: chat } = await alice.request<{ defaultChat: string }>('createSession', { channel: session, provider: 'remote', title: 'Themes' });
+    await alice.dispatchAndWait(chat, { type: 'chat/turnStarted', turnId: 't1', startedAt: new Date().toISOString(), message: { text: 'code please', origin: { kind: 'user' } } });
+    await agent.dispatchAndWait(chat, { type: 'chat/responsePart', turnId: 't1', part: { kind: 'markdown', id: 'p1', content: 'Here:\n\n```sh\nnpm ci && npm start\n```\n\nand `inline` code.' } });
+    await agent.dispatchAndWait(chat, { type: 'chat/turnComplete', turnId: 't1', duration: 1 });
+    const page = await openChat(TOKENS.alice, session);
+    const ready = (p: Page) => p.locator('.md-code .md-copy').waitFor(T);
+    const found: string[] = [];
+    for (const [pinned, system] of [
+      ['dark', 'light'],
+      ['light', 'dark'],
+    ] as const) {
+      await page.emulateMedia({ colorScheme: system });
+      await page.locator('[data-testid=theme]').selectOption(pinned);
+      await expect.poll(() => page.evaluate<string>('getComputedStyle(document.documentElement).colorScheme'), T).toBe(pinned);
+      for (const viewport of [LOOKS[0].viewport, LOOKS[2].viewport]) {
+        await page.setViewportSize(viewport);
+        await ready(page);
+        for (const v of await seriousViolations(page)) found.push(`${pinned} pinned (system ${system}), ${viewport.width}px: ${v}`);
+      }
+    }
+    expect(found).toEqual([]);
     expect(hub.pageErrors).toEqual([]);
   }, 60_000);
 

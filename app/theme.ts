@@ -1,0 +1,75 @@
+/**
+ * The colour theme: follow the system (the default), or always light, or always dark. The choice
+ * is kept in localStorage (per browser, not per account: it is about this screen). The stylesheet
+ * does the rest: every colour is `light-dark(…)` of `color-scheme`, which is `light dark` (the
+ * system's) unless `<html data-theme>` pins one (app.css). So "system" needs no script at all, and
+ * follows a change of the system theme at once.
+ */
+import { el } from './dom.js';
+
+export const THEMES = ['system', 'light', 'dark'] as const;
+export type Theme = (typeof THEMES)[number];
+
+export const THEME_KEY = 'ahp-hub-theme';
+
+const LABELS: Record<Theme, string> = { system: 'Theme: system', light: 'Theme: light', dark: 'Theme: dark' };
+
+function isTheme(value: unknown): value is Theme {
+  return typeof value === 'string' && (THEMES as readonly string[]).includes(value);
+}
+
+/** The remembered theme; "system" when none is kept, storage is off, or it holds something else. */
+export function storedTheme(): Theme {
+  try {
+    const value = localStorage.getItem(THEME_KEY);
+    return isTheme(value) ? value : 'system';
+  } catch {
+    return 'system';
+  }
+}
+
+/** Shows `theme` on this page. */
+export function applyTheme(theme: Theme, root: HTMLElement = document.documentElement): void {
+  if (theme === 'system') root.removeAttribute('data-theme');
+  else root.setAttribute('data-theme', theme);
+}
+
+function remember(theme: Theme): void {
+  try {
+    if (theme === 'system') localStorage.removeItem(THEME_KEY);
+    else localStorage.setItem(THEME_KEY, theme);
+  } catch {
+    // storage disabled: the choice lasts as long as the page
+  }
+}
+
+/**
+ * The header's theme menu (system / light / dark). Choosing applies and remembers; a choice made
+ * in another tab of this browser is followed here too (the `storage` event).
+ */
+export function themePicker(): HTMLSelectElement {
+  const select = el(
+    'select',
+    {
+      class: 'theme-pick',
+      attrs: { 'data-testid': 'theme', 'aria-label': 'Colour theme' },
+      title: 'Follow the system’s light or dark setting, or keep this browser light or dark',
+      on: {
+        change: () => {
+          const theme = isTheme(select.value) ? select.value : 'system';
+          applyTheme(theme);
+          remember(theme);
+        },
+      },
+    },
+    ...THEMES.map((t) => el('option', { attrs: { value: t }, text: LABELS[t] })),
+  );
+  select.value = storedTheme();
+  window.addEventListener('storage', (e) => {
+    if (e.key !== THEME_KEY && e.key !== null) return;
+    const theme = storedTheme();
+    select.value = theme;
+    applyTheme(theme);
+  });
+  return select;
+}
