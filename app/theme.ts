@@ -12,7 +12,8 @@ export type Theme = (typeof THEMES)[number];
 
 export const THEME_KEY = 'ahp-hub-theme';
 
-const LABELS: Record<Theme, string> = { system: 'Theme: system', light: 'Theme: light', dark: 'Theme: dark' };
+/** Each label starts with its symbol: on a phone the closed menu is only as wide as the symbol (app.css). */
+const LABELS: Record<Theme, string> = { system: '◐ System', light: '☀ Light', dark: '☾ Dark' };
 
 function isTheme(value: unknown): value is Theme {
   return typeof value === 'string' && (THEMES as readonly string[]).includes(value);

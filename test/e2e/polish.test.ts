@@ -124,6 +124,12 @@ describe('browser app: code blocks, theme, Enter to send', () => {
     await page.emulateMedia({ colorScheme: 'dark' });
     await expect.poll(() => background(page), T).toBe(DARK_BG);
     await expect.poll(() => other.locator('[data-testid=theme]').inputValue(), T).toBe('system');
+
+    // On a 390-px phone the menu shows only its symbol: the top bar still fits (a wider page would
+    // make a mobile browser zoom out, which click-lands.test.ts's phone case once caught).
+    const phone = await openIn(await hub.newContext({ viewport: { width: 390, height: 844 }, isMobile: true, hasTouch: true }), TOKENS.alice, '/');
+    await expect(phone.evaluate<number>('document.documentElement.scrollWidth')).resolves.toBe(390);
+    await expect(phone.locator('[data-testid=theme]').isVisible()).resolves.toBe(true);
     expect(hub.pageErrors).toEqual([]);
   }, 60_000);
 
