@@ -7,8 +7,8 @@
  *   the Clipboard API taken away the fallback copies too;
  * - the theme menu pins light or dark over the system's setting, is remembered across a reload,
  *   and "system" follows the system again (axe in both pinned themes: a11y.test.ts);
- * - Enter sends the composer, Shift+Enter makes a new line, and a form's multi-line answer keeps
- *   Enter for a new line.
+ * - Enter sends the composer (while a turn runs: adds to it), Shift+Enter makes a new line, and a
+ *   form's multi-line answer keeps Enter for a new line.
  */
 import { describe, expect, it } from 'vitest';
 import type { BrowserContext, Page } from 'playwright-core';
@@ -153,6 +153,12 @@ describe('browser app: code blocks, theme, Enter to send', () => {
     expect((envelope.action as unknown as { message: { text: string } }).message.text).toBe('first line\nsecond line');
     await expect.poll(() => composer.inputValue(), T).toBe('');
     await expect(page.locator('article.turn .user-message').textContent()).resolves.toBe('first line\nsecond line');
+    // While the turn runs, Enter adds the text to that turn (a steering input), never a new turn.
+    await page.locator('[data-testid=send]', { hasText: 'Add to turn' }).waitFor(T);
+    await composer.pressSequentially('also check the licence');
+    await composer.press('Enter');
+    await page.locator('.receipt[data-state=accepted]', { hasText: 'also check the licence' }).waitFor(T);
+    await expect(page.locator('article.turn').count()).resolves.toBe(1);
 
     // A text question's answer is a multi-line textarea: Enter is a new line there, never a submit.
     const ask = { id: 'notes', message: 'Release notes', questions: [{ id: 'notes', kind: 'text', title: 'Notes', message: 'What changed?' }] };
