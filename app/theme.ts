@@ -6,34 +6,12 @@
  * follows a change of the system theme at once.
  */
 import { el } from './dom.js';
+import { applyTheme, isTheme, storedTheme, THEME_KEY, THEMES, type Theme } from './theme-store.js';
 
-export const THEMES = ['system', 'light', 'dark'] as const;
-export type Theme = (typeof THEMES)[number];
-
-export const THEME_KEY = 'ahp-hub-theme';
+export { applyTheme, storedTheme };
 
 /** Each label starts with its symbol: on a phone the closed menu is only as wide as the symbol (app.css). */
 const LABELS: Record<Theme, string> = { system: '◐ System', light: '☀ Light', dark: '☾ Dark' };
-
-function isTheme(value: unknown): value is Theme {
-  return typeof value === 'string' && (THEMES as readonly string[]).includes(value);
-}
-
-/** The remembered theme; "system" when none is kept, storage is off, or it holds something else. */
-export function storedTheme(): Theme {
-  try {
-    const value = localStorage.getItem(THEME_KEY);
-    return isTheme(value) ? value : 'system';
-  } catch {
-    return 'system';
-  }
-}
-
-/** Shows `theme` on this page. */
-export function applyTheme(theme: Theme, root: HTMLElement = document.documentElement): void {
-  if (theme === 'system') root.removeAttribute('data-theme');
-  else root.setAttribute('data-theme', theme);
-}
 
 function remember(theme: Theme): void {
   try {

@@ -21,6 +21,9 @@ if (existsSync('app/main.ts')) {
     alias: { zod: './app/zod-lite.ts' },
     logLevel: 'warning',
   });
+  // A classic script for <head>: the pinned theme is on <html> before the first paint (the
+  // bundle above is a deferred module). A few hundred bytes; no source map.
+  await build({ entryPoints: ['app/theme-boot.ts'], bundle: true, format: 'iife', target: 'es2022', platform: 'browser', minify: true, outfile: 'dist/app/theme-boot.js', logLevel: 'warning' });
   mkdirSync('dist/sourcemaps', { recursive: true });
   renameSync('dist/app/app.js.map', 'dist/sourcemaps/app.js.map');
   if (existsSync('app/static')) cpSync('app/static', 'dist/app', { recursive: true });

@@ -112,6 +112,15 @@ describe('browser app: code blocks, theme, Enter to send', () => {
     await page.locator('[data-testid=connection]', { hasText: 'Connected' }).waitFor(T);
     await expect(theme.inputValue()).resolves.toBe('dark');
     await expect(background(page)).resolves.toBe(DARK_BG);
+    // The pinned theme is on the page before the app's bundle runs: with /app.js held back, the
+    // boot page ("Connecting to the hub…") is already dark.
+    const early = hub.watch(await context.newPage());
+    await early.route('**/app.js', (route) => route.abort());
+    await early.goto(`${hub.server.url}/`);
+    await early.locator('.boot').waitFor(T);
+    await expect(early.evaluate<string | null>('document.documentElement.getAttribute("data-theme")')).resolves.toBe('dark');
+    await expect(background(early)).resolves.toBe(DARK_BG);
+    await early.close();
     // Another tab of this browser follows the choice.
     const other = await openIn(context, TOKENS.alice, '/');
     await expect(other.locator('[data-testid=theme]').inputValue()).resolves.toBe('dark');
