@@ -83,7 +83,24 @@ function selectContents(node: Node, doc: Document): void {
 
 const resetTimers = new WeakMap<HTMLButtonElement, number>();
 
+/**
+ * A polite live region that says what a Copy did: a screen reader does not announce the changed
+ * text of the button that has focus.
+ */
+function announce(doc: Document, text: string): void {
+  let region = doc.querySelector<HTMLElement>('[data-testid=copy-status]');
+  if (!region) {
+    region = doc.createElement('div');
+    region.className = 'sr-only';
+    region.setAttribute('role', 'status');
+    region.setAttribute('data-testid', 'copy-status');
+    doc.body.append(region);
+  }
+  region.textContent = text;
+}
+
 function confirm(button: HTMLButtonElement, label: string): void {
+  announce(button.ownerDocument, label === 'Copied' ? 'Copied to the clipboard.' : 'Could not copy: the text is selected, press Ctrl+C.');
   button.textContent = label;
   button.dataset['copied'] = label === 'Copied' ? 'true' : 'false';
   const view = button.ownerDocument.defaultView;

@@ -63,6 +63,8 @@ describe('browser app: code blocks, theme, Enter to send', () => {
     await blocks.nth(0).locator('button.md-copy').click();
     await blocks.nth(0).locator('button.md-copy', { hasText: 'Copied' }).waitFor(T);
     await expect(clipboardOf(page)).resolves.toBe(CODE);
+    // A screen reader hears it too (the focused button's new text alone is not announced).
+    await expect(page.locator('[data-testid=copy-status][role=status]').textContent()).resolves.toBe('Copied to the clipboard.');
 
     // The tail block is rebuilt each frame as text arrives; its button copies what is shown now.
     await agent.dispatchAndWait(chat, { type: 'chat/delta', turnId: 't1', partId: 'p1', content: ' done")' });
