@@ -19,6 +19,8 @@ export interface PartContext {
   readonly onAnswered?: () => void;
   /** Called when a part grew outside the chat view's own update (a long part catching up). */
   readonly onGrew?: () => void;
+  /** Sends text to the agent through the chat's composer (a typist's kept answer, kept-text.ts). */
+  readonly sendFollowUp?: (text: string) => Promise<boolean>;
 }
 
 export interface PartView {
