@@ -147,6 +147,34 @@ describe('browser app: the form shows the shared state', () => {
     }, 240_000);
   });
 
+  it('number and yes/no fields show a teammate’s later answer while they have the focus', async () => {
+    const request = {
+      id: 'req-number',
+      message: 'Sizing',
+      questions: [
+        { id: 'replicas', kind: 'integer', title: 'Replicas', message: 'How many?' },
+        { id: 'canary', kind: 'boolean', title: 'Canary', message: 'Canary first?' },
+      ],
+    };
+    const { setup, session } = await hub.scriptedSession(TOKENS.alice, 'Number and yes/no', [{ ask: request }, { sleep: 60_000 }]);
+    await setup.waitForEnvelope((e) => e.action.type === 'chat/inputRequested', 'input request');
+    const [alice, bob] = [await hub.open(TOKENS.alice, sessionPath(session)), await hub.open(TOKENS.bob, sessionPath(session))];
+    const form = (p: Page) => p.locator('.input-request:not(.resolved)[data-request="req-number"]');
+    const replicas = (p: Page) => form(p).locator('[data-question=replicas] input');
+    for (const p of [alice, bob]) await replicas(p).waitFor(T);
+    await replicas(alice).fill('3');
+    await expect.poll(() => replicas(bob).inputValue(), T).toBe('3');
+    await replicas(bob).fill('7');
+    // Alice's caret is still in the field; it shows bob's number.
+    await expect(replicas(alice).evaluate((e) => e === e.ownerDocument.activeElement)).resolves.toBe(true);
+    await expect.poll(() => replicas(alice).inputValue(), T).toBe('7');
+    await form(alice).locator('[data-testid=yes-canary]').click();
+    await expect.poll(() => form(bob).locator('[data-testid=yes-canary]').isChecked(), T).toBe(true);
+    await form(bob).locator('[data-testid=no-canary]').click();
+    await expect.poll(() => form(alice).locator('[data-testid=no-canary]').isChecked(), T).toBe(true);
+    expect(hub.pageErrors).toEqual([]);
+  }, 60_000);
+
   it('a teammate who changed a choice moments before Submit: the submitter is asked, naming who changed what', async () => {
     const request = { id: 'req-asked', message: 'Triage', questions: [questionOf('single-select')] };
     const { setup, session } = await hub.scriptedSession(TOKENS.alice, 'Asked before submit', [{ ask: request }, { sleep: 60_000 }]);
