@@ -56,7 +56,8 @@ export class InputRequestView implements PartView {
   #endedHere = false;
   /** What this tab was typing when someone else ended the request (kept-text.ts). */
   #kept: KeptTextBox | undefined;
-  readonly #offChat: () => void;
+  /** Follows teammates' drafts while the form is open (dropped with the form). */
+  #offChat: (() => void) | undefined;
 
   constructor(
     private readonly ctx: PartContext,
@@ -75,10 +76,6 @@ export class InputRequestView implements PartView {
     };
     this.el.addEventListener('input', recheck);
     this.el.addEventListener('change', recheck);
-    this.#offChat = ctx.chat.onChange((_, change) => {
-      const questionId = teammateDraftOf(change, this.#request.id, ctx.app.client.clientId);
-      if (questionId !== undefined) this.#noteTeammate(questionId);
-    });
     if (part.response === undefined && active) this.#buildForm();
     else this.#buildRecord(part);
   }
@@ -109,6 +106,10 @@ export class InputRequestView implements PartView {
 
   #buildForm(): void {
     this.#destroyFields();
+    this.#offChat ??= this.ctx.chat.onChange((_, change) => {
+      const questionId = teammateDraftOf(change, this.#request.id, this.ctx.app.client.clientId);
+      if (questionId !== undefined) this.#noteTeammate(questionId);
+    });
     const request = this.#request;
     const canWrite = this.ctx.app.canWrite;
     // A viewer follows along: "needs your input" would ask them for something they cannot give.
@@ -577,6 +578,8 @@ export class InputRequestView implements PartView {
       if (kept.length > 0) this.#kept = new KeptTextBox(kept, this.ctx.sendFollowUp);
     }
     this.#resolved = true;
+    this.#offChat?.();
+    this.#offChat = undefined;
     this.#recordMeta = part._meta;
     this.#request = part.request;
     this.#destroyFields();
@@ -618,7 +621,7 @@ export class InputRequestView implements PartView {
   }
 
   destroy(): void {
-    this.#offChat();
+    this.#offChat?.();
     this.#destroyFields();
   }
 }
