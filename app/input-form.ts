@@ -492,7 +492,8 @@ export class InputRequestView implements PartView {
       const sent = part.request.answers?.[id];
       const cut = !(sent && sent.state !== 'skipped' && sent.value.kind === 'text' && sent.value.value === text);
       const typing = now - (field.typedAt?.() ?? 0) <= TYPING_KEEP_MS;
-      if (typing || (cut && field.el.contains(document.activeElement))) kept.push({ questionId: id, title: String(field.question.title ?? id), text, cut });
+      // The caret in it (presence shows them editing) or keys a moment ago: they are the typist.
+      if (typing || field.el.contains(document.activeElement)) kept.push({ questionId: id, title: String(field.question.title ?? id), text, cut });
     }
     return kept;
   }
