@@ -5,6 +5,7 @@
  * and what Submit reads from it are the shared state.
  */
 import type { ChatInputAnswer, ChatInputAnswerValue, ChatInputQuestion } from '../shared/protocol/state.js';
+import { answerProblem } from '../shared/state/answer-rules.js';
 import { el } from './dom.js';
 import { freeTextOf, pickedIds } from './form-draft-sync.js';
 import type { RemoteMark } from './text-binding.js';
@@ -68,7 +69,15 @@ export function numberField(s: FieldSlot): Field {
   if (typeof question['defaultValue'] === 'number') input.value = String(question['defaultValue']);
   hint.textContent = rangeHint(question['min'], question['max'], question.kind === 'integer' ? 'whole number' : 'number');
   const read = (): ChatInputAnswerValue | undefined => (input.value === '' || Number.isNaN(input.valueAsNumber) ? undefined : { kind: 'number', value: input.valueAsNumber });
-  input.addEventListener('input', () => s.draft(read()));
+  // A value no draft may carry (2.5 for a whole number: the hub's rules refuse it) is not sent and
+  // not overwritten: it stays here while the person corrects it, and Submit names the problem.
+  const undraftable = (): boolean => {
+    const value = read();
+    return value !== undefined && answerProblem(question, { state: 'draft', value }) !== undefined;
+  };
+  input.addEventListener('input', () => {
+    if (!undraftable()) s.draft(read());
+  });
   wrap.append(input);
   let synced = false;
   return {
@@ -77,6 +86,7 @@ export function numberField(s: FieldSlot): Field {
     presence: s.presence,
     value: read,
     show: (a) => {
+      if (undraftable()) return;
       if (answered(a) && a.value.kind === 'number') {
         synced = true;
         const v = (a.value as { value: number }).value;

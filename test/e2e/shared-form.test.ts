@@ -172,6 +172,16 @@ describe('browser app: the form shows the shared state', () => {
     await expect.poll(() => form(bob).locator('[data-testid=yes-canary]').isChecked(), T).toBe(true);
     await form(bob).locator('[data-testid=no-canary]').click();
     await expect.poll(() => form(alice).locator('[data-testid=no-canary]').isChecked(), T).toBe(true);
+    // A value no draft may carry (2.5 for a whole number) is neither sent nor reset under the
+    // cursor: bob's later change arrives, her 2.5 stays, bob keeps the shared 7, Submit says why.
+    await replicas(alice).fill('2.5');
+    await form(bob).locator('[data-testid=yes-canary]').click();
+    await expect.poll(() => form(alice).locator('[data-testid=yes-canary]').isChecked(), T).toBe(true);
+    await expect(replicas(alice).inputValue()).resolves.toBe('2.5');
+    await expect(replicas(bob).inputValue()).resolves.toBe('7');
+    await expect(form(alice).locator('[data-testid=resend-draft]').count()).resolves.toBe(0);
+    await form(alice).locator('[data-response=accept]').click();
+    await expect.poll(() => form(alice).locator('[data-question=replicas] [data-testid=field-error]').textContent(), T).toBe('Enter a whole number.');
     expect(hub.pageErrors).toEqual([]);
   }, 60_000);
 
