@@ -15,6 +15,7 @@ import { AhpRequestError } from '../shared/client/errors.js';
 import { ErrorCode } from '../shared/protocol/errors.js';
 import type { AppContext } from './context.js';
 import { createPartView, type PartView } from './parts.js';
+import type { FollowUpResult } from './kept-text.js';
 import { AnswerStamps } from './answer-stamps.js';
 import { nextFrame } from './markdown-stream.js';
 import { APPROVED_TOOLS_META, DENIED_TOOLS_META, rememberedTools, turnDuration } from '../shared/state/selectors.js';
@@ -323,7 +324,7 @@ interface TurnHandlers {
   /** Starts a new turn that resumes `turnId` (its questions start with the answers given there). */
   onResume(text: string, turnId: string): void;
   onNewTurn(): void;
-  onFollowUp(text: string): Promise<boolean>;
+  onFollowUp(text: string): Promise<FollowUpResult>;
 }
 
 interface TrackedInput {
@@ -906,11 +907,13 @@ class ChatView {
     }
   }
 
-  /** Sends `text` as if typed in the composer (after what is there); true once it went out. */
-  async #sendAsTyped(text: string): Promise<boolean> {
-    this.#textarea.value = this.#textarea.value.trim() === '' ? text : `${this.#textarea.value}\n\n${text}`;
-    await this.#submit();
-    return this.#textarea.value === '';
+  /** Sends `text` as if typed in the composer; a message already being written there gets it appended instead. */
+  async #sendAsTyped(text: string): Promise<FollowUpResult> {
+    const own = this.#textarea.value.trim() !== '';
+    this.#textarea.value = own ? `${this.#textarea.value}\n\n${text}` : text;
+    if (own) this.#textarea.focus();
+    else await this.#submit();
+    return own ? 'added' : this.#textarea.value === '' ? 'sent' : 'failed';
   }
 
   /** Adds `text` to the running turn through the steering input contract, then follows its receipt. */

@@ -18,8 +18,10 @@ export interface KeptAnswer {
   readonly cut: boolean;
 }
 
-/** Sends a message to the agent as if typed in the composer; true once it went out. */
-export type SendFollowUp = (text: string) => Promise<boolean>;
+/** `added`: the composer held a message being written, so the text was appended there, unsent. */
+export type FollowUpResult = 'sent' | 'added' | 'failed';
+/** Sends a message to the agent as if typed in the composer. */
+export type SendFollowUp = (text: string) => Promise<FollowUpResult>;
 
 export class KeptTextBox {
   readonly el = el('div', { class: 'kept-text', attrs: { 'data-testid': 'kept-text', role: 'region', 'aria-label': 'Your unsent text' } });
@@ -77,8 +79,13 @@ export class KeptTextBox {
     if (!this.sendFollowUp) return;
     button.disabled = true;
     this.#status.textContent = 'Sending…';
-    const sent = await this.sendFollowUp(`${k.title}: ${k.text}`);
-    this.#status.textContent = sent ? 'Sent as a follow-up (see its receipt below the chat).' : 'Not sent: see the message under the composer, then try again.';
-    button.disabled = sent;
+    const result = await this.sendFollowUp(`${k.title}: ${k.text}`);
+    const WORDS: Record<FollowUpResult, string> = {
+      sent: 'Sent as a follow-up (see its receipt under the chat).',
+      added: 'Added to the message you are writing in the composer: send it from there.',
+      failed: 'Not sent: see the message under the composer, then try again.',
+    };
+    this.#status.textContent = WORDS[result];
+    button.disabled = result !== 'failed';
   }
 }

@@ -204,6 +204,12 @@ describe('browser app: accessibility (axe-core, WCAG 2.2 AA)', () => {
     await expectNoSeriousViolations(bob, 'kept text', () => kept.waitFor(T));
     await expect(bob.getByRole('region', { name: 'Your unsent text' }).count()).resolves.toBe(1);
     await expect(bob.getByRole('textbox', { name: 'Your text for “Summary”' }).inputValue()).resolves.toBe('DB failover');
+    // A message being written in the composer is not sent behind the person's back: the kept
+    // text is appended to it, and the status line says so.
+    await bob.locator('[data-testid=composer]').fill('Context first');
+    await kept.locator('[data-testid=send-kept]').click();
+    await expect.poll(() => kept.locator('[data-testid=kept-status]').textContent(), T).toContain('Added to the message you are writing');
+    await expect(bob.locator('[data-testid=composer]').inputValue()).resolves.toBe('Context first\n\nSummary: DB failover');
     expect(hub.pageErrors).toEqual([]);
   }, 60_000);
 });
