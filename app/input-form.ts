@@ -12,7 +12,7 @@
  * and a typist whose form someone else ends keeps their text (kept-text.ts).
  */
 import type { ChatInputAnswer, ChatInputAnswerValue, ChatInputRequest, InputRequestPart, ResponsePart } from '../shared/protocol/state.js';
-import { CollabDoc, presenceName } from './collab.js';
+import { applyTextDiff, CollabDoc, presenceName } from './collab.js';
 import { answerText, booleanField, numAttr, numberField, rangeHint, selectField, setTextKeepingCaret, type Field, type FieldSlot, type Q } from './form-fields.js';
 import { DraftActivity, teammateDraftOf } from './form-draft-sync.js';
 import { RECENT_CHANGE_MS, submitWarnings } from './submit-guard.js';
@@ -313,6 +313,13 @@ export class InputRequestView implements PartView {
       },
       bind: (doc: CollabDoc) => {
         const ytext = doc.text(question.id);
+        // Keys typed before the shared text was joined (their debounced draft may not even have
+        // gone out) go into it; binding would otherwise show the older shared text over them.
+        if (typedAt > 0 && input.value !== ytext.toString()) {
+          window.clearTimeout(draftTimer);
+          draftTimer = undefined;
+          doc.doc.transact(() => applyTextDiff(ytext, input.value), 'local');
+        }
         bound = true;
         // The hub seeds each Y.Text with the current draft (or the question's default) once.
         unbind = bindText(ytext, input, () => refreshCount());

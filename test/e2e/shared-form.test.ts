@@ -185,6 +185,34 @@ describe('browser app: the form shows the shared state', () => {
     expect(hub.pageErrors).toEqual([]);
   }, 60_000);
 
+  it('keys typed before the form has joined its shared text are kept and reach everyone', async () => {
+    const request = { id: 'req-early', message: 'Early keys', questions: [questionOf('text')] };
+    const { setup, session } = await hub.scriptedSession(TOKENS.alice, 'Early keys', [{ ask: request }, { sleep: 60_000 }]);
+    await setup.waitForEnvelope((e) => e.action.type === 'chat/inputRequested', 'input request');
+    const alice = await hub.open(TOKENS.alice, sessionPath(session));
+    const box = (p: Page) => p.locator('.input-request:not(.resolved)[data-request="req-early"] [data-question=q] textarea');
+    await box(alice).waitFor(T);
+    // Bob's join of this form's shared text waits at the socket until he has typed (a slow join).
+    const context = await hub.newContext();
+    let release = (): void => {};
+    const joinHeld = new Promise<void>((resolve) => (release = resolve));
+    await context.routeWebSocket(/.*/, (ws) => {
+      const server = ws.connectToServer();
+      ws.onMessage(async (message) => {
+        if (typeof message === 'string' && message.includes('"x-collab/join"') && message.includes('"req-early"')) await joinHeld;
+        server.send(message);
+      });
+    });
+    const bob = hub.watch(await context.newPage());
+    await bob.goto(`${hub.server.url}${sessionPath(session)}?token=${encodeURIComponent(TOKENS.bob)}`);
+    await box(bob).click();
+    await bob.keyboard.type('DB failover');
+    release();
+    await expect.poll(() => box(bob).inputValue(), T).toBe('DB failover');
+    await expect.poll(() => box(alice).inputValue(), T).toBe('DB failover');
+    expect(hub.pageErrors).toEqual([]);
+  }, 60_000);
+
   it('a teammate who changed a choice moments before Submit: the submitter is asked, naming who changed what', async () => {
     const request = { id: 'req-asked', message: 'Triage', questions: [questionOf('single-select')] };
     const { setup, session } = await hub.scriptedSession(TOKENS.alice, 'Asked before submit', [{ ask: request }, { sleep: 60_000 }]);
