@@ -12,11 +12,12 @@ import { CollabDoc, presenceName, type PresenceState } from './collab.js';
 import { copyFromButton } from './code-copy.js';
 import { composerSends, SEND_HINT } from './composer-keys.js';
 import { el, markdownInto, replaceChildren } from './dom.js';
-import { colorFor, displayTitle, errorInWords, newId, personName, receiptInWords, relativeTime, sessionIdOf, statusClass, statusLabel, type AnsweredBy } from './format.js';
+import { colorFor, displayTitle, endedAt, errorInWords, inputIdOf, newId, personName, receiptInWords, relativeTime, sessionIdOf, statusClass, statusLabel, type AnsweredBy } from './format.js';
 import { AhpRequestError } from '../shared/client/errors.js';
 import { ErrorCode } from '../shared/protocol/errors.js';
 import type { AppContext } from './context.js';
 import { createPartView, type PartView } from './parts.js';
+import type { FollowUpResult } from './kept-text.js';
 import { AnswerStamps } from './answer-stamps.js';
 import { nextFrame } from './markdown-stream.js';
 import { APPROVED_TOOLS_META, DENIED_TOOLS_META, rememberedTools, turnDuration } from '../shared/state/selectors.js';
@@ -173,13 +174,6 @@ export class ChatPage {
  */
 const stoppedHere = new Set<string>();
 
-/** When a turn ended ("Completed … ago" counts from the end, not the start). */
-function endedAt(t: Turn): string | undefined {
-  const start = Date.parse(t.startedAt ?? '');
-  if (Number.isNaN(start)) return undefined;
-  return new Date(start + (typeof t.duration === 'number' ? t.duration : 0)).toISOString();
-}
-
 class TurnView {
   readonly el: HTMLElement;
   readonly #message = el('div', { class: 'user-message' });
@@ -216,7 +210,7 @@ class TurnView {
       let view = this.#partViews[i];
       if (!view || view.el.dataset['kind'] !== part.kind) {
         view?.destroy();
-        view = createPartView(part, { app: this.ctx, chat: this.chat, turnId: turn.id, onAnswered: this.onAnswered, onGrew: this.onGrew }, active);
+        view = createPartView(part, { app: this.ctx, chat: this.chat, turnId: turn.id, onAnswered: this.onAnswered, onGrew: this.onGrew, sendFollowUp: handlers.onFollowUp }, active);
         view.el.dataset['kind'] = part.kind;
         if (this.#partViews[i]) this.#parts.replaceChild(view.el, this.#partViews[i]!.el);
         else this.#parts.append(view.el);
@@ -316,6 +310,7 @@ interface TurnHandlers {
   /** Starts a new turn that resumes `turnId` (its questions start with the answers given there). */
   onResume(text: string, turnId: string): void;
   onNewTurn(): void;
+  onFollowUp(text: string): Promise<FollowUpResult>;
 }
 
 interface TrackedInput {
@@ -605,6 +600,7 @@ class ChatView {
         this.#textarea.focus();
         this.#scrollToBottom();
       },
+      onFollowUp: (text) => this.#sendAsTyped(text),
     });
     for (let index = first; index < wanted.length; index++) {
       const [turn, active] = wanted[index]!;
@@ -832,13 +828,6 @@ class ChatView {
     this.#composerNote.textContent = blocked ? blocked : running ? 'Extra context for the running turn. It never approves a tool or answers a question — use the buttons above.' : SEND_HINT;
     const pendingSteering = [...(chat.steeringMessages ?? []), ...(chat.steeringMessage ? [chat.steeringMessage] : [])];
     const mine = new Set(this.#inputs.map((i) => i.inputId));
-    const inputIdOf = (p: { id: string; message: { _meta?: Record<string, unknown> } }): string => {
-      for (const v of Object.values(p.message._meta ?? {})) {
-        const id = (v as { inputId?: unknown } | null)?.inputId;
-        if (typeof id === 'string') return id;
-      }
-      return p.id;
-    };
     const others = pendingSteering.filter((p) => !mine.has(inputIdOf(p)));
     const receipt = (i: TrackedInput): HTMLElement => {
       const state = i.problem ? 'not added' : (i.receipt?.state ?? 'sending');
@@ -902,6 +891,15 @@ class ChatView {
       this.#sending = false;
       this.#renderComposer(view.state);
     }
+  }
+
+  /** Sends `text` as if typed in the composer; a message already being written there gets it appended instead. */
+  async #sendAsTyped(text: string): Promise<FollowUpResult> {
+    const own = this.#textarea.value.trim() !== '';
+    this.#textarea.value = own ? `${this.#textarea.value}\n\n${text}` : text;
+    if (own) this.#textarea.focus();
+    else await this.#submit();
+    return own ? 'added' : this.#textarea.value === '' ? 'sent' : 'failed';
   }
 
   /** Adds `text` to the running turn through the steering input contract, then follows its receipt. */

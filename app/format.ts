@@ -1,6 +1,6 @@
 /** Status labels, relative times and other small display helpers. */
 import type { AnsweredBy } from '../shared/state/answered-by.js';
-import { SessionStatus, activityOf, hasBit } from '../shared/protocol/state.js';
+import { SessionStatus, activityOf, hasBit, type Turn } from '../shared/protocol/state.js';
 
 export type StatusLabel = 'Idle' | 'In progress' | 'Needs input' | 'Error';
 
@@ -163,4 +163,20 @@ export function wonRaceText(by: AnsweredBy | undefined, approved: boolean, optio
   const who = name === 'the hub' || name === 'you' || name === 'someone else' ? name[0]!.toUpperCase() + name.slice(1) : name;
   const how = by?.surface === 'remembered choice' ? ' (a remembered "always" choice)' : '';
   return `${who} ${approved ? 'approved' : 'denied'} this first${option ? ` (${option})` : ''}${how}.`;
+}
+
+/** When a turn ended ("Completed … ago" counts from the end, not the start). */
+export function endedAt(t: Turn): string | undefined {
+  const start = Date.parse(t.startedAt ?? '');
+  if (Number.isNaN(start)) return undefined;
+  return new Date(start + (typeof t.duration === 'number' ? t.duration : 0)).toISOString();
+}
+
+/** The steering input id a pending steering message carries in its `_meta`, else its own id. */
+export function inputIdOf(p: { id: string; message: { _meta?: Record<string, unknown> } }): string {
+  for (const v of Object.values(p.message._meta ?? {})) {
+    const id = (v as { inputId?: unknown } | null)?.inputId;
+    if (typeof id === 'string') return id;
+  }
+  return p.id;
 }

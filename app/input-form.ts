@@ -6,53 +6,24 @@
  * `chat/inputAnswerChanged` draft, so all tabs see the same form; text answers live in a Y.Text
  * per question (synced through `x-collab/*`), which the hub merges character by character and
  * mirrors into the drafts for AHP clients without Yjs. Presence shows who views the request and
- * which question each person is editing. Accepting sends the answers as this tab shows them.
+ * which question each person is editing. Every field shows the synced answer, focused or not
+ * (form-draft-sync.ts), so accepting sends the answers as this tab shows them, which are the shared
+ * ones; Submit asks first when a teammate just changed one or is still typing (submit-guard.ts),
+ * and a typist whose form someone else ends keeps their text (kept-text.ts).
  */
-import type { ChatInputAnswer, ChatInputAnswerValue, ChatInputQuestion, ChatInputRequest, InputRequestPart, ResponsePart } from '../shared/protocol/state.js';
-import { CollabDoc, presenceName } from './collab.js';
+import type { ChatInputAnswer, ChatInputAnswerValue, ChatInputRequest, InputRequestPart, ResponsePart } from '../shared/protocol/state.js';
+import { applyTextDiff, CollabDoc, presenceName } from './collab.js';
+import { answerText, booleanField, numAttr, numberField, rangeHint, selectField, setTextKeepingCaret, type Field, type FieldSlot, type Q } from './form-fields.js';
+import { DraftActivity, teammateDraftOf } from './form-draft-sync.js';
+import { RECENT_CHANGE_MS, submitWarnings } from './submit-guard.js';
+import { SubmitGuardBar } from './submit-guard-bar.js';
+import { KeptTextBox, TYPING_KEEP_MS, type KeptAnswer } from './kept-text.js';
 import { bindText, cursorOf, RemoteCursorOverlay, resolveCursor, type RemoteMark, type SharedCursor } from './text-binding.js';
 import { el, markdownInto, replaceChildren } from './dom.js';
-import { answeredByOf, answeredByText, colorFor, FROM_APP_META } from './format.js';
+import { answeredByOf, answeredByText, colorFor, FROM_APP_META, personName } from './format.js';
 import { submitProblems } from '../shared/state/answer-rules.js';
 import { safeHref } from './markdown.js';
 import type { PartContext, PartView } from './parts.js';
-
-type Q = ChatInputQuestion & Record<string, unknown>;
-interface Option {
-  id: string;
-  label: string;
-  description?: string;
-  recommended?: boolean;
-}
-
-interface Field {
-  readonly question: Q;
-  readonly el: HTMLElement;
-  readonly presence: HTMLElement;
-  /** The answer as this tab currently shows it, or undefined when empty. */
-  value(): ChatInputAnswerValue | undefined;
-  /** Shows a synced draft (skipped while the person here is editing this field). */
-  show(answer: ChatInputAnswer | undefined): void;
-  setDisabled(disabled: boolean): void;
-  destroy(): void;
-  /** Others' carets and selections (shared text answers only, once bound to their Y.Text). */
-  showCursors?(marks: readonly RemoteMark[]): void;
-}
-
-function answerText(answer: ChatInputAnswer | undefined, question?: Q): string {
-  if (!answer) return '—';
-  if (answer.state === 'skipped') return 'skipped';
-  const v = answer.value as { kind: string; value?: unknown; freeformValues?: string[] };
-  const label = (id: unknown): string => (question?.['options'] as Option[] | undefined)?.find((o) => o.id === id)?.label ?? String(id);
-  let text: string;
-  if (v.kind === 'selected-many' && Array.isArray(v.value)) text = v.value.map(label).join(', ');
-  else if (v.kind === 'selected') text = label(v.value);
-  else if (v.kind === 'boolean') text = v.value ? 'Yes' : 'No';
-  else text = String(v.value ?? '');
-  const free = v.freeformValues?.filter((f) => !(v.kind === 'selected' && f === v.value));
-  if (free && free.length > 0) text += `${text ? ', ' : ''}${free.join(', ')}`;
-  return text || '—';
-}
 
 export class InputRequestView implements PartView {
   readonly el: HTMLElement;
@@ -75,6 +46,18 @@ export class InputRequestView implements PartView {
   #collabOff: (() => void) | undefined;
   #editing: string | null = null;
   #cursor: SharedCursor | null = null;
+  /** Teammates' changes and presence, for Submit's question (submit-guard.ts). */
+  readonly #activity = new DraftActivity();
+  readonly #guard = new SubmitGuardBar(
+    () => void this.#complete('accept', true),
+    () => this.el.querySelector<HTMLElement>('[data-response=accept]')?.focus(),
+  );
+  /** This tab pressed Submit / Decline / Cancel (so a typist's kept text is not offered here). */
+  #endedHere = false;
+  /** What this tab was typing when someone else ended the request (kept-text.ts). */
+  #kept: KeptTextBox | undefined;
+  /** Follows teammates' drafts while the form is open (dropped with the form). */
+  #offChat: (() => void) | undefined;
 
   constructor(
     private readonly ctx: PartContext,
@@ -116,12 +99,17 @@ export class InputRequestView implements PartView {
     }
     this.#request = part.request;
     for (const [id, field] of this.#fields) field.show(part.request.answers?.[id]);
+    this.#guard.refresh(this.#warnings());
   }
 
   // ─── Open form ─────────────────────────────────────────────────────────────
 
   #buildForm(): void {
     this.#destroyFields();
+    this.#offChat ??= this.ctx.chat.onChange((_, change) => {
+      const questionId = teammateDraftOf(change, this.#request.id, this.ctx.app.client.clientId);
+      if (questionId !== undefined) this.#noteTeammate(questionId);
+    });
     const request = this.#request;
     const canWrite = this.ctx.app.canWrite;
     // A viewer follows along: "needs your input" would ask them for something they cannot give.
@@ -145,7 +133,8 @@ export class InputRequestView implements PartView {
     const decline = this.#button('Decline', '', 'decline');
     const cancel = this.#button('Cancel', 'link', 'cancel');
     this.#confirmEnd.hidden = true;
-    children.push(el('div', { class: 'actions' }, accept, decline, cancel), this.#confirmEnd, this.#status);
+    this.#guard.hide();
+    children.push(el('div', { class: 'actions' }, accept, decline, cancel), this.#guard.el, this.#confirmEnd, this.#status);
     replaceChildren(this.el, ...children);
     for (const f of this.#fields.values()) f.setDisabled(!canWrite);
     this.#refreshButtons();
@@ -190,6 +179,7 @@ export class InputRequestView implements PartView {
         },
       },
     });
+    this.#guard.hide();
     replaceChildren(this.#confirmEnd, el('span', { text: `${response === 'decline' ? 'Declining' : 'Cancelling'} ends this request for everyone in this chat, and the agent is told. ` }), yes, ' ', keep);
     this.#confirmEnd.hidden = false;
     yes.focus();
@@ -261,73 +251,18 @@ export class InputRequestView implements PartView {
     wrap.addEventListener('focusout', (e) => {
       if (!wrap.contains(e.relatedTarget as Node | null)) focus(false);
     });
-    const draft = (value: ChatInputAnswerValue | undefined): void => void this.#draft(question.id, value);
+    const slot: FieldSlot = { question, id, wrap, presence, hint, required, draft: (value) => void this.#draft(question.id, value) };
     switch (question.kind) {
       case 'text':
-        return this.#textField(question, id, wrap, presence, hint, required);
+        return this.#textField(slot);
       case 'number':
-      case 'integer': {
-        const input = el('input', {
-          attrs: {
-            id,
-            type: 'number',
-            step: question.kind === 'integer' ? '1' : 'any',
-            min: numAttr(question['min']),
-            max: numAttr(question['max']),
-            required: required ? 'required' : undefined,
-            'aria-required': required ? 'true' : undefined,
-          },
-        });
-        if (typeof question['defaultValue'] === 'number') input.value = String(question['defaultValue']);
-        hint.textContent = rangeHint(question['min'], question['max'], question.kind === 'integer' ? 'whole number' : 'number');
-        const read = (): ChatInputAnswerValue | undefined => (input.value === '' || Number.isNaN(input.valueAsNumber) ? undefined : { kind: 'number', value: input.valueAsNumber });
-        input.addEventListener('input', () => draft(read()));
-        wrap.append(input);
-        return {
-          question,
-          el: wrap,
-          presence,
-          value: read,
-          show: (a) => {
-            if (document.activeElement === input) return;
-            if (a && a.state !== 'skipped' && a.value.kind === 'number') input.value = String((a.value as { value: number }).value);
-          },
-          setDisabled: (d) => (input.disabled = d),
-          destroy: () => {},
-        };
-      }
-      case 'boolean': {
-        // A real yes/no choice: two radios, neither picked until someone answers (or a default).
-        const group = el('div', { class: 'options yes-no', attrs: { role: 'radiogroup', id, 'aria-required': required ? 'true' : undefined } });
-        const yes = el('input', { attrs: { type: 'radio', name: id, value: 'yes', 'data-testid': `yes-${question.id}` } });
-        const no = el('input', { attrs: { type: 'radio', name: id, value: 'no', 'data-testid': `no-${question.id}` } });
-        if (typeof question['defaultValue'] === 'boolean') (question['defaultValue'] ? yes : no).checked = true;
-        const read = (): ChatInputAnswerValue | undefined => (yes.checked ? { kind: 'boolean', value: true } : no.checked ? { kind: 'boolean', value: false } : undefined);
-        for (const r of [yes, no]) r.addEventListener('change', () => draft(read()));
-        group.append(el('label', { class: 'option' }, yes, ' Yes'), el('label', { class: 'option' }, no, ' No'));
-        wrap.append(group);
-        return {
-          question,
-          el: wrap,
-          presence,
-          value: read,
-          show: (a) => {
-            if (a && a.state !== 'skipped' && a.value.kind === 'boolean') {
-              const v = (a.value as { value: boolean }).value;
-              yes.checked = v;
-              no.checked = !v;
-            }
-          },
-          setDisabled: (d) => {
-            yes.disabled = d;
-            no.disabled = d;
-          },
-          destroy: () => {},
-        };
-      }
+      case 'integer':
+        return numberField(slot);
+      case 'boolean':
+        return booleanField(slot);
       case 'single-select':
       case 'multi-select':
-        return this.#selectField(question, id, wrap, presence, hint, draft);
+        return selectField(slot);
       default: {
         wrap.append(el('div', { class: 'muted', text: `This app cannot show a "${question.kind}" question; it will be skipped.` }));
         return { question, el: wrap, presence, value: () => undefined, show: () => {}, setDisabled: () => {}, destroy: () => {} };
@@ -335,7 +270,7 @@ export class InputRequestView implements PartView {
     }
   }
 
-  #textField(question: Q, id: string, wrap: HTMLElement, presence: HTMLElement, hint: HTMLElement, required: boolean): Field {
+  #textField({ question, id, wrap, presence, hint, required }: FieldSlot): Field {
     const format = typeof question['format'] === 'string' ? (question['format'] as string) : undefined;
     const type = format === 'email' ? 'email' : format === 'uri' ? 'url' : format === 'date' ? 'date' : format === 'date-time' ? 'datetime-local' : undefined;
     const attrs = { id, minlength: numAttr(question['min']), maxlength: numAttr(question['max']), required: required ? 'required' : undefined, 'aria-required': required ? 'true' : undefined, 'data-testid': `text-${question.id}` };
@@ -352,20 +287,22 @@ export class InputRequestView implements PartView {
     let unbind: (() => void) | undefined;
     let bound = false;
     let draftTimer: number | undefined;
+    let typedAt = 0;
     const field: Field & { bind(doc: CollabDoc): void } = {
       question,
       el: wrap,
       presence,
       value: () => (input.value === '' ? undefined : { kind: 'text', value: input.value }),
       show: (a) => {
-        // While bound to the shared text, the Y.Text is the truth for this field; before that, a
-        // typed change still waiting for its debounced draft is newer than any synced state.
-        if (bound || document.activeElement === input || draftTimer !== undefined) return;
-        const text = a && a.state !== 'skipped' && a.value.kind === 'text' ? (a.value as { value: string }).value : a ? undefined : undefined;
-        if (text !== undefined) input.value = text;
+        // While bound to the shared text, the Y.Text is the truth for this field (merged, caret
+        // kept); before that, a typed change still waiting for its debounced draft is newer.
+        if (bound || draftTimer !== undefined) return;
+        const text = a && a.state !== 'skipped' && a.value.kind === 'text' ? (a.value as { value: string }).value : undefined;
+        if (text !== undefined) setTextKeepingCaret(input, text);
         else if (!a && input.value === '' && defaultValue) input.value = defaultValue;
         refreshCount();
       },
+      typedAt: () => typedAt,
       setDisabled: (d) => {
         input.disabled = d;
         input.readOnly = d;
@@ -376,10 +313,19 @@ export class InputRequestView implements PartView {
       },
       bind: (doc: CollabDoc) => {
         const ytext = doc.text(question.id);
+        // Keys typed before the shared text was joined (their debounced draft may not even have
+        // gone out) go into it; binding would otherwise show the older shared text over them.
+        if (typedAt > 0 && input.value !== ytext.toString()) {
+          window.clearTimeout(draftTimer);
+          draftTimer = undefined;
+          doc.doc.transact(() => applyTextDiff(ytext, input.value), 'local');
+        }
         bound = true;
         // The hub seeds each Y.Text with the current draft (or the question's default) once.
         unbind = bindText(ytext, input, () => refreshCount());
-        ytext.observe(() => {
+        ytext.observe((event) => {
+          // 'remote' is collab.ts's origin for what the hub sent: someone else's keystrokes.
+          if (event.transaction.origin === 'remote') this.#noteTeammate(question.id);
           refreshCount();
           this.#renderCursors();
         });
@@ -401,6 +347,7 @@ export class InputRequestView implements PartView {
     // Until (or unless) the shared text is available, type straight into the AHP draft.
     input.addEventListener('input', () => {
       refreshCount();
+      typedAt = Date.now();
       if (bound) return;
       window.clearTimeout(draftTimer);
       draftTimer = window.setTimeout(() => {
@@ -409,92 +356,6 @@ export class InputRequestView implements PartView {
       }, 150);
     });
     return field;
-  }
-
-  #selectField(question: Q, id: string, wrap: HTMLElement, presence: HTMLElement, hint: HTMLElement, draft: (v: ChatInputAnswerValue | undefined) => void): Field {
-    const multi = question.kind === 'multi-select';
-    const options = (question['options'] as Option[] | undefined) ?? [];
-    const freeform = question['allowFreeformInput'] === true;
-    const group = el('div', { class: 'options', attrs: { role: multi ? 'group' : 'radiogroup', id, 'aria-required': question.required === true && !multi ? 'true' : undefined } });
-    const boxes = options.map((o) => {
-      const input = el('input', { attrs: { type: multi ? 'checkbox' : 'radio', name: id, value: o.id } });
-      if (!multi && o.recommended) input.checked = true;
-      group.append(
-        el(
-          'label',
-          { class: 'option' },
-          input,
-          ' ',
-          el('span', { text: o.label }),
-          o.recommended ? el('span', { class: 'badge', text: 'recommended' }) : null,
-          o.description ? el('span', { class: 'muted small', text: ` — ${o.description}` }) : null,
-        ),
-      );
-      return input;
-    });
-    const other = freeform ? el('input', { attrs: { type: 'text', placeholder: multi ? 'Other (in addition)' : 'Other (instead of an option)', 'aria-label': 'Other', maxlength: '1000' } }) : undefined;
-    if (other) group.append(other);
-    if (multi) hint.textContent = rangeHint(question['min'], question['max'], 'selections');
-    const read = (): ChatInputAnswerValue | undefined => {
-      const picked = boxes.filter((b) => b.checked).map((b) => b.value);
-      const extra = other?.value.trim() ?? '';
-      if (multi) {
-        if (picked.length === 0 && !extra) return undefined;
-        return extra ? { kind: 'selected-many', value: picked, freeformValues: [extra] } : { kind: 'selected-many', value: picked };
-      }
-      if (extra && picked.length === 0) return { kind: 'selected', value: extra, freeformValues: [extra] };
-      return picked[0] !== undefined ? { kind: 'selected', value: picked[0] } : undefined;
-    };
-    // A multi-select with a maximum cannot take one more tick than allowed: the other boxes are
-    // disabled while the limit is reached (free text counts as a selection, as on the hub).
-    const max = multi && typeof question['max'] === 'number' ? (question['max'] as number) : undefined;
-    let allDisabled = false;
-    const enforceMax = (): void => {
-      const count = boxes.filter((b) => b.checked).length + ((other?.value.trim() ?? '') !== '' ? 1 : 0);
-      for (const b of boxes) b.disabled = allDisabled || (max !== undefined && !b.checked && count >= max);
-      if (other) other.disabled = allDisabled || (max !== undefined && other.value.trim() === '' && count >= max);
-    };
-    for (const b of boxes) {
-      b.addEventListener('change', () => {
-        if (!multi && other) other.value = '';
-        enforceMax();
-        draft(read());
-      });
-    }
-    // Typing "Other" is debounced; until that draft is dispatched (and so part of the optimistic
-    // state) the synced answer is older than what this tab shows and must not overwrite it.
-    let otherTimer: number | undefined;
-    if (other) {
-      other.addEventListener('input', () => {
-        if (!multi && other.value.trim()) for (const b of boxes) b.checked = false;
-        enforceMax();
-        window.clearTimeout(otherTimer);
-        otherTimer = window.setTimeout(() => {
-          otherTimer = undefined;
-          draft(read());
-        }, 200);
-      });
-    }
-    wrap.append(group);
-    return {
-      question,
-      el: wrap,
-      presence,
-      value: read,
-      show: (a) => {
-        if (!a || a.state === 'skipped' || wrap.contains(document.activeElement) || otherTimer !== undefined) return;
-        const v = a.value as { kind: string; value: unknown; freeformValues?: string[] };
-        const ids = v.kind === 'selected-many' && Array.isArray(v.value) ? (v.value as string[]) : v.kind === 'selected' ? [String(v.value)] : [];
-        for (const b of boxes) b.checked = ids.includes(b.value);
-        if (other) other.value = v.freeformValues?.[0] ?? '';
-        enforceMax();
-      },
-      setDisabled: (d) => {
-        allDisabled = d;
-        enforceMax();
-      },
-      destroy: () => window.clearTimeout(otherTimer),
-    };
   }
 
   // ─── Drafts, completion, collaboration ─────────────────────────────────────
@@ -561,8 +422,9 @@ export class InputRequestView implements PartView {
     return problems.length;
   }
 
-  async #complete(response: 'accept' | 'decline' | 'cancel'): Promise<void> {
-    if (!this.ctx.app.canWrite) return;
+  /** `confirmed`: the person answered Submit's question (submit-guard.ts) with "Submit anyway". */
+  async #complete(response: 'accept' | 'decline' | 'cancel', confirmed = false): Promise<void> {
+    if (!this.ctx.app.canWrite || this.#busy) return;
     const action: Record<string, unknown> = { type: 'chat/inputCompleted', requestId: this.#request.id, response, _meta: FROM_APP_META };
     if (response === 'accept') {
       const problems = this.#validate();
@@ -572,15 +434,25 @@ export class InputRequestView implements PartView {
         (this.el.querySelector('.question.invalid input:not([disabled]), .question.invalid textarea:not([disabled])') as HTMLElement | null)?.focus();
         return;
       }
+      const warnings = confirmed ? [] : this.#warnings();
+      if (warnings.length > 0) {
+        this.#confirmEnd.hidden = true;
+        this.#guard.show(warnings);
+        return;
+      }
+      // Read now, after any question: exactly what the form shows (the shared draft).
       const answers = this.#answers();
       if (Object.keys(answers).length > 0) action['answers'] = answers;
       this.ctx.onAnswered?.();
     }
+    this.#guard.hide();
+    this.#endedHere = true;
     this.#busy = true;
     this.#refreshButtons();
     this.#setStatus('Sending…');
     const result = await this.ctx.chat.dispatch(action as { type: string });
     this.#busy = false;
+    if (!result.accepted) this.#endedHere = false;
     if (!this.#resolved) {
       this.#refreshButtons();
       this.#setStatus(result.accepted ? '' : `Not accepted: ${result.reason}`, !result.accepted);
@@ -590,6 +462,47 @@ export class InputRequestView implements PartView {
   #setStatus(text: string, error = false): void {
     this.#status.textContent = text;
     this.#status.className = error ? 'form-status error' : 'form-status muted';
+  }
+
+  #noteTeammate(questionId: string): void {
+    if (this.#resolved) return;
+    this.#activity.noteChange(questionId, Date.now());
+    this.#guard.refresh(this.#warnings());
+  }
+
+  /** What Submit should ask about first: teammates' changes just now, someone still typing. */
+  #warnings(): string[] {
+    if (this.#resolved) return [];
+    const now = Date.now();
+    return submitWarnings({
+      now,
+      questions: (this.#request.questions ?? []).map((q) => ({ id: q.id, title: String((q as Q).title ?? q.id), kind: q.kind })),
+      changes: this.#activity.recent(now, RECENT_CHANGE_MS),
+      editing: this.#activity.editing,
+      shownText: (id) => {
+        const field = this.#fields.get(id);
+        const value = field?.value();
+        return answerText(value ? { state: 'submitted', value } : undefined, field?.question);
+      },
+    });
+  }
+
+  /** Text this tab was typing that someone else's answer (or the turn's end) took away. */
+  #keptAnswers(part: InputRequestPart): KeptAnswer[] {
+    if (this.#endedHere) return [];
+    const now = Date.now();
+    const kept: KeptAnswer[] = [];
+    for (const [id, field] of this.#fields) {
+      const value = field.value();
+      if (field.question.kind !== 'text' || value?.kind !== 'text') continue;
+      const text = String(value.value);
+      const sent = part.request.answers?.[id];
+      const cut = !(sent && sent.state !== 'skipped' && sent.value.kind === 'text' && sent.value.value === text);
+      const typing = now - (field.typedAt?.() ?? 0) <= TYPING_KEEP_MS;
+      // The caret in it (presence shows them editing) or keys a moment ago: they are the typist.
+      if (typing || field.el.contains(document.activeElement)) kept.push({ questionId: id, title: String(field.question.title ?? id), text, cut });
+    }
+    return kept;
   }
 
   #startCollab(): void {
@@ -655,6 +568,7 @@ export class InputRequestView implements PartView {
     const others = doc.others();
     const who = (s: Parameters<typeof presenceName>[0]): string => presenceName(s, this.ctx.app.devMode);
     const chip = (name: string, extra = ''): HTMLElement => el('span', { class: 'chip', attrs: { style: `--c:${colorFor(name)}`, 'data-user': name }, text: name + extra });
+    this.#activity.notePresence(others.map(([, s]) => ({ name: who(s), question: s.editing })));
     replaceChildren(this.#viewing, ...(others.length > 0 ? ['Also here: ', ...others.map(([, s]) => chip(who(s)))] : []));
     for (const [id, field] of this.#fields) {
       const editors = others.filter(([, s]) => s.editing === id).map(([, s]) => who(s));
@@ -666,7 +580,14 @@ export class InputRequestView implements PartView {
   // ─── Resolved record ───────────────────────────────────────────────────────
 
   #buildRecord(part: InputRequestPart): void {
+    const hadFocus = this.el.contains(document.activeElement);
+    if (!this.#resolved && !this.#kept) {
+      const kept = this.#keptAnswers(part);
+      if (kept.length > 0) this.#kept = new KeptTextBox(kept, this.ctx.sendFollowUp);
+    }
     this.#resolved = true;
+    this.#offChat?.();
+    this.#offChat = undefined;
     this.#recordMeta = part._meta;
     this.#request = part.request;
     this.#destroyFields();
@@ -686,7 +607,14 @@ export class InputRequestView implements PartView {
       part.request.url ? el('div', { class: 'muted small' }, 'Link: ', el('code', { text: part.request.url })) : null,
       rows.length > 0 ? el('ul', { class: 'answers' }, ...rows) : null,
       by ? el('div', { class: 'muted answered-by', attrs: { 'data-testid': 'answered-by' }, text: `${outcome} by ${answeredByText(by, this.ctx.app.devMode)}` }) : null,
+      this.#kept?.el,
     );
+    if (this.#kept) {
+      const who = by ? personName(by.user, this.ctx.app.devMode) : undefined;
+      const verb = part.response === 'accept' ? 'Submitted' : part.response === 'decline' ? 'Declined' : part.response === 'cancel' ? 'Cancelled' : undefined;
+      this.#kept.setOutcome(verb ? `${verb} by ${who === undefined || who === 'you' ? 'someone else' : who}` : 'The turn ended');
+      if (hadFocus) this.#kept.focus();
+    }
   }
 
   #destroyFields(): void {
@@ -701,6 +629,7 @@ export class InputRequestView implements PartView {
   }
 
   destroy(): void {
+    this.#offChat?.();
     this.#destroyFields();
   }
 }
@@ -710,18 +639,4 @@ function describedControls(wrap: HTMLElement): HTMLElement[] {
   const group = wrap.querySelector<HTMLElement>('[role=radiogroup], [role=group]');
   if (group) return [group];
   return [...wrap.querySelectorAll<HTMLElement>('input, textarea')];
-}
-
-function numAttr(v: unknown): string | undefined {
-  return typeof v === 'number' && Number.isFinite(v) ? String(v) : undefined;
-}
-
-function rangeHint(min: unknown, max: unknown, unit: string): string {
-  const lo = typeof min === 'number' ? min : undefined;
-  const hi = typeof max === 'number' ? max : undefined;
-  if (lo !== undefined && hi !== undefined) return `${lo}–${hi} ${unit}`;
-  const numeric = unit === 'number' || unit === 'whole number';
-  if (lo !== undefined) return numeric ? `a ${unit}, ${lo} or more` : `at least ${lo} ${unit}`;
-  if (hi !== undefined) return numeric ? `a ${unit}, ${hi} or less` : `at most ${hi} ${unit}`;
-  return numeric ? `a ${unit}` : '';
 }

@@ -9,6 +9,7 @@ import { el, markdownInto, replaceChildren } from './dom.js';
 import { answeredByOf, answeredByText, errorInWords, FROM_APP_META, wonRaceText } from './format.js';
 import type { AppContext } from './context.js';
 import { InputRequestView } from './input-form.js';
+import type { SendFollowUp } from './kept-text.js';
 import { StreamingMarkdown } from './markdown-stream.js';
 
 export interface PartContext {
@@ -19,6 +20,8 @@ export interface PartContext {
   readonly onAnswered?: () => void;
   /** Called when a part grew outside the chat view's own update (a long part catching up). */
   readonly onGrew?: () => void;
+  /** Sends text to the agent through the chat's composer (a typist's kept answer, kept-text.ts). */
+  readonly sendFollowUp?: SendFollowUp;
 }
 
 export interface PartView {

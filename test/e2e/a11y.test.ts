@@ -213,4 +213,32 @@ describe('browser app: accessibility (axe-core, WCAG 2.2 AA)', () => {
     await expect(page.getByRole('heading', { level: 2, name: 'The agent needs your input' }).count()).resolves.toBe(1);
     expect(hub.pageErrors).toEqual([]);
   }, 60_000);
+
+  it("Submit's question while a teammate types, and the typist's kept text: no serious violation", async () => {
+    const request = { id: 'a11y-shared', message: 'Incident', questions: [{ id: 'summary', kind: 'text', title: 'Summary', message: 'What happened?' }] };
+    const { setup, session } = await hub.scriptedSession(TOKENS.alice, 'Shared form', [{ ask: request }, { sleep: 60_000 }]);
+    await setup.waitForEnvelope((e) => e.action.type === 'chat/inputRequested', 'input request');
+    const [alice, bob] = [await openChat(TOKENS.alice, session), await openChat(TOKENS.bob, session)];
+    const form = (p: Page) => p.locator('.input-request:not(.resolved)[data-request=a11y-shared]');
+    await form(bob).locator('textarea').click();
+    await bob.keyboard.type('DB failover');
+    await expect.poll(() => form(alice).locator('textarea').inputValue(), T).toBe('DB failover');
+    await form(alice).locator('[data-response=accept]').click();
+    const guard = form(alice).locator('[data-testid=submit-guard]');
+    await expectNoSeriousViolations(alice, "Submit's question", () => guard.waitFor(T));
+    // A real button, named in words and described by the question it answers.
+    await expect(alice.getByRole('button', { name: 'Submit anyway', exact: true }).getAttribute('aria-describedby')).resolves.toBeTruthy();
+    await guard.locator('[data-testid=submit-anyway]').click();
+    const kept = bob.locator('[data-testid=kept-text]');
+    await expectNoSeriousViolations(bob, 'kept text', () => kept.waitFor(T));
+    await expect(bob.getByRole('region', { name: 'Your unsent text' }).count()).resolves.toBe(1);
+    await expect(bob.getByRole('textbox', { name: 'Your text for “Summary”' }).inputValue()).resolves.toBe('DB failover');
+    // A message being written in the composer is not sent behind the person's back: the kept
+    // text is appended to it, and the status line says so.
+    await bob.locator('[data-testid=composer]').fill('Context first');
+    await kept.locator('[data-testid=send-kept]').click();
+    await expect.poll(() => kept.locator('[data-testid=kept-status]').textContent(), T).toContain('Added to the message you are writing');
+    await expect(bob.locator('[data-testid=composer]').inputValue()).resolves.toBe('Context first\n\nSummary: DB failover');
+    expect(hub.pageErrors).toEqual([]);
+  }, 60_000);
 });

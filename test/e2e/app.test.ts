@@ -142,8 +142,12 @@ describe('browser app', () => {
     await viewer.close();
     await expect.poll(() => a.locator('[data-testid=viewers]').textContent(), { timeout: 10_000 }).not.toContain('victor');
 
-    // B accepts; every tab shows the answered record; the dashboard moves on to In progress.
+    // B accepts; A's caret is still in the notes, so B is asked first (shared-form.test.ts has
+    // the details); every tab shows the answered record; the dashboard moves on to In progress.
     await b.locator('[data-request="req-1"] [data-response=accept]').click();
+    const guard = b.locator('[data-request="req-1"] [data-testid=submit-guard]');
+    await expect.poll(() => guard.textContent()).toContain('alice is still typing in “Release notes”');
+    await guard.locator('[data-testid=submit-anyway]').click();
     for (const p of [a, b]) {
       await p.locator('[data-request="req-1"][data-response=accept]').waitFor();
       await expect(p.locator('[data-request="req-1"] [data-answer=notes]').textContent()).resolves.toBe(expected);
