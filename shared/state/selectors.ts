@@ -291,3 +291,39 @@ function commandOf(toolInput: unknown): string | undefined {
     return undefined;
   }
 }
+
+// ─── Tool decisions (who approved what) ──────────────────────────────────────
+
+/** A tool call somebody (or a remembered choice) approved or denied, with the hub's stamp. */
+export interface ToolDecision {
+  readonly turnId: string;
+  readonly toolCallId: string;
+  readonly toolName: string;
+  readonly displayName: string;
+  readonly approved: boolean;
+  /** The label of the option chosen, when the tool offered its own. */
+  readonly option?: string | undefined;
+  readonly by: ChoiceStamp;
+}
+
+/**
+ * Every decided tool call of the chat that carries the hub's `_meta["hub/answeredBy"]` stamp, in
+ * transcript order (ended turns, then the active one). Tools that needed no confirmation carry no
+ * stamp and are not listed.
+ */
+export function toolDecisionsOf(chat: WithTurns): ToolDecision[] {
+  const out: ToolDecision[] = [];
+  const turns: Array<ActiveTurn | Turn> = chat.activeTurn ? [...chat.turns, chat.activeTurn] : [...chat.turns];
+  for (const turn of turns) {
+    for (const part of turn.responseParts) {
+      if (!isPartOfKind(part, 'toolCall') || !isToolCallDecided(part.toolCall)) continue;
+      const tool = part.toolCall;
+      const by = stampOf(tool._meta?.['hub/answeredBy']);
+      if (!by) continue;
+      const selected = 'selectedOption' in tool ? (tool.selectedOption as { label?: unknown } | undefined) : undefined;
+      const option = typeof selected?.label === 'string' ? selected.label : undefined;
+      out.push({ turnId: turn.id, toolCallId: tool.toolCallId, toolName: tool.toolName, displayName: tool.displayName, approved: tool.status !== 'cancelled', option, by });
+    }
+  }
+  return out;
+}

@@ -6,6 +6,7 @@
  * hub with tokens on port 0 (see support.ts).
  */
 import { describe, expect, it } from 'vitest';
+import { replyQwen, SseClient } from '../helpers/sse.js';
 import { TOKENS } from '../helpers/start-server.js';
 import { waitFor } from '../helpers/wait-for.js';
 import { BrowserHub, sessionPath } from './support.js';
@@ -48,6 +49,59 @@ describe('browser app: approvals outside the chat', () => {
       { what: 'the turn to end after the approval' },
     );
     expect(toolIn(state, 'deploy-1')).toMatchObject({ status: 'completed', confirmed: 'user-action', _meta: { 'hub/answeredBy': { user: 'bob', surface: 'app' } } });
+    expect(hub.pageErrors).toEqual([]);
+  }, 60_000);
+});
+
+describe('browser app: the audit page', () => {
+  const hub = BrowserHub.perFile();
+
+  it('lists approvals by person and the standing grants; a user forgets a grant there, a viewer only reads', async () => {
+    // bob approves deploy in the app; alice grants write_file "always" over the Qwen route.
+    const { setup, session, chat } = await hub.scriptedSession(TOKENS.alice, 'Audited session', [
+      { tool: { id: 'deploy-a', name: 'deploy', confirm: true } },
+      { tool: { id: 'write-a', name: 'write_file', confirm: true } },
+      { say: 'Done.' },
+    ]);
+    await setup.waitForEnvelope((e) => e.action.type === 'chat/toolCallReady' && e.action['toolCallId'] === 'deploy-a', 'deploy waiting');
+    const bob = await hub.rpc(TOKENS.bob);
+    await bob.subscribe(chat);
+    const turnId = (await bob.subscribe<any>(chat)).state.activeTurn.id as string;
+    const approved = await bob.dispatchAndWait(chat, { type: 'chat/toolCallConfirmed', turnId, toolCallId: 'deploy-a', approved: true, confirmed: 'user-action', _meta: { 'hub/client': 'app' } });
+    expect(approved.rejectionReason).toBeUndefined();
+    const sessionId = session.replace('ahp-session:/', '');
+    const sse = await SseClient.open(`${hub.server.url}/v2/sessions/${sessionId}/events`, { token: TOKENS.alice });
+    try {
+      const ask = await sse.waitForPermissionRequest(1, (d: any) => d.toolCall.toolCallId === 'write-a');
+      expect((await replyQwen(hub.server.url, sessionId, ask.requestId, { outcome: { outcome: 'selected', optionId: 'proceed_always' } }, TOKENS.alice)).status).toBe(200);
+    } finally {
+      await sse.close();
+    }
+
+    const page = await hub.open(TOKENS.alice, '/');
+    await page.locator('[data-testid=audit-link]').click();
+    await page.locator('[data-testid=audit-page]').waitFor(T);
+    const bobs = page.locator('[data-testid=audit-approvals] [data-person=bob] [data-testid=audit-approval][data-tool=deploy-a]');
+    await expect.poll(() => bobs.textContent(), T).toMatch(/^Approved deploy.*Audited session · bob · in the app · \d\d:\d\d/);
+    const alices = page.locator('[data-testid=audit-approvals] [data-person=alice] [data-testid=audit-approval][data-tool=write-a]');
+    await expect.poll(() => alices.textContent(), T).toMatch(/^Approved write_file.*Audited session · alice · via Qwen route/);
+    const grant = page.locator(`[data-testid=audit-grants] [data-session="${session}"] [data-tool-choice=write_file]`);
+    await expect.poll(() => grant.textContent(), T).toMatch(/always allowed.*chosen by alice · via Qwen route · \d\d:\d\d/);
+
+    // A viewer reads the same page without Forget.
+    // (opened by its address: the app keeps the token, so a reload lands on the audit page again)
+    const viewer = await hub.open(TOKENS.viewer, '/');
+    await viewer.goto(`${hub.server.url}/#/audit`);
+    await viewer.locator(`[data-testid=audit-grants] [data-session="${session}"] [data-tool-choice=write_file]`).waitFor(T);
+    await viewer.locator('[data-testid=audit-approvals] [data-person=bob]').waitFor(T);
+    await expect(viewer.locator('[data-testid=forget-choice]').count()).resolves.toBe(0);
+
+    // Forget revokes it: gone from the page and from the session state.
+    await grant.locator('[data-testid=forget-choice]').click();
+    await grant.waitFor({ state: 'detached', ...T });
+    await viewer.locator(`[data-testid=audit-grants] [data-tool-choice=write_file]`).waitFor({ state: 'detached', ...T });
+    const meta = (await setup.subscribe<any>(session)).state._meta ?? {};
+    expect([meta['hub/approvedTools'], meta['hub/toolChoiceBy']]).toEqual([undefined, undefined]);
     expect(hub.pageErrors).toEqual([]);
   }, 60_000);
 });

@@ -6,6 +6,7 @@ import { describe, expect, it } from 'vitest';
 import { initialChatState, type ChatState, type ResponsePart, type ToolCallState, type Turn } from '../../shared/protocol/state.js';
 import {
   hasGenericToolName,
+  toolDecisionsOf,
   toolIdentity,
   acceptedUserInputs,
   consumedUserInputs,
@@ -181,5 +182,24 @@ describe('toolIdentity: what an "always" choice is remembered for', () => {
   it('is undefined when the command is too long to be remembered precisely', () => {
     expect(toolIdentity(tool('execute', { toolInput: JSON.stringify({ command: 'x'.repeat(300) }) }))).toBeUndefined();
     expect(toolIdentity(tool('execute', { displayName: ' ' }))).toBeUndefined();
+  });
+});
+
+describe('toolDecisionsOf: who approved or denied which tool', () => {
+  const by = (user: string) => ({ 'hub/answeredBy': { user, surface: 'app', at: '2026-12-03T10:00:00.000Z' } });
+  const tool = (toolCallId: string, status: string, extra: Record<string, unknown> = {}): ResponsePart =>
+    ({ kind: 'toolCall', toolCall: { toolCallId, toolName: 'deploy', displayName: `Deploy ${toolCallId}`, status, ...extra } }) as unknown as ResponsePart;
+
+  it('lists stamped decided tools in transcript order, approved or denied, and skips unstamped or undecided ones', () => {
+    const ended = { id: 't1', responseParts: [tool('a', 'completed', { _meta: by('alice'), selectedOption: { id: 'yes', label: 'Allow once', kind: 'approve' } }), tool('b', 'completed')] } as unknown as Turn;
+    const chat = {
+      ...initialChatState('ahp-chat:/c1', 'Chat', T0),
+      turns: [ended],
+      activeTurn: { id: 't2', responseParts: [tool('c', 'cancelled', { _meta: by('bob'), reason: 'denied' }), tool('d', 'pending-confirmation', { _meta: by('x') })] },
+    } as unknown as ChatState;
+    expect(toolDecisionsOf(chat).map((d) => [d.turnId, d.toolCallId, d.approved, d.by.user, d.option])).toEqual([
+      ['t1', 'a', true, 'alice', 'Allow once'],
+      ['t2', 'c', false, 'bob', undefined],
+    ]);
   });
 });
