@@ -47,5 +47,13 @@ export function grantRow(grant: StandingGrant, options: GrantRowOptions): HTMLLI
       : options.canWrite
         ? el('button', { class: 'link small', attrs: { type: 'button', 'data-testid': 'forget-choice' }, text: 'Forget', on: { click: () => options.forget(grant.toolName) } })
         : null;
-  return el('li', { attrs: { 'data-tool-choice': grant.toolName, 'data-kept-by': grant.keptBy } }, el('code', { text: grant.toolName }), ` — ${grant.choice}${grant.label ? ` (“${grant.label}”)` : ''} `, who, ' ', revoke);
+  return el(
+    'li',
+    { attrs: { 'data-tool-choice': grant.toolName, 'data-kept-by': grant.keptBy } },
+    el('code', { text: grant.toolName }),
+    ` — ${grant.choice}${grant.label ? ` (“${grant.label}”)` : ''}`,
+    who,
+    revoke?.tagName === 'BUTTON' ? ' ' : '',
+    revoke,
+  );
 }

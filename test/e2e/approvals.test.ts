@@ -5,11 +5,17 @@
  * person and the standing grants, with Forget for users only. Real headless Chromium against a
  * hub with tokens on port 0 (see support.ts).
  */
-import { describe, expect, it } from 'vitest';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { chromium, type Browser } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { acpConfig, capturingLogger, chatState, createSessionWith, reports, script, startAcpHub, startTurn, waitForEnd } from '../acp/support.js';
+import { RpcClient } from '../helpers/rpc-client.js';
 import { replyQwen, SseClient } from '../helpers/sse.js';
 import { TOKENS } from '../helpers/start-server.js';
 import { waitFor } from '../helpers/wait-for.js';
-import { BrowserHub, sessionPath } from './support.js';
+import { BrowserHub, CHROMIUM, CHROMIUM_ARGS, ensureAppBuilt, sessionPath } from './support.js';
 
 /* eslint-disable @typescript-eslint/no-explicit-any */
 
@@ -103,5 +109,65 @@ describe('browser app: the audit page', () => {
     const meta = (await setup.subscribe<any>(session)).state._meta ?? {};
     expect([meta['hub/approvedTools'], meta['hub/toolChoiceBy']]).toEqual([undefined, undefined]);
     expect(hub.pageErrors).toEqual([]);
+  }, 60_000);
+});
+
+describe('browser app: a real (ACP) agent asks with standing-grant options', () => {
+  let work: string;
+  let server: Awaited<ReturnType<typeof startAcpHub>>['server'] | undefined;
+  let browser: Browser | undefined;
+  let tab: RpcClient | undefined;
+  const errors: string[] = [];
+  beforeAll(async () => {
+    await ensureAppBuilt();
+    work = mkdtempSync(join(tmpdir(), 'approvals-e2e-'));
+    server = (await startAcpHub([{ provider: 'scripted', config: acpConfig({ cwd: work }) }], capturingLogger(), { staticDir: 'dist/app' })).server;
+    browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS });
+    tab = await RpcClient.open(server.wsUrl);
+  }, 60_000);
+  afterAll(async () => {
+    await browser?.close();
+    await tab?.close();
+    await server?.stop();
+    rmSync(work, { recursive: true, force: true });
+  });
+
+  const QWEN_LIKE = [
+    { optionId: 'proceed_always_project', name: 'Always Allow in project: touch', kind: 'allow_always' },
+    { optionId: 'proceed_always_user', name: 'Always Allow for user: touch', kind: 'allow_always' },
+    { optionId: 'proceed_once', name: 'Allow', kind: 'allow_once' },
+    { optionId: 'cancel', name: 'Reject', kind: 'reject_once' },
+  ];
+  const ask = (toolCallId: string, command: string): unknown => ({ permission: { toolCall: { toolCallId, title: command, kind: 'execute', status: 'pending', rawInput: { command } }, options: QWEN_LIKE } });
+  const done = (toolCallId: string): unknown => ({ update: { sessionUpdate: 'tool_call_update', toolCallId, status: 'completed', content: [{ type: 'content', content: { type: 'text', text: 'ok' } }] } });
+
+  it('shows once-options first and the agent\u2019s "always" apart with its scope; the grant it picks is listed as kept by the agent; the stamp stays after the tool ran', async () => {
+    const { session, chat } = await createSessionWith(tab!, 'scripted');
+    const turnId = await startTurn(tab!, chat, script(ask('g-1', 'touch a.txt'), done('g-1'), ask('g-2', 'rm -rf build'), done('g-2')));
+    const page = await (await browser!.newContext({ viewport: { width: 1100, height: 900 } })).newPage();
+    page.on('pageerror', (err) => errors.push(err.message));
+    await page.goto(`${server!.url}${sessionPath(session)}`);
+    const first = page.locator('.tool[data-tool=g-1]');
+    await first.locator('[data-testid=once-options] button').first().waitFor(T);
+    // Qwen lists its standing grants first; the app puts "Allow" first and primary, the grants apart.
+    expect(await first.locator('[data-testid=once-options] button').allTextContents()).toEqual(['Allow', 'Reject']);
+    expect(await first.locator('[data-testid=once-options] button').first().getAttribute('class')).toContain('primary');
+    expect(await first.locator('[data-testid=standing-options] button').allTextContents()).toEqual(['Always allow in this project: touch', 'Always allow for this user: touch']);
+
+    await first.locator('[data-testid=standing-options] button', { hasText: 'in this project' }).click();
+    const grant = page.locator('[data-testid=remembered-choices] [data-kept-by=agent]');
+    await expect.poll(() => grant.textContent(), T).toMatch(/^execute: touch a\.txt — always allowed \(“Always Allow in project: touch”\) · chosen by you · in the app · \d\d:\d\d.*kept by the agent: only the agent can forget it/);
+    await expect(grant.locator('[data-testid=forget-choice]').count()).resolves.toBe(0);
+
+    // The different command is asked again; once approved and run, it still says who approved it.
+    const second = page.locator('.tool[data-tool=g-2]');
+    await second.locator('[data-testid=once-options] button', { hasText: 'Allow' }).click(T);
+    await second.locator('[data-testid=answered-by]').waitFor(T);
+    await waitForEnd(server!, chat, turnId);
+    await page.locator('.tool[data-tool=g-2][data-tool-status=completed]').waitFor(T);
+    await expect.poll(() => second.locator('[data-testid=answered-by]').textContent(), T).toMatch(/^Approved by you · in the app · \d\d:\d\d/);
+    await expect.poll(() => first.locator('[data-testid=answered-by]').textContent(), T).toMatch(/^Approved by you · in the app · \d\d:\d\d/);
+    expect(reports(chatState(server!, chat), turnId)).toEqual([{ permission: { outcome: 'selected', optionId: 'proceed_always_project' } }, { permission: { outcome: 'selected', optionId: 'proceed_once' } }]);
+    expect(errors).toEqual([]);
   }, 60_000);
 });
