@@ -6,13 +6,12 @@
  * first-wins exactly as for the chat view: a tab that lost the race is told who answered.
  */
 import type { AhpClient, ChatState } from '../shared/client/ahp-client.js';
-import type { PendingConfirmationToolCall } from '../shared/protocol/state.js';
 import { answeredByIn } from '../shared/state/answered-by.js';
 import { findActiveToolCall, openInteractions } from '../shared/state/selectors.js';
 import { sessionInputId } from '../shared/state/status.js';
 import { el } from './dom.js';
-import { answeredByText, FROM_APP_META } from './format.js';
-import { arrangeOptions, type ToolOption } from './permission-options.js';
+import { answeredByText } from './format.js';
+import { confirmationAction } from './permission-options.js';
 
 /** A dashboard brief of a tool waiting for confirmation (`_meta["hub/inputNeeded"]` entry). */
 export interface ToolBrief {
@@ -24,14 +23,6 @@ export interface ToolBrief {
 /** What became of a dashboard approval, in words for the card. */
 export type DashboardAnswer = { readonly ok: true } | { readonly ok: false; readonly message: string };
 
-/** The chat-view action for approving or denying `tool` (its own once-option when it has options). */
-export function confirmationAction(turnId: string, tool: PendingConfirmationToolCall, approve: boolean): Record<string, unknown> {
-  const scoped = { type: 'chat/toolCallConfirmed', turnId, toolCallId: tool.toolCallId };
-  const once = arrangeOptions(((tool as { options?: ToolOption[] }).options ?? []) as ToolOption[]).once.find((o) => o.option.kind === (approve ? 'approve' : 'deny'));
-  const chosen = once ? { selectedOptionId: once.option.id } : {};
-  return approve ? { ...scoped, approved: true, confirmed: 'user-action', ...chosen, _meta: FROM_APP_META } : { ...scoped, approved: false, reason: 'denied', ...chosen, _meta: FROM_APP_META };
-}
-
 /** Opens the brief's chat, answers its waiting tool, and closes the chat again. */
 export async function answerFromDashboard(client: AhpClient, brief: ToolBrief, approve: boolean, devMode: boolean): Promise<DashboardAnswer> {
   const chatUri = brief.chat as `ahp-chat:/${string}`;
@@ -41,7 +32,9 @@ export async function answerFromDashboard(client: AhpClient, brief: ToolBrief, a
     const turnId = state.activeTurn?.id;
     const open = openInteractions(state).find((o) => o.kind === 'toolConfirmation' && sessionInputId(brief.chat, o.toolCall.toolCallId) === brief.id);
     if (!turnId || !open || open.kind !== 'toolConfirmation') return { ok: false, message: 'This request was already answered.' };
-    const result = await view.dispatch(confirmationAction(turnId, open.toolCall, approve) as unknown as { type: string });
+    const action = confirmationAction(turnId, open.toolCall, approve);
+    if (!action) return { ok: false, message: 'The agent offers no one-time choice for this: open the chat to pick one of its options.' };
+    const result = await view.dispatch(action as unknown as { type: string });
     if (result.accepted) return { ok: true };
     // Lost the race: say who answered, as the chat view does.
     const now = findActiveToolCall(view.state as ChatState, open.toolCall.toolCallId);

@@ -4,6 +4,8 @@
  * group and labelled with their scope, so one click on what looks like "Allow" never grants a
  * standing rule. Pure: the view builds buttons from what this returns.
  */
+import type { PendingConfirmationToolCall } from '../shared/protocol/state.js';
+import { FROM_APP_META } from './format.js';
 
 /** An AHP confirmation option as it arrives on a tool call (an ACP agent's kind in `_meta`). */
 export interface ToolOption {
@@ -59,4 +61,19 @@ export function arrangeOptions(options: readonly ToolOption[]): ArrangedOptions 
     once: [...once].sort(approvalsFirst).map((option) => ({ option, text: option.label })),
     always: [...always].sort(approvalsFirst).map((option) => ({ option, text: scopedLabel(option), agentLabel: option.label })),
   };
+}
+
+/**
+ * The chat-view action for approving or denying `tool`: its own once-option when it has options.
+ * Undefined when it has options but none of that once-kind (an agent offering only standing grants
+ * to approve): without a chosen option the agent would be answered with its "always" option, which
+ * a one-click "Approve once" must never grant.
+ */
+export function confirmationAction(turnId: string, tool: PendingConfirmationToolCall, approve: boolean): Record<string, unknown> | undefined {
+  const scoped = { type: 'chat/toolCallConfirmed', turnId, toolCallId: tool.toolCallId };
+  const options = ((tool as { options?: ToolOption[] }).options ?? []) as ToolOption[];
+  const once = arrangeOptions(options).once.find((o) => o.option.kind === (approve ? 'approve' : 'deny'));
+  if (!once && options.length > 0) return undefined;
+  const chosen = once ? { selectedOptionId: once.option.id } : {};
+  return approve ? { ...scoped, approved: true, confirmed: 'user-action', ...chosen, _meta: FROM_APP_META } : { ...scoped, approved: false, reason: 'denied', ...chosen, _meta: FROM_APP_META };
 }
