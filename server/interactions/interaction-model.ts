@@ -196,7 +196,8 @@ export function hubMayOfferAlways(tool: PendingConfirmationToolCall, identity: s
 /**
  * ACP options for a tool. AHP options (`approve`/`deny`) keep their ids and labels and map to
  * `allow_once` / `reject_once` (or the agent's own kind); `allow_once` / `reject_once` are added
- * when the tool brought none of that kind, and with `offerAlways` also `allow_always` and
+ * when the tool brought none of that kind (and no ACP agent relayed its own options), and with
+ * `offerAlways` also `allow_always` and
  * `reject_always` (hub-kept), with ids that do not collide with the tool's own.
  */
 export function toolOptions(ahp: readonly ConfirmationOption[] | undefined, offerAlways = true): { options: PermissionOption[]; ahpOptions: Map<string, string> } {
@@ -215,9 +216,12 @@ export function toolOptions(ahp: readonly ConfirmationOption[] | undefined, offe
     options.push({ optionId, name, kind });
   };
   const has = (kind: PermissionOption['kind']): boolean => options.some((o) => o.kind === kind);
-  if (!has('allow_once')) add('proceed_once', 'Allow', 'allow_once');
+  // An ACP agent's own options are all it accepts: a hub "Allow" beside an agent that offered no
+  // allow_once would reach it as its allow_always (`permissionOutcome`), a standing grant nobody chose.
+  const relayed = (ahp ?? []).some((o) => isAcpOptionKind((o as { _meta?: Record<string, unknown> })._meta?.[ACP_OPTION_KIND]));
+  if (!has('allow_once') && !relayed) add('proceed_once', 'Allow', 'allow_once');
   if (offerAlways && !has('allow_always')) add('proceed_always', 'Always allow this tool in this session', 'allow_always');
-  if (!has('reject_once')) add('reject_once', 'Reject', 'reject_once');
+  if (!has('reject_once') && !relayed) add('reject_once', 'Reject', 'reject_once');
   if (offerAlways && !has('reject_always')) add('reject_always', 'Always deny this tool in this session', 'reject_always');
   return { options, ahpOptions };
 }
@@ -225,9 +229,10 @@ export function toolOptions(ahp: readonly ConfirmationOption[] | undefined, offe
 /** How an interaction ended, read from the chat state after it stopped being pending. */
 export function deriveOutcome(it: Interaction, state: ChatState): PermissionOutcome {
   const parts = turnResponseParts(state, it.turnId);
-  const allowOnce = it.options.find((o) => o.kind === 'allow_once')!.optionId;
-  const rejectOnce = it.options.find((o) => o.kind === 'reject_once')!.optionId;
   if (it.kind === 'question') {
+    // A question always offers both (`questionInteraction`).
+    const allowOnce = it.options.find((o) => o.kind === 'allow_once')!.optionId;
+    const rejectOnce = it.options.find((o) => o.kind === 'reject_once')!.optionId;
     const part = it.inputRequestId === undefined ? undefined : parts[firstPositionOf(parts, inputKey(it.inputRequestId))];
     const response = part && isPartOfKind(part, 'inputRequest') ? part.response : undefined;
     if (response === 'accept') return { outcome: 'selected', optionId: allowOnce };

@@ -89,6 +89,22 @@ describe('standing grants of a real (ACP) agent', () => {
     expect(meta['hub/approvedTools']).toBeUndefined();
   });
 
+  it('adds no hub "Allow" beside an agent that offered only its "always" to approve: that reply would reach the agent as its allow_always', async () => {
+    const { sessionId, chat, sse } = await agentSession();
+    const STANDING_ONLY = [
+      { optionId: 'trust', name: 'Always allow', kind: 'allow_always' },
+      { optionId: 'no', name: 'No', kind: 'reject_once' },
+    ];
+    const turnId = await startTurn(tab, chat, script(shellPermission('so-1', 'touch c.txt', STANDING_ONLY)));
+    const ask = await sse.waitForPermissionRequest(1, (d) => d.toolCall.toolCallId === 'so-1');
+    expect(ask.options).toEqual(STANDING_ONLY);
+    const refused = await replyQwen(server.url, sessionId, ask.requestId, { outcome: { outcome: 'selected', optionId: 'proceed_once' } });
+    expect([refused.status, refused.body.code]).toEqual([400, 'invalid_option_id']);
+    expect((await replyQwen(server.url, sessionId, ask.requestId, { outcome: { outcome: 'selected', optionId: 'no' } })).status).toBe(200);
+    await waitForEnd(server, chat, turnId);
+    expect(reports(chatState(server, chat), turnId)).toEqual([{ permission: { outcome: 'selected', optionId: 'no' } }]);
+  });
+
   it("an agent's own allow_always chosen over the qwen route is agent-kept: recorded with who chose it, never a hub rule for every `execute`", async () => {
     const { session, sessionId, chat, sse } = await agentSession();
     const turnId = await startTurn(tab, chat, script(shellPermission('q-1', 'touch a.txt', QWEN_LIKE), shellPermission('q-2', 'rm -rf build', QWEN_LIKE)));
