@@ -20,7 +20,8 @@ import { createPartView, type PartView } from './parts.js';
 import type { FollowUpResult } from './kept-text.js';
 import { AnswerStamps } from './answer-stamps.js';
 import { nextFrame } from './markdown-stream.js';
-import { APPROVED_TOOLS_META, DENIED_TOOLS_META, rememberedTools, turnDuration } from '../shared/state/selectors.js';
+import { turnDuration } from '../shared/state/selectors.js';
+import { grantRow, standingGrantsOf } from './standing-grants.js';
 
 export class ChatPage {
   readonly el: HTMLElement;
@@ -128,32 +129,17 @@ export class ChatPage {
   }
 
   /**
-   * The "always allow" / "always deny" choices this session remembers for tools, each with a way
-   * for a user (not a viewer) to clear it, so the agent asks again next time.
+   * The session's standing grants (hub-kept, with Forget for users; agent-kept, which only the
+   * agent can forget), each with who chose it: `app/standing-grants.ts`.
    */
   #renderRemembered(s: SessionState): void {
-    const choices = [...rememberedTools(s, APPROVED_TOOLS_META).map((tool) => [tool, 'always allowed'] as const), ...rememberedTools(s, DENIED_TOOLS_META).map((tool) => [tool, 'always denied'] as const)];
-    const key = JSON.stringify(choices);
+    const grants = standingGrantsOf(s);
+    const key = JSON.stringify(grants);
     if (this.#remembered.dataset['for'] === key) return;
     this.#remembered.dataset['for'] = key;
-    this.#remembered.hidden = choices.length === 0;
-    replaceChildren(
-      this.#remembered,
-      el('span', { class: 'muted small', text: 'Remembered tool choices: ' }),
-      el(
-        'ul',
-        {},
-        ...choices.map(([tool, choice]) =>
-          el(
-            'li',
-            { attrs: { 'data-tool-choice': tool } },
-            el('code', { text: tool }),
-            ` — ${choice} `,
-            this.ctx.canWrite ? el('button', { class: 'link small', attrs: { type: 'button', 'data-testid': 'forget-choice' }, text: 'Forget', on: { click: () => void this.#forget(tool) } }) : null,
-          ),
-        ),
-      ),
-    );
+    this.#remembered.hidden = grants.length === 0;
+    const options = { canWrite: this.ctx.canWrite, devMode: this.ctx.devMode, forget: (tool: string) => void this.#forget(tool) };
+    replaceChildren(this.#remembered, el('span', { class: 'muted small', text: 'Standing grants: ' }), el('ul', {}, ...grants.map((g) => grantRow(g, options))));
   }
 
   async #forget(toolName: string): Promise<void> {

@@ -10,6 +10,7 @@ import { displayTitle, errorInWords, relativeTime, sessionIdOf, shortSessionId, 
 import type { ChatState, SessionState } from '../shared/client/ahp-client.js';
 import type { AppContext } from './context.js';
 import { markdownToText } from './markdown.js';
+import { dashboardApproval } from './dashboard-approval.js';
 
 interface InputNeededBrief {
   id: string;
@@ -234,6 +235,7 @@ export class DashboardView {
                 el('a', { attrs: { href: `${href}?chat=${encodeURIComponent(b.chat)}`, 'data-route': '' }, text: `Agent ${kindText(b.kind)}` }),
                 ': ',
                 el('span', { class: 'brief-text', text: b.message ? markdownToText(b.message) : '(no description)' }),
+                dashboardApproval(this.ctx.client, b, this.ctx),
               ),
             ),
           )

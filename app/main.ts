@@ -1,13 +1,17 @@
 /**
  * The browser app served by the hub at `/`: a live dashboard of the tenant's sessions and a chat
  * view where several tabs answer one agent together. Everything talks to the hub through the
- * shared AhpClient SDK over `/ahp`; routes are `/` (dashboard) and `/s/<sessionId>?chat=<uri>`.
+ * shared AhpClient SDK over `/ahp`; routes are `/` (dashboard), `/s/<sessionId>?chat=<uri>` and `/#/audit` (approvals and standing grants).
  */
 import { AhpAuthError, AhpClient, type ConnectionState } from '../shared/client/ahp-client.js';
 import { devTabName, forgetToken, signInForm, signInProblem, takeToken } from './auth.js';
 import { el } from './dom.js';
 import { DashboardView } from './dashboard.js';
 import { ChatPage } from './chat-view.js';
+import { AuditPage } from './audit-page.js';
+
+/** The audit page's route (a hash, so the server needs no route of its own). */
+const AUDIT_HASH = '#/audit';
 import { Attention } from './attention.js';
 import type { AppContext } from './context.js';
 import { applyTheme, storedTheme, themePicker } from './theme.js';
@@ -90,6 +94,7 @@ function shell(client: AhpClient, user: string, role: string, devMode: boolean):
     { class: 'topbar' },
     el('a', { class: 'brand', attrs: { href: '/', 'data-route': '' }, text: 'AHP Hub' }),
     el('span', { class: 'spacer' }),
+    el('a', { class: 'nav-link small', attrs: { href: `/${AUDIT_HASH}`, 'data-route': '', 'data-testid': 'audit-link' }, text: 'Audit' }),
     conn,
     themePicker(),
     bell,
@@ -160,7 +165,9 @@ function shell(client: AhpClient, user: string, role: string, devMode: boolean):
     current?.destroy();
     const path = location.pathname;
     const m = /^\/s\/([^/]+)\/?$/.exec(path);
-    if (m) {
+    if (location.hash === AUDIT_HASH) {
+      current = new AuditPage(ctx);
+    } else if (m) {
       const session = 'ahp-session:/' + decodeURIComponent(m[1]!);
       const chat = new URLSearchParams(location.search).get('chat') ?? undefined;
       current = new ChatPage(ctx, session, chat);
@@ -176,6 +183,7 @@ function shell(client: AhpClient, user: string, role: string, devMode: boolean):
     ctx.navigate(a.getAttribute('href') ?? '/');
   });
   window.addEventListener('popstate', render);
+  window.addEventListener('hashchange', render);
   render();
 }
 

@@ -6,6 +6,7 @@ import type { ChatState } from '../shared/client/ahp-client.js';
 import type { ChannelView } from '../shared/client/channel-view.js';
 import type { ResponsePart, ToolCallState } from '../shared/protocol/state.js';
 import { el, markdownInto, replaceChildren } from './dom.js';
+import { arrangeOptions, type ToolOption } from './permission-options.js';
 import { answeredByOf, answeredByText, errorInWords, FROM_APP_META, wonRaceText } from './format.js';
 import type { AppContext } from './context.js';
 import { InputRequestView } from './input-form.js';
@@ -241,20 +242,35 @@ class ToolCallView implements PartView {
         on: { click: () => void this.#dispatch(action) },
       });
     if (tool.status === 'pending-confirmation') {
-      const options = (tool as { options?: Array<{ id: string; label: string; kind: 'approve' | 'deny' }> }).options;
-      const buttons =
-        options && options.length > 0
-          ? options.map((o) =>
-              button(
-                o.label,
-                o.kind === 'approve' ? 'primary' : 'danger',
-                o.kind === 'approve'
-                  ? { type: 'chat/toolCallConfirmed', ...scoped, approved: true, confirmed: 'user-action', selectedOptionId: o.id }
-                  : { type: 'chat/toolCallConfirmed', ...scoped, approved: false, reason: 'denied', selectedOptionId: o.id },
-              ),
-            )
-          : [button('Approve', 'primary', { type: 'chat/toolCallConfirmed', ...scoped, approved: true, confirmed: 'user-action' }), button('Deny', 'danger', { type: 'chat/toolCallConfirmed', ...scoped, approved: false, reason: 'denied' })];
-      return el('div', { class: 'actions' }, ...buttons);
+      const options = (tool as { options?: ToolOption[] }).options;
+      if (!options || options.length === 0) {
+        return el(
+          'div',
+          { class: 'actions' },
+          button('Approve', 'primary', { type: 'chat/toolCallConfirmed', ...scoped, approved: true, confirmed: 'user-action' }),
+          button('Deny', 'danger', { type: 'chat/toolCallConfirmed', ...scoped, approved: false, reason: 'denied' }),
+        );
+      }
+      const choose = (o: ToolOption): Record<string, unknown> =>
+        o.kind === 'approve'
+          ? { type: 'chat/toolCallConfirmed', ...scoped, approved: true, confirmed: 'user-action', selectedOptionId: o.id }
+          : { type: 'chat/toolCallConfirmed', ...scoped, approved: false, reason: 'denied', selectedOptionId: o.id };
+      const { once, always } = arrangeOptions(options);
+      const onceButtons = once.map((a, i) => button(a.text, a.option.kind === 'approve' ? (i === 0 ? 'primary' : 'secondary') : 'danger', choose(a.option)));
+      const standing = always.map((a) => {
+        const b = button(a.text, 'secondary small', choose(a.option));
+        b.title = `${a.agentLabel ?? a.text}. A standing rule the agent keeps: later requests it covers are not asked again.`;
+        b.setAttribute('data-standing', 'true');
+        return b;
+      });
+      return el(
+        'div',
+        { class: 'tool-choices' },
+        el('div', { class: 'actions', attrs: { 'data-testid': 'once-options' } }, ...onceButtons),
+        standing.length > 0
+          ? el('div', { class: 'actions standing-options', attrs: { 'data-testid': 'standing-options', role: 'group', 'aria-label': 'Standing grants' } }, el('span', { class: 'muted small', text: 'Or grant a standing rule:' }), ...standing)
+          : null,
+      );
     }
     if (tool.status === 'pending-result-confirmation') {
       return el(

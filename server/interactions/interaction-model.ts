@@ -7,9 +7,9 @@
 import type { WireAction } from '../../shared/protocol/messages.js';
 import { isPartOfKind, type ChatInputQuestion, type ChatInputRequest, type ChatState, type ConfirmationOption, type PendingConfirmationToolCall, type ResponsePart, type ToolCallState } from '../../shared/protocol/state.js';
 import { firstPositionOf, inputKey, lastPositionOf, toolKey } from '../../shared/state/part-index.js';
-import { findEndedTurn, isOpenInputRequest, isToolCallDecided, turnResponseParts } from '../../shared/state/selectors.js';
+import { findEndedTurn, hasGenericToolName, isOpenInputRequest, isToolCallDecided, toolIdentity, turnResponseParts } from '../../shared/state/selectors.js';
 import type { KnownAction } from '../../shared/protocol/actions.js';
-import { acpOptionKind, acpToolKind, permissionOutcome, qwenQuestion, rawInputOf, type PermissionOption, type PermissionOutcome } from '../acp-mapping/index.js';
+import { ACP_OPTION_KIND, acpOptionKind, acpToolKind, isAcpOptionKind, permissionOutcome, qwenQuestion, rawInputOf, type PermissionOption, type PermissionOutcome } from '../acp-mapping/index.js';
 import { mapIndexedAnswers } from './answers.js';
 import type { TurnEnd } from './event-stream.js';
 
@@ -27,6 +27,11 @@ export interface Interaction {
   questions: readonly ChatInputQuestion[];
   readonly toolCallId?: string;
   readonly toolName: string;
+  /**
+   * What an "always" choice of this tool is remembered for (`toolIdentity`: the agent's own tool
+   * name, or kind plus command); undefined for questions and for tools not precise enough.
+   */
+  readonly identity?: string | undefined;
   readonly options: readonly PermissionOption[];
   /** ACP optionId → AHP confirmation option id, for tools that offered their own options. */
   readonly ahpOptions: ReadonlyMap<string, string>;
@@ -131,7 +136,8 @@ export function questionInteraction(requestId: string, session: string, chat: st
 }
 
 export function toolInteraction(requestId: string, session: string, chat: string, turnId: string, key: string, tool: PendingConfirmationToolCall): Interaction {
-  const { options, ahpOptions } = toolOptions(tool.options);
+  const identity = toolIdentity(tool);
+  const { options, ahpOptions } = toolOptions(tool.options, hubMayOfferAlways(tool, identity));
   const toolCall: Record<string, unknown> = {
     toolCallId: tool.toolCallId,
     title: tool.confirmationTitle ?? tool.displayName,
@@ -152,6 +158,7 @@ export function toolInteraction(requestId: string, session: string, chat: string
     questions: [],
     toolCallId: tool.toolCallId,
     toolName: tool.toolName,
+    identity,
     options,
     ahpOptions,
     toolCall,
@@ -175,11 +182,25 @@ export function wantedOf(parts: readonly ResponsePart[], key: string): Wanted | 
 }
 
 /**
- * ACP options for a tool. AHP options (`approve`/`deny`) keep their ids and labels and map to
- * `allow_once` / `reject_once`; `allow_always` and `reject_always` (and `allow_once` / `reject_once`
- * when the tool brought none of that kind) are added with ids that do not collide with the tool's own.
+ * Whether the hub may add its own "always" options (`proceed_always`, `reject_always`) for a tool:
+ * only when it can remember the choice for a precise identity, and never for a tool known only by
+ * its kind (`execute`) whose agent offered only once-choices: an "always" there would approve
+ * every later command of that kind, which the agent itself did not offer.
  */
-export function toolOptions(ahp: readonly ConfirmationOption[] | undefined): { options: PermissionOption[]; ahpOptions: Map<string, string> } {
+export function hubMayOfferAlways(tool: PendingConfirmationToolCall, identity: string | undefined): boolean {
+  if (identity === undefined) return false;
+  const relayed = (tool.options ?? []).some((o) => isAcpOptionKind((o as { _meta?: Record<string, unknown> })._meta?.[ACP_OPTION_KIND]));
+  return !(relayed && hasGenericToolName(tool));
+}
+
+/**
+ * ACP options for a tool. AHP options (`approve`/`deny`) keep their ids and labels and map to
+ * `allow_once` / `reject_once` (or the agent's own kind); `allow_once` / `reject_once` are added
+ * when the tool brought none of that kind (and no ACP agent relayed its own options), and with
+ * `offerAlways` also `allow_always` and
+ * `reject_always` (hub-kept), with ids that do not collide with the tool's own.
+ */
+export function toolOptions(ahp: readonly ConfirmationOption[] | undefined, offerAlways = true): { options: PermissionOption[]; ahpOptions: Map<string, string> } {
   const options: PermissionOption[] = [];
   const ahpOptions = new Map<string, string>();
   for (const o of ahp ?? []) {
@@ -195,19 +216,23 @@ export function toolOptions(ahp: readonly ConfirmationOption[] | undefined): { o
     options.push({ optionId, name, kind });
   };
   const has = (kind: PermissionOption['kind']): boolean => options.some((o) => o.kind === kind);
-  if (!has('allow_once')) add('proceed_once', 'Allow', 'allow_once');
-  if (!has('allow_always')) add('proceed_always', 'Always allow this tool in this session', 'allow_always');
-  if (!has('reject_once')) add('reject_once', 'Reject', 'reject_once');
-  if (!has('reject_always')) add('reject_always', 'Always deny this tool in this session', 'reject_always');
+  // An ACP agent's own options are all it accepts: a hub "Allow" beside an agent that offered no
+  // allow_once would reach it as its allow_always (`permissionOutcome`), a standing grant nobody chose.
+  const relayed = (ahp ?? []).some((o) => isAcpOptionKind((o as { _meta?: Record<string, unknown> })._meta?.[ACP_OPTION_KIND]));
+  if (!has('allow_once') && !relayed) add('proceed_once', 'Allow', 'allow_once');
+  if (offerAlways && !has('allow_always')) add('proceed_always', 'Always allow this tool in this session', 'allow_always');
+  if (!has('reject_once') && !relayed) add('reject_once', 'Reject', 'reject_once');
+  if (offerAlways && !has('reject_always')) add('reject_always', 'Always deny this tool in this session', 'reject_always');
   return { options, ahpOptions };
 }
 
 /** How an interaction ended, read from the chat state after it stopped being pending. */
 export function deriveOutcome(it: Interaction, state: ChatState): PermissionOutcome {
   const parts = turnResponseParts(state, it.turnId);
-  const allowOnce = it.options.find((o) => o.kind === 'allow_once')!.optionId;
-  const rejectOnce = it.options.find((o) => o.kind === 'reject_once')!.optionId;
   if (it.kind === 'question') {
+    // A question always offers both (`questionInteraction`).
+    const allowOnce = it.options.find((o) => o.kind === 'allow_once')!.optionId;
+    const rejectOnce = it.options.find((o) => o.kind === 'reject_once')!.optionId;
     const part = it.inputRequestId === undefined ? undefined : parts[firstPositionOf(parts, inputKey(it.inputRequestId))];
     const response = part && isPartOfKind(part, 'inputRequest') ? part.response : undefined;
     if (response === 'accept') return { outcome: 'selected', optionId: allowOnce };

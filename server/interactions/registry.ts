@@ -34,6 +34,8 @@ import type { Logger } from '../log.js';
 import { errorFields } from '../log.js';
 import { acpUpdatesFor, hubNotify, qwenNotify, sessionUpdate, type PermissionOutcome } from '../acp-mapping/index.js';
 import type { SessionStreams, TurnEnd } from './event-stream.js';
+import type { AnsweredBy } from '../../shared/state/answered-by.js';
+import { agentGrantOf, decisionStamp, rememberedChoiceAction, toolCallOf } from './standing-grants.js';
 import { deriveOutcome, type Interaction, type Lookup, offeredOption, questionInteraction, type Reply, type ReplyResult, replyAction, toolInteraction, turnEndOf, type Wanted, wantedOf } from './interaction-model.js';
 
 /** Resolved ids remembered for `permission_already_resolved` (Qwen keeps 512). */
@@ -160,8 +162,14 @@ export class InteractionRegistry {
       this.#alreadyResolved(session, requestId);
       return { kind: 'notAccepted' };
     }
-    if (it.kind === 'permission' && canonical?.kind === 'allow_always') await this.#rememberToolChoice(session, it.toolName, 'approval');
-    if (it.kind === 'permission' && canonical?.kind === 'reject_always') await this.#rememberToolChoice(session, it.toolName, 'denial');
+    // Only the hub's own "always" options are hub-kept; an agent's own allow_always is the
+    // agent's rule (recorded for display by the commit hook, `agentGrantOf`).
+    const hubKept = canonical !== undefined && !it.ahpOptions.has(canonical.optionId) && it.identity !== undefined;
+    if (it.kind === 'permission' && hubKept && (canonical.kind === 'allow_always' || canonical.kind === 'reject_always')) {
+      const state = this.hub.chatEntry(it.chat)?.state;
+      const by = state && it.toolCallId !== undefined ? decisionStamp(toolCallOf(state, it.turnId, it.toolCallId)) : undefined;
+      await this.#rememberToolChoice(session, it.identity!, canonical.kind === 'allow_always' ? 'approval' : 'denial', by);
+    }
     return { kind: 'accepted' };
   }
 
@@ -182,14 +190,21 @@ export class InteractionRegistry {
    * denied lists exclusive (the latest choice wins), so this is a no-op only when the tool is
    * already in the right list and not in the other.
    */
-  async #rememberToolChoice(session: string, toolName: string, choice: 'approval' | 'denial'): Promise<void> {
+  async #rememberToolChoice(session: string, toolName: string, choice: 'approval' | 'denial', by: AnsweredBy | undefined): Promise<void> {
     const remembered = this.#remembered(session, toolName);
     if (remembered === choice) return;
-    const type = choice === 'approval' ? 'x-session/toolApprovalRemembered' : 'x-session/toolDenialRemembered';
     try {
-      await this.hub.dispatchServer(session, { type, toolName });
+      await this.hub.dispatchServer(session, rememberedChoiceAction(choice, toolName, by));
     } catch (err) {
       this.logger.warn(`could not record the remembered ${choice}`, { toolName, ...errorFields(err) });
+    }
+  }
+
+  async #recordAgentGrant(session: string, grant: WireAction): Promise<void> {
+    try {
+      await this.hub.dispatchServer(session, grant);
+    } catch (err) {
+      this.logger.warn('could not record the agent-kept grant', { toolName: grant['toolName'], ...errorFields(err) });
     }
   }
 
@@ -272,6 +287,8 @@ export class InteractionRegistry {
         this.#publish(chat.session, { chat: channel, turnId, payload: sessionUpdate(sessionIdOf(chat.session), update, channel, turnId) });
       }
     if (STREAMING_ONLY_ACTIONS.has(action.type)) return;
+    const grant = e.remote ? undefined : agentGrantOf(known, chat.state);
+    if (grant) this.#held.whenDurable(() => void this.#recordAgentGrant(chat.session, grant));
     const only = interactionIdOf(known);
     if (only !== undefined && known!.type.startsWith('chat/tool')) this.#reconcileOne(chat.session, channel, chat.state, `tool:${only}`);
     else if (only !== undefined) this.#reconcileOne(chat.session, channel, chat.state, `input:${only}`);
@@ -336,7 +353,7 @@ export class InteractionRegistry {
   #open(session: string, chat: string, turnId: string, key: string, w: Wanted): void {
     const it = w.input ? questionInteraction(this.#freshRequestId(session, w.input.id), session, chat, turnId, key, w.input) : toolInteraction(this.newId(), session, chat, turnId, key, w.tool!);
     this.#register(it);
-    const remembered = it.kind === 'permission' ? this.#remembered(session, it.toolName) : undefined;
+    const remembered = it.kind === 'permission' && it.identity !== undefined ? this.#remembered(session, it.identity) : undefined;
     if (remembered) this.#held.whenDurable(() => setImmediate(() => this.#autoAnswer(it, remembered)));
   }
 

@@ -196,3 +196,134 @@ export function rememberedTools(session: Pick<SessionState, '_meta'> | undefined
   const names = session?._meta?.[list];
   return Array.isArray(names) ? names.filter((name): name is string => typeof name === 'string') : [];
 }
+
+/** Session `_meta` key: who chose each remembered "always" choice, by tool identity (`AnsweredBy`). */
+export const TOOL_CHOICE_BY_META = 'hub/toolChoiceBy';
+/** Session `_meta` key: standing grants the *agent* keeps, chosen through the hub (`x-session/agentGrantRecorded`). */
+export const AGENT_GRANTS_META = 'hub/agentGrants';
+
+/** Who made a choice, when and from where (the hub's `_meta["hub/answeredBy"]` stamp). */
+export interface ChoiceStamp {
+  readonly user: string;
+  readonly surface: string;
+  readonly at: string;
+}
+
+/** A standing grant an agent keeps (its own `allow_always` option), as the hub recorded it. */
+export interface AgentGrant {
+  readonly toolName: string;
+  readonly optionId: string;
+  readonly label: string;
+  readonly by?: ChoiceStamp | undefined;
+}
+
+function stampOf(raw: unknown): ChoiceStamp | undefined {
+  if (typeof raw !== 'object' || raw === null) return undefined;
+  const { user, surface, at } = raw as Record<string, unknown>;
+  return typeof user === 'string' && typeof surface === 'string' && typeof at === 'string' ? { user, surface, at } : undefined;
+}
+
+/** Who chose the remembered "always" choice for `toolName`, when the hub recorded it. */
+export function rememberedChoiceBy(session: Pick<SessionState, '_meta'> | undefined, toolName: string): ChoiceStamp | undefined {
+  const byTool = session?._meta?.[TOOL_CHOICE_BY_META];
+  if (typeof byTool !== 'object' || byTool === null || !Object.hasOwn(byTool, toolName)) return undefined;
+  return stampOf((byTool as Record<string, unknown>)[toolName]);
+}
+
+/** The agent-kept standing grants the session recorded, oldest first; malformed entries are skipped. */
+export function agentGrants(session: Pick<SessionState, '_meta'> | undefined): AgentGrant[] {
+  const raw = session?._meta?.[AGENT_GRANTS_META];
+  if (!Array.isArray(raw)) return [];
+  const out: AgentGrant[] = [];
+  for (const entry of raw) {
+    if (typeof entry !== 'object' || entry === null) continue;
+    const { toolName, optionId, label, by } = entry as Record<string, unknown>;
+    if (typeof toolName === 'string' && typeof optionId === 'string' && typeof label === 'string') out.push({ toolName, optionId, label, by: stampOf(by) });
+  }
+  return out;
+}
+
+// ─── Tool identity (what an "always" choice is remembered for) ─────────────────
+
+/** What `toolIdentity` needs of a tool call. */
+export type IdentifiedTool = Pick<ToolCallState, 'toolName' | 'displayName' | '_meta'> & { readonly toolInput?: unknown; readonly invocationMessage?: unknown };
+
+/**
+ * True when the tool's name is not the agent's own but only its ACP kind (`execute`, `edit`, …):
+ * agents that send no tool name (Gemini CLI, Codex, OpenCode) are relayed with the kind as the
+ * name (`_meta["acp/kind"]`), or `tool` when they send neither.
+ */
+export function hasGenericToolName(tool: IdentifiedTool): boolean {
+  return tool.toolName === 'tool' || ACP_TOOL_KINDS.has(tool.toolName) || tool.toolName === tool._meta?.['acp/kind'];
+}
+
+/**
+ * ACP's tool kinds. A tool named exactly like one is taken as known by its kind only, also once
+ * an approval replaced its `_meta` (the standard reducers carry the approval's `_meta` over).
+ */
+const ACP_TOOL_KINDS: ReadonlySet<string> = new Set(['read', 'edit', 'delete', 'move', 'search', 'execute', 'think', 'fetch', 'switch_mode', 'other']);
+
+/**
+ * The precise identity an "always" choice is remembered for: the agent's own tool name, or, for a
+ * tool known only by its kind, the kind plus the command (the tool input, else its title):
+ * `execute: touch a.txt`. Undefined when that does not fit a tool name (256 characters): such a
+ * tool is not precise enough to be remembered, so the hub offers no "always" for it.
+ */
+export function toolIdentity(tool: IdentifiedTool): string | undefined {
+  if (!hasGenericToolName(tool)) return tool.toolName;
+  const command = [commandOf(tool.toolInput), tool.toolInput, tool.invocationMessage, tool.displayName].find((v): v is string => typeof v === 'string' && v.trim().length > 0);
+  if (command === undefined) return undefined;
+  const identity = `${tool.toolName}: ${command.trim()}`;
+  return identity.length <= MAX_TOOL_IDENTITY ? identity : undefined;
+}
+
+/** Longest tool identity (the schema limit of a remembered tool name). */
+export const MAX_TOOL_IDENTITY = 256;
+
+/** The `command` of a tool input that is JSON with one (`{"command":"touch a.txt"}`), else undefined. */
+function commandOf(toolInput: unknown): string | undefined {
+  if (typeof toolInput !== 'string' || !toolInput.startsWith('{')) return undefined;
+  try {
+    const parsed: unknown = JSON.parse(toolInput);
+    const command = typeof parsed === 'object' && parsed !== null ? (parsed as Record<string, unknown>)['command'] : undefined;
+    return typeof command === 'string' ? command : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+// ─── Tool decisions (who approved what) ──────────────────────────────────────
+
+/** A tool call somebody (or a remembered choice) approved or denied, with the hub's stamp. */
+export interface ToolDecision {
+  readonly turnId: string;
+  readonly toolCallId: string;
+  readonly toolName: string;
+  readonly displayName: string;
+  readonly approved: boolean;
+  /** The label of the option chosen, when the tool offered its own. */
+  readonly option?: string | undefined;
+  readonly by: ChoiceStamp;
+}
+
+/**
+ * Every decided tool call of the chat that carries the hub's `_meta["hub/answeredBy"]` stamp, in
+ * transcript order (ended turns, then the active one). Tools that needed no confirmation carry no
+ * stamp and are not listed.
+ */
+export function toolDecisionsOf(chat: WithTurns): ToolDecision[] {
+  const out: ToolDecision[] = [];
+  const turns: Array<ActiveTurn | Turn> = chat.activeTurn ? [...chat.turns, chat.activeTurn] : [...chat.turns];
+  for (const turn of turns) {
+    for (const part of turn.responseParts) {
+      if (!isPartOfKind(part, 'toolCall') || !isToolCallDecided(part.toolCall)) continue;
+      const tool = part.toolCall;
+      const by = stampOf(tool._meta?.['hub/answeredBy']);
+      if (!by) continue;
+      const selected = 'selectedOption' in tool ? (tool.selectedOption as { label?: unknown } | undefined) : undefined;
+      const option = typeof selected?.label === 'string' ? selected.label : undefined;
+      out.push({ turnId: turn.id, toolCallId: tool.toolCallId, toolName: tool.toolName, displayName: tool.displayName, approved: tool.status !== 'cancelled', option, by });
+    }
+  }
+  return out;
+}

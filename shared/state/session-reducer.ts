@@ -11,7 +11,8 @@ import { INPUT_NEEDED_BIT, SessionStatus, withActivity, withBit, type ChatSummar
 import { removeWhere, upsertBy, withField } from './collections.js';
 import { awaitingUserCount, removeInputNeededEntry, setInputNeededEntry } from './input-needed-index.js';
 import { reduceSessionHostAction } from './session-host-reducer.js';
-import { APPROVED_TOOLS_META, DENIED_TOOLS_META, rememberedTools, type RememberedToolList } from './selectors.js';
+import { answeredByIn, type AnsweredBy } from './answered-by.js';
+import { AGENT_GRANTS_META, agentGrants, APPROVED_TOOLS_META, DENIED_TOOLS_META, rememberedTools, TOOL_CHOICE_BY_META, type AgentGrant, type RememberedToolList } from './selectors.js';
 
 /** `action` is typed loosely on purpose (unknown types are legal); see `chatReducer`. */
 export function sessionReducer(state: SessionState, action: SessionAction | { readonly type: string }): SessionState {
@@ -55,11 +56,13 @@ function reduce(state: SessionState, action: SessionAction): SessionState {
     case 'x-session/stateReplaced':
       return action.state;
     case 'x-session/toolApprovalRemembered':
-      return toolApprovalRemembered(state, action.toolName);
+      return withChoiceStamp(toolApprovalRemembered(state, action.toolName), action.toolName, answeredByIn(action._meta));
     case 'x-session/toolDenialRemembered':
-      return toolDenialRemembered(state, action.toolName);
+      return withChoiceStamp(toolDenialRemembered(state, action.toolName), action.toolName, answeredByIn(action._meta));
+    case 'x-session/agentGrantRecorded':
+      return agentGrantRecorded(state, action.toolName, action.optionId, action.label, answeredByIn(action._meta));
     case 'x-session/toolChoiceForgotten':
-      return toolChoiceForgotten(state, action.toolName);
+      return withChoiceStamp(toolChoiceForgotten(state, action.toolName), action.toolName, undefined);
     default:
       if (isSessionHostAction(action)) return reduceSessionHostAction(state, action);
       return unreachable(action, state);
@@ -122,6 +125,38 @@ function rememberTool(state: SessionState, toolName: string, addTo: RememberedTo
     else delete meta[removeFrom];
   }
   return { ...state, _meta: meta };
+}
+
+/**
+ * Keeps `_meta['hub/toolChoiceBy']` in step with the two lists: the stamp of the choice just
+ * made for `toolName` (none when the action carried none, or the choice was forgotten), and
+ * no stamp for a tool neither list names any more (the oldest drop out past the cap).
+ */
+function withChoiceStamp(state: SessionState, toolName: string, by: AnsweredBy | undefined): SessionState {
+  const raw = state._meta?.[TOOL_CHOICE_BY_META];
+  const old: Record<string, unknown> = typeof raw === 'object' && raw !== null && !Array.isArray(raw) ? (raw as Record<string, unknown>) : {};
+  if (by === undefined && !Object.hasOwn(old, toolName)) return state;
+  const listed = new Set([...rememberedTools(state, APPROVED_TOOLS_META), ...rememberedTools(state, DENIED_TOOLS_META)]);
+  const next: Record<string, unknown> = {};
+  for (const [tool, stamp] of Object.entries(old)) if (tool !== toolName && listed.has(tool)) next[tool] = stamp;
+  if (by !== undefined && listed.has(toolName)) next[toolName] = by;
+  const meta: Record<string, unknown> = { ...state._meta };
+  if (Object.keys(next).length > 0) meta[TOOL_CHOICE_BY_META] = next;
+  else delete meta[TOOL_CHOICE_BY_META];
+  return { ...state, _meta: meta };
+}
+
+/** Agent-kept grants the session shows; the oldest are dropped beyond this. */
+const MAX_AGENT_GRANTS = 256;
+
+/** Records an agent-kept standing grant; the same tool and option again replaces the older entry. */
+function agentGrantRecorded(state: SessionState, toolName: string, optionId: string, label: string, by: AnsweredBy | undefined): SessionState {
+  const entryOf = (g: AgentGrant): AgentGrant => (g.by ? { toolName: g.toolName, optionId: g.optionId, label: g.label, by: g.by } : { toolName: g.toolName, optionId: g.optionId, label: g.label });
+  const rest = agentGrants(state)
+    .filter((g) => g.toolName !== toolName || g.optionId !== optionId)
+    .map(entryOf);
+  const entry = entryOf({ toolName, optionId, label, by });
+  return { ...state, _meta: { ...state._meta, [AGENT_GRANTS_META]: [...rest, entry].slice(-MAX_AGENT_GRANTS) } };
 }
 
 const resourceOf = (chat: ChatSummary): string => chat.resource;

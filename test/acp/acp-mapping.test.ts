@@ -190,7 +190,7 @@ describe('ACP provider with a scripted agent', () => {
     expect(got).toEqual([{ permission: { outcome: 'selected', optionId: 'yes' } }, { permission: { outcome: 'selected', optionId: 'no' } }]);
   });
 
-  it('the Qwen and DataWorks reply routes answer the agent with its own options; a remembered allow_always answers the next request at once; a late reply is not accepted', async () => {
+  it('the Qwen and DataWorks reply routes answer the agent with its own options; an allow_always of the agent stays kept by the agent (the hub approves nothing by itself); a late reply is not accepted', async () => {
     // A session of its own: the remembered choice must not leak into the other tests.
     const own = await createSessionWith(client, 'scripted');
     const chat = own.chat;
@@ -203,16 +203,20 @@ describe('ACP provider with a scripted agent', () => {
       // The SSE permission_request offers exactly the agent's options (no hub-made extras).
       expect(first.options).toEqual(PERMISSION_OPTIONS);
       expect((await replyQwen(server.url, sessionId, first.requestId, { outcome: { outcome: 'selected', optionId: 'yes-always' } })).status).toBe(200);
-      // Remembered: the same tool asks again and is approved by the hub without anyone replying.
-      const second = await waitFor(
+      // The agent keeps its own "always" rule; the hub does not turn it into a rule of its own for
+      // the tool kind ("edit"), so when the agent asks again a person answers again.
+      const second = await sse.waitForPermissionRequest(2);
+      await waitForTool(server, chat, turnId, 'route-2', 'pending-confirmation');
+      expect((await replyQwen(server.url, sessionId, second.requestId, { outcome: { outcome: 'selected', optionId: 'yes' } })).status).toBe(200);
+      const answered = await waitFor(
         () => {
           const r = reports(chatState(server, chat), turnId);
           return r.length >= 2 ? r : undefined;
         },
         { what: 'two permission answers' },
       );
-      expect(second).toEqual([{ permission: { outcome: 'selected', optionId: 'yes-always' } }, { permission: { outcome: 'selected', optionId: 'yes-always' } }]);
-      expect(toolOf(chatState(server, chat), turnId, 'route-2')).toMatchObject({ confirmed: 'setting' });
+      expect(answered).toEqual([{ permission: { outcome: 'selected', optionId: 'yes-always' } }, { permission: { outcome: 'selected', optionId: 'yes' } }]);
+      expect(toolOf(chatState(server, chat), turnId, 'route-2')).toMatchObject({ confirmed: 'user-action' });
       // The third one (another tool) is answered over the DataWorks route with a reject option.
       const third = await sse.waitForPermissionRequest(3);
       const dw = await replyDataWorks(server.url, { SessionId: sessionId, PermissionRequestId: third.requestId, Outcome: { Outcome: 'selected', OptionId: 'no' } });

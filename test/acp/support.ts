@@ -36,7 +36,7 @@ export function acpConfig(overrides: Partial<ResolvedAcpAgentConfig> = {}): Reso
 export async function startAcpHub(
   agents: Array<{ provider: string; config: ResolvedAcpAgentConfig }>,
   logger: Logger,
-  options: { dataDir?: string; withAuth?: boolean; budget?: AgentProcessBudget } = {},
+  options: { dataDir?: string; withAuth?: boolean; budget?: AgentProcessBudget; staticDir?: string } = {},
 ): Promise<{ server: TestServer; providers: Map<string, AcpAgentProvider>; providersOf: (tenant: string) => Map<string, AcpAgentProvider> | undefined }> {
   // Every tenant gets its own provider instances (they keep per-session state); the map returned
   // holds the first tenant's, which is the one the tests drive.

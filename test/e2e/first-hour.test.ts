@@ -333,6 +333,7 @@ describe('browser app: the first hour', () => {
     // The remembered choice is listed; a viewer sees it without a way to clear it, alice clears it.
     const choice = page.locator('[data-testid=remembered-choices] [data-tool-choice=write_file]');
     await expect.poll(() => choice.textContent(), T).toContain('always allowed');
+    await expect.poll(() => choice.locator('[data-testid=grant-by]').textContent(), T).toMatch(/chosen by bob · via Qwen route · \d\d:\d\d/);
     const viewer = await openAt(TOKENS.viewer, sessionPath(session), DESKTOP);
     await viewer.locator('[data-testid=remembered-choices] [data-tool-choice=write_file]').waitFor(T);
     await expect(viewer.locator('[data-testid=forget-choice]').count()).resolves.toBe(0);

@@ -94,7 +94,7 @@ describe('AHP replicas equal the hub', () => {
         const hub = withoutHubMeta(snap.state);
         expect(replica(observer, baseline, channel, snap.fromSeq), `${label}: ${channel}`).toEqual(hub.state);
         expect(
-          hub.removed.every((k) => k === 'hub/approvedTools' || k === 'hub/deniedTools'),
+          hub.removed.every((k) => ['hub/approvedTools', 'hub/deniedTools', 'hub/toolChoiceBy', 'hub/agentGrants'].includes(k)),
           `${label}: ${hub.removed.join(',')}`,
         ).toBe(true);
       }

@@ -5,6 +5,9 @@
 import { describe, expect, it } from 'vitest';
 import { initialChatState, type ChatState, type ResponsePart, type ToolCallState, type Turn } from '../../shared/protocol/state.js';
 import {
+  hasGenericToolName,
+  toolDecisionsOf,
+  toolIdentity,
   acceptedUserInputs,
   consumedUserInputs,
   findActiveToolCall,
@@ -154,5 +157,49 @@ describe('selectors: tool call confirmation decided', () => {
     expect(['streaming', 'waiting', 'approved', 'denied', 'done', 'missing'].map((id) => findDecidedToolCall(state, id)?.status)).toEqual([undefined, undefined, 'running', 'cancelled', 'completed', undefined]);
     expect(isToolCallDecided(findActiveToolCall(state, 'waiting')!)).toBe(false);
     expect(isToolCallDecided(findActiveToolCall(state, 'done')!)).toBe(true);
+  });
+});
+
+describe('toolIdentity: what an "always" choice is remembered for', () => {
+  const tool = (toolName: string, extra: Record<string, unknown> = {}) => ({ toolName, displayName: 'Run a command', ...extra });
+
+  it("is the agent's own tool name when it sent one", () => {
+    expect(toolIdentity(tool('write_file'))).toBe('write_file');
+    expect(toolIdentity(tool('run_shell_command', { _meta: { 'acp/kind': 'execute' }, toolInput: '{"command":"ls"}' }))).toBe('run_shell_command');
+    expect(hasGenericToolName(tool('write_file'))).toBe(false);
+  });
+
+  it('is the kind plus the command for a tool known only by its ACP kind, so two commands never share it', () => {
+    const touch = tool('execute', { _meta: { 'acp/kind': 'execute' }, toolInput: '{"command":"touch a.txt"}' });
+    const rm = tool('execute', { _meta: { 'acp/kind': 'execute' }, toolInput: '{"command":"rm -rf build"}' });
+    expect([toolIdentity(touch), toolIdentity(rm)]).toEqual(['execute: touch a.txt', 'execute: rm -rf build']);
+    // Also once an approval replaced its `_meta`; a non-command input or the title stands in.
+    expect(toolIdentity(tool('execute', { toolInput: '{"path":"x"}' }))).toBe('execute: {"path":"x"}');
+    expect(toolIdentity(tool('tool', { invocationMessage: 'touch b' }))).toBe('tool: touch b');
+    expect(toolIdentity(tool('edit'))).toBe('edit: Run a command');
+  });
+
+  it('is undefined when the command is too long to be remembered precisely', () => {
+    expect(toolIdentity(tool('execute', { toolInput: JSON.stringify({ command: 'x'.repeat(300) }) }))).toBeUndefined();
+    expect(toolIdentity(tool('execute', { displayName: ' ' }))).toBeUndefined();
+  });
+});
+
+describe('toolDecisionsOf: who approved or denied which tool', () => {
+  const by = (user: string) => ({ 'hub/answeredBy': { user, surface: 'app', at: '2026-12-03T10:00:00.000Z' } });
+  const tool = (toolCallId: string, status: string, extra: Record<string, unknown> = {}): ResponsePart =>
+    ({ kind: 'toolCall', toolCall: { toolCallId, toolName: 'deploy', displayName: `Deploy ${toolCallId}`, status, ...extra } }) as unknown as ResponsePart;
+
+  it('lists stamped decided tools in transcript order, approved or denied, and skips unstamped or undecided ones', () => {
+    const ended = { id: 't1', responseParts: [tool('a', 'completed', { _meta: by('alice'), selectedOption: { id: 'yes', label: 'Allow once', kind: 'approve' } }), tool('b', 'completed')] } as unknown as Turn;
+    const chat = {
+      ...initialChatState('ahp-chat:/c1', 'Chat', T0),
+      turns: [ended],
+      activeTurn: { id: 't2', responseParts: [tool('c', 'cancelled', { _meta: by('bob'), reason: 'denied' }), tool('d', 'pending-confirmation', { _meta: by('x') })] },
+    } as unknown as ChatState;
+    expect(toolDecisionsOf(chat).map((d) => [d.turnId, d.toolCallId, d.approved, d.by.user, d.option])).toEqual([
+      ['t1', 'a', true, 'alice', 'Allow once'],
+      ['t2', 'c', false, 'bob', undefined],
+    ]);
   });
 });

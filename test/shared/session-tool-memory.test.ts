@@ -7,6 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { isSessionActionType, parseAction } from '../../shared/protocol/actions.js';
 import { initialSessionState, type SessionState } from '../../shared/protocol/state.js';
 import { sessionReducer } from '../../shared/state/session-reducer.js';
+import { agentGrants, APPROVED_TOOLS_META, DENIED_TOOLS_META, rememberedChoiceBy, rememberedTools, TOOL_CHOICE_BY_META } from '../../shared/state/selectors.js';
 
 function deepFreeze<T>(value: T): T {
   if (value && typeof value === 'object' && !Object.isFrozen(value)) {
@@ -86,5 +87,38 @@ describe('sessionReducer: forgetting a remembered choice', () => {
   it('returns the same state for a tool it does not remember', () => {
     const state = session({ 'hub/approvedTools': ['write_file'] });
     expect(sessionReducer(state, forget('other'))).toBe(state);
+  });
+});
+
+describe('sessionReducer: who made a remembered choice, and agent-kept grants', () => {
+  const alice = { user: 'alice', surface: 'Qwen route', at: '2026-12-03T10:42:00.000Z' };
+  const bob = { user: 'bob', surface: 'app', at: '2026-12-03T11:00:00.000Z' };
+  const stamped = (action: { type: string; toolName: string }, by: typeof alice) => ({ ...action, _meta: { 'hub/answeredBy': by } });
+
+  it('keeps the stamp of the latest choice per tool, and drops it when the choice is forgotten', () => {
+    let s = sessionReducer(session(), stamped(approve('write_file'), alice));
+    expect(rememberedChoiceBy(s, 'write_file')).toEqual(alice);
+    s = sessionReducer(s, stamped(deny('write_file'), bob));
+    expect([rememberedTools(s, DENIED_TOOLS_META), rememberedChoiceBy(s, 'write_file')]).toEqual([['write_file'], bob]);
+    // A choice recorded without a stamp (an older log) shows no stale one.
+    s = sessionReducer(s, approve('write_file'));
+    expect(rememberedChoiceBy(s, 'write_file')).toBeUndefined();
+    s = sessionReducer(sessionReducer(s, stamped(approve('write_file'), alice)), { type: 'x-session/toolChoiceForgotten', toolName: 'write_file' });
+    expect(s._meta?.[TOOL_CHOICE_BY_META]).toBeUndefined();
+  });
+
+  it('records agent-kept grants with who chose them; the same tool and option again replaces the older entry', () => {
+    const grant = (toolName: string, optionId: string, by: typeof alice) => ({ type: 'x-session/agentGrantRecorded', toolName, optionId, label: `Always Allow in project: ${toolName}`, _meta: { 'hub/answeredBy': by } });
+    expect(isSessionActionType('x-session/agentGrantRecorded')).toBe(true);
+    expect(parseAction({ type: 'x-session/agentGrantRecorded', toolName: 'x', optionId: '' }).ok).toBe(false);
+    let s = sessionReducer(session(), grant('execute: touch a', 'proceed_always_project', alice));
+    s = sessionReducer(s, grant('run_shell_command', 'proceed_always_user', alice));
+    s = sessionReducer(s, grant('execute: touch a', 'proceed_always_project', bob));
+    expect(agentGrants(s).map((g) => [g.toolName, g.optionId, g.by?.user])).toEqual([
+      ['run_shell_command', 'proceed_always_user', 'alice'],
+      ['execute: touch a', 'proceed_always_project', 'bob'],
+    ]);
+    // Agent-kept grants are not hub rules: nothing to approve, nothing the hub could forget.
+    expect(rememberedTools(s, APPROVED_TOOLS_META)).toEqual([]);
   });
 });

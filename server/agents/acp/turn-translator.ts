@@ -20,6 +20,7 @@ import type * as acp from '@agentclientprotocol/sdk';
 import type { WireAction } from '../../../shared/protocol/messages.js';
 import type { ChatInputRequest, ToolCallState } from '../../../shared/protocol/state.js';
 import { findDecidedToolCall } from '../../../shared/state/selectors.js';
+import { ANSWERED_BY_META, answeredByIn, type AnsweredBy } from '../../../shared/state/answered-by.js';
 import type { Logger } from '../../log.js';
 import { errorFields } from '../../log.js';
 import type { TurnContext } from '../agent.js';
@@ -41,6 +42,12 @@ interface TrackedTool {
   rawInput: unknown;
   locations: readonly acp.ToolCallLocation[] | null | undefined;
   status: LocalToolStatus;
+  /**
+   * Who approved or denied it (the hub's stamp on `chat/toolCallConfirmed`). Every later tool
+   * action replaces the tool's `_meta`, so the stamp is carried on in it, or "Approved by …"
+   * would vanish the moment the tool runs or completes.
+   */
+  answeredBy?: AnsweredBy | undefined;
   /** JSON of the content last dispatched: a re-send of the same content is not sent again. */
   sentContent?: string;
   /** True while a content change is not yet durable; newer content then waits in `nextContent`. */
@@ -158,6 +165,7 @@ export class TurnTranslator {
   #toolMeta(tool: TrackedTool): Record<string, unknown> {
     const meta: Record<string, unknown> = {};
     if (tool.kind) meta['acp/kind'] = tool.kind;
+    if (tool.answeredBy) meta[ANSWERED_BY_META] = tool.answeredBy;
     const locs = toolLocations(tool.locations);
     if (locs.length > 0) meta['acp/locations'] = locs;
     return meta;
@@ -308,6 +316,7 @@ export class TurnTranslator {
       return { outcome: 'cancelled' };
     }
     tool.status = decided.status === 'running' ? 'running' : 'done';
+    tool.answeredBy = answeredByIn(decided._meta);
     return permissionOutcome(params.options, decided as Parameters<typeof permissionOutcome>[1]);
   }
 

@@ -103,6 +103,21 @@ export const toolDenialRememberedActionSchema = z.looseObject({
 });
 
 /**
+ * Implementation-defined (`x-`): a person approved a tool with one of the *agent's own*
+ * `allow_always` options (Qwen's "Always Allow in project", …), through any surface. The agent
+ * keeps that standing grant, not the hub: the hub records it only so people see it (with who
+ * chose it, `_meta["hub/answeredBy"]`), in `_meta['hub/agentGrants']`; it cannot forget it.
+ */
+export const agentGrantRecordedActionSchema = z.looseObject({
+  type: z.literal('x-session/agentGrantRecorded'),
+  /** The precise tool identity (`toolIdentity`): the agent's tool name, or kind and command. */
+  toolName: z.string().min(1).max(StateLimits.id),
+  optionId: z.string().min(1).max(StateLimits.id),
+  label: labelSchema,
+  ...meta,
+});
+
+/**
  * Implementation-defined (`x-`), client-dispatchable: a person clears the remembered "always
  * allow" / "always deny" choice for `toolName` in this session, so the next confirmation of that
  * tool is asked again. Rejected when the session remembers no choice for the tool; viewers are

@@ -51,6 +51,7 @@ import {
   sessionReadyActionSchema,
   sessionStateReplacedActionSchema,
   sessionTitleChangedActionSchema,
+  agentGrantRecordedActionSchema,
   toolApprovalRememberedActionSchema,
   toolChoiceForgottenActionSchema,
   toolDenialRememberedActionSchema,
@@ -116,6 +117,7 @@ export const sessionActionSchema = z.discriminatedUnion('type', [
   toolApprovalRememberedActionSchema,
   toolDenialRememberedActionSchema,
   toolChoiceForgottenActionSchema,
+  agentGrantRecordedActionSchema,
   ...sessionHostActionSchemas,
   chatsReorderedActionSchema,
 ]);
@@ -169,6 +171,7 @@ export type AgentsChangedAction = z.infer<typeof agentsChangedActionSchema>;
 export type ToolApprovalRememberedAction = z.infer<typeof toolApprovalRememberedActionSchema>;
 export type ToolDenialRememberedAction = z.infer<typeof toolDenialRememberedActionSchema>;
 export type ToolChoiceForgottenAction = z.infer<typeof toolChoiceForgottenActionSchema>;
+export type AgentGrantRecordedAction = z.infer<typeof agentGrantRecordedActionSchema>;
 
 export type ChatAction = z.infer<typeof chatActionSchema>;
 export type SessionAction = z.infer<typeof sessionActionSchema>;
