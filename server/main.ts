@@ -20,12 +20,13 @@ import { confinementProblems } from './agents/confinement-checks.js';
 import { connectionUrl, resolveStoreSecret, scrubProcessCommandLine, type StoreSecret, StoreSecretError } from './store-secret.js';
 
 async function main(): Promise<void> {
-  // Before anything can fail or log: no password stays in this process's command line.
+  // Read first, then, before anything can fail or log, no password stays in the command line.
+  const argv = process.argv.slice(2);
   scrubProcessCommandLine();
   let config: ReturnType<typeof parseArgs>;
   let storeSecret: StoreSecret | undefined;
   try {
-    config = parseArgs(process.argv.slice(2));
+    config = parseArgs(argv);
     // Read (and PGPASSWORD removed from the environment) before any child process is started.
     if (config.store) storeSecret = resolveStoreSecret(config.store, config.storePasswordFile, process.env);
   } catch (err) {

@@ -72,7 +72,7 @@ export function connectionUrl(secret: StoreSecret): string {
 
 /** `argv` with the password of every postgres URL in it (`--store URL`, `--store=URL`) removed. */
 export function scrubbedArgv(argv: readonly string[]): string[] {
-  return argv.map((arg) => arg.replace(/(postgres(?:ql)?:\/\/[^:@/\s]*):[^@\s]*@/g, '$1@'));
+  return argv.map((arg) => arg.replace(/(postgres(?:ql)?:\/\/[^:@/\s]*):[^/\s]*@/g, '$1@'));
 }
 
 /**
