@@ -9,7 +9,7 @@
  * the reducers a stock AHP client has, `x-` actions ignored) equal the hub's snapshot.
  * Nothing leaves 127.0.0.1.
  */
-import { existsSync } from 'node:fs';
+import { existsSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { ActionEnvelope } from '../../shared/protocol/messages.js';
@@ -105,6 +105,9 @@ describe.each(REAL_AGENTS)('$displayName behind the hub (real ACP agent from the
     const turnMs = Date.now() - startedAt;
     expect(turn.state, `the turn as it ended: ${JSON.stringify(turn.error ?? null)}`).toBe('complete');
     expect(existsSync(marker)).toBe(true);
+    // Made by the agent confined as by default: as its tenant's own uid, not the hub's (root).
+    expect(statSync(marker).uid).not.toBe(process.getuid?.());
+    expect(statSync(marker).uid).toBe(statSync(provider.workspaceOf(session)).uid);
     const tool = turnParts(chatState(server, chat), turnId).find((p) => isPartOfKind(p, 'toolCall')) as { toolCall: { status: string; success?: boolean } };
     expect(tool.toolCall, `the tool call as the agent reported it: ${JSON.stringify(tool.toolCall)}`).toMatchObject({ status: 'completed', success: true });
     const text = markdownOf(chatState(server, chat), turnId);

@@ -8,7 +8,7 @@
  * that make anything else fail at once. Everything else — the settings that make the agent ask
  * before a tool, the switches for telemetry and updates — is the example's.
  */
-import { cpSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { chmodSync, cpSync, mkdirSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { loadAgentsConfig, type ResolvedAcpAgentConfig } from '../../server/agents/acp/agents-config.js';
@@ -61,6 +61,16 @@ export interface RealAgentSetup {
   remove(): void;
 }
 
+/** Read and write for every user below `dir` (directories also searchable). */
+function allowEveryone(dir: string): void {
+  chmodSync(dir, 0o777);
+  for (const entry of readdirSync(dir, { withFileTypes: true })) {
+    const path = join(dir, entry.name);
+    if (entry.isDirectory()) allowEveryone(path);
+    else chmodSync(path, 0o666);
+  }
+}
+
 /** The example file's entry for `agent`, pointed at `model`, with its settings in a temp dir. */
 export function realAgentConfig(agent: RealAgent, model: ScriptedModel, startupTimeoutMs: number): RealAgentSetup {
   const example = loadAgentsConfig(AGENTS_EXAMPLE).agents.find((a) => a.provider === agent.provider)?.config;
@@ -70,6 +80,11 @@ export function realAgentConfig(agent: RealAgent, model: ScriptedModel, startupT
   cpSync(resolve('examples/agents', agent.provider), settingsDir, { recursive: true });
   const workDir = join(root, 'work');
   mkdirSync(workDir);
+  // The example runs confined, as by default (a uid of the tenant's own, not the hub's): that uid
+  // passes through the temp root to its sessions' directories, and reads and writes the settings
+  // (the agents keep state there). One tenant here; docs/agents.md says how to share them.
+  chmodSync(root, 0o711);
+  allowEveryone(settingsDir);
   const config: ResolvedAcpAgentConfig = {
     ...example,
     command: resolve('node_modules/.bin', example.command),
