@@ -165,7 +165,8 @@ export function unreachableReason(path: string, identity: AgentIdentity, need: P
     if (dir === dirname(dir)) break;
   }
   for (const dir of chain) {
-    const st = statSync(dir);
+    const st = statSync(dir, { throwIfNoEntry: false });
+    if (!st) return `${full} does not exist`;
     if (!permits(st, identity, 0o1)) return `no passage through ${dir} (mode ${modeText(st.mode)}, owner uid ${st.uid})`;
   }
   let st: ReturnType<typeof statSync>;
