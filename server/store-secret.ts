@@ -28,15 +28,10 @@ const MAX_PASSWORD_FILE_BYTES = 4_096;
  * when that is where it came from (pass `process.env`: Node's setter unsets it for the children).
  */
 export function resolveStoreSecret(url: string, passwordFile: string | undefined, env: NodeJS.ProcessEnv): StoreSecret {
-  let parsed: URL;
-  try {
-    parsed = new URL(url);
-  } catch {
-    throw new StoreSecretError('--store is not a URL: postgres://user@host:port/database');
-  }
-  const inUrl = parsed.password === '' ? undefined : decodeURIComponent(parsed.password);
-  parsed.password = '';
-  const bare = parsed.toString();
+  // Split by hand: WHATWG URL refuses forms libpq and pg accept (`postgres://ahp@/db?host=/run/postgresql`).
+  const parts = urlParts(url);
+  const inUrl = parts.password;
+  const bare = joinUrl({ ...parts, password: undefined });
   const fromEnv = env['PGPASSWORD'];
   delete env['PGPASSWORD'];
   const given = [passwordFile !== undefined && '--store-password-file', fromEnv !== undefined && 'PGPASSWORD', inUrl !== undefined && 'the --store URL'].filter(Boolean);
@@ -65,9 +60,39 @@ function readPasswordFile(file: string): string {
 /** The URL the driver connects with: `secret.url` with the password put back (in memory only). */
 export function connectionUrl(secret: StoreSecret): string {
   if (secret.password === undefined) return secret.url;
-  const parsed = new URL(secret.url);
-  parsed.password = encodeURIComponent(secret.password);
-  return parsed.toString();
+  return joinUrl({ ...urlParts(secret.url), password: secret.password });
+}
+
+interface UrlParts {
+  readonly scheme: string;
+  readonly user: string | undefined;
+  readonly password: string | undefined;
+  /** Host, port, path and query: everything after the user info. */
+  readonly rest: string;
+}
+
+function urlParts(url: string): UrlParts {
+  const m = /^(postgres(?:ql)?:\/\/)(?:([^/?#]*)@)?(.*)$/s.exec(url);
+  if (!m) throw new StoreSecretError('--store must be a postgres://user@host:port/database URL');
+  const userinfo = m[2];
+  const colon = userinfo?.indexOf(':') ?? -1;
+  const user = userinfo === undefined ? undefined : colon === -1 ? userinfo : userinfo.slice(0, colon);
+  const password = userinfo === undefined || colon === -1 ? undefined : percentDecoded(userinfo.slice(colon + 1));
+  return { scheme: m[1]!, user, password: password === '' ? undefined : password, rest: m[3]! };
+}
+
+function joinUrl(parts: UrlParts): string {
+  const password = parts.password === undefined ? '' : `:${encodeURIComponent(parts.password)}`;
+  const userinfo = parts.user === undefined && password === '' ? '' : `${parts.user ?? ''}${password}@`;
+  return `${parts.scheme}${userinfo}${parts.rest}`;
+}
+
+function percentDecoded(text: string): string {
+  try {
+    return decodeURIComponent(text);
+  } catch {
+    return text;
+  }
 }
 
 /** `argv` with the password of every postgres URL in it (`--store URL`, `--store=URL`) removed. */

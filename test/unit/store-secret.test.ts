@@ -25,6 +25,11 @@ it('takes PGPASSWORD and removes it from the environment; a password in the URL 
   expect(env).toEqual({ OTHER: 'x' });
   expect(resolveStoreSecret('postgres://ahp:s%40cret@db/ahp', undefined, {})).toEqual({ url: 'postgres://ahp@db/ahp', password: 's@cret', source: 'url' });
   expect(resolveStoreSecret('postgres://ahp@db/ahp', undefined, {})).toMatchObject({ password: undefined, source: 'driver' });
+  // Forms WHATWG URL refuses but libpq and pg accept (a Unix socket directory as the host).
+  const socket = resolveStoreSecret('postgres://ahp:pw@/ahp?host=/run/postgresql', undefined, {});
+  expect(socket).toEqual({ url: 'postgres://ahp@/ahp?host=/run/postgresql', password: 'pw', source: 'url' });
+  expect(connectionUrl(socket)).toBe('postgres://ahp:pw@/ahp?host=/run/postgresql');
+  expect(resolveStoreSecret('postgresql://a:b@[::1]:5432/d?sslmode=require', undefined, {}).url).toBe('postgresql://a@[::1]:5432/d?sslmode=require');
   expect(() => resolveStoreSecret('postgres://ahp:a@db/ahp', undefined, { PGPASSWORD: 'b' })).toThrow('the store password is given twice (PGPASSWORD and the --store URL)');
 });
 
