@@ -7,13 +7,16 @@
  * longer shows it, and the hub warns; given twice it is refused.
  */
 import { spawn } from 'node:child_process';
-import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import pg from 'pg';
 import { afterAll, afterEach, beforeAll, expect, it } from 'vitest';
 import { startHubProcess, ensureBuilt, type HubProcess } from '../helpers/hub-process.js';
 import { startPostgres, type RunningPostgres } from '../helpers/postgres.js';
-import { tempDir } from '../helpers/start-server.js';
+import { RpcClient } from '../helpers/rpc-client.js';
+import { AUTH_FILE, TOKENS, tempDir } from '../helpers/start-server.js';
+import type { ChatState } from '../../shared/protocol/state.js';
+import { bundleScriptedAgent, createSessionWith, reports, script, startTurn } from '../acp/support.js';
 
 const ROLE = 'ahp_password_role';
 const PASSWORD = 'pw-Only-In-The-File-7f3c9a';
@@ -21,8 +24,10 @@ let postgres: RunningPostgres;
 let bareUrl: string;
 let hub: HubProcess | undefined;
 const dir = tempDir('store-password-');
+let agent: ReturnType<typeof bundleScriptedAgent>;
 
 beforeAll(async () => {
+  agent = bundleScriptedAgent();
   postgres = await startPostgres();
   const admin = new pg.Client({ connectionString: postgres.url });
   await admin.connect();
@@ -55,6 +60,7 @@ afterEach(async () => {
 });
 
 afterAll(() => {
+  agent?.remove();
   postgres?.stop();
   dir.remove();
 });
@@ -109,6 +115,36 @@ it('PGPASSWORD works too, and the hub does not show it on its command line', asy
   hub = await startHubProcess(['--data', join(dir.dir, 'data-env'), '--store', bareUrl], { env: { PGPASSWORD: PASSWORD } });
   expect((await fetch(`${hub.url}/healthz`)).status).toBe(200);
   expect(readFileSync(`/proc/${hub.child.pid}/cmdline`, 'latin1')).not.toContain(PASSWORD);
+});
+
+it("a confined agent of that hub can read neither the hub's /proc entries nor the password file", async () => {
+  const root = join(dir.dir, 'with-agent');
+  mkdirSync(root, { mode: 0o711 });
+  chmodSync(dir.dir, 0o711);
+  const file = join(root, 'pg-password');
+  writeFileSync(file, `${PASSWORD}\n`, { mode: 0o600 });
+  const tokens = join(root, 'tokens.json');
+  writeFileSync(tokens, JSON.stringify(AUTH_FILE), { mode: 0o600 });
+  const agentsFile = join(root, 'agents.json');
+  writeFileSync(agentsFile, JSON.stringify({ agents: { scripted: { kind: 'acp', command: process.execPath, args: [agent.path], env: { AGENT_MODE: 'probe' } } } }));
+  hub = await startHubProcess(['--data', join(root, 'data'), '--auth', tokens, '--agents', agentsFile, '--store', bareUrl, '--store-password-file', file]);
+  const pid = hub.child.pid!;
+  const client = await RpcClient.open(hub.wsUrl, { token: TOKENS.alice });
+  try {
+    const { chat } = await createSessionWith(client, 'scripted');
+    const paths = [`/proc/${pid}/cmdline`, `/proc/${pid}/environ`, `/proc/${pid}/status`, file];
+    await client.subscribe(chat);
+    const turnId = await startTurn(client, chat, script({ probe: { paths } }));
+    const end = await client.waitForEnvelope((e) => ['chat/turnComplete', 'chat/error'].includes(String(e.action['type'])) && e.action['turnId'] === turnId, 'the probe turn to end');
+    expect(end.action['type'], JSON.stringify(end.action)).toBe('chat/turnComplete');
+    const { state } = await client.subscribe<ChatState>(chat);
+    const probe = reports(state, turnId).find((r) => r['probe'])?.['probe'] as { uid: number; reads: Record<string, string> } | undefined;
+    expect(probe?.uid).not.toBe(0);
+    for (const path of paths) expect([path, ['EACCES', 'ENOENT'].includes(probe!.reads[path]!) ? 'denied' : probe!.reads[path]]).toEqual([path, 'denied']);
+  } finally {
+    await client.close();
+  }
+  expect(leaks(pid)).toEqual([]);
 });
 
 it('a wrong password file, or the password given twice, stops the hub with a clear error', async () => {
