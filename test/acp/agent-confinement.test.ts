@@ -117,7 +117,12 @@ it("agents confined by default and run as a configured user cannot read the hub'
   const evilHub = server.hubOf('evil')!;
   await waitFor(() => evilHub.chatEntry(theirs.chat)?.state.turns.find((t) => t.id === theirTurn), { what: "the other tenant's turn to end" });
   const evilProvider = started.providersOf('evil')!.get('confined')!;
-  const evilPids = processTree(evilProvider.processOf(theirs.session)!.pid!);
+  // And one of its agents under the shared user (the same uid as acme's as-user agent).
+  const theirShared = await createSessionWith(mallory, 'as-user');
+  const theirSharedTurn = await startTurn(mallory, theirShared.chat, 'hello');
+  await waitFor(() => evilHub.chatEntry(theirShared.chat)?.state.turns.find((t) => t.id === theirSharedTurn), { what: "the other tenant's shared-user turn to end" });
+  const evilShared = started.providersOf('evil')!.get('as-user')!;
+  const evilPids = [...processTree(evilProvider.processOf(theirs.session)!.pid!), ...processTree(evilShared.processOf(theirShared.session)!.pid!)];
   const evilUid = statSync(evilProvider.workspaceOf(theirs.session)).uid;
 
   const alice = await RpcClient.open(server.wsUrl, { token: TOKENS.alice });
@@ -127,8 +132,7 @@ it("agents confined by default and run as a configured user cannot read the hub'
     `/proc/${hubPid}/cmdline`,
     `/proc/${hubPid}/environ`,
     `/proc/${hubPid}/cwd`,
-    `/proc/${evilPids.at(-1)}/environ`,
-    `/proc/${evilPids.at(-1)}/cwd`,
+    ...evilPids.flatMap((pid) => [`/proc/${pid}/environ`, `/proc/${pid}/cwd`]),
     tokenFile,
     tenantLogFile(dataDir, 'acme'),
     tenantLogFile(dataDir, 'evil'),
@@ -176,6 +180,9 @@ it("agents confined by default and run as a configured user cannot read the hub'
     for (const pid of [...evilPids, hubPid]) expect([provider, pid, ['EPERM', 'ESRCH'].includes(probe.signals[pid]!) ? 'refused' : probe.signals[pid]]).toEqual([provider, pid, 'refused']);
   }
   for (const pid of evilPids) expect(processState(pid)).not.toBe('T');
+  // The cost of "shareUserAcrossTenants": a session directory of the other tenant's shared-user
+  // agent is its own uid's, so it is readable — by a name the namespace and the HMAC keep hidden.
+  expect(statSync(evilShared.workspaceOf(theirShared.session)).uid).toBe(testUser.uid);
 });
 
 it('an agent its user cannot reach ends the turn with agentUnreachable, naming the directory it may not pass', async () => {
