@@ -13,7 +13,7 @@
  * agent as the hub's own user, as before, and is an explicit opt-in (the hub warns at start).
  */
 import { execFileSync } from 'node:child_process';
-import { accessSync, constants, existsSync, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
+import { accessSync, constants, existsSync, readFileSync, realpathSync, renameSync, statSync, writeFileSync } from 'node:fs';
 import { delimiter, dirname, isAbsolute, join, resolve } from 'node:path';
 
 /** An OS identity an agent runs as. */
@@ -158,7 +158,14 @@ export type PathNeed = 'read' | 'run' | 'pass';
  * agent runs with no supplementary groups.
  */
 export function unreachableReason(path: string, identity: AgentIdentity, need: PathNeed = 'read'): string | undefined {
-  const full = resolve(path);
+  const why = unreachableAlong(resolve(path), identity, need);
+  if (why !== undefined) return why;
+  // A symlink (node_modules/.bin/…) is followed: its target's directories must be passable too.
+  const real = realpathSync(path);
+  return real === resolve(path) ? undefined : unreachableAlong(real, identity, need);
+}
+
+function unreachableAlong(full: string, identity: AgentIdentity, need: PathNeed): string | undefined {
   const chain: string[] = [];
   for (let dir = dirname(full); ; dir = dirname(dir)) {
     chain.unshift(dir);

@@ -12,6 +12,7 @@ import { chmodSync, cpSync, mkdirSync, mkdtempSync, readdirSync, rmSync } from '
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { loadAgentsConfig, type ResolvedAcpAgentConfig } from '../../server/agents/acp/agents-config.js';
+import { agentReachability, DEFAULT_TENANT_UIDS } from '../../server/agents/agent-confinement.js';
 import { startMockAnthropic } from './mock-anthropic.js';
 import { startMockGemini } from './mock-gemini.js';
 import { startMockModel } from './mock-model.js';
@@ -58,6 +59,13 @@ export interface RealAgentSetup {
   readonly config: ResolvedAcpAgentConfig;
   /** The entry as the example file has it (resolved by the hub's loader). */
   readonly example: ResolvedAcpAgentConfig;
+  /**
+   * Why the installed agent cannot run confined here, if it cannot: a clone in a directory other
+   * users cannot enter (a 0700 `mktemp -d`) holds `node_modules` where no tenant uid may reach
+   * it. The hub then refuses it (`agentUnreachable`, agent-confinement.test.ts); this scenario
+   * runs the entry with `"confinement": "none"` instead, and says so.
+   */
+  readonly unconfinedBecause: string | undefined;
   remove(): void;
 }
 
@@ -85,9 +93,13 @@ export function realAgentConfig(agent: RealAgent, model: ScriptedModel, startupT
   // (the agents keep state there). One tenant here; docs/agents.md says how to share them.
   chmodSync(root, 0o711);
   allowEveryone(settingsDir);
+  const command = resolve('node_modules/.bin', example.command);
+  const stranger = { uid: DEFAULT_TENANT_UIDS.first + DEFAULT_TENANT_UIDS.count - 1, gid: DEFAULT_TENANT_UIDS.first + DEFAULT_TENANT_UIDS.count - 1 };
+  const unconfinedBecause = agentReachability(command, [], undefined, stranger, process.env['PATH'] ?? '');
   const config: ResolvedAcpAgentConfig = {
     ...example,
-    command: resolve('node_modules/.bin', example.command),
+    ...(unconfinedBecause === undefined ? {} : { confinement: 'none' as const }),
+    command,
     cwd: workDir,
     startupTimeoutMs,
     env: {
@@ -101,5 +113,5 @@ export function realAgentConfig(agent: RealAgent, model: ScriptedModel, startupT
       NO_COLOR: '1',
     },
   };
-  return { config, example, remove: () => rmSync(root, { recursive: true, force: true, maxRetries: 5, retryDelay: 100 }) };
+  return { config, example, unconfinedBecause, remove: () => rmSync(root, { recursive: true, force: true, maxRetries: 5, retryDelay: 100 }) };
 }
