@@ -3,6 +3,7 @@
  * --host (127.0.0.1), --port (8787; 0 = any free port), --data (./data), --auth FILE,
  * --log-level (info), --sync normal|full (SQLite durability level), --agents FILE (agent providers),
  * --store postgres://… (HUB_STORE; a shared PostgreSQL log instead of the SQLite file: the cluster mode),
+ * --store-password-file FILE (HUB_STORE_PASSWORD_FILE; its password, kept off the command line: store-secret.ts),
  * --tenant-disk-quota SIZE (HUB_TENANT_DISK_QUOTA; bytes, or with k/m/g: each tenant's SQLite log and snapshots),
  * --max-agents N, --max-agents-per-tenant N, --max-agents-per-user N (HUB_MAX_AGENTS, HUB_MAX_AGENTS_PER_TENANT,
  * HUB_MAX_AGENTS_PER_USER; agent process caps, over the agents file's `limits`).
@@ -36,6 +37,8 @@ export interface CliConfig {
   agentsFile: string | undefined;
   /** A postgres:// URL: the log lives in PostgreSQL (several hubs may share it). undefined = SQLite in dataDir. */
   store: string | undefined;
+  /** A file holding the store's password (`--store-password-file` / HUB_STORE_PASSWORD_FILE). */
+  storePasswordFile: string | undefined;
   /** Cluster mode: how long a dead process's agent lease lasts (HUB_AGENT_LEASE_TTL_MS; default 5000). */
   agentLeaseTtlMs: number | undefined;
   /** Cluster drain: /healthz answers 503 at least this long before the node exits (HUB_DRAIN_GRACE_MS; default 2000). */
@@ -91,6 +94,7 @@ export function parseArgs(argv: readonly string[], env: NodeJS.ProcessEnv = proc
         sync: { type: 'string' },
         agents: { type: 'string' },
         store: { type: 'string' },
+        'store-password-file': { type: 'string' },
         'tenant-disk-quota': { type: 'string' },
         'max-agents': { type: 'string' },
         'max-agents-per-tenant': { type: 'string' },
@@ -117,6 +121,7 @@ export function parseArgs(argv: readonly string[], env: NodeJS.ProcessEnv = proc
     sync: (flag('sync') ?? 'normal') as 'normal' | 'full',
     agentsFile: flag('agents') ?? (env['HUB_AGENTS'] || undefined),
     store: flag('store') ?? (env['HUB_STORE'] || undefined),
+    storePasswordFile: flag('store-password-file') ?? (env['HUB_STORE_PASSWORD_FILE'] || undefined),
     agentLeaseTtlMs: env['HUB_AGENT_LEASE_TTL_MS'] ? Number(env['HUB_AGENT_LEASE_TTL_MS']) : undefined,
     drainGraceMs: env['HUB_DRAIN_GRACE_MS'] ? Number(env['HUB_DRAIN_GRACE_MS']) : undefined,
     remoteAgentGraceMs: env['HUB_REMOTE_AGENT_GRACE_MS'] ? Number(env['HUB_REMOTE_AGENT_GRACE_MS']) : undefined,
@@ -141,8 +146,9 @@ export function parseArgs(argv: readonly string[], env: NodeJS.ProcessEnv = proc
   if (!['debug', 'info', 'warn', 'error'].includes(config.logLevel)) throw new ConfigError('--log-level must be debug, info, warn or error');
   if (config.sync !== 'normal' && config.sync !== 'full') throw new ConfigError('--sync must be normal or full');
   if (config.store !== undefined && !/^postgres(ql)?:\/\//.test(config.store)) {
-    throw new ConfigError('--store must be a postgres://user:password@host:port/database URL (without it the hub uses SQLite in --data)');
+    throw new ConfigError('--store must be a postgres://user@host:port/database URL (without it the hub uses SQLite in --data; the password goes in --store-password-file)');
   }
+  if (config.storePasswordFile !== undefined && config.store === undefined) throw new ConfigError('--store-password-file needs --store');
   if (!config.authFile && !isLoopback(config.host)) {
     throw new ConfigError(`refusing to listen on ${config.host} without --auth: dev mode (no tokens) is loopback-only`);
   }
@@ -150,7 +156,7 @@ export function parseArgs(argv: readonly string[], env: NodeJS.ProcessEnv = proc
   return config;
 }
 
-export const USAGE = `usage: npm start -- [--host 127.0.0.1] [--port 8787] [--data ./data] [--auth tokens.json] [--log-level info] [--sync normal|full] [--agents agents.json] [--store postgres://…] [--tenant-disk-quota 1g] [--max-agents 64] [--max-agents-per-tenant 32] [--max-agents-per-user 8]`;
+export const USAGE = `usage: npm start -- [--host 127.0.0.1] [--port 8787] [--data ./data] [--auth tokens.json] [--log-level info] [--sync normal|full] [--agents agents.json] [--store postgres://user@host/db] [--store-password-file FILE] [--tenant-disk-quota 1g] [--max-agents 64] [--max-agents-per-tenant 32] [--max-agents-per-user 8]`;
 
 /** Each agent cap given by its flag, else its variable: a whole number from 1 to MAX_AGENT_CAP. */
 function agentCapsFrom(flag: (name: string) => string | undefined, env: NodeJS.ProcessEnv): AgentCapOverrides {

@@ -2,7 +2,7 @@
  * `npm start`: parse flags, start the hub, print `listening on http://HOST:PORT`, drain on SIGTERM.
  */
 import { dirname, join } from 'node:path';
-import { existsSync } from 'node:fs';
+import { existsSync, mkdirSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { devAuthenticator, loadAuthFile, reloadable, usersWithExampleSecrets } from './auth/auth.js';
 import { agentLimitsWith, ConfigError, connectionCapsFor, FILES_PER_SQLITE_TENANT, minimumOpenFiles, openFileLimit, parseArgs } from './config.js';
@@ -15,19 +15,29 @@ import { createAcpProviders } from './agents/acp/acp-provider.js';
 import { AgentProcessBudget } from './agents/agent-budget.js';
 import { openPermissions, tenantSegment } from './agents/agent-workspace.js';
 import { DEFAULT_PARK_IDLE_MS } from './hub/session-parking.js';
+import { DEFAULT_TENANT_UIDS, TenantUids } from './agents/agent-confinement.js';
+import { confinementProblems } from './agents/confinement-checks.js';
+import { connectionUrl, resolveStoreSecret, scrubProcessCommandLine, type StoreSecret, StoreSecretError } from './store-secret.js';
 
 async function main(): Promise<void> {
+  // Read first, then, before anything can fail or log, no password stays in the command line.
+  const argv = process.argv.slice(2);
+  scrubProcessCommandLine();
   let config: ReturnType<typeof parseArgs>;
+  let storeSecret: StoreSecret | undefined;
   try {
-    config = parseArgs(process.argv.slice(2));
+    config = parseArgs(argv);
+    // Read (and PGPASSWORD removed from the environment) before any child process is started.
+    if (config.store) storeSecret = resolveStoreSecret(config.store, config.storePasswordFile, process.env);
   } catch (err) {
-    if (err instanceof ConfigError) {
+    if (err instanceof ConfigError || err instanceof StoreSecretError) {
       process.stderr.write(err.message + '\n');
       process.exit(2);
     }
     throw err;
   }
-  let agentsFile: AgentsFile = { agents: [], limits: new AgentProcessBudget().limits };
+  if (process.env['HUB_STORE'] && storeSecret) process.env['HUB_STORE'] = storeSecret.url;
+  let agentsFile: AgentsFile = { agents: [], limits: new AgentProcessBudget().limits, tenantUids: DEFAULT_TENANT_UIDS };
   try {
     if (config.agentsFile) agentsFile = loadAgentsConfig(config.agentsFile);
   } catch (err) {
@@ -40,13 +50,26 @@ async function main(): Promise<void> {
   const auth = reloadableAuth ?? devAuthenticator();
   if (config.authFile && openPermissions(config.authFile) !== 0) {
     // Agents run as another user must not read the tokens; refuse rather than hand them over.
-    if (agentsFile.agents.some((a) => a.config.uid !== undefined)) {
+    if (agentsFile.agents.some((a) => a.config.confinement !== 'none' || a.config.uid !== undefined)) {
       process.stderr.write(`the token file ${config.authFile} is readable by other users, and agents run as another user: chmod 600 it\n`);
       process.exit(2);
     }
     logger.warn('the token file is readable by other users; chmod 600 it', { file: config.authFile });
   }
   if (!auth.enforced) logger.warn('no --auth given: single-user dev mode, loopback only');
+  if (storeSecret?.source === 'url') {
+    logger.warn('the store password was given in the --store URL: this process no longer shows it, but the shell or npm that started the hub may (ps, /proc/<pid>/cmdline, shell history); put it in --store-password-file', {
+      store: storeSecret.url,
+    });
+  }
+  mkdirSync(config.dataDir, { recursive: true });
+  // One uid per tenant for the whole hub (agents of every tenant's providers), kept in the data dir.
+  const tenantUids = new TenantUids(join(config.dataDir, 'agent-uids.json'), agentsFile.tenantUids);
+  const confinement = confinementProblems({ agents: agentsFile.agents, tenants: auth.tenants, tenantUids, dataDir: config.dataDir, hubUid: process.getuid?.(), pathVariable: process.env['PATH'] ?? '' }, logger);
+  if (confinement.length > 0) {
+    process.stderr.write(confinement.join('\n') + '\n');
+    process.exit(2);
+  }
   const exampleUsers = config.authFile ? usersWithExampleSecrets(config.authFile) : [];
   if (exampleUsers.length > 0) {
     logger.warn(`the token file still holds the example secrets (change-me-…) for ${exampleUsers.join(', ')}: fine on your own machine, but replace them with long random ones before anyone else can reach this hub`, {
@@ -75,7 +98,7 @@ async function main(): Promise<void> {
     port: config.port,
     dataDir: config.dataDir,
     sqliteSynchronous: config.sync,
-    storeUrl: config.store,
+    storeUrl: storeSecret && connectionUrl(storeSecret),
     ...(config.agentLeaseTtlMs !== undefined ? { agentLeaseTtlMs: config.agentLeaseTtlMs } : {}),
     ...(config.drainGraceMs !== undefined ? { drainGraceMs: config.drainGraceMs } : {}),
     ...(config.remoteAgentGraceMs !== undefined ? { remoteAgentGraceMs: config.remoteAgentGraceMs } : {}),
@@ -91,7 +114,7 @@ async function main(): Promise<void> {
     logger,
     staticDir: existsSync(appDir) ? appDir : undefined,
     features: defaultFeatures(),
-    providers: (tenant, stateDir) => [demoAgent, remoteAgent, ...createAcpProviders(agentsFile.agents, logger, { tenant, stateDir, budget, workspaceRoot: join(config.dataDir, 'agents', tenantSegment(tenant)) })],
+    providers: (tenant, stateDir) => [demoAgent, remoteAgent, ...createAcpProviders(agentsFile.agents, logger, { tenant, stateDir, budget, tenantUids, workspaceRoot: join(config.dataDir, 'agents', tenantSegment(tenant)) })],
     ...caps,
   });
   process.stdout.write(`listening on ${server.url}\n`);

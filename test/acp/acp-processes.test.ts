@@ -4,21 +4,27 @@
  * over its stdio. Editor → bridge → hub → hosted ACP agent, and back.
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Readable, Writable } from 'node:stream';
 import * as acp from '@agentclientprotocol/sdk';
-import { afterEach, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, expect, it } from 'vitest';
 import { startHubProcess, type HubProcess } from '../helpers/hub-process.js';
 import { RpcClient } from '../helpers/rpc-client.js';
 import { tempDir } from '../helpers/start-server.js';
-import { createSessionWith, SCRIPTED_AGENT } from './support.js';
+import { bundleScriptedAgent, createSessionWith } from './support.js';
 
 const dir = tempDir('acp-processes-');
 let hub: HubProcess | undefined;
 let bridge: ChildProcess | undefined;
 let connection: acp.ClientConnection | undefined;
 let client: RpcClient | undefined;
+let agent: ReturnType<typeof bundleScriptedAgent>;
+
+beforeAll(() => {
+  agent = bundleScriptedAgent();
+});
+afterAll(() => agent.remove());
 
 afterEach(async () => {
   connection?.close();
@@ -31,7 +37,9 @@ afterEach(async () => {
 
 it('npm start --agents hosts the configured agent, and an ACP editor prompts it through npm run acp', async () => {
   const agentsFile = join(dir.dir, 'agents.json');
-  writeFileSync(agentsFile, JSON.stringify({ agents: { scripted: { kind: 'acp', command: process.execPath, args: [SCRIPTED_AGENT], cwd: dir.dir, displayName: 'Scripted agent' } } }));
+  // Confined as by default (a uid of the tenant's own): the agent sits where that uid may read it.
+  chmodSync(dir.dir, 0o711);
+  writeFileSync(agentsFile, JSON.stringify({ agents: { scripted: { kind: 'acp', command: process.execPath, args: [agent.path], cwd: dir.dir, displayName: 'Scripted agent' } } }));
   hub = await startHubProcess(['--data', join(dir.dir, 'data'), '--agents', agentsFile]);
   client = await RpcClient.open(hub.wsUrl);
   const root = await client.subscribe<{ agents: Array<{ provider: string; displayName: string }> }>('ahp-root://');

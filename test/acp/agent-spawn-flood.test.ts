@@ -5,7 +5,7 @@
  * descriptors fails that turn (`agentStartFailed`) instead of the hub. The hub runs as a real
  * child process; its agents read stdin and never answer, so each start holds its slot (they exit when the hub closes their stdin).
  */
-import { writeFileSync } from 'node:fs';
+import { chmodSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, expect, it } from 'vitest';
 import { childrenOf, floodAgentTurns, SILENT_AGENT } from '../../scripts/spawn-flood.js';
@@ -31,6 +31,8 @@ afterEach(async () => {
 async function flood(agentsFile: object): Promise<{ errors: Map<string, string>; hub: HubProcess }> {
   const dir = tempDir('agent-flood-');
   dirs.push(dir);
+  // The agents run confined (a uid of the tenant's own): they pass through to their directories.
+  chmodSync(dir.dir, 0o711);
   const file = join(dir.dir, 'agents.json');
   writeFileSync(file, JSON.stringify(agentsFile));
   const h = await startHubProcess(['--data', join(dir.dir, 'data'), '--agents', file], { openFiles: 1024 });

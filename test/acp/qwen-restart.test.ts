@@ -34,7 +34,7 @@ function messagesOf(request: Record<string, unknown>): Array<{ role: string; tex
 it('after a hub restart the next prompt reaches Qwen with the earlier conversation (the model sees the earlier messages)', async () => {
   model = await startMockModel({ answer: 'Noted: the word is PELICAN-7. ' });
   home = makeQwenHome(model.baseUrl);
-  const agents = [{ provider: 'qwen', config: { kind: 'acp' as const, command: home.command, args: home.args, env: home.env, passEnv: [], cwd: home.workDir, startupTimeoutMs: SLOW } }];
+  const agents = [{ provider: 'qwen', config: { kind: 'acp' as const, command: home.command, args: home.args, env: home.env, passEnv: [], cwd: home.workDir, startupTimeoutMs: SLOW, confinement: 'none' as const } }];
   let started = await startAcpHub(agents, capturingLogger(), { dataDir: data.dir });
   server = started.server;
   client = await RpcClient.open(server.wsUrl);

@@ -35,7 +35,10 @@ afterEach(async () => {
 it('an input sent while Qwen waits for a permission reaches the model after the tool runs, and its receipt is consumed', async () => {
   model = await startMockModel();
   home = makeQwenHome(model.baseUrl);
-  ({ server } = await startAcpHub([{ provider: 'qwen', config: { kind: 'acp', command: home.command, args: home.args, env: home.env, passEnv: [], cwd: home.workDir, startupTimeoutMs: SLOW } }], capturingLogger()));
+  ({ server } = await startAcpHub(
+    [{ provider: 'qwen', config: { kind: 'acp', command: home.command, args: home.args, env: home.env, passEnv: [], cwd: home.workDir, startupTimeoutMs: SLOW, confinement: 'none' as const } }],
+    capturingLogger(),
+  ));
   client = await RpcClient.open(server.wsUrl);
   const { session, chat } = await createSessionWith(client, 'qwen');
   await client.subscribe(chat);

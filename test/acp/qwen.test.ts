@@ -33,7 +33,7 @@ async function setup(): Promise<{ server: TestServer; provider: AcpAgentProvider
   model = await startMockModel();
   home = makeQwenHome(model.baseUrl);
   const logger = capturingLogger();
-  const started = await startAcpHub([{ provider: 'qwen', config: { kind: 'acp', command: home.command, args: home.args, env: home.env, passEnv: [], cwd: home.workDir, startupTimeoutMs: SLOW } }], logger);
+  const started = await startAcpHub([{ provider: 'qwen', config: { kind: 'acp', command: home.command, args: home.args, env: home.env, passEnv: [], cwd: home.workDir, startupTimeoutMs: SLOW, confinement: 'none' as const } }], logger);
   server = started.server;
   return { server, provider: started.providers.get('qwen')!, home, model, logger };
 }

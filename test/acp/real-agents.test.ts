@@ -9,7 +9,7 @@
  * the reducers a stock AHP client has, `x-` actions ignored) equal the hub's snapshot.
  * Nothing leaves 127.0.0.1.
  */
-import { existsSync } from 'node:fs';
+import { existsSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { ActionEnvelope } from '../../shared/protocol/messages.js';
@@ -56,6 +56,7 @@ describe.each(REAL_AGENTS)('$displayName behind the hub (real ACP agent from the
   it('A prompts, the permission request reaches both clients as a tool confirmation, B approves it, the command runs, the answer streams, the turn completes, and both replicas equal the hub snapshot', async () => {
     model = await agent.startModel();
     setup = realAgentConfig(agent, model, SLOW);
+    if (setup.unconfinedBecause) console.warn(`${agent.displayName} runs unconfined here: no tenant uid can reach ${setup.unconfinedBecause}`);
     // The example entry names the settings directory that makes the agent ask before a tool.
     expect(Object.keys(setup.example.env)).toContain(agent.settingsDirVariable);
     const started = await startAcpHub([{ provider: agent.provider, config: setup.config }], capturingLogger());
@@ -105,6 +106,16 @@ describe.each(REAL_AGENTS)('$displayName behind the hub (real ACP agent from the
     const turnMs = Date.now() - startedAt;
     expect(turn.state, `the turn as it ended: ${JSON.stringify(turn.error ?? null)}`).toBe('complete');
     expect(existsSync(marker)).toBe(true);
+    // Made by the agent confined as by default: as its tenant's own uid, not the hub's (root) —
+    // unless the clone sits where no other uid may reach the agent (then the hub's own user).
+    if (setup.unconfinedBecause === undefined) {
+      expect(setup.config.confinement).toBe('tenant');
+      expect(statSync(marker).uid).not.toBe(process.getuid?.());
+      expect(statSync(marker).uid).toBe(statSync(provider.workspaceOf(session)).uid);
+    } else {
+      expect(setup.unconfinedBecause).toMatch(/^its program: no passage through /);
+      expect(statSync(marker).uid).toBe(process.getuid?.());
+    }
     const tool = turnParts(chatState(server, chat), turnId).find((p) => isPartOfKind(p, 'toolCall')) as { toolCall: { status: string; success?: boolean } };
     expect(tool.toolCall, `the tool call as the agent reported it: ${JSON.stringify(tool.toolCall)}`).toMatchObject({ status: 'completed', success: true });
     const text = markdownOf(chatState(server, chat), turnId);

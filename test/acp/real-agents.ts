@@ -8,10 +8,11 @@
  * that make anything else fail at once. Everything else — the settings that make the agent ask
  * before a tool, the switches for telemetry and updates — is the example's.
  */
-import { cpSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { chmodSync, cpSync, mkdirSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { loadAgentsConfig, type ResolvedAcpAgentConfig } from '../../server/agents/acp/agents-config.js';
+import { agentReachability, DEFAULT_TENANT_UIDS } from '../../server/agents/agent-confinement.js';
 import { startMockAnthropic } from './mock-anthropic.js';
 import { startMockGemini } from './mock-gemini.js';
 import { startMockModel } from './mock-model.js';
@@ -58,7 +59,24 @@ export interface RealAgentSetup {
   readonly config: ResolvedAcpAgentConfig;
   /** The entry as the example file has it (resolved by the hub's loader). */
   readonly example: ResolvedAcpAgentConfig;
+  /**
+   * Why the installed agent cannot run confined here, if it cannot: a clone in a directory other
+   * users cannot enter (a 0700 `mktemp -d`) holds `node_modules` where no tenant uid may reach
+   * it. The hub then refuses it (`agentUnreachable`, agent-confinement.test.ts); this scenario
+   * runs the entry with `"confinement": "none"` instead, and says so.
+   */
+  readonly unconfinedBecause: string | undefined;
   remove(): void;
+}
+
+/** Read and write for every user below `dir` (directories also searchable). */
+function allowEveryone(dir: string): void {
+  chmodSync(dir, 0o777);
+  for (const entry of readdirSync(dir, { withFileTypes: true })) {
+    const path = join(dir, entry.name);
+    if (entry.isDirectory()) allowEveryone(path);
+    else chmodSync(path, 0o666);
+  }
 }
 
 /** The example file's entry for `agent`, pointed at `model`, with its settings in a temp dir. */
@@ -70,9 +88,18 @@ export function realAgentConfig(agent: RealAgent, model: ScriptedModel, startupT
   cpSync(resolve('examples/agents', agent.provider), settingsDir, { recursive: true });
   const workDir = join(root, 'work');
   mkdirSync(workDir);
+  // The example runs confined, as by default (a uid of the tenant's own, not the hub's): that uid
+  // passes through the temp root to its sessions' directories, and reads and writes the settings
+  // (the agents keep state there). One tenant here; docs/agents.md says how to share them.
+  chmodSync(root, 0o711);
+  allowEveryone(settingsDir);
+  const command = resolve('node_modules/.bin', example.command);
+  const stranger = { uid: DEFAULT_TENANT_UIDS.first + DEFAULT_TENANT_UIDS.count - 1, gid: DEFAULT_TENANT_UIDS.first + DEFAULT_TENANT_UIDS.count - 1 };
+  const unconfinedBecause = agentReachability(command, [], undefined, stranger, process.env['PATH'] ?? '');
   const config: ResolvedAcpAgentConfig = {
     ...example,
-    command: resolve('node_modules/.bin', example.command),
+    ...(unconfinedBecause === undefined ? {} : { confinement: 'none' as const }),
+    command,
     cwd: workDir,
     startupTimeoutMs,
     env: {
@@ -86,5 +113,5 @@ export function realAgentConfig(agent: RealAgent, model: ScriptedModel, startupT
       NO_COLOR: '1',
     },
   };
-  return { config, example, remove: () => rmSync(root, { recursive: true, force: true, maxRetries: 5, retryDelay: 100 }) };
+  return { config, example, unconfinedBecause, remove: () => rmSync(root, { recursive: true, force: true, maxRetries: 5, retryDelay: 100 }) };
 }

@@ -5,7 +5,7 @@
 //
 // Steps: {"update": SessionUpdate} · {"permission": {toolCall, options}} · {"elicit": params}
 // · {"elicitComplete": elicitationId} · {"waitCancel": true} · {"stop": StopReason}
-// · {"exit": code} · {"reportInit": true} · {"probe": {"paths": [...]}} · {"spawnChild": true} · {"awaitSteering": n} · {"elicit": params, "background": true} then
+// · {"exit": code} · {"reportInit": true} · {"probe": {"paths": [...], "signal": [pids]}} · {"spawnChild": true} · {"awaitSteering": n} · {"elicit": params, "background": true} then
 // {"awaitElicitation": true}; {"permission": …, "background": true} (several may be open at once) then
 // {"awaitPermissions": true}; {"permissionBurst": {"count": n}} asks n at once (tool calls burst-0 …);
 // {"drain": true} asks the client `craft/drainMidTurnQueue` as Qwen Code does between tool batches
@@ -141,7 +141,18 @@ const app = acp
             reads[path] = err.code ?? String(err);
           }
         }
-        await report({ probe: { env: process.env, uid: process.getuid?.(), gid: process.getgid?.(), cwd: process.cwd(), reads } });
+        // And which of the named processes it can stop (SIGSTOP, then SIGCONT to undo it at once).
+        const signals = {};
+        for (const pid of step.probe.signal ?? []) {
+          try {
+            process.kill(pid, 'SIGSTOP');
+            process.kill(pid, 'SIGCONT');
+            signals[pid] = 'stopped';
+          } catch (err) {
+            signals[pid] = err.code ?? String(err);
+          }
+        }
+        await report({ probe: { env: process.env, uid: process.getuid?.(), gid: process.getgid?.(), groups: process.getgroups?.(), cwd: process.cwd(), reads, signals } });
       } else if (step.drain) {
         try {
           await report({ drained: await client.request('craft/drainMidTurnQueue', { sessionId }) });

@@ -1,5 +1,8 @@
 /** Shared pieces of the ACP tests: a hub with ACP providers, a log-capturing logger, turn helpers. */
+import { execFileSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
+import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import type { Logger } from '../../server/log.js';
 import { AcpAgentProvider } from '../../server/agents/acp/acp-provider.js';
@@ -16,6 +19,20 @@ import { waitFor } from '../helpers/wait-for.js';
 
 export const SCRIPTED_AGENT = resolve('test/acp/scripted-agent.mjs');
 
+/**
+ * The scripted agent and its ACP library bundled into one file in a fresh 0755 directory, for an
+ * agent run as another user (the default confinement): the clone itself may sit where nobody else
+ * can enter (a 0700 `mktemp -d`, a home directory). Call `remove` in afterAll.
+ */
+export function bundleScriptedAgent(): { path: string; remove(): void } {
+  const dir = mkdtempSync(join(tmpdir(), 'ahp-agent-bin-'));
+  chmodSync(dir, 0o755);
+  const path = join(dir, 'scripted-agent.mjs');
+  execFileSync(resolve('node_modules/.bin/esbuild'), [SCRIPTED_AGENT, '--bundle', '--platform=node', '--format=esm', '--log-level=warning', `--outfile=${path}`]);
+  chmodSync(path, 0o644);
+  return { path, remove: () => rmSync(dir, { recursive: true, force: true }) };
+}
+
 /** A logger that keeps every line (to check where agent stderr goes). */
 export function capturingLogger(): Logger & { lines: Array<{ level: string; msg: string; fields: Record<string, unknown> }> } {
   const lines: Array<{ level: string; msg: string; fields: Record<string, unknown> }> = [];
@@ -29,8 +46,12 @@ export function capturingLogger(): Logger & { lines: Array<{ level: string; msg:
   return Object.assign(make({}), { lines });
 }
 
+/**
+ * The scripted agent as the hub's own user (`"confinement": "none"`): these tests are about the
+ * ACP mapping, not confinement (agent-confinement.test.ts runs it confined, as the default is).
+ */
 export function acpConfig(overrides: Partial<ResolvedAcpAgentConfig> = {}): ResolvedAcpAgentConfig {
-  return { kind: 'acp', command: process.execPath, args: [SCRIPTED_AGENT], env: {}, passEnv: [], startupTimeoutMs: 60_000, ...overrides };
+  return { kind: 'acp', command: process.execPath, args: [SCRIPTED_AGENT], env: {}, passEnv: [], startupTimeoutMs: 60_000, confinement: 'none', ...overrides };
 }
 
 export async function startAcpHub(

@@ -20,8 +20,16 @@ import type { NamedAcpAgent } from './agents-config.js';
 import { AGENT_LIMIT_ERROR, AgentProcessBudget, agentLimitMessage } from '../agent-budget.js';
 import { agentEnvironment, AgentWorkspaces, tenantSegment } from '../agent-workspace.js';
 import { type AcpProviderOptions, AgentProcess } from './agent-process.js';
+import { AGENT_UNREACHABLE_ERROR, agentReachability, type AgentIdentity, type LaunchPlan, launchPlan, namespaceLauncher, TenantUids } from '../agent-confinement.js';
 
 export type { AcpProviderOptions } from './agent-process.js';
+
+let processUids: TenantUids | undefined;
+/** The tenants' uids of a hub built without one (tests, embedders): shared by the whole process. */
+function processTenantUids(): TenantUids {
+  processUids ??= new TenantUids(undefined);
+  return processUids;
+}
 
 /** Most remembered ACP session ids (one per hub session; the oldest are forgotten first). */
 const MAX_REMEMBERED_SESSIONS = 10_000;
@@ -33,12 +41,26 @@ export class AcpAgentProvider implements AgentProvider {
   readonly #acpSessions = new Map<string, string>();
   readonly #budget: AgentProcessBudget;
   readonly #workspaces: AgentWorkspaces;
+  /** Who the agent runs as, when not the hub's own user (its reachability is checked before each start). */
+  readonly #identity: AgentIdentity | undefined = undefined;
+  #launch: LaunchPlan;
   #refusals = 0;
   #startFailures = 0;
 
   constructor(private readonly options: AcpProviderOptions) {
     this.#budget = options.budget ?? new AgentProcessBudget();
-    this.#workspaces = new AgentWorkspaces(options.workspaceRoot ?? options.config.cwd, options.config);
+    const { config } = options;
+    // A named user as configured; else, confined, the tenant's own uid (with a named group, if
+    // any); else the hub's own user (with a named group, if any).
+    if (config.uid !== undefined) this.#identity = { uid: config.uid, gid: config.gid ?? config.uid };
+    else if (config.confinement === 'tenant') {
+      const own = (options.tenantUids ?? processTenantUids()).of(options.tenant ?? '');
+      this.#identity = { uid: own.uid, gid: config.gid ?? own.gid };
+    }
+    const unshare = config.confinement === 'tenant' ? namespaceLauncher() : undefined;
+    this.#launch = launchPlan(config.command, config.args, this.#identity, unshare);
+    if (!this.#identity && config.gid !== undefined) this.#launch = { ...this.#launch, gid: config.gid };
+    this.#workspaces = new AgentWorkspaces(options.workspaceRoot ?? config.cwd, this.#identity ?? { gid: config.gid });
     this.#loadState();
     this.info = {
       provider: options.provider,
@@ -62,12 +84,27 @@ export class AcpAgentProvider implements AgentProvider {
   #start(ctx: TurnContext): AgentProcess {
     const owner = { tenant: this.options.tenant ?? '', user: ctx.owner ?? '' };
     let cwd: string;
+    if (this.#identity && this.#identity.uid !== process.getuid?.() && process.getuid?.() !== 0) {
+      this.#startFailures++;
+      throw new TurnFailure(
+        `The agent could not be started: it runs as uid ${this.#identity.uid} ("confinement": "tenant" or its "user"), and only a hub running as root can switch to it. Run the hub as root, or set "confinement": "none".`,
+        'agentStartFailed',
+      );
+    }
     try {
       cwd = this.#workspaces.prepare(ctx.session);
     } catch (err) {
       this.#startFailures++;
       this.options.logger.warn('could not prepare the agent working directory', { session: ctx.session, ...errorFields(err) });
       throw new TurnFailure(`The agent could not be started: its working directory could not be prepared (${(err as Error).message}).`, 'agentStartFailed');
+    }
+    const env = agentEnvironment(this.options.config, cwd);
+    const unreachable = this.#identity ? agentReachability(this.options.config.command, this.options.config.args, cwd, this.#identity, env.PATH ?? '') : undefined;
+    if (unreachable !== undefined) {
+      this.#startFailures++;
+      const who = `uid ${this.#identity!.uid}`;
+      this.options.logger.warn('agent cannot be started as its user', { session: ctx.session, uid: this.#identity!.uid, reason: unreachable });
+      throw new TurnFailure(`The agent could not be started: its user (${who}) cannot reach ${unreachable}. Install the agent where that user can read it, or give that user passage.`, AGENT_UNREACHABLE_ERROR);
     }
     const agent = new AgentProcess(this.options, ctx.session, cwd, owner, () => this.#budget.release(agent));
     const answer = this.#budget.acquire(agent);
@@ -77,8 +114,7 @@ export class AcpAgentProvider implements AgentProvider {
       throw new TurnFailure(agentLimitMessage(answer.scope, answer.limit), AGENT_LIMIT_ERROR);
     }
     this.#sessions.set(ctx.session, agent);
-    const env = agentEnvironment(this.options.config, cwd);
-    if (!agent.spawn(env)) this.#startFailures++;
+    if (!agent.spawn(env, this.#launch)) this.#startFailures++;
     return agent;
   }
 
@@ -174,6 +210,8 @@ export interface AcpProvidersOptions {
   readonly workspaceRoot?: string | undefined;
   /** One for the whole hub, shared by every tenant's providers. */
   readonly budget?: AgentProcessBudget | undefined;
+  /** One for the whole hub: each tenant's uid under `"confinement": "tenant"`. */
+  readonly tenantUids?: TenantUids | undefined;
   readonly newId?: () => string;
 }
 
@@ -189,6 +227,7 @@ export function createAcpProviders(agents: readonly NamedAcpAgent[], logger: Log
         newId: options.newId ?? randomUUID,
         tenant,
         budget: options.budget,
+        tenantUids: options.tenantUids,
         // An agent's own `cwd` is a root shared by tenants: each gets a directory of its own in it.
         workspaceRoot: a.config.cwd !== undefined && tenant !== undefined ? join(a.config.cwd, tenantSegment(tenant)) : options.workspaceRoot,
         stateFile: stateDir === undefined ? undefined : join(stateDir, `acp-sessions.${a.provider}.json`),

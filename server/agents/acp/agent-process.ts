@@ -16,6 +16,7 @@ import { STOP_REASON_MESSAGES } from '../../acp-mapping/index.js';
 import { offersMidTurnInput, SteeringRelay } from './steering-relay.js';
 import { drainForAgent, drainParams, drainsMidTurnQueue, MID_TURN_QUEUE_DRAIN, NOTHING_TO_DRAIN } from './mid-turn-drain.js';
 import { TurnTranslator } from './turn-translator.js';
+import type { LaunchPlan, TenantUids } from '../agent-confinement.js';
 
 /**
  * Permission requests of every agent share each event-loop turn: an agent that asks 1,500 at once
@@ -54,6 +55,8 @@ export interface AcpProviderOptions {
    * a restarted hub resumes each conversation with `session/load` when the agent supports it.
    */
   readonly stateFile?: string | undefined;
+  /** The tenants' uids under `"confinement": "tenant"` (one for the whole hub; absent: one per process). */
+  readonly tenantUids?: TenantUids | undefined;
 }
 
 /** One agent process serving one hub session. */
@@ -109,19 +112,19 @@ export class AgentProcess implements BudgetHolder {
    * Starts the process. False when it could not be (EMFILE, ENFILE, EAGAIN, ENOENT, a bad uid…):
    * the agent is then exited and its turn fails with `agentStartFailed`; the hub carries on.
    */
-  spawn(env: NodeJS.ProcessEnv): boolean {
+  spawn(env: NodeJS.ProcessEnv, plan: LaunchPlan): boolean {
     const { config } = this.options;
     let child: ChildProcess;
     try {
-      child = spawn(config.command, config.args, {
+      child = spawn(plan.command, plan.args, {
         cwd: this.cwd,
         env,
         stdio: ['pipe', 'pipe', 'pipe'],
         // Its own process group: agents relaunch themselves or start tools as children (Qwen Code
         // re-executes itself), and stopping the agent must stop all of them.
         detached: true,
-        ...(config.uid === undefined ? {} : { uid: config.uid }),
-        ...(config.gid === undefined ? {} : { gid: config.gid }),
+        ...(plan.uid === undefined ? {} : { uid: plan.uid }),
+        ...(plan.gid === undefined ? {} : { gid: plan.gid }),
       });
     } catch (err) {
       this.#fail(`spawn failed (${(err as Error).message})`, 'agentStartFailed');

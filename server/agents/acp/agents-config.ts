@@ -4,7 +4,7 @@
  *
  * ```json
  * {"agents": {"qwen": {"kind": "acp", "command": "qwen", "args": ["--acp"], "env": {"OPENAI_MODEL": "m"},
- *   "passEnv": ["OPENAI_API_KEY"], "user": "agent"}},
+ *   "passEnv": ["OPENAI_API_KEY"], "confinement": "tenant"}},
  *  "limits": {"maxProcesses": 64, "maxProcessesPerTenant": 32, "maxProcessesPerUser": 8, "idleTimeoutMs": 600000}}
  * ```
  *
@@ -15,6 +15,7 @@ import { readFileSync } from 'node:fs';
 import { isAbsolute, resolve } from 'node:path';
 import { z } from 'zod';
 import { DEFAULT_AGENT_LIMITS, type AgentLimits } from '../agent-budget.js';
+import { DEFAULT_TENANT_UIDS, type UidRange } from '../agent-confinement.js';
 
 const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,255}$/;
 
@@ -39,6 +40,14 @@ const acpAgentConfigSchema = z
     user: z.union([z.string().min(1).max(256), z.number().int().min(0)]).optional(),
     /** OS group (name or gid); defaults to the user's primary group. */
     group: z.union([z.string().min(1).max(256), z.number().int().min(0)]).optional(),
+    /**
+     * `tenant` (the default): each tenant's agents run as a uid of its own (or as `user`), in their
+     * own PID and mount namespaces where the hub can make them (agent-confinement.ts). `none`: as
+     * the hub's own user, which can read everything the hub can — an explicit opt-in.
+     */
+    confinement: z.enum(['tenant', 'none']).default('tenant'),
+    /** A `user` on a hub with several tenants puts their agents under one uid: only when this says so. */
+    shareUserAcrossTenants: z.boolean().default(false),
     displayName: z.string().min(1).max(256).optional(),
     description: z.string().max(4096).optional(),
     /** Milliseconds the agent gets to answer `initialize` and `session/new`. */
@@ -61,10 +70,20 @@ const agentLimitsSchema = z
   })
   .strict();
 
+const uidRangeSchema = z
+  .object({
+    first: z.number().int().min(1_000).max(2_147_483_647),
+    count: z.number().int().min(1).max(10_000_000),
+  })
+  .strict()
+  .refine((r) => r.first + r.count - 1 <= 2_147_483_647, 'the range must end at 2147483647 or below');
+
 const agentsFileSchema = z
   .object({
     agents: z.record(z.string(), acpAgentConfigSchema).refine((agents) => Object.keys(agents).length <= 64, 'at most 64 agents'),
     limits: agentLimitsSchema.default(DEFAULT_AGENT_LIMITS),
+    /** The uids the hub gives tenants' agents under `"confinement": "tenant"` (no account may use them). */
+    tenantUids: uidRangeSchema.default(DEFAULT_TENANT_UIDS),
   })
   .strict();
 
@@ -73,11 +92,16 @@ export interface NamedAcpAgent {
   readonly provider: string;
   readonly config: ResolvedAcpAgentConfig;
 }
-export type ResolvedAcpAgentConfig = Omit<AcpAgentConfig, 'user' | 'group'> & { readonly uid?: number | undefined; readonly gid?: number | undefined };
+export type ResolvedAcpAgentConfig = Omit<AcpAgentConfig, 'user' | 'group' | 'shareUserAcrossTenants'> & {
+  readonly uid?: number | undefined;
+  readonly gid?: number | undefined;
+  readonly shareUserAcrossTenants?: boolean | undefined;
+};
 
 export interface AgentsFile {
   readonly agents: NamedAcpAgent[];
   readonly limits: AgentLimits;
+  readonly tenantUids: UidRange;
 }
 
 export class AgentsConfigError extends Error {}
@@ -104,10 +128,13 @@ export function parseAgentsFile(text: string, baseDir: string, accounts: Account
       if (!ENV_NAME.test(name)) throw new AgentsConfigError(`agents file: agents.${provider}.env: "${name}" is not an environment variable name`);
     }
     const { user, group, cwd, ...rest } = config;
+    if (config.confinement === 'none' && (user !== undefined || group !== undefined)) {
+      throw new AgentsConfigError(`agents file: agents.${provider}: "confinement": "none" runs the agent as the hub's own user; drop "user"/"group" or the "confinement"`);
+    }
     const ids = resolveAccount(provider, user, group, accounts);
     return { provider, config: { ...rest, ...ids, ...(cwd === undefined ? {} : { cwd: isAbsolute(cwd) ? cwd : resolve(baseDir, cwd) }) } };
   });
-  return { agents, limits: parsed.data.limits };
+  return { agents, limits: parsed.data.limits, tenantUids: parsed.data.tenantUids };
 }
 
 /** The agents of an agents file (see `parseAgentsFile`). */
