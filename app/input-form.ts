@@ -8,22 +8,16 @@
  * mirrors into the drafts for AHP clients without Yjs. Presence shows who views the request and
  * which question each person is editing. Accepting sends the answers as this tab shows them.
  */
-import type { ChatInputAnswer, ChatInputAnswerValue, ChatInputQuestion, ChatInputRequest, InputRequestPart, ResponsePart } from '../shared/protocol/state.js';
+import type { ChatInputAnswer, ChatInputAnswerValue, ChatInputRequest, InputRequestPart, ResponsePart } from '../shared/protocol/state.js';
 import { CollabDoc, presenceName } from './collab.js';
+import { showNotDelivered } from './not-delivered.js';
+import { answerText, describedControls, numAttr, rangeHint, type Option, type Q } from './form-text.js';
 import { bindText, cursorOf, RemoteCursorOverlay, resolveCursor, type RemoteMark, type SharedCursor } from './text-binding.js';
 import { el, markdownInto, replaceChildren } from './dom.js';
 import { answeredByOf, answeredByText, colorFor, FROM_APP_META } from './format.js';
 import { submitProblems } from '../shared/state/answer-rules.js';
 import { safeHref } from './markdown.js';
 import type { PartContext, PartView } from './parts.js';
-
-type Q = ChatInputQuestion & Record<string, unknown>;
-interface Option {
-  id: string;
-  label: string;
-  description?: string;
-  recommended?: boolean;
-}
 
 interface Field {
   readonly question: Q;
@@ -37,21 +31,6 @@ interface Field {
   destroy(): void;
   /** Others' carets and selections (shared text answers only, once bound to their Y.Text). */
   showCursors?(marks: readonly RemoteMark[]): void;
-}
-
-function answerText(answer: ChatInputAnswer | undefined, question?: Q): string {
-  if (!answer) return '—';
-  if (answer.state === 'skipped') return 'skipped';
-  const v = answer.value as { kind: string; value?: unknown; freeformValues?: string[] };
-  const label = (id: unknown): string => (question?.['options'] as Option[] | undefined)?.find((o) => o.id === id)?.label ?? String(id);
-  let text: string;
-  if (v.kind === 'selected-many' && Array.isArray(v.value)) text = v.value.map(label).join(', ');
-  else if (v.kind === 'selected') text = label(v.value);
-  else if (v.kind === 'boolean') text = v.value ? 'Yes' : 'No';
-  else text = String(v.value ?? '');
-  const free = v.freeformValues?.filter((f) => !(v.kind === 'selected' && f === v.value));
-  if (free && free.length > 0) text += `${text ? ', ' : ''}${free.join(', ')}`;
-  return text || '—';
 }
 
 export class InputRequestView implements PartView {
@@ -506,14 +485,24 @@ export class InputRequestView implements PartView {
     const result = await this.ctx.chat.dispatch(action as { type: string });
     if (result.accepted || this.#resolved) return;
     // Never dropped silently: say so and offer to send what the field holds now.
-    const resend = el('button', {
-      class: 'link',
-      attrs: { type: 'button', 'data-testid': 'resend-draft', 'data-question': questionId },
-      text: 'Resend',
-      on: { click: () => void this.#draft(questionId, this.#fields.get(questionId)?.value()) },
-    });
-    this.#setStatus(`Not delivered: your answer to “${this.#fields.get(questionId)?.question.title ?? questionId}” did not reach the hub (${result.reason}). `, true);
-    this.#status.append(resend);
+    showNotDelivered(this.#status, this.#titleOf(questionId), result.reason, () => void this.#draft(questionId, this.#fields.get(questionId)?.value()));
+  }
+
+  #titleOf(questionId: string): { id: string; title: string } {
+    const title = this.#fields.get(questionId)?.question.title;
+    return { id: questionId, title: typeof title === 'string' ? title : questionId };
+  }
+
+  /** Text typed offline that the restarted hub's shared text could not take: offer it again. */
+  #offerUndelivered(doc: CollabDoc): void {
+    for (const [questionId, text] of doc.undelivered) {
+      if (!this.#fields.has(questionId) || this.#status.querySelector(`[data-question="${CSS.escape(questionId)}"]`)) continue;
+      const why = `someone changed the same words while you were offline; yours were “${text}”`;
+      showNotDelivered(this.#status, this.#titleOf(questionId), why, () => {
+        doc.resend(questionId);
+        this.#setStatus('');
+      });
+    }
   }
 
   /**
@@ -601,6 +590,7 @@ export class InputRequestView implements PartView {
       this.#renderPresence();
       this.#renderCursors();
       if (doc.rejoinFailed && this.#collab === doc) this.#collabLost();
+      if (doc.undelivered.size > 0 && this.#collab === doc && !this.#resolved) this.#offerUndelivered(doc);
     });
     doc
       .join()
@@ -703,25 +693,4 @@ export class InputRequestView implements PartView {
   destroy(): void {
     this.#destroyFields();
   }
-}
-
-/** What carries a question's description: its choice group, or its one input. */
-function describedControls(wrap: HTMLElement): HTMLElement[] {
-  const group = wrap.querySelector<HTMLElement>('[role=radiogroup], [role=group]');
-  if (group) return [group];
-  return [...wrap.querySelectorAll<HTMLElement>('input, textarea')];
-}
-
-function numAttr(v: unknown): string | undefined {
-  return typeof v === 'number' && Number.isFinite(v) ? String(v) : undefined;
-}
-
-function rangeHint(min: unknown, max: unknown, unit: string): string {
-  const lo = typeof min === 'number' ? min : undefined;
-  const hi = typeof max === 'number' ? max : undefined;
-  if (lo !== undefined && hi !== undefined) return `${lo}–${hi} ${unit}`;
-  const numeric = unit === 'number' || unit === 'whole number';
-  if (lo !== undefined) return numeric ? `a ${unit}, ${lo} or more` : `at least ${lo} ${unit}`;
-  if (hi !== undefined) return numeric ? `a ${unit}, ${hi} or less` : `at most ${hi} ${unit}`;
-  return numeric ? `a ${unit}` : '';
 }
