@@ -16,6 +16,7 @@ import { STOP_REASON_MESSAGES } from '../../acp-mapping/index.js';
 import { offersMidTurnInput, SteeringRelay } from './steering-relay.js';
 import { drainForAgent, drainParams, drainsMidTurnQueue, MID_TURN_QUEUE_DRAIN, NOTHING_TO_DRAIN } from './mid-turn-drain.js';
 import { TurnTranslator } from './turn-translator.js';
+import { failureFromAgentError, isAgentErrorAnswer, modelEndpointOf } from './agent-errors.js';
 
 /**
  * Permission requests of every agent share each event-loop turn: an agent that asks 1,500 at once
@@ -34,6 +35,10 @@ const MAX_MESSAGE_BYTES = 8 * 1024 * 1024;
 const CANCEL_GRACE_MS = 30_000;
 const HUB_CLIENT_INFO = { name: 'ahp-hub', title: 'AHP hub', version: '0.1.0' };
 const DEFAULT_IDLE_TIMEOUT_MS = DEFAULT_AGENT_LIMITS.idleTimeoutMs;
+/** Longest stderr line quoted in the error of an agent that died before it answered `initialize`. */
+const LAST_WORDS_MAX = 300;
+/** How long an agent that exited at start may take to flush its stderr before the turn is told. */
+const STDERR_FLUSH_MS = 500;
 
 export interface AcpProviderOptions {
   readonly provider: string;
@@ -65,6 +70,8 @@ export class AgentProcess implements BudgetHolder {
   readonly #exit: Promise<never>;
   #fail!: (reason: string, errorType?: string) => void;
   #exitReason: string | undefined;
+  /** What the running or next turn is told once the process has ended. */
+  #exitFailure: TurnFailure | undefined;
   #turn: TurnTranslator | undefined;
   /** The running turn's context, for the agent's drain calls. */
   #turnCtx: TurnContext | undefined;
@@ -74,6 +81,13 @@ export class AgentProcess implements BudgetHolder {
   #idleSince: number | undefined;
   #stopping = false;
   #idleTimer: NodeJS.Timeout | undefined;
+  /** The model endpoint its environment names (quoted when it could not reach it). */
+  #modelEndpoint: string | undefined;
+  /** The step of the start the agent has not answered yet; undefined once its session is open. */
+  #starting: string | undefined = 'initialize';
+  /** Its last stderr line: an agent that dies at start usually says why there. */
+  #lastStderr: string | undefined;
+  #stderrClosed: Promise<void> = Promise.resolve();
   acpSessionId: string | undefined;
   /** The agent advertised the seed-003 mid-turn input extension. */
   midTurnInput = false;
@@ -99,7 +113,8 @@ export class AgentProcess implements BudgetHolder {
         this.#clearIdle();
         this.onExit();
         this.#logger.warn('agent process ended', { reason });
-        reject(new TurnFailure(errorType === 'agentStartFailed' ? `The agent could not be started: ${reason}.` : `The agent process ended: ${reason}.`, errorType));
+        this.#exitFailure = new TurnFailure(errorType === 'agentStartFailed' ? `The agent could not be started: ${reason}.` : `The agent process ended: ${reason}.`, errorType);
+        reject(this.#exitFailure);
       };
     });
     this.#exit.catch(() => undefined);
@@ -111,6 +126,7 @@ export class AgentProcess implements BudgetHolder {
    */
   spawn(env: NodeJS.ProcessEnv): boolean {
     const { config } = this.options;
+    this.#modelEndpoint = modelEndpointOf(env);
     let child: ChildProcess;
     try {
       child = spawn(config.command, config.args, {
@@ -137,10 +153,18 @@ export class AgentProcess implements BudgetHolder {
       return false;
     }
     this.#logger.info('agent process started', { pid: child.pid, command: config.command, cwd: this.cwd });
+    this.#stderrClosed = new Promise<void>((resolve) => child.stderr!.once('close', () => resolve()));
     child.once('exit', (code, signal) => {
       // Whatever the agent left running in its group goes with it.
       this.#signalGroup('SIGKILL');
-      this.#fail(signal ? `killed by ${signal}` : `exited with code ${code}`);
+      const how = signal ? `killed by ${signal}` : `exited with code ${code}`;
+      const step = this.#starting;
+      if (step === undefined) return this.#fail(how);
+      // Gone before its session was open: a start failure, and its last stderr line is usually why.
+      void Promise.race([this.#stderrClosed, new Promise((r) => setTimeout(r, STDERR_FLUSH_MS).unref())]).then(() => {
+        const words = this.#lastStderr ? `; its last line on stderr: “${this.#lastStderr}”` : '';
+        this.#fail(`it ${how} before it answered ${step}${words}`, 'agentStartFailed');
+      });
     });
     this.#pipeStderr(child);
     // Writes to a dead agent must not crash the hub.
@@ -252,6 +276,7 @@ export class AgentProcess implements BudgetHolder {
         inWindow = 0;
         dropped = 0;
       }
+      if (this.#starting !== undefined) this.#lastStderr = line.trim().slice(0, LAST_WORDS_MAX);
       if (++inWindow > STDERR_LINES_PER_WINDOW) dropped++;
       else this.#logger.info('agent stderr', { line: line.slice(0, STDERR_LINE_MAX) });
     };
@@ -284,9 +309,11 @@ export class AgentProcess implements BudgetHolder {
       return await Promise.race([request, this.#exit, deadline]);
     } catch (err) {
       if (err instanceof TurnFailure) throw err;
+      // The agent answered with an error: say what it gave as the cause (agent-errors.ts).
+      if (isAgentErrorAnswer(err)) throw failureFromAgentError(what, err, this.#modelEndpoint, this.#starting !== undefined);
       // A dying agent closes its pipe just before the exit event: give the exit a moment to tell.
       await Promise.race([this.#exit.catch(() => undefined), new Promise((r) => setTimeout(r, 2_000).unref())]);
-      if (this.#exitReason !== undefined) throw new TurnFailure(`The agent process ended: ${this.#exitReason}.`, 'agentExited');
+      if (this.#exitFailure) throw this.#exitFailure;
       const message = err instanceof Error ? err.message : String(err);
       throw new TurnFailure(`The agent failed on ${what}: ${message}`, 'agentError');
     } finally {
@@ -306,16 +333,19 @@ export class AgentProcess implements BudgetHolder {
         elicitation: { form: {}, url: {} },
       },
     };
+    this.#starting = 'initialize';
     const init = await this.#guard('initialize', agent.request(acp.methods.agent.initialize, initialize), timeout);
     this.#loadSupported = init.agentCapabilities?.loadSession === true;
     this.midTurnInput = offersMidTurnInput(init.agentCapabilities);
     this.drainsMidTurnQueue ||= drainsMidTurnQueue(init.agentInfo);
     const cwd = this.cwd;
     if (previousAcpSession && this.#loadSupported) {
+      this.#starting = 'session/load';
       try {
         // History replayed by the agent arrives while no turn is active and is not re-sent to the hub.
         await this.#guard('session/load', agent.request(acp.methods.agent.session.load, { sessionId: previousAcpSession, cwd, mcpServers: [] }), timeout);
         this.acpSessionId = previousAcpSession;
+        this.#starting = undefined;
         onSession(previousAcpSession);
         this.#logger.info('agent session loaded', { acpSessionId: previousAcpSession });
         return;
@@ -324,8 +354,10 @@ export class AgentProcess implements BudgetHolder {
         this.#logger.warn('agent could not load its earlier session; starting a new one', errorFields(err));
       }
     }
+    this.#starting = 'session/new';
     const created = await this.#guard('session/new', agent.request(acp.methods.agent.session.new, { cwd, mcpServers: [] }), timeout);
     this.acpSessionId = created.sessionId;
+    this.#starting = undefined;
     onSession(created.sessionId);
     this.#logger.info('agent session created', { acpSessionId: created.sessionId });
   }
