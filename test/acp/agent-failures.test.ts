@@ -6,24 +6,44 @@
  * seconds, never after a long "Working…". The scripted agent (a real process over stdio) plays
  * each failure; test/acp/qwen-failures.test.ts does the model-unreachable case with real Qwen Code.
  */
+import { createServer, type Server } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
+import { isPartOfKind } from '../../shared/protocol/state.js';
 import type { ResolvedAcpAgentConfig } from '../../server/agents/acp/agents-config.js';
 import { RpcClient } from '../helpers/rpc-client.js';
 import type { TestServer } from '../helpers/start-server.js';
-import { acpConfig, capturingLogger, createSessionWith, script, startAcpHub, startTurn, waitForEnd } from './support.js';
+import { waitFor } from '../helpers/wait-for.js';
+import { acpConfig, capturingLogger, chatState, createSessionWith, script, startAcpHub, startTurn, text, turnParts, waitForEnd } from './support.js';
 
 /** A start failure is told in a few seconds on a loaded machine; a hung start would take the 60 s startup timeout. */
 const START_FAILURE_DEADLINE_MS = 15_000;
 
 let server: TestServer | undefined;
 let client: RpcClient | undefined;
+let listener: Server | undefined;
 
 afterEach(async () => {
   await client?.close();
   await server?.stop();
+  await new Promise((resolve) => (listener ? listener.close(resolve) : resolve(undefined)));
   server = undefined;
   client = undefined;
+  listener = undefined;
 });
+
+/** A loopback port: listening (`open`) or bound once and closed again (refuses connections). */
+async function loopbackPort(open: boolean): Promise<number> {
+  const probe = createServer((socket) => socket.destroy());
+  await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve));
+  const { port } = probe.address() as { port: number };
+  if (open) listener = probe;
+  else await new Promise<void>((resolve) => probe.close(() => resolve()));
+  return port;
+}
+
+function notices(chat: string, turnId: string): string[] {
+  return turnParts(chatState(server!, chat), turnId).flatMap((p) => (isPartOfKind(p, 'systemNotification') && typeof p.content === 'string' ? [p.content] : []));
+}
 
 /** Runs one turn of `prompt` on an agent with `config`; the ended turn and how long it took. */
 async function failedTurn(config: ResolvedAcpAgentConfig, prompt: string, deadlineMs: number) {
@@ -70,6 +90,42 @@ describe('agent failures say why', () => {
     expect(ended.error?.message).toContain('exited with code 3');
     expect(ended.error?.message).toContain('cannot read settings.json: unexpected token');
     expect(tookMs).toBeLessThan(START_FAILURE_DEADLINE_MS);
+  });
+
+  it('while the agent retries an unreachable model, the turn says so within seconds (the agent still decides the turn)', async () => {
+    const endpoint = `http://127.0.0.1:${await loopbackPort(false)}/v1`;
+    server = (await startAcpHub([{ provider: 'scripted', config: acpConfig({ env: { OPENAI_BASE_URL: endpoint } }) }], capturingLogger())).server;
+    client = await RpcClient.open(server.wsUrl);
+    const { chat } = await createSessionWith(client, 'scripted');
+    await client.subscribe(chat);
+    const turnId = await startTurn(client, chat, script({ waitCancel: true }));
+    const [notice] = await waitFor(() => (notices(chat, turnId).length > 0 ? notices(chat, turnId) : undefined), { what: 'the unreachable-model notice', timeoutMs: START_FAILURE_DEADLINE_MS });
+    expect(notice).toContain(`cannot connect to this agent's model at ${endpoint} (connection refused)`);
+    expect(chatState(server, chat).activeTurn?.id).toBe(turnId);
+    const cancelled = await client.dispatchAndWait(chat, { type: 'chat/turnCancelled', turnId, duration: 1 });
+    expect(cancelled.rejectionReason).toBeUndefined();
+  });
+
+  it('no notice when the model endpoint answers, or when the agent reaches it through a proxy', async () => {
+    const cases: Array<{ env: Record<string, string>; probed: string }> = [
+      { env: { OPENAI_BASE_URL: `http://127.0.0.1:${await loopbackPort(true)}/v1` }, probed: 'reachable' },
+      { env: { OPENAI_BASE_URL: 'http://model.invalid/v1', HTTP_PROXY: 'http://127.0.0.1:9' }, probed: 'skipped' },
+    ];
+    for (const { env, probed } of cases) {
+      const logger = capturingLogger();
+      server = (await startAcpHub([{ provider: 'scripted', config: acpConfig({ env }) }], logger)).server;
+      client = await RpcClient.open(server.wsUrl);
+      const { chat } = await createSessionWith(client, 'scripted');
+      await client.subscribe(chat);
+      // The agent holds the turn until cancelled; it is cancelled once the probe has decided.
+      const turnId = await startTurn(client, chat, script(text('working'), { waitCancel: true }));
+      const line = await waitFor(() => logger.lines.find((l) => l.msg === 'agent model endpoint probed'), { what: 'the probe to decide', timeoutMs: START_FAILURE_DEADLINE_MS });
+      expect(line.fields['kind']).toBe(probed);
+      await client.dispatchAndWait(chat, { type: 'chat/turnCancelled', turnId, duration: 1 });
+      expect(notices(chat, turnId), JSON.stringify(env)).toEqual([]);
+      await client.close();
+      await server.stop();
+    }
   });
 
   it("an agent that refuses initialize ends the turn within seconds with the agent's reason", async () => {

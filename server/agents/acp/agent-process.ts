@@ -17,6 +17,7 @@ import { offersMidTurnInput, SteeringRelay } from './steering-relay.js';
 import { drainForAgent, drainParams, drainsMidTurnQueue, MID_TURN_QUEUE_DRAIN, NOTHING_TO_DRAIN } from './mid-turn-drain.js';
 import { TurnTranslator } from './turn-translator.js';
 import { failureFromAgentError, isAgentErrorAnswer, modelEndpointOf } from './agent-errors.js';
+import { probeModelEndpoint, unreachableNotice } from './model-probe.js';
 
 /**
  * Permission requests of every agent share each event-loop turn: an agent that asks 1,500 at once
@@ -83,6 +84,8 @@ export class AgentProcess implements BudgetHolder {
   #idleTimer: NodeJS.Timeout | undefined;
   /** The model endpoint its environment names (quoted when it could not reach it). */
   #modelEndpoint: string | undefined;
+  /** The environment it was started with (the model probe reads its proxy settings). */
+  #env: NodeJS.ProcessEnv = {};
   /** The step of the start the agent has not answered yet; undefined once its session is open. */
   #starting: string | undefined = 'initialize';
   /** Its last stderr line: an agent that dies at start usually says why there. */
@@ -127,6 +130,7 @@ export class AgentProcess implements BudgetHolder {
   spawn(env: NodeJS.ProcessEnv): boolean {
     const { config } = this.options;
     this.#modelEndpoint = modelEndpointOf(env);
+    this.#env = env;
     let child: ChildProcess;
     try {
       child = spawn(config.command, config.args, {
@@ -393,6 +397,8 @@ export class AgentProcess implements BudgetHolder {
       void connection.agent.notify(acp.methods.agent.session.cancel, { sessionId }).catch((err: unknown) => this.#logger.debug('session/cancel not delivered', errorFields(err)));
     };
     ctx.signal.addEventListener('abort', onAbort, { once: true });
+    let ended = false;
+    this.#warnIfModelUnreachable(ctx, () => ended);
     let relay: SteeringRelay | undefined;
     if (this.midTurnInput) {
       const agent = connection.agent;
@@ -416,6 +422,7 @@ export class AgentProcess implements BudgetHolder {
           throw new TurnFailure(STOP_REASON_MESSAGES[response.stopReason] ?? `The agent stopped: ${String(response.stopReason)}.`, String(response.stopReason));
       }
     } finally {
+      ended = true;
       ctx.signal.removeEventListener('abort', onAbort);
       turn.cancelPending();
       if (this.#turn === turn) {
@@ -426,6 +433,20 @@ export class AgentProcess implements BudgetHolder {
       if (!this.#busy && !this.exited) this.#markIdle();
       finished();
     }
+  }
+
+  /** While the agent works, checks its model endpoint once and shows a notice in the turn if it does not answer (model-probe.ts). */
+  #warnIfModelUnreachable(ctx: TurnContext, ended: () => boolean): void {
+    const endpoint = this.#modelEndpoint;
+    if (!endpoint) return;
+    void probeModelEndpoint(endpoint, this.#env, ctx.signal)
+      .then((result) => {
+        this.#logger.debug('agent model endpoint probed', { endpoint, ...result });
+        if (result.kind !== 'unreachable' || ended()) return;
+        this.#logger.warn('agent model endpoint unreachable', { endpoint, problem: result.problem });
+        return ctx.dispatch({ type: 'chat/responsePart', turnId: ctx.turnId, part: { kind: 'systemNotification', content: unreachableNotice(endpoint, result.problem) } });
+      })
+      .catch((err: unknown) => this.#logger.debug('model endpoint notice not shown', errorFields(err)));
   }
 
   async stop(reason: string): Promise<void> {
