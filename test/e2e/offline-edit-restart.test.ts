@@ -46,9 +46,11 @@ async function draftOf(c: RpcClient, chat: string, requestId: string): Promise<s
   return answer && answer.state !== 'skipped' && answer.value.kind === 'text' ? (answer.value as { value: string }).value : undefined;
 }
 
-async function openAs(hub: HubProcess, token: string, path: string, errors: string[]): Promise<Page> {
+/** `mayConnect`: while it says false, the page's WebSocket connections are refused (it stays offline). */
+async function openAs(hub: HubProcess, token: string, path: string, errors: string[], mayConnect?: () => boolean): Promise<Page> {
   const context = await browser!.newContext({ viewport: { width: 1000, height: 800 } });
   const page = await context.newPage();
+  if (mayConnect) await page.routeWebSocket(/\/ahp/, (ws) => (mayConnect() ? void ws.connectToServer() : ws.close()));
   page.on('pageerror', (err) => errors.push(err.message));
   await page.goto(`${hub.url}${path}?token=${encodeURIComponent(token)}`);
   await page.locator('[data-testid=connection]', { hasText: 'Connected' }).waitFor();
@@ -120,4 +122,56 @@ describe('offline edits across a hub restart', () => {
     expect(outcomes).toEqual(Array.from({ length: RUNS }, (_, i) => `${i + 1} ${i % 2 === 0 ? 'SIGTERM' : 'SIGKILL'}: delivered`));
     expect(errors).toEqual([]);
   }, 300_000);
+
+  it('an offline edit of the same words someone else changed is marked Not delivered with Resend, and Resend delivers it', async () => {
+    const data = rig.dataDir('offline-conflict-');
+    const tokens = join(data, 'tokens.json');
+    writeFileSync(tokens, JSON.stringify(AUTH_FILE));
+    let hub = await rig.start(['--data', data, '--auth', tokens]);
+    const args = ['--data', data, '--auth', tokens, '--port', new URL(hub.url).port];
+    const errors: string[] = [];
+    let setup = await rig.open(hub, TOKENS.alice);
+    const { session, chat } = await setup.createSession('Conflicting notes');
+    await setup.subscribe(chat);
+    await startScriptTurn(setup, chat, [{ ask: request('notes-c') }]);
+    let bobMayConnect = true;
+    const alice = await openAs(hub, TOKENS.alice, sessionPath(session), errors);
+    const bob = await openAs(hub, TOKENS.bob, sessionPath(session), errors, () => bobMayConnect);
+    const aliceNotes = alice.locator('[data-request="notes-c"] [data-question=notes] textarea');
+    const bobNotes = bob.locator('[data-request="notes-c"] [data-question=notes] textarea');
+    await aliceNotes.click();
+    await aliceNotes.pressSequentially('Fixes login');
+    await waitFor(async () => ((await bobNotes.inputValue()) === 'Fixes login' ? true : undefined), { what: "alice's text in bob's tab" });
+    await waitFor(async () => ((await draftOf(setup, chat, 'notes-c')) === 'Fixes login' ? true : undefined), { what: "alice's draft" });
+
+    await setup.close();
+    hub.child.kill('SIGTERM');
+    await hub.exited();
+    for (const page of [alice, bob]) await page.locator('.banner', { hasText: 'reconnecting' }).waitFor();
+    // Both change the same word while the hub is down.
+    for (const [notes, word] of [
+      [aliceNotes, 'log-in'],
+      [bobNotes, 'sign-in'],
+    ] as const) {
+      await notes.click();
+      await notes.press('End');
+      for (let i = 0; i < 'login'.length; i++) await notes.press('Backspace');
+      await notes.pressSequentially(word);
+    }
+    bobMayConnect = false;
+    hub = await rig.start(args);
+    setup = await rig.open(hub, TOKENS.alice);
+    // Alice is back first: her edit is the hub's text.
+    await waitFor(async () => ((await draftOf(setup, chat, 'notes-c')) === 'Fixes log-in' ? true : undefined), { what: "alice's offline edit in the hub", timeoutMs: 20_000 });
+    bobMayConnect = true;
+    const status = bob.locator('[data-request="notes-c"] .form-status', { hasText: 'Not delivered' });
+    await status.waitFor({ timeout: 20_000 });
+    await expect(status.textContent()).resolves.toContain('“Fixes sign-in”');
+    await expect(bobNotes.inputValue()).resolves.toBe('Fixes log-in');
+    await expect(draftOf(setup, chat, 'notes-c')).resolves.toBe('Fixes log-in');
+    await bob.locator('[data-request="notes-c"] [data-testid=resend-draft]').click();
+    await waitFor(async () => ((await draftOf(setup, chat, 'notes-c')) === 'Fixes sign-in' && (await aliceNotes.inputValue()) === 'Fixes sign-in' ? true : undefined), { what: "bob's resent text everywhere" });
+    await expect(bob.locator('[data-request="notes-c"] [data-testid=resend-draft]').count()).resolves.toBe(0);
+    expect(errors).toEqual([]);
+  }, 120_000);
 });
