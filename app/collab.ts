@@ -64,6 +64,13 @@ export class CollabDoc {
   rejoinFailed = false;
   /** The texts as they were when this tab last was joined: what it had in common with the hub. */
   #base: Map<string, string> | undefined;
+  /** Each text's latest draft the hub confirmed durable (the form passes on the chat state's). */
+  readonly #durable = new Map<string, string>();
+  /**
+   * Texts this tab changed since their durable draft last matched: those edits went out but may
+   * have died with the hub before they were mirrored, so the common text for them is the draft.
+   */
+  readonly #unconfirmed = new Set<string>();
   /**
    * Texts this tab changed offline that a restarted hub's document could not take (someone changed
    * the same words meanwhile), by name: not in the shared text, only here, until resent or dropped.
@@ -120,6 +127,10 @@ export class CollabDoc {
         }
       }),
     );
+    this.doc.on('afterTransaction', (tr: Y.Transaction) => {
+      if (tr.origin === REMOTE) return;
+      for (const [name, type] of this.doc.share) if (tr.changed.has(type)) this.#unconfirmed.add(name);
+    });
     this.doc.on('update', (update: Uint8Array, origin: unknown) => {
       if (origin === REMOTE || !this.#joined) return;
       const e = encoding.createEncoder();
@@ -211,9 +222,29 @@ export class CollabDoc {
     this.#emit();
   }
 
-  /** The connection went or the hub closed the document: remember what we had in common. */
+  /**
+   * The chat state shows `text` as the durable draft of `name` (called by the form on every state
+   * it shows while this document is joined).
+   */
+  confirmDurable(name: string, text: string): void {
+    if (!this.#joined) return;
+    this.#durable.set(name, text);
+    if (this.doc.getText(name).toString() === text) this.#unconfirmed.delete(name);
+  }
+
+  /**
+   * The connection went or the hub closed the document: remember what we had in common — the
+   * text, or for a text with our own edits not yet seen durable, its last durable draft.
+   */
   #leftJoined(): void {
-    if (this.#joined) this.#base = this.#texts();
+    if (this.#joined) {
+      const base = this.#texts();
+      for (const name of this.#unconfirmed) {
+        const durable = this.#durable.get(name);
+        if (durable !== undefined) base.set(name, durable);
+      }
+      this.#base = base;
+    }
     this.#joined = false;
   }
 

@@ -330,6 +330,7 @@ export class InputRequestView implements PartView {
     const defaultValue = typeof question['defaultValue'] === 'string' ? (question['defaultValue'] as string) : '';
     let unbind: (() => void) | undefined;
     let bound = false;
+    let boundTo: CollabDoc | undefined;
     let draftTimer: number | undefined;
     const field: Field & { bind(doc: CollabDoc): void } = {
       question,
@@ -337,10 +338,11 @@ export class InputRequestView implements PartView {
       presence,
       value: () => (input.value === '' ? undefined : { kind: 'text', value: input.value }),
       show: (a) => {
-        // While bound to the shared text, the Y.Text is the truth for this field; before that, a
-        // typed change still waiting for its debounced draft is newer than any synced state.
+        const text = a && a.state !== 'skipped' && a.value.kind === 'text' ? (a.value as { value: string }).value : undefined;
+        // While bound, the Y.Text is the truth for this field (the draft only tells it what is
+        // durable); before that, a typed change waiting for its debounced draft is newer.
+        if (bound) boundTo?.confirmDurable(question.id, text ?? '');
         if (bound || document.activeElement === input || draftTimer !== undefined) return;
-        const text = a && a.state !== 'skipped' && a.value.kind === 'text' ? (a.value as { value: string }).value : a ? undefined : undefined;
         if (text !== undefined) input.value = text;
         else if (!a && input.value === '' && defaultValue) input.value = defaultValue;
         refreshCount();
@@ -356,6 +358,8 @@ export class InputRequestView implements PartView {
       bind: (doc: CollabDoc) => {
         const ytext = doc.text(question.id);
         bound = true;
+        boundTo = doc;
+        field.show(this.#request.answers?.[question.id]);
         // The hub seeds each Y.Text with the current draft (or the question's default) once.
         unbind = bindText(ytext, input, () => refreshCount());
         ytext.observe(() => {
