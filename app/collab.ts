@@ -3,8 +3,10 @@
  * request, synced over the AhpClient's socket with the SDK's generic request/notify/onNotification.
  * After a reconnect the document re-joins and sends what the server lacks (its own offline edits).
  * A hub that restarted holds a new document (seeded from the durable drafts, without this tab's
- * history): then the texts this tab holds, offline edits included, are written over the merge,
- * so nothing typed while the hub was down is lost or doubled.
+ * history): then what this tab changed since it last had the hub's text is merged into the new
+ * text (text-merge.ts), so an offline edit is neither lost nor doubled, and a tab that changed
+ * nothing never writes its older text over what others merged back first. An edit that clashes
+ * with one the hub took meanwhile is kept in `undelivered` for the form to offer again.
  */
 import * as Y from 'yjs';
 import * as syncProtocol from 'y-protocols/sync';
@@ -15,8 +17,11 @@ import { fromBase64, toBase64 } from 'lib0/buffer';
 import type { AhpClient } from '../shared/client/ahp-client.js';
 
 import { CollabMethod, textDiff } from '../shared/protocol/collab.js';
+import { mergeOfflineText } from './text-merge.js';
 
 const REMOTE = 'remote';
+/** Origin of texts this client sets itself (a merge after a restart, a resend): sent, and shown in bound fields. */
+const MERGE = 'merge';
 
 interface CollabParams {
   channel?: unknown;
@@ -57,6 +62,20 @@ export class CollabDoc {
   closedReason: string | undefined;
   /** Set when joining again after a reconnect failed: edits made meanwhile are only in this tab. */
   rejoinFailed = false;
+  /** The texts as they were when this tab last was joined: what it had in common with the hub. */
+  #base: Map<string, string> | undefined;
+  /** Each text's latest draft the hub confirmed durable (the form passes on the chat state's). */
+  readonly #durable = new Map<string, string>();
+  /**
+   * Texts this tab changed since their durable draft last matched: those edits went out but may
+   * have died with the hub before they were mirrored, so the common text for them is the draft.
+   */
+  readonly #unconfirmed = new Set<string>();
+  /**
+   * Texts this tab changed offline that a restarted hub's document could not take (someone changed
+   * the same words meanwhile), by name: not in the shared text, only here, until resent or dropped.
+   */
+  readonly undelivered = new Map<string, string>();
 
   constructor(
     private readonly client: AhpClient,
@@ -83,7 +102,7 @@ export class CollabDoc {
         const p = raw as CollabParams;
         if (!mine(p)) return;
         this.closedReason = typeof p.reason === 'string' ? p.reason : 'closed';
-        this.#joined = false;
+        this.#leftJoined();
         this.#emit();
         // A hub shutting down closes every document; the request may still be open when it is
         // back, so the next connection tries to join again (and learns if it was answered).
@@ -101,13 +120,17 @@ export class CollabDoc {
           });
         }
         if (state !== 'open') {
-          this.#joined = false;
+          this.#leftJoined();
           // Others' presence is stale until we re-join; keep only our own.
           const others = [...this.awareness.getStates().keys()].filter((id) => id !== this.doc.clientID);
           awarenessProtocol.removeAwarenessStates(this.awareness, others, REMOTE);
         }
       }),
     );
+    this.doc.on('afterTransaction', (tr: Y.Transaction) => {
+      if (tr.origin === REMOTE) return;
+      for (const [name, type] of this.doc.share) if (tr.changed.has(type)) this.#unconfirmed.add(name);
+    });
     this.doc.on('update', (update: Uint8Array, origin: unknown) => {
       if (origin === REMOTE || !this.#joined) return;
       const e = encoding.createEncoder();
@@ -138,14 +161,14 @@ export class CollabDoc {
     // one that lost history we had from it: the texts we hold are what this tab last saw and typed.
     const fresh = (this.#epoch !== undefined && r.epoch !== this.#epoch) || (previous !== undefined && [...previous].some(([client, clock]) => (serverVector.get(client) ?? 0) < clock));
     this.#epoch = r.epoch;
-    const ours = fresh ? this.#texts() : undefined;
+    const merged = fresh ? this.#mergeIntoFresh(fromBase64(r.state)) : undefined;
     Y.applyUpdate(this.doc, fromBase64(r.state), REMOTE);
     awarenessProtocol.applyAwarenessUpdate(this.awareness, fromBase64(r.awareness), REMOTE);
-    if (ours) {
-      // Both seeds are in the merge now (the old one with our edits, the new one): keep ours.
+    if (merged) {
+      // Both histories are in the document now (ours and the new seed): make each text the merge.
       this.doc.transact(() => {
-        for (const [name, value] of ours) applyTextDiff(this.doc.getText(name), value);
-      });
+        for (const [name, value] of merged) applyTextDiff(this.doc.getText(name), value);
+      }, MERGE);
     }
     this.#serverVector = serverVector;
     this.#joined = true;
@@ -163,6 +186,66 @@ export class CollabDoc {
 
   text(questionId: string): Y.Text {
     return this.doc.getText(questionId);
+  }
+
+  /**
+   * The text each name gets once a restarted hub's document (`state`) is joined: what this tab
+   * changed since `#base` merged into the new text. Edits that clash go to `undelivered`.
+   */
+  #mergeIntoFresh(state: Uint8Array): Map<string, string> {
+    const theirsDoc = new Y.Doc();
+    Y.applyUpdate(theirsDoc, state);
+    const ours = this.#texts();
+    const base = this.#base ?? new Map<string, string>();
+    const merged = new Map<string, string>();
+    for (const name of new Set([...ours.keys(), ...theirsDoc.share.keys()])) {
+      const theirs = theirsDoc.getText(name).toString();
+      const mine = ours.get(name) ?? '';
+      // A text this tab never had in common with the hub holds nothing of ours to merge.
+      const result = mergeOfflineText(base.get(name) ?? mine, mine, theirs);
+      merged.set(name, result.text);
+      if (result.kind === 'conflict') this.undelivered.set(name, result.ours);
+    }
+    theirsDoc.destroy();
+    return merged;
+  }
+
+  /**
+   * Writes an undelivered offline text over the shared one (the person chose Resend), or forgets
+   * it (`false`). The edit goes out like typing does.
+   */
+  resend(name: string, send = true): void {
+    const text = this.undelivered.get(name);
+    if (text === undefined) return;
+    this.undelivered.delete(name);
+    if (send) this.doc.transact(() => applyTextDiff(this.doc.getText(name), text), MERGE);
+    this.#emit();
+  }
+
+  /**
+   * The chat state shows `text` as the durable draft of `name` (called by the form on every state
+   * it shows while this document is joined).
+   */
+  confirmDurable(name: string, text: string): void {
+    if (!this.#joined) return;
+    this.#durable.set(name, text);
+    if (this.doc.getText(name).toString() === text) this.#unconfirmed.delete(name);
+  }
+
+  /**
+   * The connection went or the hub closed the document: remember what we had in common — the
+   * text, or for a text with our own edits not yet seen durable, its last durable draft.
+   */
+  #leftJoined(): void {
+    if (this.#joined) {
+      const base = this.#texts();
+      for (const name of this.#unconfirmed) {
+        const durable = this.#durable.get(name);
+        if (durable !== undefined) base.set(name, durable);
+      }
+      this.#base = base;
+    }
+    this.#joined = false;
   }
 
   /** Every shared text of the document by name, as this tab has it now. */

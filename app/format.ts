@@ -107,6 +107,10 @@ export function errorInWords(errorType: string | undefined, message: string | un
       return `The agent stopped with an error${detail ? `: “${detail}”` : ''}.`;
     case 'refusal':
       return `The agent declined this request${detail ? `: “${detail}”` : ''}.`;
+    case 'modelUnreachable':
+    case 'agentStartFailed':
+      // The hub's message already says it in words, with the agent's own cause (docs/agents.md).
+      return detail || 'The agent could not be started.';
     case 'agentUnavailable':
     case 'providerUnavailable':
       return `The agent could not be reached${detail ? ` (${detail})` : ''}.`;

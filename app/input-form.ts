@@ -18,6 +18,7 @@ import { DraftActivity, teammateDraftOf } from './form-draft-sync.js';
 import { RECENT_CHANGE_MS, submitWarnings } from './submit-guard.js';
 import { SubmitGuardBar } from './submit-guard-bar.js';
 import { KeptTextBox, TYPING_KEEP_MS, type KeptAnswer } from './kept-text.js';
+import { showNotDelivered } from './not-delivered.js';
 import { bindText, cursorOf, RemoteCursorOverlay, resolveCursor, type RemoteMark, type SharedCursor } from './text-binding.js';
 import { el, markdownInto, replaceChildren } from './dom.js';
 import { answeredByOf, answeredByText, colorFor, FROM_APP_META, personName } from './format.js';
@@ -286,6 +287,7 @@ export class InputRequestView implements PartView {
     const defaultValue = typeof question['defaultValue'] === 'string' ? (question['defaultValue'] as string) : '';
     let unbind: (() => void) | undefined;
     let bound = false;
+    let boundTo: CollabDoc | undefined;
     let draftTimer: number | undefined;
     let typedAt = 0;
     const field: Field & { bind(doc: CollabDoc): void } = {
@@ -294,10 +296,12 @@ export class InputRequestView implements PartView {
       presence,
       value: () => (input.value === '' ? undefined : { kind: 'text', value: input.value }),
       show: (a) => {
-        // While bound to the shared text, the Y.Text is the truth for this field (merged, caret
-        // kept); before that, a typed change still waiting for its debounced draft is newer.
-        if (bound || draftTimer !== undefined) return;
         const text = a && a.state !== 'skipped' && a.value.kind === 'text' ? (a.value as { value: string }).value : undefined;
+        // While bound to the shared text, the Y.Text is the truth for this field (merged, caret
+        // kept; the draft only tells it what is durable); before that, a typed change still
+        // waiting for its debounced draft is newer.
+        if (bound) boundTo?.confirmDurable(question.id, text ?? '');
+        if (bound || draftTimer !== undefined) return;
         if (text !== undefined) setTextKeepingCaret(input, text);
         else if (!a && input.value === '' && defaultValue) input.value = defaultValue;
         refreshCount();
@@ -321,6 +325,8 @@ export class InputRequestView implements PartView {
           doc.doc.transact(() => applyTextDiff(ytext, input.value), 'local');
         }
         bound = true;
+        boundTo = doc;
+        field.show(this.#request.answers?.[question.id]);
         // The hub seeds each Y.Text with the current draft (or the question's default) once.
         unbind = bindText(ytext, input, () => refreshCount());
         ytext.observe((event) => {
@@ -367,14 +373,24 @@ export class InputRequestView implements PartView {
     const result = await this.ctx.chat.dispatch(action as { type: string });
     if (result.accepted || this.#resolved) return;
     // Never dropped silently: say so and offer to send what the field holds now.
-    const resend = el('button', {
-      class: 'link',
-      attrs: { type: 'button', 'data-testid': 'resend-draft', 'data-question': questionId },
-      text: 'Resend',
-      on: { click: () => void this.#draft(questionId, this.#fields.get(questionId)?.value()) },
-    });
-    this.#setStatus(`Not delivered: your answer to “${this.#fields.get(questionId)?.question.title ?? questionId}” did not reach the hub (${result.reason}). `, true);
-    this.#status.append(resend);
+    showNotDelivered(this.#status, this.#titleOf(questionId), result.reason, () => void this.#draft(questionId, this.#fields.get(questionId)?.value()));
+  }
+
+  #titleOf(questionId: string): { id: string; title: string } {
+    const title = this.#fields.get(questionId)?.question.title;
+    return { id: questionId, title: typeof title === 'string' ? title : questionId };
+  }
+
+  /** Text typed offline that the restarted hub's shared text could not take: offer it again. */
+  #offerUndelivered(doc: CollabDoc): void {
+    for (const [questionId, text] of doc.undelivered) {
+      if (!this.#fields.has(questionId) || this.#status.querySelector(`[data-question="${CSS.escape(questionId)}"]`)) continue;
+      const why = `someone changed the same words while you were offline; yours were “${text}”`;
+      showNotDelivered(this.#status, this.#titleOf(questionId), why, () => {
+        doc.resend(questionId);
+        this.#setStatus('');
+      });
+    }
   }
 
   /**
@@ -514,6 +530,7 @@ export class InputRequestView implements PartView {
       this.#renderPresence();
       this.#renderCursors();
       if (doc.rejoinFailed && this.#collab === doc) this.#collabLost();
+      if (doc.undelivered.size > 0 && this.#collab === doc && !this.#resolved) this.#offerUndelivered(doc);
     });
     doc
       .join()

@@ -12,7 +12,7 @@
 import { HeldUntilDurable } from '../hub/held-until-durable.js';
 import type { KnownAction } from '../../shared/protocol/actions.js';
 import type { WireAction } from '../../shared/protocol/messages.js';
-import type { ChatInputRequest, ChatState, Message } from '../../shared/protocol/state.js';
+import type { ChatInputRequest, ChatState, Message, ToolCallState } from '../../shared/protocol/state.js';
 import { findActiveToolCall, findAnsweredInputRequest, findDecidedToolCall, findOpenInputRequest, turnDuration } from '../../shared/state/selectors.js';
 import { interactionIdOf } from '../../shared/state/status.js';
 import { canActAsAgent } from '../auth/auth.js';
@@ -66,6 +66,11 @@ interface Run {
    */
   readonly byKey: Map<string, Set<Waiter>>;
   readonly unkeyed: Set<Waiter>;
+}
+
+/** True once a tool call's result is reported: it was approved and ran (completed, or its result awaits confirmation). */
+function hasRun(toolCall: ToolCallState): boolean {
+  return toolCall.status === 'completed' || toolCall.status === 'pending-result-confirmation';
 }
 
 /** Markdown is streamed in chunks of about this many characters (whole words). */
@@ -369,6 +374,9 @@ export class AgentRunner implements SteeringHost {
   /** A tool call past `toolCallReady`: waits for its decision, runs it once approved, reports the result. */
   async #continueTool(run: Run, call: ToolCallRequest, displayName: string, dispatch: (action: WireAction) => Promise<number>): Promise<ToolOutcome> {
     const decided = await this.#waitFor(run, (state) => findDecidedToolCall(state, call.id), call.id);
+    // Replaying after a restart: a call whose result is in the log ran already; running it again
+    // (or reporting it as not run) would rewrite the transcript.
+    if (hasRun(decided)) return { approved: true, state: decided };
     if (decided.status !== 'running') return { approved: false, state: decided };
     const output = call.execute ? await call.execute(call.input) : `${displayName} finished.`;
     await dispatch({

@@ -328,7 +328,19 @@ export class CollabEngine {
     this.dropWhere((r) => r.channel === channel && r.requestId !== CHAT_PRESENCE_DOC, 'the turn ended', true);
   }
 
-  close(): void {
+  /** Shutdown: text typed in the last `mirrorDelayMs` reaches the drafts first (the log is still open). */
+  close(): Promise<void> {
+    const pending = [...this.#timers.keys()];
+    for (const room of pending) clearTimeout(this.#timers.get(room));
+    this.#timers.clear();
+    if (pending.length === 0) {
+      this.#closeNow();
+      return Promise.resolve();
+    }
+    return Promise.all(pending.map((room) => this.#mirror(room))).then(() => this.#closeNow());
+  }
+
+  #closeNow(): void {
     this.dropWhere(() => true, 'the hub is shutting down');
     this.#text?.close();
     if (this.#bus) {
@@ -436,7 +448,7 @@ function decode(data: string, limits: CollabLimits): Uint8Array {
 }
 
 /** Registers the `x-collab/*` methods and hub listeners; `dispose` undoes it and drops every document. */
-export function installCollab(ctx: Pick<FeatureContext, 'hub' | 'rpc' | 'logger'> & Partial<Pick<FeatureContext, 'services'>>, limits: CollabLimits = DEFAULT_COLLAB_LIMITS): { engine: CollabEngine; dispose(): void } {
+export function installCollab(ctx: Pick<FeatureContext, 'hub' | 'rpc' | 'logger'> & Partial<Pick<FeatureContext, 'services'>>, limits: CollabLimits = DEFAULT_COLLAB_LIMITS): { engine: CollabEngine; dispose(): Promise<void> } {
   const { hub, rpc, logger } = ctx;
   const engine = new CollabEngine(hub, logger, limits, ctx.services?.get(CLUSTER_BUS_SERVICE) as ClusterBus | undefined, ctx.services?.get(COLLAB_LOG_SERVICE) as CollabLog | undefined);
 
@@ -471,7 +483,7 @@ export function installCollab(ctx: Pick<FeatureContext, 'hub' | 'rpc' | 'logger'
     engine,
     dispose: () => {
       off();
-      engine.close();
+      return engine.close();
     },
   };
 }

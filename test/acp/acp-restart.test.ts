@@ -10,7 +10,7 @@ import { RpcClient } from '../helpers/rpc-client.js';
 import { userMessage } from '../helpers/turns.js';
 import { waitFor } from '../helpers/wait-for.js';
 import { tempDir, type TestServer } from '../helpers/start-server.js';
-import { acpConfig, capturingLogger, createSessionWith, script, startAcpHub, startTurn, text, waitForEnd } from './support.js';
+import { acpConfig, capturingLogger, chatState, createSessionWith, markdownOf, script, startAcpHub, startTurn, text, waitForEnd, waitForTool } from './support.js';
 
 let server: TestServer | undefined;
 let client: RpcClient | undefined;
@@ -117,4 +117,48 @@ it("a hub restart in the middle of an ACP agent's question ends that turn saying
   });
   expect(submitted.rejectionReason).toBeUndefined();
   expect((await waitForEnd(server, chat, resumed)).state).toBe('complete');
+});
+
+it('a hub restart after an approved, completed ACP tool call ends the turn without rewriting it: the tool stays completed, nothing is said twice, no part changes', async () => {
+  const config = acpConfig({ cwd: data.dir, env: { SCRIPTED_AGENT_LOAD: '1' } });
+  let started = await startAcpHub([{ provider: 'scripted', config }], capturingLogger(), { dataDir: data.dir });
+  server = started.server;
+  client = await RpcClient.open(server.wsUrl);
+  const { chat } = await createSessionWith(client, 'scripted');
+  await client.subscribe(chat);
+  const options = [{ optionId: 'yes', name: 'Allow', kind: 'allow_once' }];
+  const turnId = await startTurn(
+    client,
+    chat,
+    script(
+      text('Deploying to production.'),
+      { permission: { toolCall: { toolCallId: 'deploy', title: 'deploy_prod', kind: 'execute', status: 'pending', rawInput: { env: 'prod' } }, options } },
+      { update: { sessionUpdate: 'tool_call_update', toolCallId: 'deploy', status: 'completed', content: [{ type: 'content', content: { type: 'text', text: 'deployed v1' } }] } },
+      text('Deployed.'),
+      { elicit: { mode: 'form', message: 'Does the site work?', requestedSchema: { type: 'object', properties: { ok: { type: 'boolean', title: 'Works' } } } } },
+    ),
+  );
+  await waitForTool(server, chat, turnId, 'deploy', 'pending-confirmation');
+  await client.dispatchAndWait(chat, { type: 'chat/toolCallConfirmed', turnId, toolCallId: 'deploy', approved: true, confirmed: 'user-action', selectedOptionId: 'yes' });
+  await waitForTool(server, chat, turnId, 'deploy', 'completed');
+  const before = await waitFor(
+    () => {
+      const parts = chatState(server!, chat).activeTurn?.responseParts ?? [];
+      return parts.some((p) => isPartOfKind(p, 'inputRequest')) ? structuredClone(parts) : undefined;
+    },
+    { what: 'the question after the tool' },
+  );
+  await client.close();
+  await server.close();
+
+  started = await startAcpHub([{ provider: 'scripted', config }], capturingLogger(), { dataDir: data.dir });
+  server = started.server;
+  client = await RpcClient.open(server.wsUrl);
+  const ended = await waitForEnd(server, chat, turnId);
+  expect(ended.error).toMatchObject({ errorType: 'hubRestarted' });
+  const tool = ended.responseParts.find((p) => isPartOfKind(p, 'toolCall'));
+  expect(tool && isPartOfKind(tool, 'toolCall') ? tool.toolCall.status : undefined).toBe('completed');
+  // Every part is as it was before the restart (the turn's error says why it ended, beside them).
+  expect(ended.responseParts).toEqual(before);
+  expect(markdownOf(chatState(server, chat), turnId)).not.toMatch(/was not run/);
 });

@@ -8,7 +8,8 @@
 // · {"exit": code} · {"reportInit": true} · {"probe": {"paths": [...], "signal": [pids]}} · {"spawnChild": true} · {"awaitSteering": n} · {"elicit": params, "background": true} then
 // {"awaitElicitation": true}; {"permission": …, "background": true} (several may be open at once) then
 // {"awaitPermissions": true}; {"permissionBurst": {"count": n}} asks n at once (tool calls burst-0 …);
-// {"drain": true} asks the client `craft/drainMidTurnQueue` as Qwen Code does between tool batches
+// {"error": {code, message, data}} fails the prompt with that JSON-RPC error (as Qwen Code reports a model it cannot
+// reach: -32603 "Internal error", data.details "Connection error."); {"drain": true} asks the client `craft/drainMidTurnQueue` as Qwen Code does between tool batches
 // and reports the answer (SCRIPTED_AGENT_NAME sets the agentInfo name, e.g. "qwen-code"). With SCRIPTED_AGENT_LOG set, every answer the client gives is also
 // appended there as a JSON line (answers that arrive after a turn was cancelled are seen only there).
 import { spawn } from 'node:child_process';
@@ -33,6 +34,8 @@ const app = acp
   .agent({ name: 'scripted-agent' })
   .onRequest(acp.methods.agent.initialize, ({ params }) => {
     initParams = params;
+    // SCRIPTED_AGENT_START=initError: an agent that cannot start (its configuration is broken).
+    if (process.env.SCRIPTED_AGENT_START === 'initError') throw new acp.RequestError(-32603, 'Internal error', { details: 'No model is configured: set OPENAI_MODEL.' });
     return {
       protocolVersion: acp.PROTOCOL_VERSION,
       agentInfo: { name: process.env.SCRIPTED_AGENT_NAME ?? 'scripted-agent', version: '1.0.0' },
@@ -164,6 +167,8 @@ const app = acp
       } else if (step.exit !== undefined) {
         process.stderr.write('scripted agent: exiting on request\n');
         process.exit(step.exit);
+      } else if (step.error) {
+        throw new acp.RequestError(step.error.code, step.error.message, step.error.data);
       } else if (step.stop) {
         return done({ stopReason: step.stop });
       }
@@ -175,6 +180,11 @@ const app = acp
 // SCRIPTED_AGENT_SLOW_EXIT=1: an agent slow to stop, which ignores SIGTERM and a closed stdin
 // and exits only when killed (the hub sends SIGKILL 3 s after SIGTERM).
 const slowExit = process.env.SCRIPTED_AGENT_SLOW_EXIT === '1';
+// SCRIPTED_AGENT_START=exit: says why on stderr and exits before answering anything.
+if (process.env.SCRIPTED_AGENT_START === 'exit') {
+  process.stderr.write('scripted agent: cannot read settings.json: unexpected token\n');
+  process.exit(3);
+}
 if (slowExit) process.on('SIGTERM', () => {});
 const stream = acp.ndJsonStream(Writable.toWeb(process.stdout), Readable.toWeb(process.stdin));
 const connection = app.connect(stream);

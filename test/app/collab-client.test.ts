@@ -8,8 +8,9 @@ import WebSocket from 'ws';
 import * as Y from 'yjs';
 import { AhpClient } from '../../shared/client/ahp-client.js';
 import { applyTextDiff, CollabDoc } from '../../app/collab.js';
+import { CollabMethod } from '../../shared/protocol/collab.js';
 import { RpcClient } from '../helpers/rpc-client.js';
-import { startTestServer, TOKENS, type TestServer } from '../helpers/start-server.js';
+import { startTestServer, tempDir, TOKENS, type TestServer } from '../helpers/start-server.js';
 import { startScriptTurn, TWO_QUESTION_REQUEST } from '../helpers/turns.js';
 import { waitFor } from '../helpers/wait-for.js';
 
@@ -111,5 +112,112 @@ describe('CollabDoc (browser collaboration client)', () => {
       what: 'merge after reconnect',
     });
     expect(a.text('notes').toString()).toBe('online-alice shared offline-bob');
+  });
+});
+
+describe('CollabDoc across a hub restart', () => {
+  const data = tempDir('collab-restart-');
+  let hub: TestServer | undefined;
+  const opened: Array<{ destroy(): void } | { close(): void | Promise<void> }> = [];
+  afterEach(async () => {
+    for (const o of opened.splice(0).reverse()) await ('destroy' in o ? o.destroy() : o.close());
+    await hub?.stop();
+    data.remove();
+  });
+
+  it('an offline edit by someone who never typed in the answer survives the restart, whoever re-joins last', async () => {
+    hub = await startTestServer({ withAuth: true, dataDir: data.dir });
+    const port = hub.port;
+    let setup = await RpcClient.open(hub.wsUrl, { token: TOKENS.alice });
+    opened.push(setup);
+    const { chat } = await setup.createSession('restart');
+    await setup.subscribe(chat);
+    await startScriptTurn(setup, chat, [{ ask: TWO_QUESTION_REQUEST }]);
+    await setup.waitForEnvelope((e) => e.action.type === 'chat/inputRequested', 'input request');
+    // Alice stays away after the restart until Bob's merge is in: the order that lost his words.
+    let aliceMayConnect = true;
+    const connect = (token: string, mayConnect: () => boolean) => {
+      const c = new AhpClient({ url: hub!.wsUrl, token, createSocket: (url) => new WebSocket(mayConnect() ? url : 'ws://127.0.0.1:9/ahp'), reconnect: { initialDelayMs: 10, maxDelayMs: 50 } });
+      opened.push(c);
+      return c;
+    };
+    const aliceClient = connect(TOKENS.alice, () => aliceMayConnect);
+    const bobClient = connect(TOKENS.bob, () => true);
+    await Promise.all([aliceClient.connect(), bobClient.connect()]);
+    const a = new CollabDoc(aliceClient, chat, 'req-1');
+    const b = new CollabDoc(bobClient, chat, 'req-1');
+    opened.push(a, b);
+    await Promise.all([a.join(), b.join()]);
+    a.text('notes').insert(0, 'Fixes login');
+    const draft = async (): Promise<string | undefined> => {
+      const s = (await setup.subscribe<{ activeTurn?: { responseParts: Array<{ kind: string; request?: { answers?: Record<string, { value?: { value?: unknown } }> } }> } }>(chat)).state;
+      const v = s.activeTurn?.responseParts.find((p) => p.kind === 'inputRequest')?.request?.answers?.['notes']?.value?.value;
+      return typeof v === 'string' ? v : undefined;
+    };
+    await waitFor(async () => ((await draft()) === 'Fixes login' && b.text('notes').toString() === 'Fixes login' ? true : undefined), { what: "alice's text everywhere" });
+
+    await setup.close();
+    aliceMayConnect = false;
+    await hub.close();
+    await waitFor(() => (bobClient.connectionState !== 'open' && aliceClient.connectionState !== 'open' ? true : undefined), { what: 'both offline' });
+    b.text('notes').insert(b.text('notes').length, ' and logout');
+    hub = await startTestServer({ withAuth: true, dataDir: data.dir, port });
+    setup = await RpcClient.open(hub.wsUrl, { token: TOKENS.alice });
+    opened.push(setup);
+    await waitFor(async () => ((await draft()) === 'Fixes login and logout' ? true : undefined), { what: "bob's offline edit in the hub" });
+    aliceMayConnect = true;
+    await waitFor(() => (a.joined && a.text('notes').toString() === 'Fixes login and logout' ? true : undefined), { what: "alice re-joined with bob's words" });
+    // Alice changed nothing offline: her re-join must not write her older text back.
+    await waitFor(async () => ((await draft()) === 'Fixes login and logout' && b.text('notes').toString() === 'Fixes login and logout' ? true : undefined), { what: 'everyone on the merge' });
+    expect(a.undelivered.size + b.undelivered.size).toBe(0);
+  });
+
+  it('an edit that went out just before the hub died, but never became a durable draft, is delivered again after the restart', async () => {
+    hub = await startTestServer({ withAuth: true, dataDir: data.dir });
+    const port = hub.port;
+    let setup = await RpcClient.open(hub.wsUrl, { token: TOKENS.alice });
+    opened.push(setup);
+    const { chat } = await setup.createSession('lost in flight');
+    await setup.subscribe(chat);
+    await startScriptTurn(setup, chat, [{ ask: TWO_QUESTION_REQUEST }]);
+    await setup.waitForEnvelope((e) => e.action.type === 'chat/inputRequested', 'input request');
+    // Bob's sync frames can be lost on the way (as they are when the hub dies before mirroring them).
+    let dropSync = false;
+    const bobClient = new AhpClient({
+      url: hub.wsUrl,
+      token: TOKENS.bob,
+      createSocket: (url) => {
+        const ws = new WebSocket(url);
+        const send = ws.send.bind(ws) as (data: string) => void;
+        (ws as unknown as { send: (data: string) => void }).send = (data) => (dropSync && String(data).includes(CollabMethod.Sync) ? undefined : send(data));
+        return ws;
+      },
+      reconnect: { initialDelayMs: 10, maxDelayMs: 50 },
+    });
+    opened.push(bobClient);
+    await bobClient.connect();
+    const b = new CollabDoc(bobClient, chat, 'req-1');
+    opened.push(b);
+    await b.join();
+    b.text('notes').insert(0, 'Fixes login');
+    const draft = async (): Promise<string | undefined> => {
+      const s = (await setup.subscribe<{ activeTurn?: { responseParts: Array<{ kind: string; request?: { answers?: Record<string, { value?: { value?: unknown } }> } }> } }>(chat)).state;
+      const v = s.activeTurn?.responseParts.find((p) => p.kind === 'inputRequest')?.request?.answers?.['notes']?.value?.value;
+      return typeof v === 'string' ? v : undefined;
+    };
+    await waitFor(async () => ((await draft()) === 'Fixes login' ? true : undefined), { what: "bob's durable draft" });
+    // What the form does with every state it shows: tell the document which draft is durable.
+    b.confirmDurable('notes', 'Fixes login');
+    dropSync = true;
+    b.text('notes').insert(b.text('notes').length, ' and logout');
+    await setup.close();
+    await hub.close();
+    await waitFor(() => (bobClient.connectionState !== 'open' ? true : undefined), { what: 'bob offline' });
+    dropSync = false;
+    hub = await startTestServer({ withAuth: true, dataDir: data.dir, port });
+    setup = await RpcClient.open(hub.wsUrl, { token: TOKENS.alice });
+    opened.push(setup);
+    await waitFor(async () => ((await draft()) === 'Fixes login and logout' ? true : undefined), { what: 'the edit the old hub never stored' });
+    expect(b.text('notes').toString()).toBe('Fixes login and logout');
   });
 });

@@ -25,6 +25,11 @@ describe('errorInWords', () => {
     expect(errorInWords('scriptFailure', 'Disk quota exceeded')).toBe('The agent stopped with an error: “Disk quota exceeded”.');
     expect(errorInWords('hubRestarted', 'The hub restarted while this turn was running; the turn was ended.')).toBe('The hub restarted while the agent was working, so this turn was stopped.');
     expect(errorInWords('somethingNew', undefined)).toBe('The agent stopped with an error.');
+    // Failures whose message is already the hub's sentence (with the agent's cause) are shown as they are.
+    const unreachable = 'The agent could not reach its model at http://127.0.0.1:9/v1: Connection error. (session/prompt failed: Internal error, JSON-RPC -32603).';
+    expect(errorInWords('modelUnreachable', unreachable)).toBe(unreachable);
+    expect(errorInWords('agentStartFailed', 'The agent could not be started: it exited with code 3 before it answered initialize.')).toBe('The agent could not be started: it exited with code 3 before it answered initialize.');
+    expect(errorInWords('agentStartFailed', undefined)).toBe('The agent could not be started.');
   });
 });
 

@@ -23,7 +23,7 @@ describe('collab feature (unit, fake hub port)', () => {
   let hub: FakeHubPort;
   let chat: string;
   let engine: CollabEngine;
-  let dispose: () => void;
+  let dispose: () => void | Promise<void>;
   const registered: string[] = [];
 
   beforeEach(() => {
@@ -46,6 +46,18 @@ describe('collab feature (unit, fake hub port)', () => {
     dispose();
     expect(hub.hookCount).toBe(0);
     dispose = () => {};
+  });
+
+  it('at shutdown, text a member typed that still waits for its mirror is written into the draft before the documents go', async () => {
+    const conn = new FakeConnection('a');
+    engine.join(conn, ALICE, chat, 'req-1');
+    const room = [...engine.rooms.values()][0]!;
+    room.doc.transact(() => room.text('notes').insert(room.text('notes').length, ', typed just before the stop'), { conn, principal: ALICE });
+    await dispose();
+    dispose = () => {};
+    expect(engine.rooms.size).toBe(0);
+    const drafts = hub.committed.filter((c) => c.action.type === 'chat/inputAnswerChanged').map((c) => (c.action as { answer?: { value?: { value?: unknown } } }).answer?.value?.value);
+    expect(drafts).toEqual(['draft so far, typed just before the stop']);
   });
 
   it('opens a document for an open input request, seeded with the current draft of its text question', () => {

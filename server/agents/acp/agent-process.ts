@@ -17,6 +17,8 @@ import { offersMidTurnInput, SteeringRelay } from './steering-relay.js';
 import { drainForAgent, drainParams, drainsMidTurnQueue, MID_TURN_QUEUE_DRAIN, NOTHING_TO_DRAIN } from './mid-turn-drain.js';
 import { TurnTranslator } from './turn-translator.js';
 import type { LaunchPlan, TenantUids } from '../agent-confinement.js';
+import { failureFromAgentError, isAgentErrorAnswer, modelEndpointOf } from './agent-errors.js';
+import { probeModelEndpoint, unreachableNotice } from './model-probe.js';
 
 /**
  * Permission requests of every agent share each event-loop turn: an agent that asks 1,500 at once
@@ -35,6 +37,10 @@ const MAX_MESSAGE_BYTES = 8 * 1024 * 1024;
 const CANCEL_GRACE_MS = 30_000;
 const HUB_CLIENT_INFO = { name: 'ahp-hub', title: 'AHP hub', version: '0.1.0' };
 const DEFAULT_IDLE_TIMEOUT_MS = DEFAULT_AGENT_LIMITS.idleTimeoutMs;
+/** Longest stderr line quoted in the error of an agent that died before it answered `initialize`. */
+const LAST_WORDS_MAX = 300;
+/** How long an agent that exited at start may take to flush its stderr before the turn is told. */
+const STDERR_FLUSH_MS = 500;
 
 export interface AcpProviderOptions {
   readonly provider: string;
@@ -68,6 +74,8 @@ export class AgentProcess implements BudgetHolder {
   readonly #exit: Promise<never>;
   #fail!: (reason: string, errorType?: string) => void;
   #exitReason: string | undefined;
+  /** What the running or next turn is told once the process has ended. */
+  #exitFailure: TurnFailure | undefined;
   #turn: TurnTranslator | undefined;
   /** The running turn's context, for the agent's drain calls. */
   #turnCtx: TurnContext | undefined;
@@ -77,6 +85,15 @@ export class AgentProcess implements BudgetHolder {
   #idleSince: number | undefined;
   #stopping = false;
   #idleTimer: NodeJS.Timeout | undefined;
+  /** The model endpoint its environment names (quoted when it could not reach it). */
+  #modelEndpoint: string | undefined;
+  /** The environment it was started with (the model probe reads its proxy settings). */
+  #env: NodeJS.ProcessEnv = {};
+  /** The step of the start the agent has not answered yet; undefined once its session is open. */
+  #starting: string | undefined = 'initialize';
+  /** Its last stderr line: an agent that dies at start usually says why there. */
+  #lastStderr: string | undefined;
+  #stderrClosed: Promise<void> = Promise.resolve();
   acpSessionId: string | undefined;
   /** The agent advertised the seed-003 mid-turn input extension. */
   midTurnInput = false;
@@ -102,7 +119,8 @@ export class AgentProcess implements BudgetHolder {
         this.#clearIdle();
         this.onExit();
         this.#logger.warn('agent process ended', { reason });
-        reject(new TurnFailure(errorType === 'agentStartFailed' ? `The agent could not be started: ${reason}.` : `The agent process ended: ${reason}.`, errorType));
+        this.#exitFailure = new TurnFailure(errorType === 'agentStartFailed' ? `The agent could not be started: ${reason}.` : `The agent process ended: ${reason}.`, errorType);
+        reject(this.#exitFailure);
       };
     });
     this.#exit.catch(() => undefined);
@@ -114,6 +132,8 @@ export class AgentProcess implements BudgetHolder {
    */
   spawn(env: NodeJS.ProcessEnv, plan: LaunchPlan): boolean {
     const { config } = this.options;
+    this.#modelEndpoint = modelEndpointOf(env);
+    this.#env = env;
     let child: ChildProcess;
     try {
       child = spawn(plan.command, plan.args, {
@@ -140,10 +160,18 @@ export class AgentProcess implements BudgetHolder {
       return false;
     }
     this.#logger.info('agent process started', { pid: child.pid, command: config.command, cwd: this.cwd });
+    this.#stderrClosed = new Promise<void>((resolve) => child.stderr!.once('close', () => resolve()));
     child.once('exit', (code, signal) => {
       // Whatever the agent left running in its group goes with it.
       this.#signalGroup('SIGKILL');
-      this.#fail(signal ? `killed by ${signal}` : `exited with code ${code}`);
+      const how = signal ? `killed by ${signal}` : `exited with code ${code}`;
+      const step = this.#starting;
+      if (step === undefined) return this.#fail(how);
+      // Gone before its session was open: a start failure, and its last stderr line is usually why.
+      void Promise.race([this.#stderrClosed, new Promise((r) => setTimeout(r, STDERR_FLUSH_MS).unref())]).then(() => {
+        const words = this.#lastStderr ? `; its last line on stderr: “${this.#lastStderr}”` : '';
+        this.#fail(`it ${how} before it answered ${step}${words}`, 'agentStartFailed');
+      });
     });
     this.#pipeStderr(child);
     // Writes to a dead agent must not crash the hub.
@@ -255,6 +283,7 @@ export class AgentProcess implements BudgetHolder {
         inWindow = 0;
         dropped = 0;
       }
+      if (this.#starting !== undefined) this.#lastStderr = line.trim().slice(0, LAST_WORDS_MAX);
       if (++inWindow > STDERR_LINES_PER_WINDOW) dropped++;
       else this.#logger.info('agent stderr', { line: line.slice(0, STDERR_LINE_MAX) });
     };
@@ -287,9 +316,11 @@ export class AgentProcess implements BudgetHolder {
       return await Promise.race([request, this.#exit, deadline]);
     } catch (err) {
       if (err instanceof TurnFailure) throw err;
+      // The agent answered with an error: say what it gave as the cause (agent-errors.ts).
+      if (isAgentErrorAnswer(err)) throw failureFromAgentError(what, err, this.#modelEndpoint, this.#starting !== undefined);
       // A dying agent closes its pipe just before the exit event: give the exit a moment to tell.
       await Promise.race([this.#exit.catch(() => undefined), new Promise((r) => setTimeout(r, 2_000).unref())]);
-      if (this.#exitReason !== undefined) throw new TurnFailure(`The agent process ended: ${this.#exitReason}.`, 'agentExited');
+      if (this.#exitFailure) throw this.#exitFailure;
       const message = err instanceof Error ? err.message : String(err);
       throw new TurnFailure(`The agent failed on ${what}: ${message}`, 'agentError');
     } finally {
@@ -309,16 +340,19 @@ export class AgentProcess implements BudgetHolder {
         elicitation: { form: {}, url: {} },
       },
     };
+    this.#starting = 'initialize';
     const init = await this.#guard('initialize', agent.request(acp.methods.agent.initialize, initialize), timeout);
     this.#loadSupported = init.agentCapabilities?.loadSession === true;
     this.midTurnInput = offersMidTurnInput(init.agentCapabilities);
     this.drainsMidTurnQueue ||= drainsMidTurnQueue(init.agentInfo);
     const cwd = this.cwd;
     if (previousAcpSession && this.#loadSupported) {
+      this.#starting = 'session/load';
       try {
         // History replayed by the agent arrives while no turn is active and is not re-sent to the hub.
         await this.#guard('session/load', agent.request(acp.methods.agent.session.load, { sessionId: previousAcpSession, cwd, mcpServers: [] }), timeout);
         this.acpSessionId = previousAcpSession;
+        this.#starting = undefined;
         onSession(previousAcpSession);
         this.#logger.info('agent session loaded', { acpSessionId: previousAcpSession });
         return;
@@ -327,8 +361,10 @@ export class AgentProcess implements BudgetHolder {
         this.#logger.warn('agent could not load its earlier session; starting a new one', errorFields(err));
       }
     }
+    this.#starting = 'session/new';
     const created = await this.#guard('session/new', agent.request(acp.methods.agent.session.new, { cwd, mcpServers: [] }), timeout);
     this.acpSessionId = created.sessionId;
+    this.#starting = undefined;
     onSession(created.sessionId);
     this.#logger.info('agent session created', { acpSessionId: created.sessionId });
   }
@@ -364,6 +400,8 @@ export class AgentProcess implements BudgetHolder {
       void connection.agent.notify(acp.methods.agent.session.cancel, { sessionId }).catch((err: unknown) => this.#logger.debug('session/cancel not delivered', errorFields(err)));
     };
     ctx.signal.addEventListener('abort', onAbort, { once: true });
+    let ended = false;
+    this.#warnIfModelUnreachable(ctx, () => ended);
     let relay: SteeringRelay | undefined;
     if (this.midTurnInput) {
       const agent = connection.agent;
@@ -387,6 +425,7 @@ export class AgentProcess implements BudgetHolder {
           throw new TurnFailure(STOP_REASON_MESSAGES[response.stopReason] ?? `The agent stopped: ${String(response.stopReason)}.`, String(response.stopReason));
       }
     } finally {
+      ended = true;
       ctx.signal.removeEventListener('abort', onAbort);
       turn.cancelPending();
       if (this.#turn === turn) {
@@ -397,6 +436,20 @@ export class AgentProcess implements BudgetHolder {
       if (!this.#busy && !this.exited) this.#markIdle();
       finished();
     }
+  }
+
+  /** While the agent works, checks its model endpoint once and shows a notice in the turn if it does not answer (model-probe.ts). */
+  #warnIfModelUnreachable(ctx: TurnContext, ended: () => boolean): void {
+    const endpoint = this.#modelEndpoint;
+    if (!endpoint) return;
+    void probeModelEndpoint(endpoint, this.#env, ctx.signal)
+      .then((result) => {
+        this.#logger.debug('agent model endpoint probed', { endpoint, ...result });
+        if (result.kind !== 'unreachable' || ended()) return;
+        this.#logger.warn('agent model endpoint unreachable', { endpoint, problem: result.problem });
+        return ctx.dispatch({ type: 'chat/responsePart', turnId: ctx.turnId, part: { kind: 'systemNotification', content: unreachableNotice(endpoint, result.problem) } });
+      })
+      .catch((err: unknown) => this.#logger.debug('model endpoint notice not shown', errorFields(err)));
   }
 
   async stop(reason: string): Promise<void> {
