@@ -214,7 +214,9 @@ const OPS: readonly Op[] = [
     },
     true,
   ),
-  method('disposeSession', 'write', async (actor, t) => classifyRpc(await rpc(actor, 'disposeSession', { channel: t.session }))),
+  // Deleting needs the session's owner or an admin; no actor here owns the target (the owner
+  // deleting their own session is in session-manage.test.ts), so only admins get through.
+  method('disposeSession', 'admin', async (actor, t) => classifyRpc(await rpc(actor, 'disposeSession', { channel: t.session }))),
   method('createChat', 'write', async (actor, t) => classifyRpc(await rpc(actor, 'createChat', { channel: t.session }))),
   method('disposeChat', 'write', async (actor, t) => {
     // A second chat, so disposing it is about who asks, not about the session's default chat.
@@ -245,11 +247,11 @@ const OPS: readonly Op[] = [
   action('action', 'session/isReadChanged', 'session', { isRead: true }),
   action('action', 'session/isArchivedChanged', 'session', { isArchived: false }),
   action('action', 'session/defaultChatChanged', 'session', { defaultChat: 'ahp-chat:/elsewhere' }),
+  action('action', 'session/titleChanged', 'session', { title: 'renamed' }),
   // ─── Agent-only actions (valid shapes, so a refusal is about the role) ─────
   action('agent-action', 'chat/responsePart', 'chat', { turnId: 'm-turn', part: { kind: 'markdown', id: 'p1', content: '' } }),
   action('agent-action', 'chat/delta', 'chat', { turnId: 'm-turn', partId: 'p1', content: 'x' }),
   action('agent-action', 'chat/turnComplete', 'chat', { turnId: 'm-turn', duration: 5 }),
-  action('agent-action', 'session/titleChanged', 'session', { title: 'renamed by the agent' }),
 
   // ─── HTTP routes ─────────────────────────────────────────────────────────────
   route('GET /healthz', 'public', (a) => http(a, '/healthz'), true),
