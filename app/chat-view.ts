@@ -16,6 +16,8 @@ import { ErrorCode } from '../shared/protocol/errors.js';
 import type { AppContext } from './context.js';
 import { createPartView, type PartView } from './parts.js';
 import { AnswerStamps } from './answer-stamps.js';
+import { copyButton } from './copy-button.js';
+import { SessionActions } from './session-actions.js';
 import { nextFrame } from './markdown-stream.js';
 import { APPROVED_TOOLS_META, DENIED_TOOLS_META, rememberedTools, turnDuration } from '../shared/state/selectors.js';
 
@@ -23,6 +25,7 @@ export class ChatPage {
   readonly el: HTMLElement;
   readonly #title = el('h1', { class: 'session-title', text: 'Loading…' });
   readonly #facts = el('div', { class: 'session-facts muted small' });
+  readonly #actions: SessionActions;
   readonly #remembered = el('div', { class: 'remembered', attrs: { 'data-testid': 'remembered-choices', hidden: 'hidden' } });
   readonly #tabs = el('nav', { class: 'chat-tabs' });
   readonly #body = el('div', { class: 'chat-body' });
@@ -39,11 +42,13 @@ export class ChatPage {
     chat: string | undefined,
   ) {
     this.#chatUri = chat;
+    this.#actions = new SessionActions(ctx, sessionUri, () => this.#chatView?.uri);
     this.el = el(
       'section',
       { class: 'chat-page' },
       el('div', { class: 'chat-top' }, el('a', { class: 'back', attrs: { href: '/', 'data-route': '' }, text: '← All sessions' }), this.#title),
       this.#facts,
+      this.#actions.el,
       this.#remembered,
       this.#tabs,
       this.#error,
@@ -81,6 +86,7 @@ export class ChatPage {
     this.#title.title = s.title || '';
     this.ctx.setPageTitle(title);
     this.#renderFacts(s);
+    this.#actions.update(this.#session!);
     this.#renderRemembered(s);
     const chats = s.chats;
     const current = this.#chatUri && chats.some((c) => c.resource === this.#chatUri) ? this.#chatUri : (s.defaultChat ?? chats[0]?.resource);
@@ -114,29 +120,8 @@ export class ChatPage {
     const id = sessionIdOf(this.sessionUri);
     if (this.#facts.dataset['for'] === `${s.provider}|${id}`) return;
     this.#facts.dataset['for'] = `${s.provider}|${id}`;
-    const copy = el('button', {
-      class: 'link small',
-      attrs: { type: 'button', 'data-testid': 'copy-session-id', 'aria-label': 'Copy session id' },
-      text: 'Copy',
-      on: {
-        click: () => {
-          const done = (): void => {
-            copy.textContent = 'Copied';
-            window.setTimeout(() => (copy.textContent = 'Copy'), 1500);
-          };
-          const fallback = (): void => {
-            const range = document.createRange();
-            range.selectNodeContents(code);
-            getSelection()?.removeAllRanges();
-            getSelection()?.addRange(range);
-            copy.textContent = 'Selected — press Ctrl+C';
-          };
-          if (navigator.clipboard) navigator.clipboard.writeText(id).then(done, fallback);
-          else fallback();
-        },
-      },
-    });
     const code = el('code', { class: 'session-id', attrs: { 'data-testid': 'session-id' }, text: id });
+    const copy = copyButton(() => id, { testid: 'copy-session-id', ariaLabel: 'Copy session id', shown: () => code });
     replaceChildren(this.#facts, el('span', {}, 'Agent: ', el('strong', { attrs: { 'data-testid': 'provider' }, text: s.provider })), el('span', {}, 'Session id: ', code, ' ', copy));
   }
 

@@ -164,3 +164,16 @@ export function wonRaceText(by: AnsweredBy | undefined, approved: boolean, optio
   const how = by?.surface === 'remembered choice' ? ' (a remembered "always" choice)' : '';
   return `${who} ${approved ? 'approved' : 'denied'} this first${option ? ` (${option})` : ''}${how}.`;
 }
+
+/** The session-level IsArchived flag (bit 64) of a status bitset. */
+export function isArchived(status: number): boolean {
+  return hasBit(status, SessionStatus.IsArchived);
+}
+
+/**
+ * Whether a session waits for someone and should be pointed at (the tab title's count, "Next chat
+ * that needs input"): it needs input and nobody archived it as done with.
+ */
+export function awaitsSomeone(status: number): boolean {
+  return statusLabel(status) === 'Needs input' && !isArchived(status);
+}
