@@ -18,6 +18,7 @@ import { createPartView, type PartView } from './parts.js';
 import { AnswerStamps } from './answer-stamps.js';
 import { copyButton } from './copy-button.js';
 import { SessionActions } from './session-actions.js';
+import { TurnLinks } from './turn-links.js';
 import { nextFrame } from './markdown-stream.js';
 import { APPROVED_TOOLS_META, DENIED_TOOLS_META, rememberedTools, turnDuration } from '../shared/state/selectors.js';
 
@@ -376,6 +377,7 @@ class ChatView {
   /** Polite announcements for screen readers: a new question, a tool waiting, a turn's end. */
   readonly #announcer = el('div', { class: 'sr-only', attrs: { role: 'status', 'aria-live': 'polite', 'data-testid': 'announcer' } });
   readonly #announced = new Set<string>();
+  readonly #links: TurnLinks;
 
   constructor(
     private readonly ctx: AppContext,
@@ -384,6 +386,8 @@ class ChatView {
     private readonly provider: string,
   ) {
     this.#steering = new SessionInputs(ctx.client, sessionUri);
+    this.#links = new TurnLinks(uri, this.#transcript, { showFrom: (id) => this.#showFrom(id), stopFollowing: () => (this.#following = false) });
+    this.#offs.push(() => this.#links.destroy());
     this.#textarea = el('textarea', {
       attrs: { rows: '1', placeholder: 'Message the agent…', 'aria-label': 'Message', 'data-testid': 'composer', maxlength: '100000', disabled: ctx.canWrite ? undefined : 'disabled' },
       on: {
@@ -631,6 +635,14 @@ class ChatView {
     this.#renderComposer(chat);
     if (!this.#prepending) this.#reveal(follow, heightBefore);
     this.#announce(chat);
+    this.#links.afterRender(chat);
+  }
+
+  /** Builds the turns back to `turnId` (a link to an older turn than the window holds). */
+  #showFrom(turnId: string): void {
+    if (this.#turns.has(turnId)) return;
+    this.#firstShownId = turnId;
+    this.#render();
   }
 
   #prepending = false;

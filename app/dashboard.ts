@@ -8,6 +8,7 @@ import { ROOT_URI } from '../shared/protocol/uris.js';
 import { el, replaceChildren } from './dom.js';
 import { awaitsSomeone, displayTitle, errorInWords, isArchived, relativeTime, sessionIdOf, shortSessionId, statusClass, statusLabel, type StatusLabel } from './format.js';
 import { DashboardFilters } from './dashboard-filters.js';
+import { SearchBox } from './search.js';
 import type { ChatState, SessionState } from '../shared/client/ahp-client.js';
 import type { AppContext } from './context.js';
 import { markdownToText } from './markdown.js';
@@ -88,6 +89,7 @@ export class DashboardView {
       'section',
       { class: 'dashboard' },
       el('div', { class: 'dash-head' }, el('h1', { text: 'Sessions' }), this.#counts, ctx.canWrite ? form : null),
+      new SearchBox(ctx).el,
       el('div', { class: 'dash-tools' }, this.#filters.el, this.#next),
       this.#error,
       this.#list,
