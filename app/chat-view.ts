@@ -48,8 +48,10 @@ export class ChatPage {
       'section',
       { class: 'chat-page' },
       el('div', { class: 'chat-top' }, el('a', { class: 'back', attrs: { href: '/', 'data-route': '' }, text: '← All sessions' }), this.#title),
-      this.#facts,
+      // Above the facts: the row right above the chat sits under the sticky top bar when a
+      // question is scrolled into view, so it holds the facts' one button, not these.
       this.#actions.el,
+      this.#facts,
       this.#remembered,
       this.#tabs,
       this.#error,
