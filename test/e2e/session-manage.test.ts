@@ -105,6 +105,28 @@ describe('browser app: managing sessions', () => {
     expect(hub.pageErrors).toEqual([]);
   }, 60_000);
 
+  it('filters the dashboard by owner and agent, and the address keeps the filters for a reload', async () => {
+    const mine = await (await hub.rpc(TOKENS.bob)).createSession('Bob’s own');
+    const theirs = await (await hub.rpc(TOKENS.alice)).createSession('Alice’s');
+    const dashboard = await hub.open(TOKENS.bob, '/');
+    await dashboard.locator(`[data-session="${theirs.session}"]`).waitFor(T);
+    await dashboard.locator('[data-testid=filter-mine]').check();
+    await dashboard.locator(`[data-session="${theirs.session}"]`).waitFor({ state: 'detached', ...T });
+    await dashboard.locator(`[data-session="${mine.session}"]`).waitFor(T);
+    await dashboard.locator('[data-testid=filter-agent]').selectOption('demo');
+    const params = new URL(dashboard.url()).searchParams;
+    expect([params.get('mine'), params.get('agent')]).toEqual(['1', 'demo']);
+    await dashboard.reload();
+    await dashboard.locator(`[data-session="${mine.session}"]`).waitFor(T);
+    await expect(dashboard.locator('[data-testid=filter-mine]').isChecked()).resolves.toBe(true);
+    await expect(dashboard.locator('[data-testid=filter-agent]').inputValue()).resolves.toBe('demo');
+    await expect(dashboard.locator(`[data-session="${theirs.session}"]`).count()).resolves.toBe(0);
+    // An agent no session uses: nothing matches, and the page says so.
+    await dashboard.goto(`${hub.server.url}/?agent=remote`);
+    await dashboard.locator('.sessions .empty', { hasText: 'No sessions match these filters.' }).waitFor(T);
+    expect(hub.pageErrors).toEqual([]);
+  }, 60_000);
+
   /** A session of `count` finished turns; turn `at` (0-based) says `word`. Returns the turn ids. */
   async function longSession(title: string, count: number, at: number, word: string): Promise<{ session: string; chat: string; turns: string[] }> {
     const setup = await hub.rpc(TOKENS.alice);
