@@ -18,6 +18,8 @@ const TITLE_MAX = 200;
 export class SessionActions {
   readonly el: HTMLElement;
   readonly #archive: HTMLButtonElement;
+  /** Shown to the session's owner and admins only (the hub refuses everyone else anyway). */
+  readonly #deleteButton: HTMLButtonElement;
   readonly #badge = el('span', { class: 'status status-archived', attrs: { 'data-testid': 'archived-badge', hidden: 'hidden' }, text: 'Archived' });
   readonly #panel = el('div', { class: 'session-panel', attrs: { hidden: 'hidden' } });
   readonly #problem = el('p', { class: 'error', attrs: { role: 'alert', hidden: 'hidden', 'data-testid': 'session-action-error' } });
@@ -32,6 +34,8 @@ export class SessionActions {
     const writer = ctx.canWrite;
     const button = (testid: string, text: string, onClick: () => void, title?: string): HTMLButtonElement =>
       el('button', { class: 'link small', attrs: { type: 'button', 'data-testid': testid }, text, ...(title !== undefined && { title }), on: { click: onClick } });
+    this.#deleteButton = button('delete-session', 'Delete…', () => this.#showDelete(), 'Only the session’s owner or an admin can delete it');
+    this.#deleteButton.hidden = true;
     this.#archive = button('archive-session', 'Archive', () => void this.#toggleArchived(), 'Archived sessions leave the dashboard’s default view and “Next chat that needs input”');
     this.el = el(
       'div',
@@ -42,7 +46,7 @@ export class SessionActions {
         this.#badge,
         writer ? button('rename-session', 'Rename', () => this.#showRename()) : null,
         writer ? this.#archive : null,
-        writer ? button('delete-session', 'Delete…', () => this.#showDelete(), 'Only the session’s owner or an admin can delete it') : null,
+        writer ? this.#deleteButton : null,
         el('span', { class: 'muted', text: 'Export:' }),
         button('export-markdown', 'Markdown', () => void this.#export('markdown')),
         button('export-json', 'JSON', () => void this.#export('json')),
@@ -58,6 +62,9 @@ export class SessionActions {
     const archived = isArchived(view.state.status);
     this.#archive.textContent = archived ? 'Unarchive' : 'Archive';
     this.#badge.hidden = !archived;
+    // The hub sends who created the session beside its snapshot (`_meta["hub/owner"]`).
+    const owner = view.snapshotMeta?.['hub/owner'];
+    this.#deleteButton.hidden = !(this.ctx.role === 'admin' || (typeof owner === 'string' && owner === this.ctx.signedInAs));
   }
 
   #say(text: string | undefined): void {

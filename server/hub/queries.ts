@@ -67,7 +67,8 @@ export function snapshotIn(state: HubState, principal: Principal, channel: strin
   if (kind === 'session') {
     const s = visibleSessionIn(state, principal, channel);
     if (!s) throw new ProtocolError(ErrorCode.SessionNotFound, `session ${channel} not found`);
-    return { resource: channel, state: s.state, fromSeq };
+    // Who created it, beside the state (replicas stay equal): the app offers Delete to them and admins.
+    return { resource: channel, state: s.state, fromSeq, _meta: { 'hub/owner': s.owner } };
   }
   if (kind === 'chat') {
     const c = visibleChatIn(state, principal, channel);

@@ -60,6 +60,8 @@ describe('managing sessions at the hub', () => {
     const { alice, bob } = await start();
     const { session } = await alice.createSession('Old incident');
     expect((await summaryOf(bob, session))?._meta['hub/owner']).toBe('alice');
+    // The session's snapshot carries it beside the state (the app offers Delete to the owner).
+    expect(((await bob.subscribe(session)) as { _meta?: Record<string, unknown> })._meta).toEqual({ 'hub/owner': 'alice' });
     expect((await bob.dispatchAndWait(session, { type: 'session/isArchivedChanged', isArchived: true })).rejectionReason).toBeUndefined();
     expect(((await summaryOf(bob, session))?.status ?? 0) & IS_ARCHIVED).toBe(IS_ARCHIVED);
     expect(((await alice.subscribe<{ status: number }>(session)).state.status & IS_ARCHIVED) === IS_ARCHIVED).toBe(true);
