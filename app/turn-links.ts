@@ -82,16 +82,26 @@ export class TurnLinks {
     return target.kind === 'turn' ? this.transcript.querySelector<HTMLElement>(`article.turn[data-turn=${id}]`) : this.transcript.querySelector<HTMLElement>(`.input-request[data-request=${id}], .part.tool[data-tool=${id}]`);
   }
 
-  /** A copy-link button on each turn, question and tool step that has none yet (views re-render their own content). */
+  /**
+   * A copy-link button on each turn, question and tool step that has none yet. Turns keep theirs
+   * (a turn's element lives as long as it is shown); question and tool views rebuild their
+   * content, so those get theirs back (at the end) whenever it is missing or moved.
+   */
   #addButtons(): void {
-    for (const turn of this.transcript.querySelectorAll<HTMLElement>('article.turn[data-turn]:not(:has(> .copy-link))')) {
+    for (const turn of this.transcript.querySelectorAll<HTMLElement>('article.turn[data-turn]')) {
+      if (this.#linked.has(turn)) continue;
+      this.#linked.add(turn);
       turn.append(this.#button({ kind: 'turn', id: turn.dataset['turn']! }, 'Copy a link to this turn'));
     }
-    for (const part of this.transcript.querySelectorAll<HTMLElement>('.input-request[data-request]:not(:has(> .copy-link)), .part.tool[data-tool]:not(:has(> .copy-link))')) {
+    for (const part of this.transcript.querySelectorAll<HTMLElement>('.input-request[data-request], .part.tool[data-tool]')) {
+      if (part.lastElementChild?.classList.contains('copy-link')) continue;
+      // A view that appended after the button keeps its one button, moved to the end.
       const id = part.dataset['request'] ?? part.dataset['tool']!;
-      part.append(this.#button({ kind: 'input', id }, 'Copy a link to this approval'));
+      part.append(part.querySelector(':scope > .copy-link') ?? this.#button({ kind: 'input', id }, 'Copy a link to this approval'));
     }
   }
+
+  readonly #linked = new WeakSet<HTMLElement>();
 
   #button(target: LinkTarget, ariaLabel: string): HTMLElement {
     const button = copyButton(() => linkTo(this.chatUri, target), { label: 'Link', testid: target.kind === 'turn' ? 'copy-turn-link' : 'copy-input-link', ariaLabel });
