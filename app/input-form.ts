@@ -14,6 +14,7 @@ import { bindText, cursorOf, RemoteCursorOverlay, resolveCursor, type RemoteMark
 import { el, markdownInto, replaceChildren } from './dom.js';
 import { answeredByOf, answeredByText, colorFor, FROM_APP_META } from './format.js';
 import { submitProblems } from '../shared/state/answer-rules.js';
+import { answerInWords } from '../shared/state/transcript.js';
 import { safeHref } from './markdown.js';
 import type { PartContext, PartView } from './parts.js';
 
@@ -37,21 +38,6 @@ interface Field {
   destroy(): void;
   /** Others' carets and selections (shared text answers only, once bound to their Y.Text). */
   showCursors?(marks: readonly RemoteMark[]): void;
-}
-
-function answerText(answer: ChatInputAnswer | undefined, question?: Q): string {
-  if (!answer) return '—';
-  if (answer.state === 'skipped') return 'skipped';
-  const v = answer.value as { kind: string; value?: unknown; freeformValues?: string[] };
-  const label = (id: unknown): string => (question?.['options'] as Option[] | undefined)?.find((o) => o.id === id)?.label ?? String(id);
-  let text: string;
-  if (v.kind === 'selected-many' && Array.isArray(v.value)) text = v.value.map(label).join(', ');
-  else if (v.kind === 'selected') text = label(v.value);
-  else if (v.kind === 'boolean') text = v.value ? 'Yes' : 'No';
-  else text = String(v.value ?? '');
-  const free = v.freeformValues?.filter((f) => !(v.kind === 'selected' && f === v.value));
-  if (free && free.length > 0) text += `${text ? ', ' : ''}${free.join(', ')}`;
-  return text || '—';
 }
 
 export class InputRequestView implements PartView {
@@ -674,7 +660,7 @@ export class InputRequestView implements PartView {
     this.el.className = 'part input-request card resolved';
     this.el.setAttribute('data-response', part.response ?? 'none');
     const rows = (part.request.questions ?? []).map((q) =>
-      el('li', {}, el('span', { class: 'q-title', text: `${(q as Q).title ?? q.id}: ` }), el('span', { class: 'answer', attrs: { 'data-answer': q.id }, text: answerText(part.request.answers?.[q.id], q as Q) })),
+      el('li', {}, el('span', { class: 'q-title', text: `${(q as Q).title ?? q.id}: ` }), el('span', { class: 'answer', attrs: { 'data-answer': q.id }, text: answerInWords(part.request.answers?.[q.id], q) })),
     );
     const message = part.request.message ? el('div', { class: 'markdown muted' }) : null;
     if (message) markdownInto(message, part.request.message!);
