@@ -48,8 +48,7 @@ export class ChatPage {
       'section',
       { class: 'chat-page' },
       el('div', { class: 'chat-top' }, el('a', { class: 'back', attrs: { href: '/', 'data-route': '' }, text: '← All sessions' }), this.#title),
-      // Above the facts: the row right above the chat sits under the sticky top bar when a
-      // question is scrolled into view, so it holds the facts' one button, not these.
+      // Above the facts: the row above the chat can sit under the sticky bar (a question in view).
       this.#actions.el,
       this.#facts,
       this.#remembered,
@@ -634,6 +633,7 @@ class ChatView {
     } else {
       this.#transcript.querySelector('.empty')?.remove();
     }
+    this.#links.addButtons(); // before the reveal measures the end
     this.#renderComposer(chat);
     if (!this.#prepending) this.#reveal(follow, heightBefore);
     this.#announce(chat);

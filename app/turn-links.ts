@@ -53,8 +53,8 @@ export class TurnLinks {
     window.addEventListener('hashchange', this.#onHash);
   }
 
+  /** Scrolls to and highlights the linked place once it is built (after `addButtons` and the render). */
   afterRender(chat: ChatState): void {
-    this.#addButtons();
     const target = this.#target;
     if (!target || this.#revealed) return;
     let node = this.#find(target);
@@ -83,25 +83,24 @@ export class TurnLinks {
   }
 
   /**
-   * A copy-link button on each turn, question and tool step that has none yet. Turns keep theirs
-   * (a turn's element lives as long as it is shown); question and tool views rebuild their
-   * content, so those get theirs back (at the end) whenever it is missing or moved.
+   * A copy-link button on each turn, question and tool step. Called before the chat view decides
+   * whether it is still at the end, since the buttons add height.
    */
-  #addButtons(): void {
-    for (const turn of this.transcript.querySelectorAll<HTMLElement>('article.turn[data-turn]')) {
-      if (this.#linked.has(turn)) continue;
-      this.#linked.add(turn);
-      turn.append(this.#button({ kind: 'turn', id: turn.dataset['turn']! }, 'Copy a link to this turn'));
+  addButtons(): void {
+    // A turn's goes into its footer (beside Stop, or after "Completed …"), which the turn view
+    // rebuilds; questions and tool steps rebuild their content too. Each gets its one button back
+    // (at the end) whenever it is missing or moved.
+    const ensure = (host: Element, target: LinkTarget, label: string): void => {
+      if (host.lastElementChild?.classList.contains('copy-link')) return;
+      host.append(host.querySelector(':scope > .copy-link') ?? this.#button(target, label));
+    };
+    for (const footer of this.transcript.querySelectorAll<HTMLElement>('article.turn[data-turn] > .turn-footer')) {
+      ensure(footer, { kind: 'turn', id: (footer.parentElement as HTMLElement).dataset['turn']! }, 'Copy a link to this turn');
     }
     for (const part of this.transcript.querySelectorAll<HTMLElement>('.input-request[data-request], .part.tool[data-tool]')) {
-      if (part.lastElementChild?.classList.contains('copy-link')) continue;
-      // A view that appended after the button keeps its one button, moved to the end.
-      const id = part.dataset['request'] ?? part.dataset['tool']!;
-      part.append(part.querySelector(':scope > .copy-link') ?? this.#button({ kind: 'input', id }, 'Copy a link to this approval'));
+      ensure(part, { kind: 'input', id: part.dataset['request'] ?? part.dataset['tool']! }, 'Copy a link to this approval');
     }
   }
-
-  readonly #linked = new WeakSet<HTMLElement>();
 
   #button(target: LinkTarget, ariaLabel: string): HTMLElement {
     const button = copyButton(() => linkTo(this.chatUri, target), { label: 'Link', testid: target.kind === 'turn' ? 'copy-turn-link' : 'copy-input-link', ariaLabel });
