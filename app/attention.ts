@@ -6,7 +6,7 @@
 import type { AhpClient } from '../shared/client/ahp-client.js';
 import type { SessionSummary } from '../shared/protocol/state.js';
 import { ROOT_URI } from '../shared/protocol/uris.js';
-import { displayTitle, statusLabel } from './format.js';
+import { awaitsSomeone, displayTitle } from './format.js';
 
 const NOTIFY_KEY = 'ahp-hub-notify';
 
@@ -77,7 +77,7 @@ export class Attention {
       this.#waiting.clear();
       for (const s of page.items) {
         this.#titles.set(s.resource, s.title);
-        if (statusLabel(s.status) === 'Needs input') this.#waiting.set(s.resource, s.title);
+        if (awaitsSomeone(s.status)) this.#waiting.set(s.resource, s.title);
       }
       this.#changed();
     } catch {
@@ -87,7 +87,8 @@ export class Attention {
 
   #note(session: string, status: number, title: string | undefined): void {
     if (title !== undefined) this.#titles.set(session, title);
-    const needs = statusLabel(status) === 'Needs input';
+    // An archived session is done with: it is not counted, however it ended.
+    const needs = awaitsSomeone(status);
     if (needs === this.#waiting.has(session)) return;
     if (needs) {
       this.#waiting.set(session, title ?? '');

@@ -9,7 +9,6 @@ import type { ChannelView } from '../shared/client/channel-view.js';
 import type { ActiveTurn, InputRequestPart, ResponsePart, ToolCallState, Turn } from '../shared/protocol/state.js';
 import { SessionInputs, type InputReceipt, type InputTarget } from '../shared/client/session-inputs.js';
 import { CollabDoc, presenceName, type PresenceState } from './collab.js';
-import { copyFromButton } from './code-copy.js';
 import { composerSends, SEND_HINT } from './composer-keys.js';
 import { el, markdownInto, replaceChildren } from './dom.js';
 import { colorFor, displayTitle, endedAt, errorInWords, inputIdOf, newId, personName, receiptInWords, relativeTime, sessionIdOf, statusClass, statusLabel, type AnsweredBy } from './format.js';
@@ -19,6 +18,9 @@ import type { AppContext } from './context.js';
 import { createPartView, type PartView } from './parts.js';
 import type { FollowUpResult } from './kept-text.js';
 import { AnswerStamps } from './answer-stamps.js';
+import { copyButton } from './copy-button.js';
+import { SessionActions } from './session-actions.js';
+import { TurnLinks } from './turn-links.js';
 import { nextFrame } from './markdown-stream.js';
 import { turnDuration } from '../shared/state/selectors.js';
 import { grantRow, standingGrantsOf } from './standing-grants.js';
@@ -27,6 +29,7 @@ export class ChatPage {
   readonly el: HTMLElement;
   readonly #title = el('h1', { class: 'session-title', text: 'Loading…' });
   readonly #facts = el('div', { class: 'session-facts muted small' });
+  readonly #actions: SessionActions;
   readonly #remembered = el('div', { class: 'remembered', attrs: { 'data-testid': 'remembered-choices', hidden: 'hidden' } });
   readonly #tabs = el('nav', { class: 'chat-tabs' });
   readonly #body = el('div', { class: 'chat-body' });
@@ -43,10 +46,13 @@ export class ChatPage {
     chat: string | undefined,
   ) {
     this.#chatUri = chat;
+    this.#actions = new SessionActions(ctx, sessionUri, () => this.#chatView?.uri);
     this.el = el(
       'section',
       { class: 'chat-page' },
       el('div', { class: 'chat-top' }, el('a', { class: 'back', attrs: { href: '/', 'data-route': '' }, text: '← All sessions' }), this.#title),
+      // Above the facts: the row above the chat can sit under the sticky bar (a question in view).
+      this.#actions.el,
       this.#facts,
       this.#remembered,
       this.#tabs,
@@ -85,6 +91,7 @@ export class ChatPage {
     this.#title.title = s.title || '';
     this.ctx.setPageTitle(title);
     this.#renderFacts(s);
+    this.#actions.update(this.#session!);
     this.#renderRemembered(s);
     const chats = s.chats;
     const current = this.#chatUri && chats.some((c) => c.resource === this.#chatUri) ? this.#chatUri : (s.defaultChat ?? chats[0]?.resource);
@@ -118,13 +125,8 @@ export class ChatPage {
     const id = sessionIdOf(this.sessionUri);
     if (this.#facts.dataset['for'] === `${s.provider}|${id}`) return;
     this.#facts.dataset['for'] = `${s.provider}|${id}`;
-    const copy = el('button', {
-      class: 'link small',
-      attrs: { type: 'button', 'data-testid': 'copy-session-id', 'aria-label': 'Copy session id' },
-      text: 'Copy',
-      on: { click: () => copyFromButton(copy, code) },
-    });
     const code = el('code', { class: 'session-id', attrs: { 'data-testid': 'session-id' }, text: id });
+    const copy = copyButton(() => id, { testid: 'copy-session-id', ariaLabel: 'Copy session id', shown: () => code });
     replaceChildren(this.#facts, el('span', {}, 'Agent: ', el('strong', { attrs: { 'data-testid': 'provider' }, text: s.provider })), el('span', {}, 'Session id: ', code, ' ', copy));
   }
 
@@ -358,6 +360,7 @@ class ChatView {
   /** Polite announcements for screen readers: a new question, a tool waiting, a turn's end. */
   readonly #announcer = el('div', { class: 'sr-only', attrs: { role: 'status', 'aria-live': 'polite', 'data-testid': 'announcer' } });
   readonly #announced = new Set<string>();
+  readonly #links: TurnLinks;
 
   constructor(
     private readonly ctx: AppContext,
@@ -366,6 +369,8 @@ class ChatView {
     private readonly provider: string,
   ) {
     this.#steering = new SessionInputs(ctx.client, sessionUri);
+    this.#links = new TurnLinks(uri, this.#transcript, { showFrom: (id) => this.#showFrom(id), stopFollowing: () => (this.#following = false) });
+    this.#offs.push(() => this.#links.destroy());
     this.#textarea = el('textarea', {
       attrs: { rows: '1', placeholder: 'Message the agent…', 'aria-label': 'Message', 'data-testid': 'composer', maxlength: '100000', disabled: ctx.canWrite ? undefined : 'disabled' },
       on: {
@@ -611,9 +616,18 @@ class ChatView {
     } else {
       this.#transcript.querySelector('.empty')?.remove();
     }
+    this.#links.addButtons(); // before the reveal measures the end
     this.#renderComposer(chat);
     if (!this.#prepending) this.#reveal(follow, heightBefore);
     this.#announce(chat);
+    this.#links.afterRender(chat);
+  }
+
+  /** Builds the turns back to `turnId` (a link to an older turn than the window holds). */
+  #showFrom(turnId: string): void {
+    if (this.#turns.has(turnId)) return;
+    this.#firstShownId = turnId;
+    this.#render();
   }
 
   #prepending = false;

@@ -10,9 +10,13 @@ export interface AppContext {
   /** Who this tab is: the token's user, or in dev mode a per-tab name (so presence can be tried). */
   readonly user: string;
   readonly role: string;
+  /** The signed-in user as the hub records it (session owners); `dev` in dev mode, unlike `user`. */
+  readonly signedInAs: string;
   readonly canWrite: boolean;
   /** No token: the hub's single-user dev mode. */
   readonly devMode: boolean;
+  /** The token this tab signed in with (undefined in dev mode), for the HTTP API (`api.ts`). */
+  readonly token: string | undefined;
   readonly attention: Attention;
   navigate(path: string): void;
   /** Sets the page's own title; the app prefixes "(n) need input" while sessions wait. */

@@ -6,7 +6,9 @@
 import type { SessionSummary } from '../shared/protocol/state.js';
 import { ROOT_URI } from '../shared/protocol/uris.js';
 import { el, replaceChildren } from './dom.js';
-import { displayTitle, errorInWords, relativeTime, sessionIdOf, shortSessionId, statusClass, statusLabel, type StatusLabel } from './format.js';
+import { awaitsSomeone, displayTitle, errorInWords, isArchived, relativeTime, sessionIdOf, shortSessionId, statusClass, statusLabel, type StatusLabel } from './format.js';
+import { DashboardFilters } from './dashboard-filters.js';
+import { SearchBox } from './search.js';
 import type { ChatState, SessionState } from '../shared/client/ahp-client.js';
 import type { AppContext } from './context.js';
 import { markdownToText } from './markdown.js';
@@ -46,7 +48,7 @@ export class DashboardView {
   readonly #sessions = new Map<string, Summary>();
   readonly #list = el('ul', { class: 'sessions', attrs: { 'data-testid': 'sessions', 'aria-live': 'polite' } });
   readonly #counts = el('div', { class: 'counts', attrs: { 'data-testid': 'counts' } });
-  readonly #filter: HTMLInputElement;
+  readonly #filters: DashboardFilters;
   readonly #error = el('p', { class: 'error', attrs: { hidden: 'hidden', role: 'alert' } });
   readonly #offs: Array<() => void> = [];
   readonly #ticker: number;
@@ -56,7 +58,7 @@ export class DashboardView {
   #destroyed = false;
 
   constructor(private readonly ctx: AppContext) {
-    this.#filter = el('input', { attrs: { type: 'checkbox', 'data-testid': 'filter-needs-input' }, on: { change: () => this.#render() } });
+    this.#filters = new DashboardFilters(ctx.signedInAs, () => this.#render());
     const title = el('input', { attrs: { type: 'text', placeholder: 'New session title', 'aria-label': 'New session title', maxlength: '200', 'data-testid': 'new-session-title', disabled: ctx.canWrite ? undefined : 'disabled' } });
     this.#next = el('button', {
       class: 'primary next-waiting',
@@ -88,7 +90,8 @@ export class DashboardView {
       'section',
       { class: 'dashboard' },
       el('div', { class: 'dash-head' }, el('h1', { text: 'Sessions' }), this.#counts, ctx.canWrite ? form : null),
-      el('div', { class: 'dash-tools' }, el('label', { class: 'filter' }, this.#filter, ' Only sessions that need attention (input or error)'), this.#next),
+      new SearchBox(ctx).el,
+      el('div', { class: 'dash-tools' }, this.#filters.el, this.#next),
       this.#error,
       this.#list,
     );
@@ -186,14 +189,21 @@ export class DashboardView {
       ...LABELS.map((l) => el('span', { class: statusClass(l) + ' count', attrs: { 'data-count': l }, text: `${l}: ${counts.get(l) ?? 0}` })),
     );
     this.ctx.setPageTitle('Sessions');
-    const waiting = all.filter((s) => statusLabel(s.status) === 'Needs input');
+    this.#filters.setAgents(all.map((s) => s.provider));
+    const waiting = all.filter((s) => awaitsSomeone(s.status));
     this.#next.hidden = waiting.length === 0;
     this.#next.textContent = waiting.length === 1 ? 'Open the chat that needs input →' : `Next chat that needs input (${waiting.length}) →`;
-    const needsAttention = (s: Summary): boolean => statusLabel(s.status) === 'Needs input' || statusLabel(s.status) === 'Error' || (s.inputNeededCount ?? 0) > 0;
-    const shown = this.#filter.checked ? all.filter(needsAttention) : all;
+    const shown = all.filter((s) => this.#filters.matches(s));
     for (const s of all) if (statusLabel(s.status) === 'Error') this.#loadFailure(s);
     if (shown.length === 0) {
-      replaceChildren(this.#list, el('li', { class: 'empty muted', text: this.#filter.checked ? 'Nothing needs attention right now.' : 'No sessions yet. Create one to talk to the demo agent.' }));
+      const empty = this.#filters.attentionOnly
+        ? 'Nothing needs attention right now.'
+        : this.#filters.archivedView
+          ? 'No archived sessions.'
+          : this.#filters.narrowing
+            ? 'No sessions match these filters.'
+            : 'No sessions yet. Create one to talk to the demo agent.';
+      replaceChildren(this.#list, el('li', { class: 'empty muted', text: empty }));
       return;
     }
     replaceChildren(this.#list, ...shown.map((s) => this.#card(s)));
@@ -211,6 +221,7 @@ export class DashboardView {
         'div',
         { class: 'session-head' },
         el('span', { class: statusClass(label), attrs: { 'data-testid': 'status' }, text: label + ((s.inputNeededCount ?? 0) > 1 ? ` (${s.inputNeededCount})` : '') }),
+        isArchived(s.status) ? el('span', { class: 'status status-archived', attrs: { 'data-testid': 'archived' }, text: 'Archived' }) : null,
         el('h2', { class: 'card-title' }, el('a', { class: 'session-title', attrs: { href, 'data-route': '' }, title: s.title, text: displayTitle(s.title) })),
         el('span', { class: 'muted when', title: s.modifiedAt, text: relativeTime(s.modifiedAt) }),
       ),
@@ -253,7 +264,7 @@ export class DashboardView {
 
   /** Opens the session that has waited longest for someone (oldest change first). */
   #openNextWaiting(): void {
-    const waiting = [...this.#sessions.values()].filter((s) => statusLabel(s.status) === 'Needs input').sort((a, b) => Date.parse(a.modifiedAt) - Date.parse(b.modifiedAt));
+    const waiting = [...this.#sessions.values()].filter((s) => awaitsSomeone(s.status)).sort((a, b) => Date.parse(a.modifiedAt) - Date.parse(b.modifiedAt));
     const first = waiting[0];
     if (!first) return;
     const brief = briefsOf(first)[0];

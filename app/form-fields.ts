@@ -221,22 +221,6 @@ export function selectField(s: FieldSlot): Field {
   };
 }
 
-/** An answer in words, as the record and Submit's confirmation show it. */
-export function answerText(answer: ChatInputAnswer | undefined, question?: Q): string {
-  if (!answer) return '—';
-  if (answer.state === 'skipped') return 'skipped';
-  const v = answer.value as { kind: string; value?: unknown; freeformValues?: string[] };
-  const label = (id: unknown): string => (question?.['options'] as Option[] | undefined)?.find((o) => o.id === id)?.label ?? String(id);
-  let text: string;
-  if (v.kind === 'selected-many' && Array.isArray(v.value)) text = v.value.map(label).join(', ');
-  else if (v.kind === 'selected') text = label(v.value);
-  else if (v.kind === 'boolean') text = v.value ? 'Yes' : 'No';
-  else text = String(v.value ?? '');
-  const free = v.freeformValues?.filter((f) => !(v.kind === 'selected' && f === v.value));
-  if (free && free.length > 0) text += `${text ? ', ' : ''}${free.join(', ')}`;
-  return text || '—';
-}
-
 export function numAttr(v: unknown): string | undefined {
   return typeof v === 'number' && Number.isFinite(v) ? String(v) : undefined;
 }

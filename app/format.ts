@@ -184,3 +184,16 @@ export function inputIdOf(p: { id: string; message: { _meta?: Record<string, unk
   }
   return p.id;
 }
+
+/** The session-level IsArchived flag (bit 64) of a status bitset. */
+export function isArchived(status: number): boolean {
+  return hasBit(status, SessionStatus.IsArchived);
+}
+
+/**
+ * Whether a session waits for someone and should be pointed at (the tab title's count, "Next chat
+ * that needs input"): it needs input and nobody archived it as done with.
+ */
+export function awaitsSomeone(status: number): boolean {
+  return statusLabel(status) === 'Needs input' && !isArchived(status);
+}

@@ -13,7 +13,7 @@
  */
 import type { ChatInputAnswer, ChatInputAnswerValue, ChatInputRequest, InputRequestPart, ResponsePart } from '../shared/protocol/state.js';
 import { applyTextDiff, CollabDoc, presenceName } from './collab.js';
-import { answerText, booleanField, numAttr, numberField, rangeHint, selectField, setTextKeepingCaret, type Field, type FieldSlot, type Q } from './form-fields.js';
+import { booleanField, numAttr, numberField, rangeHint, selectField, setTextKeepingCaret, type Field, type FieldSlot, type Q } from './form-fields.js';
 import { DraftActivity, teammateDraftOf } from './form-draft-sync.js';
 import { RECENT_CHANGE_MS, submitWarnings } from './submit-guard.js';
 import { SubmitGuardBar } from './submit-guard-bar.js';
@@ -23,6 +23,7 @@ import { bindText, cursorOf, RemoteCursorOverlay, resolveCursor, type RemoteMark
 import { el, markdownInto, replaceChildren } from './dom.js';
 import { answeredByOf, answeredByText, colorFor, FROM_APP_META, personName } from './format.js';
 import { submitProblems } from '../shared/state/answer-rules.js';
+import { answerInWords } from '../shared/state/transcript.js';
 import { safeHref } from './markdown.js';
 import type { PartContext, PartView } from './parts.js';
 
@@ -498,7 +499,7 @@ export class InputRequestView implements PartView {
       shownText: (id) => {
         const field = this.#fields.get(id);
         const value = field?.value();
-        return answerText(value ? { state: 'submitted', value } : undefined, field?.question);
+        return answerInWords(value ? { state: 'submitted', value } : undefined, field?.question);
       },
     });
   }
@@ -612,7 +613,7 @@ export class InputRequestView implements PartView {
     this.el.className = 'part input-request card resolved';
     this.el.setAttribute('data-response', part.response ?? 'none');
     const rows = (part.request.questions ?? []).map((q) =>
-      el('li', {}, el('span', { class: 'q-title', text: `${(q as Q).title ?? q.id}: ` }), el('span', { class: 'answer', attrs: { 'data-answer': q.id }, text: answerText(part.request.answers?.[q.id], q as Q) })),
+      el('li', {}, el('span', { class: 'q-title', text: `${(q as Q).title ?? q.id}: ` }), el('span', { class: 'answer', attrs: { 'data-answer': q.id }, text: answerInWords(part.request.answers?.[q.id], q) })),
     );
     const message = part.request.message ? el('div', { class: 'markdown muted' }) : null;
     if (message) markdownInto(message, part.request.message!);

@@ -59,10 +59,11 @@ async function start(): Promise<void> {
   const devMode = token === undefined;
   const user = devMode ? devTabName() : (principal.user ?? 'me');
   const role = principal.role ?? 'user';
-  shell(client, user, role, devMode);
+  shell(client, { user, signedInAs: principal.user ?? user, role, devMode, token });
 }
 
-function shell(client: AhpClient, user: string, role: string, devMode: boolean): void {
+function shell(client: AhpClient, who: { user: string; signedInAs: string; role: string; devMode: boolean; token: string | undefined }): void {
+  const { user, role, devMode } = who;
   const attention = new Attention(client);
   const canWrite = role !== 'viewer';
   const bell = el('button', {
@@ -151,9 +152,11 @@ function shell(client: AhpClient, user: string, role: string, devMode: boolean):
   const ctx: AppContext = {
     client,
     user,
+    signedInAs: who.signedInAs,
     role,
     canWrite,
     devMode,
+    token: who.token,
     attention,
     navigate: (path) => {
       history.pushState(null, '', path);

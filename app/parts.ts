@@ -12,6 +12,7 @@ import type { AppContext } from './context.js';
 import { InputRequestView } from './input-form.js';
 import type { SendFollowUp } from './kept-text.js';
 import { StreamingMarkdown } from './markdown-stream.js';
+import { toolStatusInWords } from '../shared/state/transcript.js';
 
 export interface PartContext {
   readonly app: AppContext;
@@ -121,23 +122,6 @@ class GenericView implements PartView {
   destroy(): void {}
 }
 
-const TOOL_STATUS_TEXT: Record<string, string> = {
-  streaming: 'Preparing',
-  'pending-confirmation': 'Waiting for approval',
-  running: 'Running',
-  'auth-required': 'Needs sign-in',
-  'pending-result-confirmation': 'Result needs review',
-  completed: 'Done',
-  cancelled: 'Cancelled',
-};
-
-/** A cancelled tool call says why: denied, its result rejected, or skipped when the turn ended. */
-function toolStatusText(tool: ToolCallState): string {
-  if (tool.status !== 'cancelled') return TOOL_STATUS_TEXT[tool.status] ?? tool.status;
-  const reason = String((tool as { reason?: unknown }).reason ?? '');
-  return reason === 'denied' ? 'Denied' : reason === 'result-denied' ? 'Result rejected' : 'Skipped';
-}
-
 class ToolCallView implements PartView {
   readonly el = el('div', { class: 'part tool' });
   #last: ToolCallState | undefined;
@@ -163,7 +147,7 @@ class ToolCallView implements PartView {
       { class: 'tool-head' },
       el('span', { class: 'tool-icon', attrs: { 'aria-hidden': 'true' }, text: '⚙' }),
       el('strong', { text: tool.displayName || tool.toolName }),
-      el('span', { class: `tool-status tool-${tool.status}`, attrs: { 'data-testid': 'tool-status' }, text: toolStatusText(tool) }),
+      el('span', { class: `tool-status tool-${tool.status}`, attrs: { 'data-testid': 'tool-status' }, text: toolStatusInWords(tool) }),
     );
     const body: Array<HTMLElement | null> = [];
     const invocation = typeof t['invocationMessage'] === 'string' ? (t['invocationMessage'] as string) : undefined;

@@ -5,10 +5,11 @@
 import { collabFeature } from './collab/feature.js';
 import { interactionsFeature } from './interactions/feature.js';
 import { qwenServeFeature } from './qwen-serve/feature.js';
+import { sessionsFeature } from './sessions/feature.js';
 import type { Feature } from './feature-contract.js';
 import { steeringFeature } from './steering/feature.js';
 
 export function defaultFeatures(): Feature[] {
   // qwen-serve answers through the interactions registry, so it installs after interactions.
-  return [steeringFeature, interactionsFeature, collabFeature, qwenServeFeature];
+  return [steeringFeature, interactionsFeature, collabFeature, qwenServeFeature, sessionsFeature];
 }

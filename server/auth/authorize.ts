@@ -8,7 +8,7 @@
  */
 import { rpcCodeOf, type ErrorKind } from '../../shared/protocol/error-kinds.js';
 import { ProtocolError } from '../../shared/protocol/errors.js';
-import { canWrite, type Principal } from './auth.js';
+import { canWrite, Role, type Principal } from './auth.js';
 
 /** Every operation that needs more than read access, with what a viewer is told. */
 const WRITE_OPERATIONS = {
@@ -35,6 +35,24 @@ export interface AuthorizationRefusal {
 /** undefined when the principal may perform the operation; else why not. */
 export function authorize(principal: Principal, operation: Operation): AuthorizationRefusal | undefined {
   return canWrite(principal) ? undefined : { kind: 'permission_denied', message: WRITE_OPERATIONS[operation] };
+}
+
+/**
+ * Deleting a session (`disposeSession`) ends it for everyone, so on top of write access it needs
+ * the session's owner (who created it) or an admin. Renaming and archiving stay open to every
+ * writer: they are undone as easily as they are done.
+ */
+export function authorizeSessionDeletion(principal: Principal, owner: string): AuthorizationRefusal | undefined {
+  const refused = authorize(principal, 'disposeSession');
+  if (refused) return refused;
+  if (principal.role === Role.Admin || principal.user === owner) return undefined;
+  return { kind: 'permission_denied', message: `only the session's owner (${owner}) or an admin can delete this session` };
+}
+
+/** `authorizeSessionDeletion` for JSON-RPC methods: a refusal is thrown as the kind's ProtocolError. */
+export function assertMayDeleteSession(principal: Principal, owner: string): void {
+  const refused = authorizeSessionDeletion(principal, owner);
+  if (refused) throw new ProtocolError(rpcCodeOf(refused.kind), refused.message);
 }
 
 /** `authorize` for JSON-RPC methods: a refusal is thrown as the kind's ProtocolError. */

@@ -10,7 +10,7 @@ import { ErrorCode, ProtocolError } from '../../shared/protocol/errors.js';
 import { CHAT_SCHEME, channelKind } from '../../shared/protocol/uris.js';
 import type { AgentInfo } from '../agents/agent.js';
 import type { Principal } from '../auth/auth.js';
-import { assertAuthorized } from '../auth/authorize.js';
+import { assertAuthorized, assertMayDeleteSession } from '../auth/authorize.js';
 import { CATALOG_CHANNEL, CatalogAction, type CatalogRecordAction, type ChatEntry, type HubState, type SessionEntry } from './catalog.js';
 import type { ChannelSizeBudget, StateRefusal } from './channel-budget.js';
 import type { CommitPipeline } from './commit-pipeline.js';
@@ -97,7 +97,7 @@ export class CatalogueCommands {
     if (turn) await turn;
     const session = this.#d.visibleSession(principal, uri);
     if (!session) throw new ProtocolError(ErrorCode.SessionNotFound, `session ${uri} not found`);
-    assertAuthorized(principal, 'disposeSession');
+    assertMayDeleteSession(principal, session.owner);
     const chats = [...session.chats];
     this.#sequenceLifecycle({ type: CatalogAction.SessionDisposed, session: uri });
     this.sessionGone(session, chats);

@@ -65,6 +65,22 @@ export class ChatTable extends Map<string, ChatEntry> {
     return super.get(uri);
   }
 
+  /**
+   * A session's chats as they are now, for reads that must not bring a parked session back
+   * (search, export): resident entries as they are, parked ones parsed from their images and left
+   * parked. Never marks the session used. Throws when parked images cannot be read.
+   */
+  peekSession(session: string, chats: Iterable<string>): ChatEntry[] {
+    const parked = this.#parkedSessions.get(session);
+    const images = parked ? this.#images(session, parked) : [];
+    const out: ChatEntry[] = [];
+    for (const uri of chats) {
+      const entry = super.get(uri) ?? images.find((e) => e.uri === uri);
+      if (entry) out.push(entry);
+    }
+    return out;
+  }
+
   override has(uri: string): boolean {
     return super.has(uri) || this.#parked.has(uri);
   }

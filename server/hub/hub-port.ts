@@ -32,6 +32,7 @@ import type { ActionOrigin, WireAction } from '../../shared/protocol/messages.js
 import type { Principal } from '../auth/auth.js';
 import type { ChatEntry, SessionEntry } from './catalog.js';
 import type { Connection } from './connection.js';
+import type { SessionReader } from './queries.js';
 
 /** Who observes the hub, in the order they are called (see the file header). */
 export const HOOK_ORDER = ['leases', 'agents', 'metrics', 'steering', 'interactions', 'collab', 'qwen-serve', 'extension'] as const;
@@ -122,6 +123,8 @@ export interface HubPort {
   sessionEntry(uri: string): SessionEntry | undefined;
   /** The chat by URI, without any tenant check. */
   chatEntry(uri: string): ChatEntry | undefined;
+  /** Read-only access to the tenant's sessions and chats for search and export; never loads a parked session. */
+  readonly reader: SessionReader;
   /** The chat a session's non-AHP surfaces (prompt route, steering, qwen-serve) act on. */
   defaultChatOf(sessionUri: string): string | undefined;
   createSession(principal: Principal, params: { uri: string; provider?: string | undefined; title?: string | undefined }): Promise<{ defaultChat: string }>;

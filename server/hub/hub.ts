@@ -44,7 +44,7 @@ import { gateFor, WriteAdmission } from './write-admission.js';
 import { CatalogueCommands } from './catalogue-commands.js';
 import { Sequencer } from './sequencer.js';
 import { parkCacheFailure, SessionParking, type ParkingHost } from './session-parking.js';
-import { defaultChatIn, listSessionsIn, snapshotIn, visibleChatIn, visibleSessionIn } from './queries.js';
+import { defaultChatIn, listSessionsIn, sessionReaderOf, snapshotIn, visibleChatIn, visibleSessionIn, type SessionReader } from './queries.js';
 
 export { DEFAULT_HUB_LIMITS, DEFAULT_TENANT_DISK_BYTES, type ClientHandle, type HubLimits, type HubObserver, type HubOptions } from './hub-options.js';
 export { STORAGE_QUOTA_REASON } from './write-admission.js';
@@ -56,6 +56,8 @@ export class Hub implements HubPort {
   readonly #agents: readonly AgentInfo[];
   /** Every session and chat with its current state (catalog.ts). */
   readonly #state: HubState;
+  /** Search and export read through this (queries.ts): never loads a parked session. */
+  readonly reader: SessionReader = sessionReaderOf(() => this.#state);
   readonly #ledger: ClientLedger;
   readonly #pipeline: CommitPipeline;
   readonly #subscriptions: Subscriptions;

@@ -27,6 +27,31 @@ export function defaultChatIn(state: HubState, sessionUri: string): string | und
   return chat !== undefined && session!.chats.has(chat) && state.chats.get(chat)?.session === sessionUri ? chat : undefined;
 }
 
+/** Read-only access for search and export (`HubPort.reader`): never loads a parked session. */
+export interface SessionReader {
+  /** Every session of the principal's tenant, most recently modified first. */
+  sessions(principal: Principal): SessionEntry[];
+  /** The session's chats as they are now, in catalogue order (parked ones read from the cache, left parked). */
+  chatsOf(session: SessionEntry): ChatEntry[];
+}
+
+export function sessionReaderOf(state: () => HubState): SessionReader {
+  const modifiedAt = (s: SessionEntry): number => Math.max(Date.parse(s.createdAt), ...s.state.chats.map((c) => Date.parse(c.modifiedAt)).filter(Number.isFinite));
+  return {
+    sessions: (principal) =>
+      [...state().sessions.values()]
+        .filter((s) => s.tenant === principal.tenant)
+        .map((s) => [s, modifiedAt(s)] as const)
+        .sort((a, b) => b[1] - a[1])
+        .map(([s]) => s),
+    chatsOf: (session) =>
+      state().chats.peekSession(
+        session.uri,
+        session.state.chats.map((c) => c.resource).filter((uri) => session.chats.has(uri)),
+      ),
+  };
+}
+
 export function listSessionsIn(state: HubState, principal: Principal): SessionSummaryView[] {
   const out: SessionSummaryView[] = [];
   for (const s of state.sessions.values()) {
@@ -42,7 +67,8 @@ export function snapshotIn(state: HubState, principal: Principal, channel: strin
   if (kind === 'session') {
     const s = visibleSessionIn(state, principal, channel);
     if (!s) throw new ProtocolError(ErrorCode.SessionNotFound, `session ${channel} not found`);
-    return { resource: channel, state: s.state, fromSeq };
+    // Who created it, beside the state (replicas stay equal): the app offers Delete to them and admins.
+    return { resource: channel, state: s.state, fromSeq, _meta: { 'hub/owner': s.owner } };
   }
   if (kind === 'chat') {
     const c = visibleChatIn(state, principal, channel);

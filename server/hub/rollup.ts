@@ -102,7 +102,7 @@ export type SessionSummaryView = SessionSummary & {
   /** Entries that await a person (client execution excluded). */
   inputNeededCount: number;
   /** Hub extension: what the session is waiting for, so a dashboard needs no chat subscription. */
-  _meta: { 'hub/inputNeeded': InputNeededBrief[]; 'hub/chatCount': number };
+  _meta: { 'hub/inputNeeded': InputNeededBrief[]; 'hub/chatCount': number; 'hub/owner': string };
 };
 
 export type { InputNeededBrief } from './input-briefs.js';
@@ -126,7 +126,8 @@ export function sessionSummary(session: SessionEntry, catalog: HubState): Sessio
     createdAt: session.createdAt,
     modifiedAt: new Date(modifiedAt).toISOString(),
     inputNeededCount: waiting.length,
-    _meta: { 'hub/inputNeeded': waiting as InputNeededBrief[], 'hub/chatCount': session.chats.size },
+    // Who created the session (never changes): the dashboard's "mine" filter and who may delete it.
+    _meta: { 'hub/inputNeeded': waiting as InputNeededBrief[], 'hub/chatCount': session.chats.size, 'hub/owner': session.owner },
   };
   return view;
 }

@@ -23,7 +23,7 @@ import { ProtocolError, ErrorCode } from '../../shared/protocol/errors.js';
 import { asSessionUri, sessionIdOf, sessionUri } from '../../shared/protocol/uris.js';
 import { turnDuration } from '../../shared/state/selectors.js';
 import type { Principal } from '../auth/auth.js';
-import { authorize, type Operation } from '../auth/authorize.js';
+import { authorize, authorizeSessionDeletion, type Operation } from '../auth/authorize.js';
 import { httpStatusOf } from '../../shared/protocol/error-kinds.js';
 import { SERVER_INFO } from '../hub/ahp-methods.js';
 import type { Feature, FeatureContext } from '../feature-contract.js';
@@ -242,6 +242,9 @@ export function createQwenServeFeature(options: QwenServeOptions = {}): Feature 
       ctx.http.add('DELETE', '/session/{sessionId}', async (_req, res, hc) => {
         const session = requireSession(hc.principal, hc.params['sessionId']!);
         requireWriter(hc.principal, 'closeQwenSession');
+        // Closing a session deletes it: the owner or an admin only, as on every surface.
+        const deletion = authorizeSessionDeletion(hc.principal, ctx.hub.sessionEntry(session)?.owner ?? '');
+        if (deletion) throw qwenHttpError(httpStatusOf(deletion.kind), deletion.kind, deletion.message);
         await ctx.hub.disposeSession(hc.principal, session);
         res.writeHead(204).end();
       });

@@ -299,6 +299,8 @@ export const CLIENT_DISPATCHABLE_ACTIONS: ReadonlySet<string> = new Set<KnownAct
   'chat/toolCallContentChanged',
   'session/isReadChanged',
   'session/isArchivedChanged',
+  // A person renames the session (the app's Rename): the standard action, so replicas follow.
+  'session/titleChanged',
   'chat/isReadChanged',
   'chat/isArchivedChanged',
   'session/defaultChatChanged',

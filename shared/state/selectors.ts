@@ -106,6 +106,17 @@ export function hasTurn(chat: WithTurns, turnId: string): boolean {
   return findTurn(chat, turnId) !== undefined;
 }
 
+/**
+ * The id of the turn (active or ended) holding the input request or tool call `id`: where a link
+ * to one approval (`#input=<id>` in the app) opens.
+ */
+export function turnOfInteraction(chat: WithTurns, id: string): string | undefined {
+  const holds = (parts: readonly ResponsePart[]): boolean =>
+    parts.some((p) => (p.kind === 'inputRequest' && (p as InputRequestPart).request.id === id) || (p.kind === 'toolCall' && (p as { toolCall: ToolCallState }).toolCall.toolCallId === id));
+  if (chat.activeTurn && holds(chat.activeTurn.responseParts)) return chat.activeTurn.id;
+  return chat.turns.find((t) => holds(t.responseParts))?.id;
+}
+
 /** The response parts of the turn with `turnId`, active or ended; empty when the chat has no such turn. */
 export function turnResponseParts(chat: WithTurns, turnId: string): readonly ResponsePart[] {
   return findTurn(chat, turnId)?.responseParts ?? [];

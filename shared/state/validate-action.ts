@@ -72,6 +72,7 @@ function validateKnownAction(ctx: ClientActionContext, action: KnownAction): Rej
 
 function validateSessionAction(ctx: ClientActionContext, action: SessionAction): Rejection {
   if (action.type === 'x-session/toolChoiceForgotten') return validateToolChoiceForgotten(ctx, action.toolName);
+  if (action.type === 'session/titleChanged') return action.title.trim() === '' ? 'a session title cannot be blank' : undefined;
   if (action.type !== 'session/defaultChatChanged' || action.defaultChat === undefined) return undefined;
   const chats = ctx.sessionChats ?? ctx.session?.chats.map((chat) => chat.resource) ?? [];
   return chats.includes(action.defaultChat) ? undefined : `unknown chat ${action.defaultChat} in this session`;

@@ -301,7 +301,9 @@ describe('browser app: the first hour', () => {
     await banner.waitFor(T);
     expect((await banner.boundingBox())!.y).toBeLessThan(100);
     await expect(page.locator('[data-testid=new-session-title]').count()).resolves.toBe(0);
-    const writable = await page.locator('input:not([disabled]):not([type=checkbox]), textarea:not([disabled])').count();
+    // Search only reads (GET /v2/search), so a viewer has it; nothing else takes text.
+    await page.locator('[data-testid=search-input]').waitFor(T);
+    const writable = await page.locator('input:not([disabled]):not([type=checkbox]):not([type=search]), textarea:not([disabled])').count();
     expect(writable).toBe(0);
     await expect(page.locator('[data-testid=sign-out]').count()).resolves.toBe(1);
   }, 30_000);

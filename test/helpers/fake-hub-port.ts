@@ -20,6 +20,7 @@ import type { ChatEntry, SessionEntry } from '../../server/hub/catalog.js';
 import type { Connection } from '../../server/hub/connection.js';
 import { HookList } from '../../server/hub/hook-list.js';
 import type { CommitEvent, HookOwner, HubHooks, HubPort, RejectionCode, SubmitOutcome } from '../../server/hub/hub-port.js';
+import type { SessionReader } from '../../server/hub/queries.js';
 
 const AT = '2026-01-01T00:00:00.000Z';
 
@@ -33,6 +34,10 @@ export class FakeHubPort implements HubPort {
     throw err;
   });
   #seq = 0;
+  readonly reader: SessionReader = {
+    sessions: (principal) => [...this.sessions.values()].filter((s) => s.tenant === principal.tenant),
+    chatsOf: (session) => [...session.chats].flatMap((uri) => this.chats.get(uri) ?? []),
+  };
   /** Delivered phases waiting to run, oldest commit first; drained by the outermost caller. */
   readonly #toDeliver: Array<{ readonly serverSeq: number; readonly phase: () => void }> = [];
   #delivering = false;

@@ -180,6 +180,11 @@ describe('AHP replicas equal the hub', () => {
     await compareAll('second chat waits');
     expect((await bob.dispatchAndWait(second, { type: 'chat/inputCompleted', requestId: 'req-3', response: 'decline' })).rejectionReason).toBeUndefined();
     await alice.waitForEnvelope((e) => e.channel === second && e.action.type === 'chat/turnComplete');
+    await compareAll('second chat declined');
+
+    // A person renames and archives the session (standard actions, so every replica follows).
+    expect((await bob.dispatchAndWait(session, { type: 'session/titleChanged', title: 'Renamed by bob' })).rejectionReason).toBeUndefined();
+    expect((await alice.dispatchAndWait(session, { type: 'session/isArchivedChanged', isArchived: true })).rejectionReason).toBeUndefined();
     await compareAll('end');
 
     // The scenario really went through every status the session has.

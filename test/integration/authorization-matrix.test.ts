@@ -214,7 +214,9 @@ const OPS: readonly Op[] = [
     },
     true,
   ),
-  method('disposeSession', 'write', async (actor, t) => classifyRpc(await rpc(actor, 'disposeSession', { channel: t.session }))),
+  // Deleting needs the session's owner or an admin; no actor here owns the target (the owner
+  // deleting their own session is in session-manage.test.ts), so only admins get through.
+  method('disposeSession', 'admin', async (actor, t) => classifyRpc(await rpc(actor, 'disposeSession', { channel: t.session }))),
   method('createChat', 'write', async (actor, t) => classifyRpc(await rpc(actor, 'createChat', { channel: t.session }))),
   method('disposeChat', 'write', async (actor, t) => {
     // A second chat, so disposing it is about who asks, not about the session's default chat.
@@ -245,11 +247,11 @@ const OPS: readonly Op[] = [
   action('action', 'session/isReadChanged', 'session', { isRead: true }),
   action('action', 'session/isArchivedChanged', 'session', { isArchived: false }),
   action('action', 'session/defaultChatChanged', 'session', { defaultChat: 'ahp-chat:/elsewhere' }),
+  action('action', 'session/titleChanged', 'session', { title: 'renamed' }),
   // ─── Agent-only actions (valid shapes, so a refusal is about the role) ─────
   action('agent-action', 'chat/responsePart', 'chat', { turnId: 'm-turn', part: { kind: 'markdown', id: 'p1', content: '' } }),
   action('agent-action', 'chat/delta', 'chat', { turnId: 'm-turn', partId: 'p1', content: 'x' }),
   action('agent-action', 'chat/turnComplete', 'chat', { turnId: 'm-turn', duration: 5 }),
-  action('agent-action', 'session/titleChanged', 'session', { title: 'renamed by the agent' }),
 
   // ─── HTTP routes ─────────────────────────────────────────────────────────────
   route('GET /healthz', 'public', (a) => http(a, '/healthz'), true),
@@ -257,6 +259,17 @@ const OPS: readonly Op[] = [
   route('GET /v2/sessions/{id}/events', 'read', (a, t) => http(a, `/v2/sessions/${t.sessionId}/events`)),
   route('GET /v2/sessions/{id}/input-capabilities', 'read', (a, t) => http(a, `/v2/sessions/${t.sessionId}/input-capabilities`)),
   route('POST /v2/sessions/{id}/inputs', 'write', (a, t) => http(a, `/v2/sessions/${t.sessionId}/inputs`, { method: 'POST', body: { content: 'steer' } })),
+  // qwen's close deletes the session: the owner's or an admin's call, as disposeSession.
+  route('DELETE /session/{id}', 'admin', (a, t) => http(a, `/session/${t.sessionId}`, { method: 'DELETE' })),
+  route('GET /v2/search', 'read', async (a, t) => {
+    // Allowed only when the target's title is found: another tenant's session never is.
+    const headers: Record<string, string> = a.token ? { authorization: `Bearer ${a.token}` } : {};
+    const res = await fetch(`${server.url}/v2/search?q=${encodeURIComponent('matrix GET /v2/search')}&limit=100`, { headers });
+    if (res.status !== 200) return res.status;
+    const body = (await res.json()) as { results: Array<{ session: string }> };
+    return body.results.some((r) => r.session === t.session) ? 200 : 404;
+  }),
+  route('GET /v2/sessions/{id}/export', 'read', (a, t) => http(a, `/v2/sessions/${t.sessionId}/export`)),
   route('POST /v2/sessions/{id}/prompt', 'write', (a, t) => http(a, `/v2/sessions/${t.sessionId}/prompt`, { method: 'POST', body: { prompt: [{ type: 'text', text: JSON.stringify({ script: [{ say: 'hi' }] }) }] } })),
   // DataWorks answers 200 with Accepted: false for a request it cannot take (unknown, or invisible
   // to the caller), so this route is classified by its envelope rather than its status.

@@ -20,6 +20,7 @@ import {
   isOpenInputRequest,
   isToolCallDecided,
   openInteractions,
+  turnOfInteraction,
   turnResponseParts,
   userInputIdOf,
   userInputMeta,
@@ -94,6 +95,12 @@ describe('selectors: turns by id', () => {
     expect(hasTurn(state, 't1')).toBe(true);
     expect(hasTurn(state, 'turn-active')).toBe(true);
     expect(hasTurn(state, 'missing')).toBe(false);
+  });
+
+  it('turnOfInteraction finds the turn holding an input request, active or ended', () => {
+    expect(turnOfInteraction(state, 'q-now')).toBe('turn-active');
+    expect(turnOfInteraction(state, 'q-old')).toBe('t1');
+    expect(turnOfInteraction(state, 'missing')).toBeUndefined();
   });
 
   it('turnResponseParts reads the parts of an active or ended turn, and is empty for an unknown turn', () => {
