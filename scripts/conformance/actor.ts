@@ -36,6 +36,12 @@ export interface Flaws {
   neverRollBack?: boolean;
   /** After a refused createSession ("exists"), the client creates another session instead of looking it up. */
   recreateOnExists?: boolean;
+  /** HTTP: a 5xx ends the attempt; the client gives up instead of retrying. */
+  giveUpOn5xx?: boolean;
+  /** HTTP: "not found" after a reply that got no answer is taken as a refusal (never looked up). */
+  trustNotFound?: boolean;
+  /** SSE: the stream is reopened without `Last-Event-ID`. */
+  resumeWithoutLastEventId?: boolean;
 }
 
 export type OperationStatus = 'pending' | 'accepted' | 'rejected';

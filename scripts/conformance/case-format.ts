@@ -105,7 +105,8 @@ export type Step =
   | { do: 'replaceToken'; from: string; to: string }
   /** Drafts until the hub closed a paused consumer (its slow-consumer counter rose). */
   | { do: 'floodUntilSlowClose'; actor: string; chat: string; requestId: string; questionId: string }
-  | { do: 'httpReply'; actor: string; chat: string; op: string; requestId: string; optionId: string }
+  /** Replies to the newest permission request on the actor's stream (qwen's reply route). */
+  | { do: 'httpReply'; actor: string; op: string; optionId: string }
   | { do: 'sseOpen'; actor: string; session: string }
   | { do: 'sseAwait'; actor: string; type: string; count?: number }
   | { do: 'sseResume'; actor: string }
