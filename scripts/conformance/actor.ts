@@ -42,6 +42,8 @@ export interface Flaws {
   trustNotFound?: boolean;
   /** SSE: the stream is reopened without `Last-Event-ID`. */
   resumeWithoutLastEventId?: boolean;
+  /** ACP bridge: its hub connection is not re-opened when it drops. */
+  bridgeNoReconnect?: boolean;
 }
 
 export type OperationStatus = 'pending' | 'accepted' | 'rejected';

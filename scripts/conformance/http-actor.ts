@@ -75,7 +75,7 @@ export class HttpActor {
     const headers: Record<string, string> = { accept: 'text/event-stream' };
     if (token) headers['authorization'] = `Bearer ${token}`;
     if (lastEventId) headers['last-event-id'] = lastEventId;
-    const state = { ended: false, close: () => undefined as void };
+    const state: { ended: boolean; close(): void } = { ended: false, close: () => undefined };
     await new Promise<void>((resolve, reject) => {
       const req = request({ host: '127.0.0.1', port: proxy.port, path: `/v2/sessions/${encodeURIComponent(this.#sessionId)}/events`, headers, agent: false }, (res) => {
         if (res.statusCode !== 200) {

@@ -276,7 +276,7 @@ export class CaseRun {
   #bridge(name: string): BridgeActor {
     let b = this.bridges.get(name);
     if (!b) {
-      b = new BridgeActor(name);
+      b = new BridgeActor(name, this.planted && (this.spec.planted.flaws?.[name]?.bridgeNoReconnect ?? false));
       this.bridges.set(name, b);
     }
     return b;
