@@ -40,6 +40,7 @@ async function main(): Promise<void> {
     ...(args.url ? { url: args.url } : {}),
     ...(args.token ? { token: args.token } : {}),
     distDir: new URL('..', import.meta.url).pathname,
+    ...(process.env['PG_URL'] && !args.url ? { postgresUrl: process.env['PG_URL'] } : {}),
     planted: args.planted,
     ...(args.ids.length > 0 ? { ids: args.ids } : {}),
     ...(args.surfaces.length > 0 ? { surfaces: args.surfaces } : {}),

@@ -28,6 +28,8 @@ export const FAULTS = {
   'paused-consumer': 'pause a consumer until the hub gives up on it',
   'clock-skew': 'actors with wall clocks a day apart',
   'sse-cut': 'cut an SSE stream after some events',
+  'session-moved': 'move a session to another node and fence (drain) the old owner',
+  'store-cut': 'cut the links between a hub node and PostgreSQL',
 } as const;
 export type Fault = keyof typeof FAULTS;
 
@@ -45,7 +47,7 @@ export type Invariant = keyof typeof INVARIANTS;
  * restarted, its tokens replaced, or it runs with small limits), so the case cannot run against
  * `--url`.
  */
-export type HostNeed = 'own-hub';
+export type HostNeed = 'own-hub' | 'cluster';
 
 /** A channel named by a case: a session the case created (`S`), its default chat (`S.chat`). */
 export type ChannelRef = `${string}.chat` | `${string}.session`;
@@ -91,7 +93,8 @@ export type Step =
   /** Submits the open input request `requestId` of the chat's active turn with the text answer `text`. */
   | { do: 'answer'; actor: string; chat: string; op: string; requestId: string; questionId: string }
   | { do: 'draft'; actor: string; chat: string; op: string; requestId: string; questionId: string; chars: number }
-  | { do: 'awaitAnswer'; actor: string; op: string }
+  /** `note`: the case's outcome becomes how the op was answered (accepted, refused-clearly, refused). */
+  | { do: 'awaitAnswer'; actor: string; op: string; note?: boolean }
   | { do: 'awaitHeld'; barrier: string; count: number }
   | { do: 'release'; barrier: string }
   | { do: 'cut'; actor: string }
@@ -102,6 +105,10 @@ export type Step =
   | { do: 'awaitIdle'; chat: string }
   | { do: 'awaitInputRequest'; chat: string; requestId: string }
   | { do: 'restartHub'; durable: boolean }
+  /** Cluster: the serving node drains (SIGTERM) and the actors' proxies turn to the other node. */
+  | { do: 'moveSession' }
+  /** Cluster: every connection between the serving node and PostgreSQL is cut. */
+  | { do: 'cutStore' }
   | { do: 'replaceToken'; from: string; to: string }
   /** Drafts until the hub closed a paused consumer (its slow-consumer counter rose). */
   | { do: 'floodUntilSlowClose'; actor: string; chat: string; requestId: string; questionId: string }

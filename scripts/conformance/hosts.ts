@@ -5,6 +5,8 @@
  * data or on a fresh one — or give new tokens (token file rewritten, SIGHUP).
  */
 import { type ChildProcess, spawn } from 'node:child_process';
+import pg from 'pg';
+import { FaultProxy } from './fault-proxy.js';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -21,6 +23,10 @@ export interface HubHost {
   anyToken(): string | undefined;
   restart(options: { durable: boolean }): Promise<void>;
   replaceToken(from: string, to: string): Promise<void>;
+  /** Cluster: drains (SIGTERM) the serving node and serves from the next one. */
+  moveToNextNode?(): Promise<void>;
+  /** Cluster: cuts every connection between the serving node and PostgreSQL (it may reconnect). */
+  cutStore?(): void;
   close(): Promise<void>;
 }
 
@@ -146,5 +152,116 @@ export class ManagedHost implements HubHost {
     this.#child?.kill('SIGKILL');
     await this.#exited;
     rmSync(this.#root, { recursive: true, force: true });
+  }
+}
+
+interface SpawnedHub {
+  readonly child: ChildProcess;
+  readonly port: number;
+  readonly exited: Promise<void>;
+}
+
+/** Starts `node <distDir>/server/main.js <args>` and waits for it to listen. */
+async function spawnHub(distDir: string, args: readonly string[], env: Record<string, string>): Promise<SpawnedHub> {
+  const child = spawn(process.execPath, [join(distDir, 'server/main.js'), '--host', '127.0.0.1', '--port', '0', '--log-level', 'warn', ...args], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...env } });
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  let out = '';
+  let err = '';
+  child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
+  child.stderr!.on('data', (d: Buffer) => (err += d.toString()));
+  const deadline = Date.now() + 30_000;
+  for (;;) {
+    const m = /listening on http:\/\/127\.0\.0\.1:(\d+)/.exec(out);
+    if (m) return { child, port: Number(m[1]), exited };
+    if (child.exitCode !== null || Date.now() > deadline) {
+      child.kill('SIGKILL');
+      throw new Error(`the hub did not start: ${err.slice(-1_000)}`);
+    }
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
+/**
+ * Two hub nodes on one fresh database of a PostgreSQL server (`--store`), each reaching
+ * PostgreSQL through its own TCP fault proxy. Actors are served by one node at a time; moving
+ * drains it (SIGTERM: its turns are handed over, its connections closed with 4012) and the
+ * actors' proxies send new connections to the other.
+ */
+export class ClusterHost implements HubHost {
+  readonly managed = true;
+  readonly wsPath = '/ahp';
+  #serving = 0;
+
+  private constructor(
+    private readonly nodes: SpawnedHub[],
+    private readonly storeProxies: FaultProxy[],
+    private readonly dropDatabase: () => Promise<void>,
+  ) {}
+
+  static async start(options: { distDir: string; postgresUrl: string; env?: Record<string, string> }): Promise<ClusterHost> {
+    const name = `conformance_${process.pid}_${randomBytes(4).toString('hex')}`;
+    const admin = new pg.Client({ connectionString: options.postgresUrl });
+    await admin.connect();
+    await admin.query(`CREATE DATABASE ${name}`);
+    await admin.end();
+    const dropDatabase = async (): Promise<void> => {
+      const c = new pg.Client({ connectionString: options.postgresUrl });
+      await c.connect();
+      await c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`).finally(() => c.end());
+    };
+    const server = new URL(options.postgresUrl);
+    const nodes: SpawnedHub[] = [];
+    const proxies: FaultProxy[] = [];
+    try {
+      for (let i = 0; i < 2; i++) {
+        const proxy = await FaultProxy.start({ host: server.hostname, port: Number(server.port || 5432) }, 'tcp');
+        proxies.push(proxy);
+        const store = new URL(options.postgresUrl);
+        store.hostname = '127.0.0.1';
+        store.port = String(proxy.port);
+        store.pathname = `/${name}`;
+        nodes.push(await spawnHub(options.distDir, ['--store', store.toString()], { HUB_DRAIN_GRACE_MS: '200', HUB_AGENT_LEASE_TTL_MS: '1000', ...options.env }));
+      }
+    } catch (err) {
+      for (const n of nodes) n.child.kill('SIGKILL');
+      for (const p of proxies) await p.close();
+      await dropDatabase();
+      throw err;
+    }
+    return new ClusterHost(nodes, proxies, dropDatabase);
+  }
+
+  get target(): { host: string; port: number } {
+    return { host: '127.0.0.1', port: this.nodes[this.#serving]!.port };
+  }
+  token(): string | undefined {
+    return undefined;
+  }
+  anyToken(): string | undefined {
+    return undefined;
+  }
+  restart(): Promise<void> {
+    return Promise.reject(new Error('restart a cluster node by moving the session (moveToNextNode)'));
+  }
+  replaceToken(): Promise<void> {
+    return Promise.reject(new Error('the cluster cases run in dev mode'));
+  }
+
+  async moveToNextNode(): Promise<void> {
+    const old = this.nodes[this.#serving]!;
+    this.#serving = (this.#serving + 1) % this.nodes.length;
+    old.child.kill('SIGTERM');
+    await old.exited;
+  }
+
+  cutStore(): void {
+    this.storeProxies[this.#serving]!.abortAll();
+  }
+
+  async close(): Promise<void> {
+    for (const n of this.nodes) n.child.kill('SIGKILL');
+    await Promise.all(this.nodes.map((n) => n.exited));
+    for (const p of this.storeProxies) await p.close();
+    await this.dropDatabase();
   }
 }

@@ -38,7 +38,7 @@ const DEADLINE_MS = 10_000;
  * before the case goes on to its invariants, which then report what is missing. A planted run
  * expects something to be missing, so it waits less.
  */
-const SOFT_WAIT_MS = { honest: 5_000, planted: 2_500 };
+const SOFT_WAIT_MS = { honest: 15_000, planted: 1_500 };
 
 /** Polls `check` until it returns something other than undefined/false, or throws at the deadline. */
 export async function until<T>(what: string, check: () => T | undefined | false | Promise<T | undefined | false>, timeoutMs = DEADLINE_MS): Promise<T> {
@@ -212,6 +212,8 @@ export class CaseRun {
         // `outcome-known` reports it (the planted "does not re-send" client ends here).
         const actor = this.actor(step.actor);
         await until(`an answer to ${step.op} (${step.actor})`, () => actor.operation(step.op)?.status !== 'pending', this.softWaitMs).catch(() => undefined);
+        const op = actor.operation(step.op);
+        if (step.note && op && op.status !== 'pending') this.outcome = op.status === 'accepted' ? 'accepted' : op.reason?.startsWith('the action log is unavailable') ? 'refused-clearly' : 'refused';
         return;
       }
       case 'awaitHeld':
@@ -246,6 +248,15 @@ export class CaseRun {
       case 'restartHub':
         await this.host.restart({ durable: step.durable && !(this.planted && this.spec.planted.loseHubState) });
         for (const p of this.proxies.values()) p.retarget(this.host.target);
+        return;
+      case 'moveSession':
+        if (!this.host.moveToNextNode) throw new StepFailure('this host has one node');
+        await this.host.moveToNextNode();
+        for (const p of this.proxies.values()) p.retarget(this.host.target);
+        return;
+      case 'cutStore':
+        if (!this.host.cutStore) throw new StepFailure('this host has no store link to cut');
+        this.host.cutStore();
         return;
       case 'replaceToken':
         this.tokenFor(step.from);
@@ -479,7 +490,7 @@ export class CaseRun {
               await truth.subscribe(channel);
               return sameJson(withoutHubMeta(replica.state), withoutHubMeta(truth.replicas.get(channel)!.state));
             },
-            3_000,
+            this.planted ? 1_000 : 5_000,
           );
         } catch {
           const hub = await truth.subscribe(channel).then(

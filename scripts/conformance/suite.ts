@@ -7,62 +7,73 @@ import { AHP_WS_CASES } from './cases/ahp-ws.js';
 import { HTTP_SSE_CASES } from './cases/http-sse.js';
 import { ACP_BRIDGE_CASES } from './cases/acp-bridge.js';
 import { FAULTS, type ConformanceCase, type Fault } from './case-format.js';
-import { ExternalHost, ManagedHost, type HubHost } from './hosts.js';
+import { ClusterHost, ExternalHost, ManagedHost, type HubHost } from './hosts.js';
+import { CLUSTER_CASES } from './cases/cluster.js';
 import { CaseRun, type CaseResult } from './runner.js';
 
-export const ALL_CASES: readonly ConformanceCase[] = [...AHP_WS_CASES, ...HTTP_SSE_CASES, ...ACP_BRIDGE_CASES];
+export const ALL_CASES: readonly ConformanceCase[] = [...AHP_WS_CASES, ...HTTP_SSE_CASES, ...ACP_BRIDGE_CASES, ...CLUSTER_CASES];
 
 export interface SuiteOptions {
   /** An external AHP host (`ws://HOST/ahp`); absent: the runner starts hubs from `distDir`. */
   url?: string;
   token?: string;
   distDir?: string;
+  /** A PostgreSQL server for the cluster cases (a database is created per case); absent: they are not run. */
+  postgresUrl?: string;
   /** Give each case its planted bug (every case must then fail). */
   planted?: boolean;
   /** Only these surfaces / case ids. */
   surfaces?: readonly string[];
   ids?: readonly string[];
+  /** Cases run at once (default 1). Planted runs mostly wait for what never comes, so they overlap well. */
+  concurrency?: number;
 }
 
 export type SuiteRow = CaseResult | { id: string; surface: string; faults: readonly string[]; skipped: string };
 
 export async function runSuite(options: SuiteOptions, cases: readonly ConformanceCase[] = ALL_CASES): Promise<SuiteRow[]> {
   const selected = cases.filter((c) => (!options.surfaces || options.surfaces.includes(c.surface)) && (!options.ids || options.ids.includes(c.id)));
-  const rows: SuiteRow[] = [];
-  let shared: HubHost | undefined;
-  try {
-    for (const spec of selected) {
-      const own = spec.needs?.includes('own-hub') ?? false;
-      if (options.url && own) {
-        rows.push({ id: spec.id, surface: spec.surface, faults: spec.faults, skipped: 'needs a hub the runner starts (restart, tokens or limits)' });
-        continue;
-      }
-      if (options.url && spec.surface === 'acp-bridge' && !options.distDir) {
-        rows.push({ id: spec.id, surface: spec.surface, faults: spec.faults, skipped: 'needs the bridge from dist/' });
-        continue;
-      }
-      let host: HubHost;
-      if (options.url) host = shared ??= new ExternalHost(options.url, options.token);
-      else if (own) host = await ManagedHost.start({ distDir: options.distDir ?? 'dist', ...(spec.hubEnv ? { env: spec.hubEnv } : {}), ...(spec.tokens ? { tokens: spec.tokens } : {}) });
-      else host = shared ??= await ManagedHost.start({ distDir: options.distDir ?? 'dist' });
-      try {
-        rows.push(await new CaseRun(spec, host, options.planted ?? false).run());
-      } finally {
-        if (host !== shared) await host.close();
-      }
+  const rows: SuiteRow[] = new Array(selected.length);
+  // One hub for every case that does not need its own (each case works in sessions of its own).
+  let shared: Promise<HubHost> | undefined;
+  const sharedHost = (): Promise<HubHost> => (shared ??= options.url ? Promise.resolve(new ExternalHost(options.url, options.token)) : ManagedHost.start({ distDir: options.distDir ?? 'dist' }));
+  const runOne = async (spec: ConformanceCase): Promise<SuiteRow> => {
+    const skip = (reason: string): SuiteRow => ({ id: spec.id, surface: spec.surface, faults: spec.faults, skipped: reason });
+    const own = spec.needs?.includes('own-hub') ?? false;
+    const cluster = spec.needs?.includes('cluster') ?? false;
+    if (options.url && own) return skip('needs a hub the runner starts (restart, tokens or limits)');
+    if (cluster && (options.url || !options.postgresUrl)) return skip('needs two hub nodes on PostgreSQL the runner starts (PG_URL)');
+    let host: HubHost;
+    if (cluster) host = await ClusterHost.start({ distDir: options.distDir ?? 'dist', postgresUrl: options.postgresUrl!, ...(spec.hubEnv ? { env: spec.hubEnv } : {}) });
+    else if (own) host = await ManagedHost.start({ distDir: options.distDir ?? 'dist', ...(spec.hubEnv ? { env: spec.hubEnv } : {}), ...(spec.tokens ? { tokens: spec.tokens } : {}) });
+    else host = await sharedHost();
+    try {
+      return await new CaseRun(spec, host, options.planted ?? false).run();
+    } finally {
+      if (own || cluster) await host.close();
     }
+  };
+  let next = 0;
+  const worker = async (): Promise<void> => {
+    while (next < selected.length) {
+      const i = next++;
+      rows[i] = await runOne(selected[i]!);
+    }
+  };
+  try {
+    await Promise.all(Array.from({ length: Math.max(1, options.concurrency ?? 1) }, worker));
   } finally {
-    await shared?.close();
+    if (shared) await (await shared).close();
   }
   return rows;
 }
 
 /** The table: one row per case × surface, its outcome, and the faults it covers. */
 export function renderTable(rows: readonly SuiteRow[], options: { planted?: boolean } = {}): string {
-  const lines = ['| case | surface | result | outcome | faults |', '| --- | --- | --- | --- | --- |'];
+  const lines = ['| case | surface | result | outcome | faults | s |', '| --- | --- | --- | --- | --- | --- |'];
   for (const r of rows) {
     if ('skipped' in r) {
-      lines.push(`| ${r.id} | ${r.surface} | not run | ${r.skipped} | ${r.faults.join(', ')} |`);
+      lines.push(`| ${r.id} | ${r.surface} | not run | ${r.skipped} | ${r.faults.join(', ')} | |`);
       continue;
     }
     const result = options.planted
@@ -72,7 +83,7 @@ export function renderTable(rows: readonly SuiteRow[], options: { planted?: bool
       : r.passed
         ? 'pass'
         : `FAIL (${r.violations.map((v) => v.invariant).join(', ')})`;
-    lines.push(`| ${r.id} | ${r.surface} | ${result} | ${r.outcome} | ${r.faults.join(', ')} |`);
+    lines.push(`| ${r.id} | ${r.surface} | ${result} | ${r.outcome} | ${r.faults.join(', ')} | ${(r.ms / 1000).toFixed(1)} |`);
   }
   const ran = rows.filter((r): r is CaseResult => !('skipped' in r));
   const covered = new Set(ran.flatMap((r) => r.faults as Fault[]));

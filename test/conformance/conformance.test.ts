@@ -7,12 +7,13 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { ALL_CASES, renderTable, renderViolations, runSuite, type SuiteRow } from '../../scripts/conformance/suite.js';
 import { ensureBuilt } from '../helpers/hub-process.js';
+import { postgresUrl } from '../helpers/postgres.js';
 
 describe('conformance cases, every invariant holding under its faults', () => {
   let rows: SuiteRow[] = [];
   beforeAll(async () => {
     ensureBuilt();
-    rows = await runSuite({ distDir: 'dist' });
+    rows = await runSuite({ distDir: 'dist', postgresUrl: postgresUrl() });
     console.log(renderTable(rows));
   }, 120_000);
 

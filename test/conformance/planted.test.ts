@@ -6,12 +6,13 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { ALL_CASES, renderTable, runSuite, type SuiteRow } from '../../scripts/conformance/suite.js';
 import { ensureBuilt } from '../helpers/hub-process.js';
+import { postgresUrl } from '../helpers/postgres.js';
 
 describe('conformance cases with their planted bugs', () => {
   let rows: SuiteRow[] = [];
   beforeAll(async () => {
     ensureBuilt();
-    rows = await runSuite({ distDir: 'dist', planted: true });
+    rows = await runSuite({ distDir: 'dist', postgresUrl: postgresUrl(), planted: true, concurrency: 3 });
     console.log(renderTable(rows, { planted: true }));
   }, 120_000);
 
