@@ -5,7 +5,7 @@
  * from dist/ (as `npm test` does). Exit code 1 when a case failed (or, with `--planted`, when a
  * planted bug went unnoticed).
  */
-import { renderTable, renderViolations, runSuite, type SuiteRow } from './conformance/suite.js';
+import { renderPlanted, renderTable, renderViolations, runSuite, type SuiteRow } from './conformance/suite.js';
 
 function parse(argv: string[]): { url?: string; token?: string; planted: boolean; ids: string[]; surfaces: string[] } {
   const out: { url?: string; token?: string; planted: boolean; ids: string[]; surfaces: string[] } = { planted: false, ids: [], surfaces: [] };
@@ -46,9 +46,10 @@ async function main(): Promise<void> {
     ...(args.surfaces.length > 0 ? { surfaces: args.surfaces } : {}),
   });
   console.log(renderTable(rows, { planted: args.planted }));
+  if (args.planted) console.log(`\n${renderPlanted(rows)}`);
   console.log(`(${((Date.now() - started) / 1000).toFixed(1)} s)`);
   const failed = rows.filter((r) => !('skipped' in r) && (args.planted ? !r.caught : !r.passed));
-  if (failed.length > 0 || args.planted) console.log(`\n${renderViolations(rows)}`);
+  if (failed.length > 0 && !args.planted) console.log(`\n${renderViolations(rows)}`);
   process.exit(failed.length > 0 ? 1 : 0);
 }
 

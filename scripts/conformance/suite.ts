@@ -92,6 +92,19 @@ export function renderTable(rows: readonly SuiteRow[], options: { planted?: bool
   return lines.join('\n');
 }
 
+/** Planted runs: each case's plant, the invariant it must break, and what that invariant reported. */
+export function renderPlanted(rows: readonly SuiteRow[]): string {
+  const lines = ['| case | planted bug | caught by | what it reported |', '| --- | --- | --- | --- |'];
+  for (const r of rows) {
+    if ('skipped' in r) continue;
+    const spec = ALL_CASES.find((c) => c.id === r.id);
+    const hit = r.violations.find((v) => v.invariant === spec?.planted.breaks);
+    const said = (hit?.detail ?? `NOT CAUGHT; reported: ${r.violations.map((v) => `${v.invariant}: ${v.detail}`).join('; ') || 'nothing'}`).replace(/ahp-(chat|session):\/[0-9a-f-]{36}/g, '…').replace(/\|/g, '\\|');
+    lines.push(`| ${r.id} | ${spec?.planted.how ?? ''} | ${r.caught ? spec?.planted.breaks : 'MISSED'} | ${said.slice(0, 220)} |`);
+  }
+  return lines.join('\n');
+}
+
 const plantedBreaks = (id: string): string => ALL_CASES.find((c) => c.id === id)?.planted.breaks ?? '?';
 
 /** Each failed case's violations, for a readable report. */

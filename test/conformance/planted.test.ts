@@ -4,7 +4,7 @@
  * that cannot fail would pass here and fail this test.
  */
 import { beforeAll, describe, expect, it } from 'vitest';
-import { ALL_CASES, renderTable, runSuite, type SuiteRow } from '../../scripts/conformance/suite.js';
+import { ALL_CASES, renderPlanted, renderTable, runSuite, type SuiteRow } from '../../scripts/conformance/suite.js';
 import { ensureBuilt } from '../helpers/hub-process.js';
 import { postgresUrl } from '../helpers/postgres.js';
 
@@ -12,8 +12,8 @@ describe('conformance cases with their planted bugs', () => {
   let rows: SuiteRow[] = [];
   beforeAll(async () => {
     ensureBuilt();
-    rows = await runSuite({ distDir: 'dist', postgresUrl: postgresUrl(), planted: true, concurrency: 3 });
-    console.log(renderTable(rows, { planted: true }));
+    rows = await runSuite({ distDir: 'dist', postgresUrl: postgresUrl(), planted: true, concurrency: 2 });
+    console.log(`${renderTable(rows, { planted: true })}\n\n${renderPlanted(rows)}`);
   }, 120_000);
 
   it.each(ALL_CASES.map((c) => [c.id, c] as const))('%s is caught by its planted invariant', (id, spec) => {
@@ -21,7 +21,7 @@ describe('conformance cases with their planted bugs', () => {
     if (!row || 'skipped' in row) throw new Error(`${id} was not run`);
     expect(
       row.violations.map((v) => v.invariant),
-      spec.planted.how,
+      `${spec.planted.how}; reported: ${JSON.stringify(row.violations)}`,
     ).toContain(spec.planted.breaks);
   });
 });
