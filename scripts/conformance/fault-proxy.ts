@@ -172,9 +172,11 @@ export class FaultProxy {
     this.#paused.clear();
   }
 
-  /** Cuts every open link (a network failure between the actor and the hub). */
-  abortAll(): void {
-    for (const link of this.#links) link.cut();
+  /** Cuts every open link (a network failure between the actor and the hub); returns how many. */
+  abortAll(): number {
+    const links = [...this.#links];
+    for (const link of links) link.cut();
+    return links.length;
   }
 
   get openLinks(): number {

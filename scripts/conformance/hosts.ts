@@ -25,8 +25,8 @@ export interface HubHost {
   replaceToken(from: string, to: string): Promise<void>;
   /** Cluster: drains (SIGTERM) the serving node and serves from the next one. */
   moveToNextNode?(): Promise<void>;
-  /** Cluster: cuts every connection between the serving node and PostgreSQL (it may reconnect). */
-  cutStore?(): void;
+  /** Cluster: cuts every connection between the serving node and PostgreSQL (it may reconnect); returns how many. */
+  cutStore?(): number;
   close(): Promise<void>;
 }
 
@@ -254,8 +254,8 @@ export class ClusterHost implements HubHost {
     await old.exited;
   }
 
-  cutStore(): void {
-    this.storeProxies[this.#serving]!.abortAll();
+  cutStore(): number {
+    return this.storeProxies[this.#serving]!.abortAll();
   }
 
   async close(): Promise<void> {

@@ -74,6 +74,8 @@ export class CaseRun {
   readonly requestOutcomes = new Map<string, 'created' | 'found-existing' | 'unknown' | 'created-twice'>();
   outcome = 'completed';
   readonly #tokens = new Map<string, string | undefined>();
+  /** The proxy rules the case set, by name. */
+  readonly #ruleNames = new Set<string>();
   /** Concrete tokens by handle, remembered so a revoked one can still be presented. */
   readonly #tokenByHandle = new Map<string, string | undefined>();
 
@@ -139,6 +141,7 @@ export class CaseRun {
     try {
       for (const step of this.spec.steps) await this.#step(step);
       await this.#checkInvariants(violations);
+      this.#checkFaultsFired(violations);
     } catch (err) {
       violations.push({ invariant: 'step', detail: err instanceof Error ? err.message : String(err) });
     } finally {
@@ -170,8 +173,10 @@ export class CaseRun {
       case 'fault': {
         const proxy = await this.proxyOf(step.actor);
         const actor = this.actor(step.actor);
+        const name = `${step.actor}:${typeof step.rule.verdict === 'string' ? step.rule.verdict : 'hold'}:${describeMatch(step.rule.match)}`;
+        this.#ruleNames.add(name);
         proxy.addFrameRule({
-          name: `${step.rule.verdict === 'pass' ? 'pass' : typeof step.rule.verdict === 'string' ? step.rule.verdict : 'hold'}:${describeMatch(step.rule.match)}`,
+          name,
           direction: step.rule.direction,
           verdict: step.rule.verdict,
           times: step.rule.times ?? 1,
@@ -182,7 +187,9 @@ export class CaseRun {
       case 'httpFault': {
         const proxy = await this.proxyOf(step.actor);
         const route = new RegExp(step.rule.route);
-        proxy.addHttpRule({ name: `http:${step.rule.route}`, match: (h) => route.test(`${h.method} ${h.path}`), verdict: step.rule.verdict, times: step.rule.times ?? 1 });
+        const name = `${step.actor}:http:${step.rule.route}`;
+        this.#ruleNames.add(name);
+        proxy.addHttpRule({ name, match: (h) => route.test(`${h.method} ${h.path}`), verdict: step.rule.verdict, times: step.rule.times ?? 1 });
         return;
       }
       case 'turn': {
@@ -256,7 +263,7 @@ export class CaseRun {
         return;
       case 'cutStore':
         if (!this.host.cutStore) throw new StepFailure('this host has no store link to cut');
-        this.host.cutStore();
+        if (this.host.cutStore() === 0) throw new StepFailure('the serving node had no connection to PostgreSQL to cut');
         return;
       case 'replaceToken':
         this.tokenFor(step.from);
@@ -396,6 +403,13 @@ export class CaseRun {
       },
       30_000,
     );
+  }
+
+  /** A case whose fault never happened proves nothing: every rule it set must have acted at least once. */
+  #checkFaultsFired(violations: CaseResult['violations']): void {
+    const fired = new Map<string, number>();
+    for (const p of this.proxies.values()) for (const [k, v] of p.log.fired) fired.set(k, (fired.get(k) ?? 0) + v);
+    for (const name of this.#ruleNames) if (!fired.has(name)) violations.push({ invariant: 'step', detail: `the fault ${name} never happened` });
   }
 
   /** The hub's count of connections it closed as slow consumers (`/metrics`; dev mode or an admin token). */
