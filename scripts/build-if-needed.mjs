@@ -3,7 +3,7 @@ import { execSync } from 'node:child_process';
 import { existsSync, readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 
-const roots = ['server', 'shared', 'cli', 'app', 'bench', 'examples'];
+const roots = ['server', 'shared', 'cli', 'app', 'bench', 'examples', 'scripts'];
 const stamp = 'dist/.build-stamp';
 
 function newestMtime(dir) {

@@ -38,6 +38,8 @@ export interface BridgeOptions {
   readonly stream: acp.Stream;
   /** Diagnostics (stderr in the CLI); never the ACP stream. */
   readonly log?: (line: string) => void;
+  /** `false`: the hub connection is not re-opened when it drops (the SDK's `reconnect` option; default: reconnect). */
+  readonly reconnect?: false;
 }
 
 export interface Bridge {
@@ -63,6 +65,7 @@ export async function startAcpBridge(options: BridgeOptions): Promise<Bridge> {
     url: options.url,
     createSocket: (u) => new WebSocket(u),
     ...(options.token !== undefined && { token: options.token }),
+    ...(options.reconnect === false && { reconnect: false as const }),
     clientInfo: { name: 'ahp-hub-acp-bridge' },
   });
   await client.connect();

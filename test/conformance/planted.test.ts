@@ -1,0 +1,27 @@
+/**
+ * Each conformance case run with its planted bug (a client flaw, or the hub losing its data
+ * where the case declares it durable): the invariant the plant names must report it. A check
+ * that cannot fail would pass here and fail this test.
+ */
+import { beforeAll, describe, expect, it } from 'vitest';
+import { ALL_CASES, renderPlanted, renderTable, runSuite, type SuiteRow } from '../../scripts/conformance/suite.js';
+import { ensureBuilt } from '../helpers/hub-process.js';
+import { postgresUrl } from '../helpers/postgres.js';
+
+describe('conformance cases with their planted bugs', () => {
+  let rows: SuiteRow[] = [];
+  beforeAll(async () => {
+    ensureBuilt();
+    rows = await runSuite({ distDir: 'dist', postgresUrl: postgresUrl(), planted: true, concurrency: 2 });
+    console.log(`${renderTable(rows, { planted: true })}\n\n${renderPlanted(rows)}`);
+  }, 120_000);
+
+  it.each(ALL_CASES.map((c) => [c.id, c] as const))('%s is caught by its planted invariant', (id, spec) => {
+    const row = rows.find((r) => r.id === id);
+    if (!row || 'skipped' in row) throw new Error(`${id} was not run`);
+    expect(
+      row.violations.map((v) => v.invariant),
+      `${spec.planted.how}; reported: ${JSON.stringify(row.violations)}`,
+    ).toContain(spec.planted.breaks);
+  });
+});
