@@ -18,9 +18,12 @@
  * Each principal has its own bounded set: its least recently active clients are retired (kept as
  * a floor — every clientSeq up to the highest accepted counts as decided — and as the clientId's
  * binding), so a retired client that comes back still never gets an action applied twice and its
- * clientId cannot be taken over. A retired entry is forgotten only after a week without activity
- * and only to make room for the same principal's fresh clientId; when none is that old, the fresh
- * clientId is refused (`client_id_quota`) rather than anything being forgotten early.
+ * clientId cannot be taken over. A retired entry is forgotten only to make room for the same
+ * principal's fresh clientId, and only once it has been idle for `forgetIdleAfterMs` (minutes, not
+ * a week: issue 33.4, where a browser making one clientId per tab was locked out after ~21,000
+ * of them) and no connection uses it; when none is, the fresh clientId is refused
+ * (`client_id_quota`) rather than anything live being forgotten. So only a principal making
+ * more than 21,000 fresh clientIds within those minutes is ever refused.
  *
  * The ledger is saved with every snapshot (`toImage`), and records after the snapshot carry their
  * actor, so a restart rebuilds it exactly and never re-applies a re-sent clientSeq.
@@ -33,12 +36,13 @@ export interface LedgerLimits {
   readonly maxClientsPerPrincipal: number;
   /**
    * Retired clients remembered per principal: only the clientSeq up to which everything counts as
-   * decided, and that the clientId is the principal's. Forgotten (oldest first) only after
-   * `forgetRetiredAfterMs` without activity; a fresh clientId that would need a younger one
-   * forgotten is refused (`client_id_quota`).
+   * decided, and that the clientId is the principal's. Forgotten (least recently active first,
+   * to make room for a fresh one) once retired for `forgetIdleAfterMs` with no connection using
+   * it; a fresh clientId that would need a younger or connected one forgotten is refused
+   * (`client_id_quota`).
    */
   readonly maxRetiredPerPrincipal: number;
-  readonly forgetRetiredAfterMs: number;
+  readonly forgetIdleAfterMs: number;
   /** Accepted clientSeqs remembered exactly per client. */
   readonly maxAcceptedPerClient: number;
   /** Rejection reasons remembered per client. */
@@ -50,7 +54,7 @@ export interface LedgerLimits {
 export const LEDGER_LIMITS: LedgerLimits = {
   maxClientsPerPrincipal: 1_000,
   maxRetiredPerPrincipal: 20_000,
-  forgetRetiredAfterMs: 7 * 24 * 3600_000,
+  forgetIdleAfterMs: 10 * 60_000,
   maxAcceptedPerClient: 256,
   maxRejectionsPerClient: 64,
   maxAcceptedPerClientInImage: 32,
@@ -137,6 +141,10 @@ export class ClientLedger {
   readonly #principals = new Map<string, PrincipalEntries>();
   /** clientId → owner key of the principal it belongs to (kept while the client is remembered or retired). */
   readonly #owners = new Map<string, string>();
+  /** clientId → how many open connections use it: such a client is never forgotten. */
+  readonly #live = new Map<string, number>();
+  /** The clientId each open connection uses (`connected`). */
+  readonly #connections = new WeakMap<object, { readonly actor: Actor; readonly clientId: string }>();
 
   constructor(
     readonly now: () => number = Date.now,
@@ -156,6 +164,28 @@ export class ClientLedger {
     if (current === undefined && !this.#roomForFresh(owner)) return 'client_id_quota';
     this.#record(owner, clientId);
     return 'claimed';
+  }
+
+  /**
+   * `connection` now uses `clientId` (after `claim` said `claimed`): while any connection does,
+   * the client is never forgotten, however long it stays quiet. Once per connection.
+   */
+  connected(connection: object, actor: Actor, clientId: string): void {
+    if (this.#connections.has(connection)) return;
+    this.#connections.set(connection, { actor, clientId });
+    this.#live.set(clientId, (this.#live.get(clientId) ?? 0) + 1);
+  }
+
+  /** `connection` closed: when it was the last one using its clientId, the client's idle time starts now. */
+  disconnected(connection: object): void {
+    const used = this.#connections.get(connection);
+    if (!used) return;
+    this.#connections.delete(connection);
+    const count = (this.#live.get(used.clientId) ?? 0) - 1;
+    if (count > 0) this.#live.set(used.clientId, count);
+    else this.#live.delete(used.clientId);
+    const owner = ownerKey(used.actor);
+    if (this.#owners.get(used.clientId) === owner) this.#record(owner, used.clientId);
   }
 
   /** How a re-sent `clientSeq` was decided for this principal, or undefined when it is new. */
@@ -254,8 +284,17 @@ export class ClientLedger {
   #roomForFresh(owner: string): boolean {
     const entries = this.#principals.get(owner);
     if (!entries || entries.clients.size < this.limits.maxClientsPerPrincipal || entries.retired.size < this.limits.maxRetiredPerPrincipal) return true;
-    const oldest = entries.retired.values().next().value;
-    return oldest !== undefined && this.now() - oldest.retiredAt >= this.limits.forgetRetiredAfterMs;
+    const oldest = this.#forgettable(entries);
+    return oldest !== undefined && this.now() - oldest[1].retiredAt >= this.limits.forgetIdleAfterMs;
+  }
+
+  /**
+   * The least recently retired client no connection uses (Map order = retirement order). At most
+   * one user's connections (1,000) are skipped, so this stays cheap.
+   */
+  #forgettable(entries: PrincipalEntries): [string, RetiredClient] | undefined {
+    for (const entry of entries.retired) if (!this.#live.has(entry[0])) return entry;
+    return undefined;
   }
 
   #record(owner: string, clientId: string): ClientRecord {
@@ -280,16 +319,19 @@ export class ClientLedger {
    * Moves the principal's least recently active client to its retired ones (everything it had
    * accepted now counts as decided), forgetting the oldest retired one past the bound. Only
    * `claim` adds fresh clientIds on the live path, and it refuses one that would make this forget
-   * a client active within `forgetRetiredAfterMs`; records read from the log cannot be refused.
+   * a client active within `forgetIdleAfterMs`; records read from the log cannot be refused. A
+   * client a connection uses is never forgotten (the bound is exceeded instead, by at most the
+   * connections one user may hold).
    */
   #retireOldest(entries: PrincipalEntries): void {
     const [clientId, oldest] = entries.clients.entries().next().value!;
     entries.clients.delete(clientId);
     entries.retired.set(clientId, { floor: Math.max(oldest.floor, oldest.highest), retiredAt: this.now() });
     while (entries.retired.size > this.limits.maxRetiredPerPrincipal) {
-      const forgotten = entries.retired.keys().next().value!;
-      entries.retired.delete(forgotten);
-      this.#owners.delete(forgotten);
+      const forgotten = this.#forgettable(entries);
+      if (forgotten === undefined) break;
+      entries.retired.delete(forgotten[0]);
+      this.#owners.delete(forgotten[0]);
     }
   }
 }
