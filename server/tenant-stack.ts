@@ -53,6 +53,8 @@ export interface TenantStackOptions {
 export class TenantStack {
   readonly tenant: string;
   readonly hub: Hub;
+  /** The tenant's log (server.ts probes it before reloading a tenant whose disk failed). */
+  readonly log: ActionLog;
   readonly rpc: RpcRouter;
   readonly http: HttpRouter;
   readonly #runner: AgentRunner;
@@ -83,6 +85,7 @@ export class TenantStack {
     const { metrics, now, newId } = options;
     this.tenant = options.tenant;
     this.hub = hub;
+    this.log = options.log;
     // Cluster mode: one process runs each session's agent; turns of a process that died are ended.
     this.#leaseKeeper = options.leases
       ? new AgentLeaseKeeper(hub, options.leases, logger.child({ component: 'leases' }), now, {

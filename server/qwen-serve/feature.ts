@@ -26,7 +26,7 @@ import type { Principal } from '../auth/auth.js';
 import { authorize, type Operation } from '../auth/authorize.js';
 import { httpStatusOf } from '../../shared/protocol/error-kinds.js';
 import { SERVER_INFO } from '../hub/ahp-methods.js';
-import type { Feature, FeatureContext } from '../feature-contract.js';
+import { type Feature, type FeatureContext, refuseStreamWhileStorageFails } from '../feature-contract.js';
 import { HttpError, readJsonBody, sendJson } from '../transport/http-router.js';
 import { openSse } from '../interactions/event-stream.js';
 import { INTERACTIONS_SERVICE, parsePrompt, type InteractionsService } from '../interactions/feature.js';
@@ -352,6 +352,7 @@ export function createQwenServeFeature(options: QwenServeOptions = {}): Feature 
       // ─── Events ───────────────────────────────────────────────────────────────
       ctx.http.add('GET', '/session/{sessionId}/events', (req, res, hc) => {
         const session = requireSession(hc.principal, hc.params['sessionId']!);
+        refuseStreamWhileStorageFails(ctx.hub);
         const log = logOf(session);
         if (log.listenerCount >= maxListeners) throw qwenHttpError(429, 'too_many_listeners', `at most ${maxListeners} event streams per session`);
         const lastEventId = parseLastEventId(headerOf(req.headers['last-event-id']) ?? hc.url.searchParams.get('lastEventId') ?? undefined);
