@@ -79,6 +79,9 @@ export interface HubServerConfig {
   readonly maxConnections?: number;
   readonly maxConnectionsPerPrincipal?: number;
   readonly maxConnectionsPerTenant?: number;
+  /** Unsent bytes all connections of one user / one tenant may hold together (default 32 MiB / 256 MiB; docs/limits.md). */
+  readonly maxUnsentBytesPerPrincipal?: number;
+  readonly maxUnsentBytesPerTenant?: number;
   /** A WebSocket that has not completed `initialize` this long after connecting is closed (4408). */
   readonly initializeTimeoutMs?: number;
   /** Plain HTTP connections (not upgraded); at the cap the oldest idle or half-open one is dropped. */
@@ -278,6 +281,8 @@ export async function startHubServer(config: HubServerConfig): Promise<HubServer
     // it (1,000 and 5,000 of the default 10,000). Dev mode has one principal: its cap is the hub's.
     maxConnectionsPerPrincipal: config.maxConnectionsPerPrincipal ?? (config.auth.enforced ? Math.max(1, Math.floor(maxWsConnections / 10)) : maxWsConnections),
     maxConnectionsPerTenant: config.maxConnectionsPerTenant ?? (config.auth.enforced ? Math.max(1, Math.floor(maxWsConnections / 2)) : maxWsConnections),
+    maxUnsentBytesPerPrincipal: config.maxUnsentBytesPerPrincipal,
+    maxUnsentBytesPerTenant: config.maxUnsentBytesPerTenant,
     initializeTimeoutMs: config.initializeTimeoutMs ?? 10_000,
     guard: devGuard,
     refuse: (principal) => (stacks.has(principal.tenant) ? undefined : (refusedAtStart.get(principal.tenant) ?? tenantUnavailable())),
