@@ -397,6 +397,8 @@ export function createQwenServeFeature(options: QwenServeOptions = {}): Feature 
         const reply = parseQwen(body);
         if (isParamError(reply)) throw replyHttpError(reply);
         const requestId = hc.params['requestId']!;
+        // Who may answer at all comes first: a viewer gets 403, never a 409 naming sessions (issue 33.5c).
+        requireWriter(hc.principal, 'answerPermission');
         // Only sessions the caller may see are candidates (and only those are named back).
         const candidates = registry.sessionsWithPending(requestId).filter((uri) => ctx.hub.visibleSession(hc.principal, uri));
         if (candidates.length > 1) {
@@ -409,8 +411,6 @@ export function createQwenServeFeature(options: QwenServeOptions = {}): Feature 
           const result = await registry.reply(hc.principal, session, requestId, reply);
           if (result.kind === 'accepted') return sendJson(res, 200, { accepted: true });
           if (result.kind === 'error') throw replyHttpError({ errorCode: result.code, message: result.message });
-        } else {
-          requireWriter(hc.principal, 'answerPermission');
         }
         throw qwenHttpError(404, 'permission_request_not_found', 'no pending permission request with that id (unknown, already resolved or expired)');
       });
