@@ -419,7 +419,11 @@ export async function startHubServer(config: HubServerConfig): Promise<HubServer
     http: server,
     close,
     drain,
-    closeRevoked: () => ({ sockets: ws.closeRevoked(), streams: streams.endRevoked(config.auth) }),
+    closeRevoked: () => {
+      // Turns an agent runs for an owner who lost every token are ended too (issue 33.5e).
+      for (const stack of stacks.values()) void stack.endTurnsOfRevokedOwners(config.auth);
+      return { sockets: ws.closeRevoked(), streams: streams.endRevoked(config.auth) };
+    },
   };
 }
 
