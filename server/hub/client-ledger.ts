@@ -9,10 +9,12 @@
  * echoes carry only `{clientId, clientSeq}`, so two principals sharing one clientId would take
  * each other's echoes for their own.
  *
- * Accepted clientSeqs are remembered exactly (the newest per client); a clientSeq below all of
- * them that is not remembered counts as already applied (clients number their actions upwards).
- * That floor only ever rises to seqs that were really accepted and then forgotten, so one huge
- * clientSeq (2^53−1) cannot poison the seqs after it, and rejections never move it at all.
+ * Accepted clientSeqs are remembered exactly (the newest per client), the older ones as ranges
+ * (`decided`, seq-ranges.ts): a clientSeq in neither is new, so one that was refused because
+ * storage failed — never applied — is decided afresh when re-sent, even after a restart (issue
+ * 33.5g: a floor below the newest ones used to answer it "already decided"). Only retired clients
+ * keep a floor. A huge clientSeq (2^53−1) cannot poison the seqs after it, and rejections never
+ * enter the ranges.
  *
  * Eviction (issue 18.4): nothing one principal does can make the ledger forget another's entries.
  * Each principal has its own bounded set: its least recently active clients are retired (kept as
@@ -30,6 +32,10 @@
  */
 import type { Principal } from '../auth/auth.js';
 import type { LogRecord } from '../storage/action-log.js';
+import { rangesAdd, rangesBound, rangesHave } from './seq-ranges.js';
+
+/** Ranges of older accepted clientSeqs kept per client; past it the lowest two are joined. */
+const MAX_DECIDED_RANGES = 64;
 
 export interface LedgerLimits {
   /** Clients remembered in full per principal (their least recently active one is retired first). */
@@ -72,8 +78,13 @@ export interface Actor {
 interface ClientRecord {
   readonly owner: string;
   readonly clientId: string;
-  /** Every accepted clientSeq <= floor that is no longer in `accepted` counts as already applied. */
+  /** Every clientSeq <= floor counts as already applied (retired clients, images before issue 33.5g). */
   floor: number;
+  /**
+   * Accepted clientSeqs no longer in `accepted`, as ranges (seq-ranges.ts): a seq between them
+   * that was refused (storage failing) stays new, so its re-send is decided, not "already decided".
+   */
+  readonly decided: number[];
   /** clientSeq → serverSeq of the newest accepted actions, so a re-sent one gets its original echo. */
   readonly accepted: Map<number, number>;
   readonly rejections: Map<number, string>;
@@ -109,6 +120,8 @@ export interface LedgerImage {
     /** Set for retired clients (only the floor is kept), with when they were retired. */
     readonly retired?: true;
     readonly retiredAt?: number;
+    /** Accepted clientSeqs older than `accepted`, as ranges (`ClientRecord.decided`). */
+    readonly decided?: readonly number[];
   }>;
 }
 
@@ -198,6 +211,9 @@ export class ClientLedger {
     if (serverSeq !== undefined) return { kind: 'accepted', serverSeq };
     const reason = rec?.rejections.get(clientSeq);
     if (reason !== undefined) return { kind: 'rejected', reason };
+    if (rec && rangesHave(rec.decided, clientSeq)) {
+      return { kind: 'rejected', reason: `duplicate clientSeq ${clientSeq}: this client's action ${clientSeq} was already decided; an action is never applied twice` };
+    }
     if (clientSeq <= floor) {
       return {
         kind: 'rejected',
@@ -246,9 +262,11 @@ export class ClientLedger {
       for (const rec of entries.clients.values()) {
         const seqs = [...rec.accepted.entries()].sort((a, b) => a[0] - b[0]);
         const kept = seqs.slice(-this.limits.maxAcceptedPerClientInImage);
-        const dropped = seqs.length - kept.length;
-        const floor = dropped > 0 ? Math.max(rec.floor, seqs[dropped - 1]![0]) : rec.floor;
-        clients.push({ tenant, user, clientId: rec.clientId, floor, accepted: kept });
+        // The older accepted seqs join the ranges, not the floor: a refused seq among them stays new.
+        const decided = [...rec.decided];
+        for (const [seq] of seqs.slice(0, seqs.length - kept.length)) rangesAdd(decided, seq);
+        rangesBound(decided, MAX_DECIDED_RANGES);
+        clients.push({ tenant, user, clientId: rec.clientId, floor: rec.floor, accepted: kept, ...(decided.length > 0 ? { decided } : {}) });
       }
     }
     return { clients };
@@ -266,6 +284,7 @@ export class ClientLedger {
       }
       const rec = ledger.#record(owner, c.clientId);
       rec.floor = c.floor;
+      rec.decided.push(...(c.decided ?? []));
       for (const [clientSeq, serverSeq] of c.accepted) ledger.accepted(c, c.clientId, clientSeq, serverSeq);
     }
     return ledger;
@@ -307,7 +326,7 @@ export class ClientLedger {
       const retired = entries.retired.get(clientId);
       entries.retired.delete(clientId);
       const floor = retired?.floor ?? -1;
-      rec = { owner, clientId, floor, accepted: new Map(), rejections: new Map(), ascending: true, highest: floor };
+      rec = { owner, clientId, floor, decided: [], accepted: new Map(), rejections: new Map(), ascending: true, highest: floor };
       this.#owners.set(clientId, owner);
     }
     entries.clients.set(clientId, rec);
@@ -336,11 +355,12 @@ export class ClientLedger {
   }
 }
 
-/** Forgets the lowest accepted clientSeq; it and everything below it now count as applied. */
+/** Forgets the lowest accepted clientSeq exactly; it stays decided in the client's ranges. */
 function forgetLowest(rec: ClientRecord): void {
   let lowest = Number.POSITIVE_INFINITY;
   if (rec.ascending) lowest = rec.accepted.keys().next().value ?? lowest;
   else for (const seq of rec.accepted.keys()) if (seq < lowest) lowest = seq;
   rec.accepted.delete(lowest);
-  rec.floor = Math.max(rec.floor, lowest);
+  rangesAdd(rec.decided, lowest);
+  rangesBound(rec.decided, MAX_DECIDED_RANGES);
 }
