@@ -9,6 +9,8 @@ import type { RpcRegistrar } from './hub/rpc.js';
 import type { HubPort } from './hub/hub-port.js';
 import type { Logger } from './log.js';
 import type { HttpRegistrar } from './transport/http-router.js';
+import { HttpError } from './transport/http-error.js';
+import { STORAGE_UNAVAILABLE_REASON } from './hub/commit-pipeline.js';
 import type { HubMetrics } from './metrics.js';
 
 /**
@@ -38,4 +40,14 @@ export interface FeatureContext {
 export interface Feature {
   readonly name: string;
   install(ctx: FeatureContext): { close?(): Promise<void> | void } | void;
+}
+
+/**
+ * An event stream is not opened while the tenant's storage fails (issue 33.6): what it would
+ * show may be a batch the log never takes, and a client told "storage unavailable" at once
+ * retries, while an open stream that stays silent tells it nothing.
+ */
+export function refuseStreamWhileStorageFails(hub: HubPort): void {
+  if (hub.storageProblem === undefined) return;
+  throw HttpError.of('storage_unavailable', `${STORAGE_UNAVAILABLE_REASON}: event streams are not opened while this tenant's storage fails; try again shortly`);
 }

@@ -174,6 +174,7 @@ export class HubMetrics implements HubObserver {
       compact: (uptoSeq) => log.compact(uptoSeq),
       close: () => log.close(),
       ...(log.storedBytes ? { storedBytes: () => log.storedBytes!() } : {}),
+      ...(log.probeWrite ? { probeWrite: () => log.probeWrite!() } : {}),
     };
   }
 

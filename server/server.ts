@@ -79,6 +79,9 @@ export interface HubServerConfig {
   readonly maxConnections?: number;
   readonly maxConnectionsPerPrincipal?: number;
   readonly maxConnectionsPerTenant?: number;
+  /** Unsent bytes all connections of one user / one tenant may hold together (default 32 MiB / 256 MiB; docs/limits.md). */
+  readonly maxUnsentBytesPerPrincipal?: number;
+  readonly maxUnsentBytesPerTenant?: number;
   /** A WebSocket that has not completed `initialize` this long after connecting is closed (4408). */
   readonly initializeTimeoutMs?: number;
   /** Plain HTTP connections (not upgraded); at the cap the oldest idle or half-open one is dropped. */
@@ -228,8 +231,8 @@ export async function startHubServer(config: HubServerConfig): Promise<HubServer
   };
 
   // Routes of the server itself, not of a tenant. No hub-wide counters here: /healthz is public,
-  // and a sequence number would tell every caller how busy some tenant is. 503 while a shared
-  // (cluster) log is unreachable, so a load balancer sends clients elsewhere.
+  // and a sequence number would tell every caller how busy some tenant is. 503 only while draining;
+  // storage failing is `degraded` (see below).
   const serverRoutes = new HttpRouter(config.auth, logger.child({ component: 'http' }));
   /** Set once `drain` began: the load balancer takes this node out, nothing new is taken. */
   let draining = false;
@@ -241,7 +244,10 @@ export async function startHubServer(config: HubServerConfig): Promise<HubServer
       // The reason names the database and the tenant's partition: it goes to the process log, while
       // this public answer stays generic.
       const problem = [...unavailable.values()][0] ?? [...stacks.values()].map((s) => s.hub.storageProblem).find((p) => p !== undefined);
-      if (problem !== undefined) sendJson(res, 503, { status: 'storage_unavailable', message: 'an action log cannot take writes; the hub log says why' });
+      // Up, with storage failing (issue 33.6): still 200, since the node answers every request (with
+      // named refusals) and a load balancer must not take every node out when the database is
+      // away for all of them; one that prefers healthy nodes checks `status` (docs/operations.md).
+      if (problem !== undefined) sendJson(res, 200, { status: 'degraded', storage: 'failing', message: 'an action log cannot take writes: writes are refused by name; the hub log says why' });
       else sendJson(res, 200, { status: 'ok' });
     },
     { public: true },
@@ -275,6 +281,8 @@ export async function startHubServer(config: HubServerConfig): Promise<HubServer
     // it (1,000 and 5,000 of the default 10,000). Dev mode has one principal: its cap is the hub's.
     maxConnectionsPerPrincipal: config.maxConnectionsPerPrincipal ?? (config.auth.enforced ? Math.max(1, Math.floor(maxWsConnections / 10)) : maxWsConnections),
     maxConnectionsPerTenant: config.maxConnectionsPerTenant ?? (config.auth.enforced ? Math.max(1, Math.floor(maxWsConnections / 2)) : maxWsConnections),
+    maxUnsentBytesPerPrincipal: config.maxUnsentBytesPerPrincipal,
+    maxUnsentBytesPerTenant: config.maxUnsentBytesPerTenant,
     initializeTimeoutMs: config.initializeTimeoutMs ?? 10_000,
     guard: devGuard,
     refuse: (principal) => (stacks.has(principal.tenant) ? undefined : (refusedAtStart.get(principal.tenant) ?? tenantUnavailable())),
@@ -338,8 +346,13 @@ export async function startHubServer(config: HubServerConfig): Promise<HubServer
    * reconnect and resume on the new hub; its agents stop, and in cluster mode the new stack holds
    * leases under a new name, so the turns the old one ran expire and are ended like a lost node's.
    */
-  const reload = async (old: TenantStack): Promise<void> => {
+  const reload = async (old: TenantStack, cause: Error): Promise<void> => {
     logger.error('reloading a tenant from its log', { tenant: old.tenant });
+    // A batch abandoned on a failing disk: a reload now would meet the same disk and abandon the
+    // next batch again. The failed hub refuses every request by name meanwhile (issue 33.6).
+    if (isStorageIoError(cause) && old.log.probeWrite) {
+      await retryWithBackoff(() => old.log.probeWrite!(), { firstWaitMs: 250, maxWaitMs: 2_000, waitFirst: true, stopped: () => closing !== undefined, failed: () => undefined });
+    }
     await old.stopAgents().catch((err: unknown) => logger.warn('stopping agents of a reloaded tenant failed', errorFields(err)));
     ws.closeTenant(old.tenant, TransportCloseCode.TenantReloaded, 'the hub reloaded this tenant from its log: reconnect');
     await old.close().catch((err: unknown) => logger.warn('closing a reloaded tenant failed', errorFields(err)));
@@ -355,7 +368,7 @@ export async function startHubServer(config: HubServerConfig): Promise<HubServer
       { firstWaitMs: 250, maxWaitMs: 5_000, waitFirst: false, stopped: () => closing !== undefined, failed: (err) => logger.warn('reloading a tenant failed; retrying', { tenant: old.tenant, ...errorFields(err) }) },
     );
   };
-  const watch = (stack: TenantStack): void => stack.hub.onFatal(() => void reload(stack));
+  const watch = (stack: TenantStack): void => stack.hub.onFatal((err) => void reload(stack, err));
   for (const stack of stacks.values()) watch(stack);
   for (const tenant of unavailable.keys()) void openWhenPossible(tenant);
 
@@ -406,7 +419,11 @@ export async function startHubServer(config: HubServerConfig): Promise<HubServer
     http: server,
     close,
     drain,
-    closeRevoked: () => ({ sockets: ws.closeRevoked(), streams: streams.endRevoked(config.auth) }),
+    closeRevoked: () => {
+      // Turns an agent runs for an owner who lost every token are ended too (issue 33.5e).
+      for (const stack of stacks.values()) void stack.endTurnsOfRevokedOwners(config.auth);
+      return { sockets: ws.closeRevoked(), streams: streams.endRevoked(config.auth) };
+    },
   };
 }
 

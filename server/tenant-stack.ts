@@ -17,7 +17,8 @@ import type { InterruptedTurn } from './hub/recovery.js';
 import { registerAhpMethods, throttledDispatchHandler } from './hub/ahp-methods.js';
 import { RpcRouter, type RateLimit } from './hub/rpc.js';
 import { AgentLeaseKeeper } from './hub/agent-lease-keeper.js';
-import type { Logger } from './log.js';
+import { errorFields, type Logger } from './log.js';
+import { turnDuration } from '../shared/state/selectors.js';
 import type { ActionLog } from './storage/action-log.js';
 import type { AgentLeaseStore } from './storage/postgres-agent-leases.js';
 import { CLUSTER_BUS_SERVICE, tenantBus, type ClusterBus } from './cluster-bus/cluster-bus.js';
@@ -53,12 +54,16 @@ export interface TenantStackOptions {
 export class TenantStack {
   readonly tenant: string;
   readonly hub: Hub;
+  /** The tenant's log (server.ts probes it before reloading a tenant whose disk failed). */
+  readonly log: ActionLog;
   readonly rpc: RpcRouter;
   readonly http: HttpRouter;
   readonly #runner: AgentRunner;
   readonly #leaseKeeper: AgentLeaseKeeper | undefined;
   readonly #compactor: LogCompactor | undefined;
   readonly #closers: Array<() => Promise<void> | void> = [];
+  readonly #logger: Logger;
+  readonly #now: () => number;
 
   static async open(options: TenantStackOptions): Promise<TenantStack> {
     const { metrics, providers } = options;
@@ -83,6 +88,9 @@ export class TenantStack {
     const { metrics, now, newId } = options;
     this.tenant = options.tenant;
     this.hub = hub;
+    this.#logger = logger;
+    this.#now = now;
+    this.log = options.log;
     // Cluster mode: one process runs each session's agent; turns of a process that died are ended.
     this.#leaseKeeper = options.leases
       ? new AgentLeaseKeeper(hub, options.leases, logger.child({ component: 'leases' }), now, {
@@ -148,6 +156,35 @@ export class TenantStack {
   }
 
   /** First step of shutting down: no new agent work while connections drain. */
+  /**
+   * After a token reload (issue 33.5e): ends, with `chat/error` `tokenRevoked`, every turn an agent
+   * of this process runs in a session whose owner no token names any more. A turn started by
+   * another user in a session whose owner still has a token goes on: the agent works for the
+   * session's owner. Returns how many turns were ended.
+   */
+  async endTurnsOfRevokedOwners(auth: Authenticator): Promise<number> {
+    let ended = 0;
+    for (const { chat, turnId } of this.#runner.runningTurns()) {
+      const entry = this.hub.chatEntry(chat);
+      const owner = entry ? this.hub.sessionEntry(entry.session)?.owner : undefined;
+      const turn = entry?.state.activeTurn;
+      if (owner === undefined || turn?.id !== turnId || (auth.knowsUser?.(this.tenant, owner) ?? true)) continue;
+      try {
+        await this.hub.dispatchServer(chat, {
+          type: 'chat/error',
+          turnId,
+          duration: turnDuration(turn.startedAt, this.#now()),
+          error: { errorType: 'tokenRevoked', message: "The session owner's token was revoked; the turn was ended." },
+        });
+        ended++;
+      } catch (err) {
+        // Ended meanwhile, or the log refuses writes: the log says which.
+        this.#logger.warn('could not end the turn of a revoked owner', { chat, turnId, ...errorFields(err) });
+      }
+    }
+    return ended;
+  }
+
   stopAgents(): Promise<void> {
     return this.#runner.stop();
   }

@@ -200,6 +200,11 @@ export class AgentRunner implements SteeringHost {
     return this.#runs.size;
   }
 
+  /** The chats whose turn an agent of this process is running, with the turn. */
+  runningTurns(): Array<{ readonly chat: string; readonly turnId: string }> {
+    return [...this.#runs.values()].map((run) => ({ chat: run.chat, turnId: run.turnId }));
+  }
+
   /** Commit phase: which waiters this commit satisfies (their runs are told once it is durable). */
   #onCommit(e: CommitEvent): void {
     const run = this.#runs.get(e.channel);

@@ -46,6 +46,8 @@ export interface Authenticator {
    * start; the first is the one `HubServer.hub` names). Never empty.
    */
   readonly tenants: readonly string[];
+  /** Whether some token names this user of this tenant now (absent: every user counts as known, dev mode). */
+  knowsUser?(tenant: string, user: string): boolean;
 }
 
 export const DEV_PRINCIPAL: Principal = { user: 'dev', tenant: 'dev', role: Role.Admin };
@@ -63,8 +65,10 @@ export function devAuthenticator(): Authenticator {
 export function tokenAuthenticator(file: AuthFile): Authenticator {
   const byDigest = new Map<string, { digest: Buffer; principal: Principal; index: number }>();
   const tenants = new Set<string>();
+  const users = new Set<string>();
   for (const [index, t] of file.tokens.entries()) {
     tenants.add(t.tenant);
+    users.add(JSON.stringify([t.tenant, t.user]));
     const digest = tokenDigest(t.token);
     const key = digest.toString('base64');
     const earlier = byDigest.get(key);
@@ -77,6 +81,7 @@ export function tokenAuthenticator(file: AuthFile): Authenticator {
   return {
     enforced: true,
     tenants: [...tenants],
+    knowsUser: (tenant, user) => users.has(JSON.stringify([tenant, user])),
     authenticate: (token) => {
       if (token === undefined) return undefined;
       const digest = tokenDigest(token);
@@ -122,6 +127,7 @@ export function reloadable(initial: Authenticator): ReloadableAuthenticator {
     enforced: initial.enforced,
     tenants: initial.tenants,
     authenticate: (token) => current.authenticate(token),
+    knowsUser: (tenant, user) => current.knowsUser?.(tenant, user) ?? true,
     replace(next) {
       const added = next.tenants.filter((t) => !opened.has(t));
       if (added.length > 0) throw new Error(`the new token file names tenants the hub did not open at start (${added.slice(0, 5).join(', ')}); restart the hub to add tenants`);

@@ -47,6 +47,17 @@ function unsupportedVersionMessage(offered: readonly string[]): string {
   return `none of the offered protocol versions (${shown || 'none'}) is supported${malformed}; this hub accepts ^${SUPPORTED_VERSIONS.join(', ^')}`;
 }
 
+/** Binds the connection's clientId to its principal, or throws the named refusal. */
+function claimOrRefuse(hub: Hub, ctx: RpcContext, clientId: string): void {
+  const claim = hub.claimClientId(ctx.principal, clientId, ctx.conn);
+  if (claim === 'in_use') {
+    throw new ProtocolError(ErrorCode.AlreadyExists, 'clientId is in use by another principal: generate a fresh random clientId', { code: 'client_id_in_use' });
+  }
+  if (claim === 'client_id_quota') {
+    throw new ProtocolError(ErrorCode.QuotaExceeded, 'quota exceeded (client_id_quota): this principal has made too many fresh clientIds within the last minutes; reconnect with a clientId it used before', { code: 'client_id_quota' });
+  }
+}
+
 export function registerAhpMethods(router: RpcRouter, hub: Hub): void {
   router.request(Method.Initialize, {
     params: initializeParamsSchema,
@@ -61,13 +72,7 @@ export function registerAhpMethods(router: RpcRouter, hub: Hub): void {
         setImmediate(() => hub.afterDelivered(() => ctx.conn.close(CloseCode.UnsupportedVersion, 'unsupported protocol version')));
         throw new ProtocolError(ErrorCode.UnsupportedProtocolVersion, unsupportedVersionMessage(params.protocolVersions), { supportedVersions: [...SUPPORTED_VERSIONS] });
       }
-      const claim = hub.claimClientId(ctx.principal, params.clientId);
-      if (claim === 'in_use') {
-        throw new ProtocolError(ErrorCode.AlreadyExists, 'clientId is in use by another principal: generate a fresh random clientId', { code: 'client_id_in_use' });
-      }
-      if (claim === 'client_id_quota') {
-        throw new ProtocolError(ErrorCode.QuotaExceeded, 'quota exceeded (client_id_quota): this principal has used too many fresh clientIds recently; reconnect with a clientId it used before', { code: 'client_id_quota' });
-      }
+      claimOrRefuse(hub, ctx, params.clientId);
       ctx.state.protocolVersion = version;
       ctx.state.clientId = params.clientId;
       const snapshots: Snapshot[] = [];
@@ -118,6 +123,7 @@ export function registerAhpMethods(router: RpcRouter, hub: Hub): void {
     handle(ctx, params) {
       requireRoot(params.channel, Method.Reconnect);
       if (ctx.state.protocolVersion === undefined) {
+        claimOrRefuse(hub, ctx, params.clientId);
         ctx.state.protocolVersion = SUPPORTED_VERSIONS[0];
         ctx.state.clientId = params.clientId;
       } else if (params.clientId !== ctx.state.clientId) {

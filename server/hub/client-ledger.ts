@@ -9,36 +9,46 @@
  * echoes carry only `{clientId, clientSeq}`, so two principals sharing one clientId would take
  * each other's echoes for their own.
  *
- * Accepted clientSeqs are remembered exactly (the newest per client); a clientSeq below all of
- * them that is not remembered counts as already applied (clients number their actions upwards).
- * That floor only ever rises to seqs that were really accepted and then forgotten, so one huge
- * clientSeq (2^53−1) cannot poison the seqs after it, and rejections never move it at all.
+ * Accepted clientSeqs are remembered exactly (the newest per client), the older ones as ranges
+ * (`decided`, seq-ranges.ts): a clientSeq in neither is new, so one that was refused because
+ * storage failed — never applied — is decided afresh when re-sent, even after a restart (issue
+ * 33.5g: a floor below the newest ones used to answer it "already decided"). Only retired clients
+ * keep a floor. A huge clientSeq (2^53−1) cannot poison the seqs after it, and rejections never
+ * enter the ranges.
  *
  * Eviction (issue 18.4): nothing one principal does can make the ledger forget another's entries.
  * Each principal has its own bounded set: its least recently active clients are retired (kept as
  * a floor — every clientSeq up to the highest accepted counts as decided — and as the clientId's
  * binding), so a retired client that comes back still never gets an action applied twice and its
- * clientId cannot be taken over. A retired entry is forgotten only after a week without activity
- * and only to make room for the same principal's fresh clientId; when none is that old, the fresh
- * clientId is refused (`client_id_quota`) rather than anything being forgotten early.
+ * clientId cannot be taken over. A retired entry is forgotten only to make room for the same
+ * principal's fresh clientId, and only once it has been idle for `forgetIdleAfterMs` (minutes, not
+ * a week: issue 33.4, where a browser making one clientId per tab was locked out after ~21,000
+ * of them) and no connection uses it; when none is, the fresh clientId is refused
+ * (`client_id_quota`) rather than anything live being forgotten. So only a principal making
+ * more than 21,000 fresh clientIds within those minutes is ever refused.
  *
  * The ledger is saved with every snapshot (`toImage`), and records after the snapshot carry their
  * actor, so a restart rebuilds it exactly and never re-applies a re-sent clientSeq.
  */
 import type { Principal } from '../auth/auth.js';
 import type { LogRecord } from '../storage/action-log.js';
+import { rangesAdd, rangesBound, rangesHave } from './seq-ranges.js';
+
+/** Ranges of older accepted clientSeqs kept per client; past it the lowest two are joined. */
+const MAX_DECIDED_RANGES = 64;
 
 export interface LedgerLimits {
   /** Clients remembered in full per principal (their least recently active one is retired first). */
   readonly maxClientsPerPrincipal: number;
   /**
    * Retired clients remembered per principal: only the clientSeq up to which everything counts as
-   * decided, and that the clientId is the principal's. Forgotten (oldest first) only after
-   * `forgetRetiredAfterMs` without activity; a fresh clientId that would need a younger one
-   * forgotten is refused (`client_id_quota`).
+   * decided, and that the clientId is the principal's. Forgotten (least recently active first,
+   * to make room for a fresh one) once retired for `forgetIdleAfterMs` with no connection using
+   * it; a fresh clientId that would need a younger or connected one forgotten is refused
+   * (`client_id_quota`).
    */
   readonly maxRetiredPerPrincipal: number;
-  readonly forgetRetiredAfterMs: number;
+  readonly forgetIdleAfterMs: number;
   /** Accepted clientSeqs remembered exactly per client. */
   readonly maxAcceptedPerClient: number;
   /** Rejection reasons remembered per client. */
@@ -50,7 +60,7 @@ export interface LedgerLimits {
 export const LEDGER_LIMITS: LedgerLimits = {
   maxClientsPerPrincipal: 1_000,
   maxRetiredPerPrincipal: 20_000,
-  forgetRetiredAfterMs: 7 * 24 * 3600_000,
+  forgetIdleAfterMs: 10 * 60_000,
   maxAcceptedPerClient: 256,
   maxRejectionsPerClient: 64,
   maxAcceptedPerClientInImage: 32,
@@ -68,8 +78,13 @@ export interface Actor {
 interface ClientRecord {
   readonly owner: string;
   readonly clientId: string;
-  /** Every accepted clientSeq <= floor that is no longer in `accepted` counts as already applied. */
+  /** Every clientSeq <= floor counts as already applied (retired clients, images before issue 33.5g). */
   floor: number;
+  /**
+   * Accepted clientSeqs no longer in `accepted`, as ranges (seq-ranges.ts): a seq between them
+   * that was refused (storage failing) stays new, so its re-send is decided, not "already decided".
+   */
+  readonly decided: number[];
   /** clientSeq → serverSeq of the newest accepted actions, so a re-sent one gets its original echo. */
   readonly accepted: Map<number, number>;
   readonly rejections: Map<number, string>;
@@ -105,6 +120,8 @@ export interface LedgerImage {
     /** Set for retired clients (only the floor is kept), with when they were retired. */
     readonly retired?: true;
     readonly retiredAt?: number;
+    /** Accepted clientSeqs older than `accepted`, as ranges (`ClientRecord.decided`). */
+    readonly decided?: readonly number[];
   }>;
 }
 
@@ -137,6 +154,10 @@ export class ClientLedger {
   readonly #principals = new Map<string, PrincipalEntries>();
   /** clientId → owner key of the principal it belongs to (kept while the client is remembered or retired). */
   readonly #owners = new Map<string, string>();
+  /** clientId → how many open connections use it: such a client is never forgotten. */
+  readonly #live = new Map<string, number>();
+  /** The clientId each open connection uses (`connected`). */
+  readonly #connections = new WeakMap<object, { readonly actor: Actor; readonly clientId: string }>();
 
   constructor(
     readonly now: () => number = Date.now,
@@ -158,6 +179,28 @@ export class ClientLedger {
     return 'claimed';
   }
 
+  /**
+   * `connection` now uses `clientId` (after `claim` said `claimed`): while any connection does,
+   * the client is never forgotten, however long it stays quiet. Once per connection.
+   */
+  connected(connection: object, actor: Actor, clientId: string): void {
+    if (this.#connections.has(connection)) return;
+    this.#connections.set(connection, { actor, clientId });
+    this.#live.set(clientId, (this.#live.get(clientId) ?? 0) + 1);
+  }
+
+  /** `connection` closed: when it was the last one using its clientId, the client's idle time starts now. */
+  disconnected(connection: object): void {
+    const used = this.#connections.get(connection);
+    if (!used) return;
+    this.#connections.delete(connection);
+    const count = (this.#live.get(used.clientId) ?? 0) - 1;
+    if (count > 0) this.#live.set(used.clientId, count);
+    else this.#live.delete(used.clientId);
+    const owner = ownerKey(used.actor);
+    if (this.#owners.get(used.clientId) === owner) this.#record(owner, used.clientId);
+  }
+
   /** How a re-sent `clientSeq` was decided for this principal, or undefined when it is new. */
   duplicate(actor: Actor, clientId: string, clientSeq: number): DuplicateVerdict | undefined {
     const entries = this.#principals.get(ownerKey(actor));
@@ -168,6 +211,9 @@ export class ClientLedger {
     if (serverSeq !== undefined) return { kind: 'accepted', serverSeq };
     const reason = rec?.rejections.get(clientSeq);
     if (reason !== undefined) return { kind: 'rejected', reason };
+    if (rec && rangesHave(rec.decided, clientSeq)) {
+      return { kind: 'rejected', reason: `duplicate clientSeq ${clientSeq}: this client's action ${clientSeq} was already decided; an action is never applied twice` };
+    }
     if (clientSeq <= floor) {
       return {
         kind: 'rejected',
@@ -216,9 +262,11 @@ export class ClientLedger {
       for (const rec of entries.clients.values()) {
         const seqs = [...rec.accepted.entries()].sort((a, b) => a[0] - b[0]);
         const kept = seqs.slice(-this.limits.maxAcceptedPerClientInImage);
-        const dropped = seqs.length - kept.length;
-        const floor = dropped > 0 ? Math.max(rec.floor, seqs[dropped - 1]![0]) : rec.floor;
-        clients.push({ tenant, user, clientId: rec.clientId, floor, accepted: kept });
+        // The older accepted seqs join the ranges, not the floor: a refused seq among them stays new.
+        const decided = [...rec.decided];
+        for (const [seq] of seqs.slice(0, seqs.length - kept.length)) rangesAdd(decided, seq);
+        rangesBound(decided, MAX_DECIDED_RANGES);
+        clients.push({ tenant, user, clientId: rec.clientId, floor: rec.floor, accepted: kept, ...(decided.length > 0 ? { decided } : {}) });
       }
     }
     return { clients };
@@ -236,6 +284,7 @@ export class ClientLedger {
       }
       const rec = ledger.#record(owner, c.clientId);
       rec.floor = c.floor;
+      rec.decided.push(...(c.decided ?? []));
       for (const [clientSeq, serverSeq] of c.accepted) ledger.accepted(c, c.clientId, clientSeq, serverSeq);
     }
     return ledger;
@@ -254,8 +303,17 @@ export class ClientLedger {
   #roomForFresh(owner: string): boolean {
     const entries = this.#principals.get(owner);
     if (!entries || entries.clients.size < this.limits.maxClientsPerPrincipal || entries.retired.size < this.limits.maxRetiredPerPrincipal) return true;
-    const oldest = entries.retired.values().next().value;
-    return oldest !== undefined && this.now() - oldest.retiredAt >= this.limits.forgetRetiredAfterMs;
+    const oldest = this.#forgettable(entries);
+    return oldest !== undefined && this.now() - oldest[1].retiredAt >= this.limits.forgetIdleAfterMs;
+  }
+
+  /**
+   * The least recently retired client no connection uses (Map order = retirement order). At most
+   * one user's connections (1,000) are skipped, so this stays cheap.
+   */
+  #forgettable(entries: PrincipalEntries): [string, RetiredClient] | undefined {
+    for (const entry of entries.retired) if (!this.#live.has(entry[0])) return entry;
+    return undefined;
   }
 
   #record(owner: string, clientId: string): ClientRecord {
@@ -268,7 +326,7 @@ export class ClientLedger {
       const retired = entries.retired.get(clientId);
       entries.retired.delete(clientId);
       const floor = retired?.floor ?? -1;
-      rec = { owner, clientId, floor, accepted: new Map(), rejections: new Map(), ascending: true, highest: floor };
+      rec = { owner, clientId, floor, decided: [], accepted: new Map(), rejections: new Map(), ascending: true, highest: floor };
       this.#owners.set(clientId, owner);
     }
     entries.clients.set(clientId, rec);
@@ -280,25 +338,29 @@ export class ClientLedger {
    * Moves the principal's least recently active client to its retired ones (everything it had
    * accepted now counts as decided), forgetting the oldest retired one past the bound. Only
    * `claim` adds fresh clientIds on the live path, and it refuses one that would make this forget
-   * a client active within `forgetRetiredAfterMs`; records read from the log cannot be refused.
+   * a client active within `forgetIdleAfterMs`; records read from the log cannot be refused. A
+   * client a connection uses is never forgotten (the bound is exceeded instead, by at most the
+   * connections one user may hold).
    */
   #retireOldest(entries: PrincipalEntries): void {
     const [clientId, oldest] = entries.clients.entries().next().value!;
     entries.clients.delete(clientId);
     entries.retired.set(clientId, { floor: Math.max(oldest.floor, oldest.highest), retiredAt: this.now() });
     while (entries.retired.size > this.limits.maxRetiredPerPrincipal) {
-      const forgotten = entries.retired.keys().next().value!;
-      entries.retired.delete(forgotten);
-      this.#owners.delete(forgotten);
+      const forgotten = this.#forgettable(entries);
+      if (forgotten === undefined) break;
+      entries.retired.delete(forgotten[0]);
+      this.#owners.delete(forgotten[0]);
     }
   }
 }
 
-/** Forgets the lowest accepted clientSeq; it and everything below it now count as applied. */
+/** Forgets the lowest accepted clientSeq exactly; it stays decided in the client's ranges. */
 function forgetLowest(rec: ClientRecord): void {
   let lowest = Number.POSITIVE_INFINITY;
   if (rec.ascending) lowest = rec.accepted.keys().next().value ?? lowest;
   else for (const seq of rec.accepted.keys()) if (seq < lowest) lowest = seq;
   rec.accepted.delete(lowest);
-  rec.floor = Math.max(rec.floor, lowest);
+  rangesAdd(rec.decided, lowest);
+  rangesBound(rec.decided, MAX_DECIDED_RANGES);
 }

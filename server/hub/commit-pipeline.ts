@@ -45,11 +45,17 @@ import type { Actor } from './client-ledger.js';
 import { CloseCode, type Connection } from './connection.js';
 import { deliverEnvelopeRun, deliverPrivate, encodeNotification, mergeStreamingActions, sendOrCloseSlow, type FanoutLimits, type QueuedEnvelope } from './fanout.js';
 import type { ReplayWindow } from './replay-window.js';
-import { type Appender, type CommitPipelineOptions, type Receivers, sameRecords } from './commit-ports.js';
+import { type Appender, type CommitPipelineOptions, logLacksBatch, type Receivers, retryOnSoleLog } from './commit-ports.js';
 
 /** Backoff between retries of a batch in doubt. */
 const RETRY_FIRST_MS = 100;
 const RETRY_MAX_MS = 2_000;
+/**
+ * A single-writer log (SQLite) that still fails a batch this long after its first failure, and
+ * whose head shows it does not hold it, gets the batch abandoned: its senders are answered (issue
+ * 33.6: on a disk that stayed full they had no answer at all) and the tenant is reloaded.
+ */
+const ABANDON_SOLE_WRITER_BATCH_AFTER_MS = 1_000;
 
 type OutboxItem =
   /** A sequenced envelope for the channel's subscribers; `source` (the dispatching connection) gets its echo too. */
@@ -370,30 +376,29 @@ export class CommitPipeline {
     this.#inDoubt = deferred();
     signal.resolve();
     let wait = RETRY_FIRST_MS;
+    // Only where nobody else appends: the head then tells for sure that the batch is not in the log.
+    const abandonAt = isSharedActionLog(this.#log) ? Number.POSITIVE_INFINITY : Date.now() + ABANDON_SOLE_WRITER_BATCH_AFTER_MS;
     try {
       while (!this.#stopping) {
-        await new Promise((resolve) => setTimeout(resolve, wait).unref());
+        await new Promise((resolve) => setTimeout(resolve, Math.max(10, Math.min(wait, abandonAt - Date.now()))).unref());
         wait = Math.min(wait * 2, RETRY_MAX_MS);
         if (this.#stopping) break;
         try {
-          const landed = await (this.#appender.retry ? this.#appender.retry(expectedHead, records) : this.#retryOnLog(expectedHead, records));
+          const landed = await (this.#appender.retry ? this.#appender.retry(expectedHead, records) : retryOnSoleLog(this.#log, expectedHead, records));
           this.#logger.warn(landed ? 'the action log took the batch in doubt; writes resume' : 'the action log holds other records where the batch in doubt was to go', { expectedHead, records: records.length });
           return landed;
         } catch (err) {
           this.#storageProblem = errorMessage(err);
+          if (Date.now() >= abandonAt && (await logLacksBatch(this.#log, expectedHead))) {
+            this.#logger.warn('the action log still fails the batch in doubt: its senders are told it was not applied, and the tenant is reloaded', { expectedHead, records: records.length });
+            return false;
+          }
         }
       }
       return false;
     } finally {
       this.#storageProblem = undefined;
     }
-  }
-
-  /** `Appender.retry` on the log itself (one writer: SQLite, memory). */
-  async #retryOnLog(expectedHead: number, records: readonly LogRecord[]): Promise<boolean> {
-    const result = await this.#log.append(expectedHead, records);
-    if (result.ok) return true;
-    return sameRecords(await this.#log.read(expectedHead, records.length), records);
   }
 
   /**

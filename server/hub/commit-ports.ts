@@ -56,3 +56,19 @@ export function sameRecords(stored: readonly LogRecord[], records: readonly LogR
     return s.serverSeq === r.serverSeq && s.channel === r.channel && JSON.stringify(s.action) === JSON.stringify(r.action) && JSON.stringify(s.origin ?? null) === JSON.stringify(r.origin ?? null);
   });
 }
+
+/** `Appender.retry` on a log with one writer (SQLite, memory): append again, or find the batch already there. */
+export async function retryOnSoleLog(log: ActionLog, expectedHead: number, records: readonly LogRecord[]): Promise<boolean> {
+  const result = await log.append(expectedHead, records);
+  if (result.ok) return true;
+  return sameRecords(await log.read(expectedHead, records.length), records);
+}
+
+/** True when the log's head shows that nothing was appended at `expectedHead` (false when it cannot be read). */
+export async function logLacksBatch(log: ActionLog, expectedHead: number): Promise<boolean> {
+  try {
+    return (await log.head()) === expectedHead;
+  } catch {
+    return false;
+  }
+}

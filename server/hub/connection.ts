@@ -2,6 +2,8 @@
  * What the hub needs of a client connection. The WebSocket transport adapts `ws` to this; tests
  * can use a fake. The hub never imports `ws`.
  */
+import type { UnsentBudget } from './unsent-budget.js';
+
 export interface Connection {
   readonly id: string;
   /** Sends one text frame. Must not throw; a dead connection drops the frame. */
@@ -14,6 +16,13 @@ export interface Connection {
   readonly isOpen?: boolean;
   /** Calls `fn` once when the bytes queued for the socket have been written out (absent: polled). */
   whenDrained?(fn: () => void): void;
+  /**
+   * Cuts the connection without the closing handshake, freeing what it holds unsent at once (a
+   * consumer far behind would read a close frame only after all of it, and the handshake waits 30 s).
+   */
+  terminate?(): void;
+  /** The principal's budget of unsent data across its connections (unsent-budget.ts); absent: none. */
+  readonly unsentBudget?: UnsentBudget | undefined;
 }
 
 /** Application close codes (4000–4999 are ours). */

@@ -149,5 +149,11 @@ export function decideServer(state: HubState, channel: string, action: WireActio
  * which case only its type (a rejection must never send the refused value back, nor fail to encode).
  */
 export function echoableRejected(raw: WireAction): WireAction {
-  return checkJsonBounds(raw) ? { type: typeof raw.type === 'string' ? raw.type.slice(0, 128) : 'unknown' } : raw;
+  return checkJsonBounds(raw) || hasOversizedUnknownFields(raw) ? { type: typeof raw.type === 'string' ? raw.type.slice(0, 128) : 'unknown' } : raw;
+}
+
+/** Whether parseAction refuses `raw` for what it carries under unknown keys (never echoed back whole either). */
+function hasOversizedUnknownFields(raw: WireAction): boolean {
+  const parsed = parseAction(raw);
+  return !parsed.ok && parsed.code === 'unknown_fields_too_large';
 }

@@ -133,6 +133,8 @@ export interface HubPort {
   drain(): Promise<void>;
   /** True when this hub shares its log with other processes (cluster mode). */
   readonly sharesLog: boolean;
+  /** Why this tenant's storage refuses writes right now (a batch in doubt, the database away), else undefined. */
+  readonly storageProblem: string | undefined;
   /** Cluster mode: resolves once this process holds the write turn (see Hub.decisionTurn); undefined otherwise. */
   decisionTurn(): Promise<void> | undefined;
   /** Registers hooks for an owner (called in `HOOK_ORDER`); returns the unregister function. */

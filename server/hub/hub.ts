@@ -244,6 +244,7 @@ export class Hub implements HubPort {
   }
 
   disconnect(conn: Connection): void {
+    this.#ledger.disconnected(conn);
     this.#subscriptions.dropConnection(conn);
     this.#hooks.call((h) => h.disconnected?.(conn));
   }
@@ -387,9 +388,11 @@ export class Hub implements HubPort {
    * sharing one would let each take the other's echoes for its own. `client_id_quota` when the
    * principal has as many clientIds as it may hold (client-ledger.ts; counted as a quota refusal).
    */
-  claimClientId(principal: Principal, clientId: string): ClaimOutcome {
-    const outcome = this.#ledger.claim(actorOf(principal), clientId);
+  claimClientId(principal: Principal, clientId: string, conn: Connection): ClaimOutcome {
+    const actor = actorOf(principal);
+    const outcome = this.#ledger.claim(actor, clientId);
     if (outcome === 'client_id_quota') this.#observer?.quotaRefused?.(outcome);
+    if (outcome === 'claimed') this.#ledger.connected(conn, actor, clientId); // never forgotten while open
     return outcome;
   }
 

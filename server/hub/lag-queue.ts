@@ -67,6 +67,11 @@ class LagQueue {
     private readonly forget: () => void,
   ) {}
 
+  /** Characters waiting here. */
+  get chars(): number {
+    return this.#chars;
+  }
+
   push(text: string, envelope: ActionEnvelope | undefined): void {
     const last = this.#frames[this.#frames.length - 1];
     const merged = envelope && last?.envelope ? this.merge(last.envelope, envelope) : undefined;
@@ -163,10 +168,17 @@ export function sendOrQueue(conn: Connection, text: string, limits: LagLimits, e
     }
     if (unsent <= lagBytesOf(limits)) {
       conn.send(text);
+      conn.unsentBudget?.note(conn, unsent + text.length);
       return;
     }
     queue = new LagQueue(conn, limits, encode, merge, () => lagging.delete(conn));
     lagging.set(conn, queue);
   }
   queue.push(text, envelope);
+  conn.unsentBudget?.note(conn, unsentOf(conn));
+}
+
+/** What `conn` holds unsent now: bytes in its socket plus characters waiting in its lag queue. */
+export function unsentOf(conn: Connection): number {
+  return conn.bufferedAmount + (lagging.get(conn)?.chars ?? 0);
 }

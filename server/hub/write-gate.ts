@@ -169,12 +169,23 @@ export class WriteGate {
    * from a client that was on a node further ahead; a bogus cursor only delays its own answer).
    */
   async reach(seq: number, timeoutMs: number): Promise<void> {
+    if (this.#target.serverSeq >= seq) return;
+    // One read of the log's head first: a cursor beyond it was handed out by no node (issue 33.5d:
+    // a far-future cursor cost the full wait and a read every 10 ms), so only the part up to the
+    // head is worth waiting for. The log away: answer now with what this node has.
+    let head: number;
+    try {
+      head = await this.#log.head();
+    } catch {
+      return;
+    }
+    const target = Math.min(seq, head);
     const deadline = Date.now() + timeoutMs;
-    while (this.#target.serverSeq < seq && Date.now() < deadline && this.#state !== 'closed') {
-      this.#noteHead(seq);
+    while (this.#target.serverSeq < target && Date.now() < deadline && this.#state !== 'closed') {
+      this.#noteHead(target);
       this.#follow(true);
       await this.#chain;
-      if (this.#target.serverSeq < seq) await new Promise((resolve) => setTimeout(resolve, 10));
+      if (this.#target.serverSeq < target) await new Promise((resolve) => setTimeout(resolve, 10));
     }
   }
 

@@ -20,7 +20,7 @@ import { asSessionUri } from '../../shared/protocol/uris.js';
 import { StateLimits } from '../../shared/protocol/state.js';
 import type { Principal } from '../auth/auth.js';
 import { authorize } from '../auth/authorize.js';
-import type { Feature, FeatureContext } from '../feature-contract.js';
+import { type Feature, type FeatureContext, refuseStreamWhileStorageFails } from '../feature-contract.js';
 import { HttpError, readJsonBody, sendJson, type HttpContext } from '../transport/http-router.js';
 import { JSONRPC } from '../../shared/protocol/messages.js';
 import { openSse, SessionStreams, sseMessage, type StreamEvent, type StreamLimits, type StreamListener } from './event-stream.js';
@@ -66,6 +66,7 @@ export function createInteractionsFeature(options: InteractionsOptions = {}): Fe
       ctx.http.add('GET', '/v2/sessions/{sessionId}/events', (req, res, hc) => {
         const session = visibleSession(hc.principal, hc.params['sessionId']!);
         if (!session) throw new HttpError(404, 'session_not_found', `no session ${hc.params['sessionId']}`);
+        refuseStreamWhileStorageFails(ctx.hub);
         if (streams.listenerCount(session) >= streams.limits.maxListenersPerSession) {
           throw new HttpError(429, 'too_many_listeners', `at most ${streams.limits.maxListenersPerSession} event streams per session`);
         }

@@ -26,7 +26,7 @@ import type { Principal } from '../auth/auth.js';
 import { authorize, authorizeSessionDeletion, type Operation } from '../auth/authorize.js';
 import { httpStatusOf } from '../../shared/protocol/error-kinds.js';
 import { SERVER_INFO } from '../hub/ahp-methods.js';
-import type { Feature, FeatureContext } from '../feature-contract.js';
+import { type Feature, type FeatureContext, refuseStreamWhileStorageFails } from '../feature-contract.js';
 import { HttpError, readJsonBody, sendJson } from '../transport/http-router.js';
 import { openSse } from '../interactions/event-stream.js';
 import { INTERACTIONS_SERVICE, parsePrompt, type InteractionsService } from '../interactions/feature.js';
@@ -355,6 +355,7 @@ export function createQwenServeFeature(options: QwenServeOptions = {}): Feature 
       // ─── Events ───────────────────────────────────────────────────────────────
       ctx.http.add('GET', '/session/{sessionId}/events', (req, res, hc) => {
         const session = requireSession(hc.principal, hc.params['sessionId']!);
+        refuseStreamWhileStorageFails(ctx.hub);
         const log = logOf(session);
         if (log.listenerCount >= maxListeners) throw qwenHttpError(429, 'too_many_listeners', `at most ${maxListeners} event streams per session`);
         const lastEventId = parseLastEventId(headerOf(req.headers['last-event-id']) ?? hc.url.searchParams.get('lastEventId') ?? undefined);
@@ -399,6 +400,8 @@ export function createQwenServeFeature(options: QwenServeOptions = {}): Feature 
         const reply = parseQwen(body);
         if (isParamError(reply)) throw replyHttpError(reply);
         const requestId = hc.params['requestId']!;
+        // Who may answer at all comes first: a viewer gets 403, never a 409 naming sessions (issue 33.5c).
+        requireWriter(hc.principal, 'answerPermission');
         // Only sessions the caller may see are candidates (and only those are named back).
         const candidates = registry.sessionsWithPending(requestId).filter((uri) => ctx.hub.visibleSession(hc.principal, uri));
         if (candidates.length > 1) {
@@ -411,8 +414,6 @@ export function createQwenServeFeature(options: QwenServeOptions = {}): Feature 
           const result = await registry.reply(hc.principal, session, requestId, reply);
           if (result.kind === 'accepted') return sendJson(res, 200, { accepted: true });
           if (result.kind === 'error') throw replyHttpError({ errorCode: result.code, message: result.message });
-        } else {
-          requireWriter(hc.principal, 'answerPermission');
         }
         throw qwenHttpError(404, 'permission_request_not_found', 'no pending permission request with that id (unknown, already resolved or expired)');
       });

@@ -57,6 +57,13 @@ export interface ActionLog {
    * PostgreSQL: size the database there).
    */
   storedBytes?(): number;
+  /**
+   * Writes and commits about 64 KiB that leave nothing behind, and throws when the storage
+   * cannot take it (full disk, read-only mount): how a tenant whose batch was abandoned on a
+   * failing disk learns that appends may work again (server.ts). Absent: the log has no disk of
+   * its own to probe (memory, PostgreSQL).
+   */
+  probeWrite?(): Promise<void>;
   /** Drops records with serverSeq <= uptoSeq. Callers only compact what a saved snapshot covers. */
   compact(uptoSeq: number): Promise<void>;
   close(): Promise<void>;

@@ -13,11 +13,14 @@
  * parked chat can load it on the spot, inside the hub's synchronous decisions. The directory is
  * named after the process, so a cache left behind by a process that was killed (no close ran) is
  * removed by the next one that parks: crashes do not pile up files in the temporary directory.
- * Each image is stored with its SHA-256, checked on every read: an image changed in the file
- * (another program, a bad disk) is refused even when it is still valid JSON for its chat, since
- * a state loaded from it would differ from the log without anything noticing.
+ * Each image is stored with its HMAC-SHA-256 under a key drawn at random when the process starts
+ * and held only in its memory, checked on every read: an image changed in the file (another
+ * program, a bad disk) is refused even when it is still valid JSON for its chat, since a state
+ * loaded from it would differ from the log without anything noticing — and even when whoever
+ * changed it also rewrote the digest beside it (issue 33.5b: a plain SHA-256 there could simply
+ * be recomputed), since nobody outside the process knows the key.
  */
-import { createHash } from 'node:crypto';
+import { createHmac, randomBytes } from 'node:crypto';
 import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -25,8 +28,11 @@ import Database from 'better-sqlite3';
 
 const PREFIX = 'ahp-hub-parked-';
 
+/** This process's key for the images' MACs: never written anywhere, so nothing outside can forge one. */
+const MAC_KEY = randomBytes(32);
+
 function digestOf(image: string): string {
-  return createHash('sha256').update(image).digest('base64');
+  return createHmac('sha256', MAC_KEY).update(image).digest('base64');
 }
 
 /** Whether a process with this pid exists (signal 0 checks without sending anything). */
@@ -103,7 +109,7 @@ export class ParkStore {
   /** The images stored for a session, in the order they were parked; throws when one is not what was stored. */
   read(session: string): string[] {
     return this.#read.all(session).map((row) => {
-      if (digestOf(row.image) !== row.digest) throw new Error(`the parked image of ${row.chat} was changed in the cache file (its SHA-256 does not match)`);
+      if (digestOf(row.image) !== row.digest) throw new Error(`the parked image of ${row.chat} was changed in the cache file (its keyed digest does not match)`);
       return row.image;
     });
   }

@@ -80,6 +80,7 @@ export class SqliteActionLog implements ActionLog {
   readonly #appendTx: Database.Transaction<(expectedHead: number, rows: readonly StoredRecord[]) => AppendResult>;
   readonly #saveSnapshotTx: Database.Transaction<(seq: number, data: string) => void>;
   readonly #compactTx: Database.Transaction<(uptoSeq: number) => void>;
+  readonly #probeTx: Database.Transaction<() => void>;
   readonly #oldestSeqTx: Database.Transaction<() => number>;
 
   /** Opens (creating if needed) the log at `options.file`. Throws a descriptive Error on failure. */
@@ -163,6 +164,12 @@ export class SqliteActionLog implements ActionLog {
       requireCompactionCovered(uptoSeq, this.#selectLatestSnapshot.get()?.seq);
       this.#deleteRecordsUpTo.run(uptoSeq);
     });
+    const insertProbe = db.prepare(`INSERT OR REPLACE INTO meta (key, value) VALUES ('probe', hex(randomblob(32768)))`);
+    const deleteProbe = db.prepare(`DELETE FROM meta WHERE key = 'probe'`);
+    this.#probeTx = db.transaction((): void => {
+      insertProbe.run();
+      deleteProbe.run();
+    });
     // A read transaction: MIN(seq) and head come from the same committed state.
     this.#oldestSeqTx = db.transaction((): number => this.#selectOldestSeq.get() ?? this.#readHead() + 1);
   }
@@ -213,6 +220,12 @@ export class SqliteActionLog implements ActionLog {
     this.#assertOpen();
     requireSeqArgument('uptoSeq', uptoSeq);
     this.#compactTx.immediate(uptoSeq);
+  }
+
+  async probeWrite(): Promise<void> {
+    this.#assertOpen();
+    // Inserted and deleted in one transaction: the commit still writes the dirtied pages.
+    this.#probeTx.immediate();
   }
 
   storedBytes(): number {

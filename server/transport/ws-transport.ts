@@ -14,6 +14,8 @@ import { ErrorCode } from '../../shared/protocol/errors.js';
 import { RECONNECT_NOW_CLOSE_CODE } from '../../shared/protocol/close-codes.js';
 import type { Connection } from '../hub/connection.js';
 import { CloseCode } from '../hub/connection.js';
+import { unsentOf } from '../hub/lag-queue.js';
+import { DEFAULT_MAX_UNSENT_PER_PRINCIPAL, DEFAULT_MAX_UNSENT_PER_TENANT, UnsentBudget } from '../hub/unsent-budget.js';
 import type { Admission, RpcRouter, RpcContext } from '../hub/rpc.js';
 import { encodeError } from '../hub/rpc.js';
 import type { Logger } from '../log.js';
@@ -51,6 +53,9 @@ export interface WsTransportOptions {
   readonly maxConnectionsPerPrincipal: number;
   /** Open connections one tenant may hold together. */
   readonly maxConnectionsPerTenant: number;
+  /** Unsent bytes one principal's / one tenant's connections may hold together (unsent-budget.ts). */
+  readonly maxUnsentBytesPerPrincipal?: number | undefined;
+  readonly maxUnsentBytesPerTenant?: number | undefined;
   /** A connection that has not completed `initialize` this long after the upgrade is closed (4408). */
   readonly initializeTimeoutMs: number;
   /** Checks an upgrade before authentication (dev mode: loopback Host and Origin only). */
@@ -114,6 +119,7 @@ class WsConnection implements Connection {
     private readonly raw: Duplex,
     private readonly maxBufferedBytes: number,
     private readonly onServerClose: ((code: number) => void) | undefined,
+    readonly unsentBudget: UnsentBudget,
   ) {}
   send(text: string): void {
     if (this.socket.readyState !== WebSocket.OPEN) return;
@@ -144,6 +150,9 @@ class WsConnection implements Connection {
   get bufferedAmount(): number {
     return this.socket.bufferedAmount;
   }
+  terminate(): void {
+    this.socket.terminate();
+  }
   get isOpen(): boolean {
     return this.socket.readyState === WebSocket.OPEN;
   }
@@ -164,6 +173,9 @@ export class WsTransport {
   readonly #credentials = new Map<WsConnection, { token: string | undefined; principal: Principal }>();
   /** Open connections per principal key and per tenant (entries removed at zero). */
   readonly #perPrincipal = new Map<string, number>();
+  /** Unsent-data budgets of the principals and tenants with open connections. */
+  readonly #principalBudgets = new Map<string, UnsentBudget>();
+  readonly #tenantBudgets = new Map<string, UnsentBudget>();
   readonly #perTenant = new Map<string, number>();
   readonly #heartbeat: NodeJS.Timeout;
   /** Frames of every connection share each event-loop turn: a burst of frames never holds the loop (`/healthz`, other clients). */
@@ -179,10 +191,10 @@ export class WsTransport {
     return this.#connections.size;
   }
 
-  /** Bytes queued in every connection's socket and not yet written (fan-out backlog). */
+  /** Bytes queued in every connection's socket, plus what the hub's lag queues hold for them (fan-out backlog). */
   bufferedBytes(): number {
     let total = 0;
-    for (const conn of this.#connections) total += conn.bufferedAmount;
+    for (const conn of this.#connections) total += unsentOf(conn);
     return total;
   }
 
@@ -240,7 +252,8 @@ export class WsTransport {
   }
 
   #accept(ws: WebSocket, raw: Duplex, principal: Principal, release: () => void, token: string | undefined): void {
-    const conn = new WsConnection(ws, raw, this.options.maxBufferedBytes, this.options.onServerClose);
+    const budget = this.#budgetOf(principal);
+    const conn = new WsConnection(ws, raw, this.options.maxBufferedBytes, this.options.onServerClose, budget);
     this.#connections.add(conn);
     this.#credentials.set(conn, { token, principal });
     const router = this.options.routerFor(principal);
@@ -277,8 +290,31 @@ export class WsTransport {
       release();
       this.#connections.delete(conn);
       this.#credentials.delete(conn);
+      budget.forget(conn);
+      this.#forgetIdleBudgets(principal);
       this.options.onClose(conn, principal);
     });
+  }
+
+  /** The principal's budget (created with its tenant's on its first connection). */
+  #budgetOf(principal: Principal): UnsentBudget {
+    const key = keyOf(principal);
+    let budget = this.#principalBudgets.get(key);
+    if (budget) return budget;
+    let tenant = this.#tenantBudgets.get(principal.tenant);
+    if (!tenant) {
+      tenant = new UnsentBudget(this.options.maxUnsentBytesPerTenant ?? DEFAULT_MAX_UNSENT_PER_TENANT, unsentOf);
+      this.#tenantBudgets.set(principal.tenant, tenant);
+    }
+    budget = new UnsentBudget(this.options.maxUnsentBytesPerPrincipal ?? DEFAULT_MAX_UNSENT_PER_PRINCIPAL, unsentOf, tenant);
+    this.#principalBudgets.set(key, budget);
+    return budget;
+  }
+
+  #forgetIdleBudgets(principal: Principal): void {
+    const key = keyOf(principal);
+    if ((this.#perPrincipal.get(key) ?? 0) === 0) this.#principalBudgets.delete(key);
+    if ((this.#perTenant.get(principal.tenant) ?? 0) === 0) this.#tenantBudgets.delete(principal.tenant);
   }
 
   #beat(): void {

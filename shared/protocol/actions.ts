@@ -9,7 +9,7 @@
  * `CLIENT_DISPATCHABLE_ACTIONS` and `validateClientAction`.
  */
 import type { z } from 'zod';
-import { checkJsonBounds, type JsonBoundsViolation } from './json-bounds.js';
+import { checkJsonBounds, JsonBounds, type JsonBoundsViolation } from './json-bounds.js';
 import { describeIssues } from './describe-issues.js';
 import { type AnyAction, anyActionSchema } from './actions/common.js';
 import {
@@ -339,9 +339,27 @@ export function parseAction(raw: unknown): ParseActionResult {
   const { type } = action;
   if (!isKnownActionType(type)) return { ok: true, action };
 
-  const parsed = ACTION_SCHEMAS[type].safeParse(withoutNullFields(action));
+  const schema = ACTION_SCHEMAS[type];
+  const unknownChars = unknownFieldChars(action, schema);
+  if (unknownChars > JsonBounds.maxUnknownFieldChars) {
+    return {
+      ok: false,
+      code: 'unknown_fields_too_large',
+      message: `${type}: fields this hub does not know take ${unknownChars} JSON characters; at most ${JsonBounds.maxUnknownFieldChars} are carried unvalidated`,
+    };
+  }
+  const parsed = schema.safeParse(withoutNullFields(action));
   if (!parsed.success) return { ok: false, message: `${type}: ${describeIssues(parsed.error.issues)}` };
   return { ok: true, action: parsed.data };
+}
+
+/** JSON characters of the top-level values under keys `schema` does not name (bounded already by `checkJsonBounds`). */
+function unknownFieldChars(action: Record<string, unknown>, schema: z.ZodType): number {
+  const shape = (schema as { shape?: Record<string, unknown> }).shape;
+  if (shape === undefined) return 0;
+  let chars = 0;
+  for (const key in action) if (!Object.hasOwn(shape, key) && action[key] !== undefined) chars += key.length + (JSON.stringify(action[key])?.length ?? 0);
+  return chars;
 }
 
 /**

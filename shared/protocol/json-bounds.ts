@@ -17,10 +17,16 @@ export const JsonBounds = {
   maxDepth: 64,
   /** Characters in one object key; every AHP key, id and `_meta` key is far shorter. */
   maxKeyLength: 1_024,
+  /**
+   * JSON characters of all the values under keys a known action's schema does not name (kept for
+   * forward compatibility, never validated): issue 33.5f, a 1,000,000-character value under such
+   * a key was stored and echoed to every subscriber.
+   */
+  maxUnknownFieldChars: 16_384,
 } as const;
 
-/** Stable codes a rejection carries, so a client can tell the two apart without parsing text. */
-export type JsonBoundsViolation = 'json_too_deep' | 'json_key_too_long';
+/** Stable codes a rejection carries, so a client can tell them apart without parsing text. */
+export type JsonBoundsViolation = 'json_too_deep' | 'json_key_too_long' | 'unknown_fields_too_large';
 
 export interface JsonBoundsResult {
   readonly code: JsonBoundsViolation;

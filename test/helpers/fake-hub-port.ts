@@ -171,6 +171,8 @@ export class FakeHubPort implements HubPort {
 
   /** The fake is one process with its own log: every decision is already in turn. */
   readonly sharesLog = false;
+  /** Tests set it to stand for a tenant whose storage fails. */
+  storageProblem: string | undefined = undefined;
   decisionTurn(): undefined {
     return undefined;
   }

@@ -201,6 +201,15 @@ describe('qwen serve compatibility: @qwen-code/sdk DaemonClient against the hub'
     expect(asked[0]!.data.requestId).toBe(asked[1]!.data.requestId);
     const requestId = asked[0]!.data.requestId as string;
 
+    // Issue 33.5c: a viewer may answer nothing: 403, and the session ids are not listed to it.
+    const byViewer = await fetch(`${server.url}/permission/${requestId}`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${TOKENS.viewer}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ outcome: { outcome: 'selected', optionId: 'proceed_once' } }),
+    });
+    const viewerBody = (await byViewer.json()) as { code: string; sessions?: unknown };
+    expect({ status: byViewer.status, code: viewerBody.code, sessions: viewerBody.sessions }).toEqual({ status: 403, code: 'permission_denied', sessions: undefined });
+
     const res = await fetch(`${server.url}/permission/${requestId}`, {
       method: 'POST',
       headers: { authorization: `Bearer ${TOKENS.alice}`, 'content-type': 'application/json' },

@@ -11,6 +11,7 @@ import { afterEach, expect, it } from 'vitest';
 import { ensureBuilt, startHubProcess, type HubProcess } from '../helpers/hub-process.js';
 import { RpcClient } from '../helpers/rpc-client.js';
 import { tempDir } from '../helpers/start-server.js';
+import { startScriptTurn } from '../helpers/turns.js';
 import { waitFor } from '../helpers/wait-for.js';
 
 const ALICE = 'alice-token-reload-0123456789';
@@ -64,6 +65,30 @@ it('SIGHUP reloads the token file: a removed token is closed (4401) and refused,
   hub.child.kill('SIGTERM');
   expect(await hub.exited()).toEqual({ code: 0, signal: null });
   expect(hub.stderr() + hub.stdout()).toMatch(/draining/);
+});
+
+it("a revoked owner's running agent turn is ended with chat/error tokenRevoked (issue 33.5e); another owner's turn goes on", async () => {
+  const file = join(dir.dir, 'tokens-turns.json');
+  writeFileSync(file, JSON.stringify({ tokens: [entry(ALICE, 'alice'), entry(BOB, 'bob')] }), { mode: 0o600 });
+  hub = await startHubProcess(['--data', join(dir.dir, 'data-turns'), '--auth', file]);
+  const alice = await RpcClient.open(hub.wsUrl, { token: ALICE });
+  const bob = await RpcClient.open(hub.wsUrl, { token: BOB });
+  clients.push(alice, bob);
+  const alices = await alice.createSession('alice runs an agent');
+  const bobs = await bob.createSession('bob runs an agent');
+  await alice.subscribe(alices.chat);
+  await bob.subscribe(bobs.chat);
+  const aliceTurn = await startScriptTurn(alice, alices.chat, [{ sleep: 600_000 }]);
+  const bobTurn = await startScriptTurn(bob, bobs.chat, [{ sleep: 600_000 }]);
+  // Bob watches alice's chat too (same tenant): the turn's end reaches him after alice is gone.
+  await bob.subscribe(alices.chat);
+
+  writeFileSync(file, JSON.stringify({ tokens: [entry(BOB, 'bob')] }));
+  hub.child.kill('SIGHUP');
+  const ended = await bob.waitForEnvelope((e) => e.channel === alices.chat && e.action.type === 'chat/error' && e.action['turnId'] === aliceTurn, "the end of alice's turn");
+  expect(ended.action).toMatchObject({ error: { errorType: 'tokenRevoked' } });
+  const bobsChat = (await bob.subscribe<{ activeTurn?: { id: string } }>(bobs.chat)).state;
+  expect(bobsChat.activeTurn?.id).toBe(bobTurn);
 });
 
 it('a token file that names the same token twice is refused at start, naming both entries', () => {

@@ -80,7 +80,7 @@ describe('client ledger eviction (issue 18.4)', () => {
 
   it("a principal's own churn retires its idle clients (still decided, still bound), and forgets one only after the idle window, refusing fresh clientIds before", () => {
     let clock = 0;
-    const limits = { ...LEDGER_LIMITS, maxClientsPerPrincipal: 10, maxRetiredPerPrincipal: 50, forgetRetiredAfterMs: 1_000 };
+    const limits = { ...LEDGER_LIMITS, maxClientsPerPrincipal: 10, maxRetiredPerPrincipal: 50, forgetIdleAfterMs: 1_000 };
     const ledger = new ClientLedger(() => clock, limits);
     for (let i = 0; i < 60; i++) {
       expect(ledger.claim(alice, `tab-${i}`)).toBe('claimed');
@@ -98,12 +98,74 @@ describe('client ledger eviction (issue 18.4)', () => {
     expect(ledger.claim(alice, 'tab-3')).toBe('claimed');
     expect(ledger.duplicate(alice, 'tab-3', 1)?.kind).toBe('rejected');
     clock += 1_000;
+    // Now the least recently retired one (tab-0) is forgotten for the fresh clientId, and only it.
     expect(ledger.claim(alice, 'tab-60')).toBe('claimed');
+    expect(ledger.duplicate(alice, 'tab-0', 1)).toBeUndefined();
     // Retired clients survive a snapshot image, bindings included.
     const restored = ClientLedger.fromImage(JSON.parse(JSON.stringify(ledger.toImage())), () => clock, limits);
     expect(restored.duplicate(alice, 'tab-5', 1)?.kind).toBe('rejected');
     expect(restored.claim(viewer, 'tab-5')).toBe('in_use');
     expect(restored.duplicate(alice, 'tab-60', 2)).toBeUndefined();
+  });
+});
+
+describe('client ledger expiry (issue 33.4)', () => {
+  const alice = { tenant: 'acme', user: 'alice' };
+  const mallory = { tenant: 'acme', user: 'mallory' };
+  const DAY_MS = 24 * 3600_000;
+
+  it('30,000 fresh clientIds from one token over a day of simulated time (a restart half-way): every one is claimed, the token still connects', () => {
+    let clock = 0;
+    let ledger = new ClientLedger(() => clock);
+    const total = 30_000;
+    const refused: number[] = [];
+    for (let i = 0; i < total; i++) {
+      // One browser tab: a fresh clientId, a few dispatches, then the tab is closed.
+      if (ledger.claim(alice, `tab-${i}`) !== 'claimed') refused.push(i);
+      else for (let seq = 1; seq <= 3; seq++) ledger.accepted(alice, `tab-${i}`, seq, i * 3 + seq);
+      clock += DAY_MS / total;
+      if (i === total / 2) ledger = ClientLedger.fromImage(JSON.parse(JSON.stringify(ledger.toImage())), () => clock);
+    }
+    expect(refused.length === 0 ? 'none refused' : `${refused.length} refused, the first at tab ${refused[0]}`).toBe('none refused');
+    expect(ledger.claim(alice, 'one-more-tab')).toBe('claimed');
+    // The recent tabs are still remembered: their clientSeqs stay decided and their clientIds bound.
+    expect(ledger.duplicate(alice, `tab-${total - 1}`, 3)).toEqual({ kind: 'accepted', serverSeq: (total - 1) * 3 + 3 });
+    expect(ledger.duplicate(alice, `tab-${total - 2_000}`, 2)?.kind).toBe('rejected');
+    expect(ledger.claim(mallory, `tab-${total - 2_000}`)).toBe('in_use');
+  });
+
+  it('a clientId a connection still uses is never forgotten, however quiet it is and however many fresh ones the principal makes', () => {
+    let clock = 0;
+    const limits = { ...LEDGER_LIMITS, maxClientsPerPrincipal: 10, maxRetiredPerPrincipal: 50, forgetIdleAfterMs: 1_000 };
+    const ledger = new ClientLedger(() => clock, limits);
+    expect(ledger.claim(alice, 'open-tab')).toBe('claimed');
+    const socket = {};
+    ledger.connected(socket, alice, 'open-tab');
+    ledger.accepted(alice, 'open-tab', 1, 1);
+    for (let i = 0; i < 500; i++) {
+      expect(ledger.claim(alice, `tab-${i}`)).toBe('claimed');
+      clock += 100;
+    }
+    // Retired long ago but still connected: still decided and still bound.
+    expect(ledger.duplicate(alice, 'open-tab', 1)?.kind).toBe('rejected');
+    expect(ledger.claim(mallory, 'open-tab')).toBe('in_use');
+    // Closed: its idle time starts then, and after the window it may be forgotten for fresh ones.
+    ledger.disconnected(socket);
+    for (let i = 500; i < 700; i++) {
+      expect(ledger.claim(alice, `tab-${i}`)).toBe('claimed');
+      clock += 100;
+    }
+    expect(ledger.duplicate(alice, 'open-tab', 1)).toBeUndefined();
+    expect(ledger.claim(mallory, 'open-tab')).toBe('claimed');
+  });
+
+  it('a principal making more than its bound of fresh clientIds within the idle window is still refused (client_id_quota)', () => {
+    const clock = 0;
+    const limits = { ...LEDGER_LIMITS, maxClientsPerPrincipal: 10, maxRetiredPerPrincipal: 50 };
+    const ledger = new ClientLedger(() => clock, limits);
+    for (let i = 0; i < 60; i++) expect(ledger.claim(alice, `burst-${i}`)).toBe('claimed');
+    expect(ledger.claim(alice, 'burst-60')).toBe('client_id_quota');
+    expect(ledger.claim(mallory, 'other-principal')).toBe('claimed');
   });
 });
 

@@ -4,6 +4,7 @@
  * the same root catalogue — and a tenant snapshot written while sessions are parked must still
  * hold them whole. Two hubs get the same script; one parks between the steps, one never does.
  */
+import { createHash } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -213,6 +214,22 @@ describe('parked sessions', () => {
     hubs.splice(hubs.indexOf(parking), 1);
     const rebuilt = await openHub(parkingLog, 3_600_000, { parkDir: dir });
     expect(rebuilt.snapshot(DEV_PRINCIPAL, chats[0]!)).toEqual(plain.snapshot(DEV_PRINCIPAL, chats[0]!));
+  });
+
+  it('an image changed together with its stored digest (the SHA-256 recomputed) is still refused: the digest is keyed by the process (issue 33.5b)', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'park-forged-'));
+    dirs.push(dir);
+    const { parking, chats } = await pair({ parkDir: dir });
+    parking.parking.sweep();
+    expect(parking.parking.sweep()).toBe(SESSIONS.length);
+    const other = new Database(parking.parking.storeFile!);
+    const row = other.prepare('SELECT image FROM parked WHERE chat = ?').get(chats[0]!) as { image: string };
+    const image = JSON.parse(row.image) as { state: { title: string } };
+    image.state.title = 'forged with a matching digest';
+    const forged = JSON.stringify(image);
+    other.prepare('UPDATE parked SET image = ?, digest = ? WHERE chat = ?').run(forged, createHash('sha256').update(forged).digest('base64'), chats[0]!);
+    other.close();
+    expect(() => parking.snapshot(DEV_PRINCIPAL, chats[0]!)).toThrow(expect.objectContaining({ code: ErrorCode.StorageUnavailable }));
   });
 
   it('a cache file deleted under a live hub changes nothing: the open file still serves every parked session', async () => {

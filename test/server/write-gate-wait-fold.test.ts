@@ -125,4 +125,34 @@ describe('write turn: folding while waiting for the lock', () => {
     expect(sample('ahp_hub_write_turn_records_total{kind="appended"}')).toBe(3);
     expect(sample('ahp_hub_write_turn_records_total{kind="handed_over"}')).toBe(2);
   });
+
+  it('a reconnect cursor beyond the log head (issue 33.5d) is answered at once: one read of the head, no follow reads, no wait', async () => {
+    const url = await database();
+    const other = await (await openStore(url)).actionLog('dev');
+    expect(await other.append(0, records(1, 3, 'other'))).toEqual({ ok: true, head: 3 });
+    const calls = { head: 0, read: 0 };
+    const counted = new Proxy(await (await openStore(url)).actionLog('dev'), {
+      get(target, key) {
+        const value: unknown = Reflect.get(target, key);
+        if (typeof value !== 'function') return value;
+        return (...args: unknown[]) => {
+          if (key === 'head') calls.head++;
+          if (key === 'read') calls.read++;
+          return (value as (...a: unknown[]) => unknown).apply(target, args);
+        };
+      },
+    }) as SharedActionLog;
+    const target = foldTarget();
+    const gate = new WriteGate(counted, target, silentLogger);
+    cleanups.push(() => gate.close());
+
+    // Up to the real head it folds (a client coming from a node further ahead).
+    await gate.reach(3, 10_000);
+    expect(target.serverSeq).toBe(3);
+    const readsToCatchUp = calls.read;
+    // A cursor no node ever handed out: nothing to wait for, and the log is not polled for it.
+    await gate.reach(1_000_000_000_000, 10_000);
+    expect({ reads: calls.read - readsToCatchUp, folded: target.serverSeq }).toEqual({ reads: 0, folded: 3 });
+    expect(calls.head).toBeLessThanOrEqual(2);
+  });
 });
