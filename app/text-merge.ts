@@ -29,6 +29,10 @@ export function mergeOfflineText(base: string, ours: string, theirs: string): Te
   // one copy); otherwise theirs were merged first and ours follow.
   const sameInsertionPoint = mine.remove === 0 && other.remove === 0 && mine.index === other.index;
   if (sameInsertionPoint && mine.insert.startsWith(other.insert)) return { kind: 'merged', text: ours };
+  // The other way round: theirs already holds our words and more. That is the hub merging back
+  // what we sent before the outage (our base was an older durable draft, written while we typed)
+  // and another tab's addition after it: inserting ours again would double them.
+  if (sameInsertionPoint && other.insert.startsWith(mine.insert)) return { kind: 'merged', text: theirs };
   if (sameInsertionPoint || otherEnd < mine.index) {
     return { kind: 'merged', text: base.slice(0, other.index) + other.insert + base.slice(otherEnd, mine.index) + mine.insert + base.slice(mineEnd) };
   }

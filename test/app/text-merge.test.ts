@@ -22,6 +22,12 @@ describe('mergeOfflineText', () => {
     expect(mergeOfflineText('Fixes login', 'Fixes login and logout', 'Fixes login and')).toEqual({ kind: 'merged', text: 'Fixes login and logout' });
   });
 
+  it('keeps theirs when it already holds our words and more (our base was a draft older than what we sent)', () => {
+    // Seen in Chromium: alice's base was the draft mirrored mid-typing, bob appended offline.
+    expect(mergeOfflineText('Fixes lo', 'Fixes login 2', 'Fixes login 2 and logout')).toEqual({ kind: 'merged', text: 'Fixes login 2 and logout' });
+    expect(mergeOfflineText('', 'Fixes login 5', 'Fixes login 5 and logout')).toEqual({ kind: 'merged', text: 'Fixes login 5 and logout' });
+  });
+
   it('reports a conflict (hub text kept, ours handed back) when both changed the same words', () => {
     expect(mergeOfflineText('Fixes login', 'Fixes sign-in', 'Fixes log-in')).toEqual({ kind: 'conflict', text: 'Fixes log-in', ours: 'Fixes sign-in' });
   });
