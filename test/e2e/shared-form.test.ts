@@ -20,7 +20,7 @@ const RUNS = 10;
 /**
  * The brief asks for the same value in every tab within 1 s of the last click. Under this shared
  * machine's load a hard 1 s deadline would make the test flaky, so the poll allows 5 s and the
- * measured times are printed (the figures are in the commit body and docs/changes).
+ * measured times are printed (the figures are in the commit body and the CHANGELOG).
  */
 const CONVERGE_DEADLINE_MS = 5_000;
 
