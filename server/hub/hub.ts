@@ -56,8 +56,7 @@ export class Hub implements HubPort {
   readonly #agents: readonly AgentInfo[];
   /** Every session and chat with its current state (catalog.ts). */
   readonly #state: HubState;
-  /** Search and export read through this (queries.ts): never loads a parked session. */
-  readonly reader: SessionReader = sessionReaderOf(() => this.#state);
+  readonly reader: SessionReader = sessionReaderOf(() => this.#state); // search, export: never loads a parked session
   readonly #ledger: ClientLedger;
   readonly #pipeline: CommitPipeline;
   readonly #subscriptions: Subscriptions;
@@ -389,10 +388,9 @@ export class Hub implements HubPort {
    * principal has as many clientIds as it may hold (client-ledger.ts; counted as a quota refusal).
    */
   claimClientId(principal: Principal, clientId: string, conn: Connection): ClaimOutcome {
-    const actor = actorOf(principal);
-    const outcome = this.#ledger.claim(actor, clientId);
+    const outcome = this.#ledger.claim(actorOf(principal), clientId);
     if (outcome === 'client_id_quota') this.#observer?.quotaRefused?.(outcome);
-    if (outcome === 'claimed') this.#ledger.connected(conn, actor, clientId); // never forgotten while open
+    if (outcome === 'claimed') this.#ledger.connected(conn, actorOf(principal), clientId); // never forgotten while open
     return outcome;
   }
 
