@@ -64,6 +64,8 @@ export class CollabDoc {
   rejoinFailed = false;
   /** The texts as they were when this tab last was joined: what it had in common with the hub. */
   #base: Map<string, string> | undefined;
+  /** The texts exactly as this tab held them when it last stopped being joined. */
+  #atLeave: Map<string, string> | undefined;
   /** Each text's latest draft the hub confirmed durable (the form passes on the chat state's). */
   readonly #durable = new Map<string, string>();
   /**
@@ -201,8 +203,12 @@ export class CollabDoc {
     for (const name of new Set([...ours.keys(), ...theirsDoc.share.keys()])) {
       const theirs = theirsDoc.getText(name).toString();
       const mine = ours.get(name) ?? '';
-      // A text this tab never had in common with the hub holds nothing of ours to merge.
-      const result = mergeOfflineText(base.get(name) ?? mine, mine, theirs);
+      // A restarted hub holding exactly what we held when the connection went had all of it, even
+      // if its durable draft never reached us; otherwise the common text is the last one we saw
+      // durable. A text this tab never had in common with the hub holds nothing of ours to merge.
+      const atLeave = this.#atLeave?.get(name);
+      const common = atLeave !== undefined && theirs === atLeave ? atLeave : (base.get(name) ?? mine);
+      const result = mergeOfflineText(common, mine, theirs);
       merged.set(name, result.text);
       if (result.kind === 'conflict') this.undelivered.set(name, result.ours);
     }
@@ -238,6 +244,7 @@ export class CollabDoc {
    */
   #leftJoined(): void {
     if (this.#joined) {
+      this.#atLeave = this.#texts();
       const base = this.#texts();
       for (const name of this.#unconfirmed) {
         const durable = this.#durable.get(name);
