@@ -13,8 +13,25 @@ describe('conformance cases with their planted bugs', () => {
   beforeAll(async () => {
     ensureBuilt();
     rows = await runSuite({ distDir: 'dist', postgresUrl: postgresUrl(), planted: true, concurrency: 2 });
+    // A planted timing flaw (a resend that races an answer) shows only when the race goes one
+    // way: a plant not caught is run again alone, up to twice, and counts if any run catches it.
+    // An invariant check that never fires still fails this test.
+    for (let attempt = 2; attempt <= 3; attempt++) {
+      const missed = ALL_CASES.filter(
+        (c) =>
+          !caught(
+            rows.find((r) => r.id === c.id),
+            c.planted.breaks,
+          ),
+      ).map((c) => c.id);
+      if (missed.length === 0) break;
+      console.log(`planted run ${attempt} of ${missed.join(', ')}`);
+      for (const again of await runSuite({ distDir: 'dist', postgresUrl: postgresUrl(), planted: true, ids: missed })) {
+        rows = rows.map((r) => (r.id === again.id ? again : r));
+      }
+    }
     console.log(`${renderTable(rows, { planted: true })}\n\n${renderPlanted(rows)}`);
-  }, 120_000);
+  }, 300_000);
 
   it.each(ALL_CASES.map((c) => [c.id, c] as const))('%s is caught by its planted invariant', (id, spec) => {
     const row = rows.find((r) => r.id === id);
@@ -25,3 +42,7 @@ describe('conformance cases with their planted bugs', () => {
     ).toContain(spec.planted.breaks);
   });
 });
+
+function caught(row: SuiteRow | undefined, invariant: string): boolean {
+  return row !== undefined && !('skipped' in row) && row.violations.some((v) => v.invariant === invariant);
+}
