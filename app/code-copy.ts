@@ -6,8 +6,8 @@
  *
  * `navigator.clipboard` needs a secure context (https, or a loopback address) and the page's
  * focus; elsewhere, or when the browser refuses, a hidden textarea and `execCommand('copy')` do
- * it. If both fail the code is selected so Ctrl+C copies it, and the button says so. The other
- * Copy buttons (the session id, links to a turn: copy-button.ts) use the same path.
+ * it. If both fail the code is selected so Ctrl+C copies it, and the button says so. The session
+ * id's Copy (chat-view.ts) uses the same path.
  */
 
 /** How long the button says "Copied" before it reads "Copy" again. */
@@ -29,24 +29,10 @@ export function installCodeCopy(doc: Document): void {
  * `source` and asks for Ctrl+C instead. The button reads "Copy" again after a moment.
  */
 export function copyFromButton(button: HTMLButtonElement, source: Node): void {
-  copyAndConfirm(button, source.textContent ?? '', source);
-}
-
-/**
- * Copies `text` and says so on `button`, which reads `label` again after a moment. When nothing
- * could copy, `shown` (the text as the page shows it) is selected for Ctrl+C; without one the
- * button shows the text itself, to copy by hand.
- */
-export function copyAndConfirm(button: HTMLButtonElement, text: string, shown: Node | undefined, label = 'Copy'): void {
   const doc = button.ownerDocument;
-  void copyText(text, doc).then((copied) => {
-    if (copied) return confirm(button, 'Copied', label);
-    if (!shown) {
-      button.textContent = text;
-      return;
-    }
-    selectContents(shown, doc);
-    confirm(button, 'Selected — press Ctrl+C', label);
+  void copyText(source.textContent ?? '', doc).then((copied) => {
+    if (!copied) selectContents(source, doc);
+    confirm(button, copied ? 'Copied' : 'Selected — press Ctrl+C');
   });
 }
 
@@ -113,7 +99,7 @@ function announce(doc: Document, text: string): void {
   region.textContent = text;
 }
 
-function confirm(button: HTMLButtonElement, label: string, resetLabel = 'Copy'): void {
+function confirm(button: HTMLButtonElement, label: string): void {
   announce(button.ownerDocument, label === 'Copied' ? 'Copied to the clipboard.' : 'Could not copy: the text is selected, press Ctrl+C.');
   button.textContent = label;
   button.dataset['copied'] = label === 'Copied' ? 'true' : 'false';
@@ -123,7 +109,7 @@ function confirm(button: HTMLButtonElement, label: string, resetLabel = 'Copy'):
   resetTimers.set(
     button,
     view.setTimeout(() => {
-      button.textContent = resetLabel;
+      button.textContent = 'Copy';
       delete button.dataset['copied'];
     }, CONFIRM_MS),
   );
