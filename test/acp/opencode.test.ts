@@ -9,7 +9,7 @@
  * answer streams, the transcript shows it, both replicas equal the hub. Denied: OpenCode gets its
  * own reject option and the tool is denied. Nothing leaves 127.0.0.1.
  */
-import { existsSync, rmSync, statSync } from 'node:fs';
+import { existsSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isPartOfKind } from '../../shared/protocol/state.js';
@@ -78,6 +78,21 @@ describe('OpenCode behind the hub (opencode acp from the agents example file, lo
     process.stdout.write(`opencode: prompt → permission request ${firstQuestionMs} ms (includes process start), whole turn ${Date.now() - startedAt} ms\n`);
   }, 120_000);
 
+  it("another local user cannot drive OpenCode's own HTTP server on 127.0.0.1: it asks for the per-process password the hub sets (secretEnv)", async () => {
+    expect(h.setup.example.secretEnv).toEqual(['OPENCODE_SERVER_PASSWORD']);
+    if (!first) throw new Error('needs the first scenario: its agent process is the one probed');
+    const uid = statSync(h.provider.workspaceOf(first.session)).uid;
+    // Confined, the agent's listening sockets are the only ones of the tenant's uid (the hub
+    // shares its network namespace: other users' processes can connect to them).
+    if (h.setup.unconfinedBecause !== undefined) return;
+    const ports = listeningLoopbackPorts(uid);
+    expect(ports.length, 'OpenCode listens on 127.0.0.1').toBeGreaterThan(0);
+    for (const port of ports) {
+      const res = await fetch(`http://127.0.0.1:${port}/session`);
+      expect(res.status, `GET /session on OpenCode's port ${port} without the password`).toBe(401);
+    }
+  });
+
   it('B denies the running tool: OpenCode gets its own reject option, the tool is denied (not cancelled by the hub), nothing runs, the transcript says Denied', async () => {
     if (first) rmSync(join(h.provider.workspaceOf(first.session), 'hub-acp-test.txt'), { force: true });
     const asked = await promptUntilAsked(h, 'Please create the marker file.', first);
@@ -99,3 +114,15 @@ describe('OpenCode behind the hub (opencode acp from the agents example file, lo
     expect(await transcript(h, asked.session)).toMatch(/\*\*Tool bash:\*\* Denied\n\ntouch hub-acp-test\.txt\n/);
   }, 120_000);
 });
+
+/** TCP ports on 127.0.0.1 in LISTEN state whose socket belongs to `uid` (from /proc/net/tcp). */
+function listeningLoopbackPorts(uid: number): number[] {
+  const ports: number[] = [];
+  for (const line of readFileSync('/proc/net/tcp', 'utf8').split('\n').slice(1)) {
+    const f = line.trim().split(/\s+/);
+    if (f.length < 8 || f[3] !== '0A' || Number(f[7]) !== uid) continue;
+    const [addr, port] = f[1]!.split(':');
+    if (addr === '0100007F') ports.push(Number.parseInt(port!, 16));
+  }
+  return ports;
+}
