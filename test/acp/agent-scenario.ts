@@ -17,7 +17,7 @@ import { type RealAgent, type RealAgentSetup, realAgentConfig } from './real-age
 import { capturingLogger, chatState, createSessionWith, startAcpHub, startTurn, toolOf, turnParts } from './support.js';
 
 /** Agent start-up on a loaded 2-core machine takes seconds; every wait allows for it. */
-export const SLOW = 45_000;
+export const SLOW = 90_000;
 
 export interface Hosted {
   readonly agent: RealAgent;

@@ -69,7 +69,7 @@ describe('Codex behind the hub (codex-acp from the agents example file, loopback
     expect(md).toContain(h.model.answer);
     for (const { replica, snapshot } of await replicasAndSnapshots(h, asked)) expect(replica).toEqual(snapshot);
     process.stdout.write(`codex: prompt → permission request ${firstQuestionMs} ms (includes process start), whole turn ${Date.now() - startedAt} ms\n`);
-  }, 120_000);
+  }, 180_000);
 
   it('B denies: Codex gets its own reject option, the tool is denied (not cancelled by the hub), nothing runs, the transcript says Denied', async () => {
     if (first) rmSync(join(h.provider.workspaceOf(first.session), 'hub-acp-test.txt'), { force: true });
@@ -92,5 +92,5 @@ describe('Codex behind the hub (codex-acp from the agents example file, loopback
     expect(turn.state).toBe('cancelled');
     expect(turnParts(chatState(h.server, chat), turnId).filter((p) => isPartOfKind(p, 'toolCall'))).toHaveLength(1);
     expect(await transcript(h, asked.session)).toMatch(/\*\*Tool touch hub-acp-test\.txt:\*\* Denied/);
-  }, 120_000);
+  }, 180_000);
 });

@@ -76,7 +76,7 @@ describe('OpenCode behind the hub (opencode acp from the agents example file, lo
     expect(md).toContain(h.model.answer);
     for (const { replica, snapshot } of await replicasAndSnapshots(h, asked)) expect(replica).toEqual(snapshot);
     process.stdout.write(`opencode: prompt → permission request ${firstQuestionMs} ms (includes process start), whole turn ${Date.now() - startedAt} ms\n`);
-  }, 120_000);
+  }, 180_000);
 
   it("another local user cannot drive OpenCode's own HTTP server on 127.0.0.1: it asks for the per-process password the hub sets (secretEnv)", async () => {
     expect(h.setup.example.secretEnv).toEqual(['OPENCODE_SERVER_PASSWORD']);
@@ -112,7 +112,7 @@ describe('OpenCode behind the hub (opencode acp from the agents example file, lo
     expect(turn.state).toBe('complete');
     expect(turnParts(chatState(h.server, chat), turnId).filter((p) => isPartOfKind(p, 'toolCall'))).toHaveLength(1);
     expect(await transcript(h, asked.session)).toMatch(/\*\*Tool bash:\*\* Denied\n\ntouch hub-acp-test\.txt\n/);
-  }, 120_000);
+  }, 180_000);
 });
 
 /** TCP ports on 127.0.0.1 in LISTEN state whose socket belongs to `uid` (from /proc/net/tcp). */
