@@ -26,11 +26,13 @@ export interface WorkspaceConfig {
 export interface EnvironmentConfig {
   readonly env: Readonly<Record<string, string>>;
   readonly passEnv: readonly string[];
+  readonly secretEnv?: readonly string[] | undefined;
 }
 
 /**
  * The agent's whole environment: the hub's `PATH`, `HOME` = its working directory, the hub
- * variables `passEnv` names, then `env` (which may override both). Nothing else of the hub's.
+ * variables `passEnv` names, then `env` (which may override both), then a fresh random secret
+ * (32 URL-safe characters) for each name in `secretEnv`. Nothing else of the hub's.
  */
 export function agentEnvironment(config: EnvironmentConfig, cwd: string, hubEnv: NodeJS.ProcessEnv = process.env): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = { PATH: hubEnv['PATH'] || FALLBACK_PATH, HOME: cwd };
@@ -38,7 +40,9 @@ export function agentEnvironment(config: EnvironmentConfig, cwd: string, hubEnv:
     const value = hubEnv[name];
     if (value !== undefined) env[name] = value;
   }
-  return { ...env, ...config.env };
+  const secrets: NodeJS.ProcessEnv = {};
+  for (const name of config.secretEnv ?? []) secrets[name] = randomBytes(24).toString('base64url');
+  return { ...env, ...config.env, ...secrets };
 }
 
 /** A tenant's name as a path segment (readable names as they are, others hashed). */

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { AgentsConfigError, parseAgentsConfig, parseAgentsFile, systemAccounts } from '../../server/agents/acp/agents-config.js';
 import { DEFAULT_AGENT_LIMITS } from '../../server/agents/agent-budget.js';
+import { agentEnvironment } from '../../server/agents/agent-workspace.js';
 import { parseArgs } from '../../server/config.js';
 
 describe('agents file', () => {
@@ -34,6 +35,17 @@ describe('agents file', () => {
     expect(() => parseAgentsFile(JSON.stringify({ agents: { q: { kind: 'acp', command: 'q', user: 'ghost' } } }), '/', accounts)).toThrow(/no user "ghost"/);
     expect(() => parseAgentsFile(JSON.stringify({ agents: { q: { kind: 'acp', command: 'q', passEnv: ['A=B'] } } }), '/', accounts)).toThrow(/passEnv/);
     expect(() => parseAgentsFile(JSON.stringify({ agents: {}, limits: { maxProcesses: 0 } }), '/', accounts)).toThrow(/limits\.maxProcesses/);
+  });
+
+  it('secretEnv: each agent process gets a fresh random value for each name, over env; a bad name is refused', () => {
+    const [agent] = parseAgentsConfig(JSON.stringify({ agents: { oc: { kind: 'acp', command: 'opencode', env: { OPENCODE_SERVER_PASSWORD: 'fixed' }, secretEnv: ['OPENCODE_SERVER_PASSWORD'] } } }), '/');
+    expect(agent!.config.secretEnv).toEqual(['OPENCODE_SERVER_PASSWORD']);
+    const one = agentEnvironment(agent!.config, '/w', {})['OPENCODE_SERVER_PASSWORD'];
+    const two = agentEnvironment(agent!.config, '/w', {})['OPENCODE_SERVER_PASSWORD'];
+    expect(one).toMatch(/^[A-Za-z0-9_-]{32}$/);
+    expect(two).toMatch(/^[A-Za-z0-9_-]{32}$/);
+    expect(one).not.toBe(two);
+    expect(() => parseAgentsConfig(JSON.stringify({ agents: { oc: { kind: 'acp', command: 'opencode', secretEnv: ['NOT-A-NAME'] } } }), '/')).toThrow(/agents\.oc\.secretEnv\.0: environment variable names/);
   });
 
   it('refuses broken files with a message that names the problem', () => {

@@ -1,14 +1,17 @@
 /**
  * A loopback OpenAI-compatible model for tests that run a real agent (Qwen Code): streamed chat
  * completions following the shared script (`model-script.ts`): a conversation whose last message
- * is the user's asks for one `run_shell_command` tool call (unless the user wrote `[no-tools]`);
- * once a tool result is in the conversation it answers in text. Text is streamed in small chunks,
+ * is the user's asks for one shell tool call (Qwen Code's `run_shell_command`, or `toolName`:
+ * OpenCode's `bash`) unless the user wrote `[no-tools]`; once a tool result is in the conversation it answers in text. Text is streamed in small chunks,
  * and a test can hold the stream open (`holdText`) to cancel or kill the agent mid-stream.
  */
 import type { ServerResponse } from 'node:http';
 import { decideMove, MOCK_USAGE, type ModelScriptOptions, notFound, openEventStream, type ScriptedModel, startLoopbackModel, streamWords } from './model-script.js';
 
-export type MockModelOptions = ModelScriptOptions;
+export interface MockModelOptions extends ModelScriptOptions {
+  /** The shell tool the model calls: Qwen Code's `run_shell_command` (the default), OpenCode's `bash`. */
+  readonly toolName?: string;
+}
 export type MockModel = ScriptedModel;
 
 type ChatMessage = { role?: string; content?: unknown; tool_calls?: unknown };
@@ -52,7 +55,7 @@ export async function startMockModel(options: MockModelOptions = {}): Promise<Mo
     if (move.kind === 'tool') {
       toolCalls += 1;
       sse(res, frame({ role: 'assistant', content: move.preamble }));
-      sse(res, frame({ tool_calls: [{ index: 0, id: `call_${toolCalls}`, type: 'function', function: { name: 'run_shell_command', arguments: '' } }] }));
+      sse(res, frame({ tool_calls: [{ index: 0, id: `call_${toolCalls}`, type: 'function', function: { name: options.toolName ?? 'run_shell_command', arguments: '' } }] }));
       const args = JSON.stringify({ command: move.command, description: 'Print a greeting' });
       sse(res, frame({ tool_calls: [{ index: 0, function: { arguments: args.slice(0, 10) } }] }));
       sse(res, frame({ tool_calls: [{ index: 0, function: { arguments: args.slice(10) } }] }));

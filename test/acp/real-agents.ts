@@ -22,13 +22,17 @@ export const AGENTS_EXAMPLE = resolve('examples/agents.json');
 
 export interface RealAgent {
   /** The provider name in the agents example file. */
-  readonly provider: 'qwen' | 'claude' | 'gemini';
+  readonly provider: 'qwen' | 'claude' | 'gemini' | 'codex' | 'opencode';
   readonly displayName: string;
-  /** The variable naming the agent's settings directory (a copy of `examples/agents/<provider>/`). */
+  /** The variable naming the agent's settings directory (a copy of `examples/agents/<provider>/`), or a file in it. */
   readonly settingsDirVariable: string;
+  /** The file in the settings directory that variable names, when it names a file (OpenCode's `OPENCODE_CONFIG`). */
+  readonly settingsFile?: string;
   startModel(): Promise<ScriptedModel>;
   /** Variables that point the agent at the mock model. */
   modelEnv(model: ScriptedModel): Record<string, string>;
+  /** Points the copied settings at the mock model, for agents that read the base URL from their settings file. */
+  pointSettingsAt?(settingsDir: string, model: ScriptedModel): void;
 }
 
 export const REAL_AGENTS: readonly RealAgent[] = [
@@ -86,6 +90,7 @@ export function realAgentConfig(agent: RealAgent, model: ScriptedModel, startupT
   const root = mkdtempSync(join(tmpdir(), `${agent.provider}-agent-`));
   const settingsDir = join(root, 'settings');
   cpSync(resolve('examples/agents', agent.provider), settingsDir, { recursive: true });
+  agent.pointSettingsAt?.(settingsDir, model);
   const workDir = join(root, 'work');
   mkdirSync(workDir);
   // The example runs confined, as by default (a uid of the tenant's own, not the hub's): that uid
@@ -104,7 +109,7 @@ export function realAgentConfig(agent: RealAgent, model: ScriptedModel, startupT
     startupTimeoutMs,
     env: {
       ...example.env,
-      [agent.settingsDirVariable]: settingsDir,
+      [agent.settingsDirVariable]: agent.settingsFile === undefined ? settingsDir : join(settingsDir, agent.settingsFile),
       ...agent.modelEnv(model),
       // Anything that still tried to leave the machine through a proxy would fail at once.
       HTTP_PROXY: 'http://127.0.0.1:9',

@@ -32,6 +32,11 @@ const acpAgentConfigSchema = z
     /** Names of the hub's own environment variables copied to the agent (absent ones are skipped). */
     passEnv: z.array(z.string().regex(ENV_NAME, 'environment variable names are letters, digits and underscores')).max(256).default([]),
     /**
+     * Names of variables set to a fresh random secret for each agent process (OpenCode's
+     * `OPENCODE_SERVER_PASSWORD`: the HTTP server it opens on 127.0.0.1 then refuses other users).
+     */
+    secretEnv: z.array(z.string().regex(ENV_NAME, 'environment variable names are letters, digits and underscores')).max(16).optional(),
+    /**
      * Root of the agents' working directories (absolute after loading): each session runs in
      * `<cwd>/<tenant>/<session-hash>/`. Absent: `<data>/agents/<tenant>/<session-hash>/`.
      */

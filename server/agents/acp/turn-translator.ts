@@ -13,7 +13,7 @@
  * | `tool_call` / `tool_call_update`      | `chat/toolCallStart` → `Ready` → `Complete`, by the agent's status |
  * | `plan`                                | a markdown part with the plan as a checklist                   |
  * | `usage_update`, `_meta.usage`         | `chat/usage`                                                   |
- * | `session/request_permission`          | `chat/toolCallReady` without `confirmed` (pending-confirmation) |
+ * | `session/request_permission`          | `chat/toolCallReady` without `confirmed` (pending-confirmation, also from running) |
  * | `elicitation/create` form / url       | `chat/inputRequested` (questions / url)                        |
  */
 import type * as acp from '@agentclientprotocol/sdk';
@@ -290,11 +290,14 @@ export class TurnTranslator {
     const tool = this.#startTool({ ...params.toolCall, title: params.toolCall.title ?? params.toolCall.toolCallId });
     if (!tool) return { outcome: 'cancelled' };
     this.#merge(tool, params.toolCall);
-    if (tool.status !== 'streaming') {
-      // AHP has no way back to pending-confirmation once a tool runs: nobody can be asked.
-      this.logger.warn('permission asked for a tool that already runs; answering cancelled', { toolCallId: tool.id });
+    if (tool.status === 'done' || tool.status === 'pending-confirmation') {
+      // An ended tool cannot run any more, and one already waiting has its own open request.
+      this.logger.warn('permission asked for a tool that ended or already waits for an answer; answering cancelled', { toolCallId: tool.id, status: tool.status });
       return { outcome: 'cancelled' };
     }
+    // A tool the agent already reported as running (OpenCode always does, before it asks) goes
+    // back to pending-confirmation: AHP's `chat/toolCallReady` without `confirmed` does that.
+    const wasRunning = tool.status === 'running';
     const ready: WireAction = {
       type: 'chat/toolCallReady',
       turnId: this.ctx.turnId,
@@ -306,10 +309,16 @@ export class TurnTranslator {
     };
     const input = toolInputText(tool.rawInput);
     if (input !== undefined) ready['toolInput'] = input;
-    this.#dispatch(ready);
+    const asked = this.#dispatch(ready);
     tool.status = 'pending-confirmation';
     let decided: ToolCallState;
     try {
+      // A running tool counts as decided: wait until it is back in pending-confirmation (durable),
+      // or the earlier `running` would read as an approval nobody gave.
+      if (wasRunning && !(await this.#abortable(asked))) {
+        tool.status = 'running';
+        return { outcome: 'cancelled' };
+      }
       decided = await this.#abortable(this.ctx.waitFor((state) => findDecidedToolCall(state, tool.id), tool.id));
     } catch {
       tool.status = 'done';
@@ -397,8 +406,8 @@ export class TurnTranslator {
     });
   }
 
-  /** Dispatches; the promise settles (never rejects) once the action is durable or refused. */
-  #dispatch(action: WireAction): Promise<void> {
+  /** Dispatches; the promise settles (never rejects) once the action is durable (true) or refused (false). */
+  #dispatch(action: WireAction): Promise<boolean> {
     let p: Promise<unknown>;
     try {
       p = this.ctx.dispatch(action);
@@ -406,9 +415,10 @@ export class TurnTranslator {
       p = Promise.reject(err);
     }
     const tracked = p.then(
-      () => undefined,
+      () => true,
       (err: unknown) => {
         if (!this.ctx.signal.aborted) this.logger.warn('agent update not applied', { type: action.type, ...errorFields(err) });
+        return false;
       },
     );
     this.#pending.add(tracked);
