@@ -171,6 +171,11 @@ async function flip(auth: ApiAuth, say: (text: string | undefined) => void): Pro
     say(mode === 'push' ? await unsubscribeDevice(auth) : undefined);
     return 'off';
   }
+  // Browsers refuse notifications of any kind to an insecure page: say so before asking.
+  if (!window.isSecureContext) {
+    say(`Notifications are not available: ${workerUnavailable()}.`);
+    return 'off';
+  }
   if (typeof Notification === 'undefined') {
     say('This browser cannot show notifications for this page. On an iPhone or iPad, add the app to the home screen first (Share → Add to Home Screen), then turn them on there.');
     return 'off';

@@ -201,6 +201,24 @@ describe('installable app and service worker', () => {
     await shown(0, 'the answered notification closed');
     await context.unroute(`${server.url}/api/push/actions`);
 
+    // Refused (answered elsewhere first): the hub's words replace the notification, not silence.
+    await context.route(`${server.url}/api/push/actions`, (route) => route.fulfill({ status: 409, contentType: 'application/json', body: '{"code":"already_answered","message":"bob approved it first"}' }));
+    await push(requestPush({ actionToken: 'push-action-token-2' }));
+    await shown(1, 'the second permission notification');
+    await sw.evaluate(`(async () => {
+      const [n] = await self.registration.getNotifications();
+      const waits = [];
+      const event = new NotificationEvent('notificationclick', { notification: n, action: 'deny' });
+      Object.defineProperty(event, 'waitUntil', { value: (p) => waits.push(p) });
+      self.dispatchEvent(event);
+      await Promise.all(waits);
+    })()`);
+    const [refused] = await shown(1, 'the refusal notification');
+    expect(refused).toMatchObject({ title: 'Release notes: run deploy?', tag: 'chat:ahp-chat:/s-release/main', body: 'Not denied: bob approved it first. Open the chat to answer there.', actions: [] });
+    await context.unroute(`${server.url}/api/push/actions`);
+    await push({ v: 1, kind: 'resolved', tag: 'chat:ahp-chat:/s-release/main' });
+    await shown(0, 'the refusal withdrawn with its chat');
+
     // A payload that is not the hub's still shows something, saying so (a push must be visible).
     await push('not json at all');
     const [odd] = await shown(1, 'the unreadable push');
@@ -343,6 +361,28 @@ describe('installable app and service worker', () => {
       await expect(page.evaluate<string | null>("localStorage.getItem('ahp-hub-notify')")).resolves.toBe('on');
       await expectAccessible(page, 'switch on, tab only');
       await ctx.close();
+      expect(pageErrors).toEqual([]);
+    }, 60_000);
+
+    it('over plain http to another host: no service worker, and the switch says why', async () => {
+      // A name for the hub that is not loopback, so the page is not a secure context.
+      const remote = await chromium.launch({ executablePath: CHROMIUM, args: [...CHROMIUM_ARGS, '--host-resolver-rules=MAP pwa-hub.test 127.0.0.1'] });
+      try {
+        const page = watch(await (await remote.newContext()).newPage());
+        await page.goto(`http://pwa-hub.test:${server.port}/?token=${TOKENS.alice}`);
+        await page.locator('[data-testid=connection]', { hasText: 'Connected' }).waitFor(T);
+        await expect(page.evaluate<boolean>('window.isSecureContext')).resolves.toBe(false);
+        await expect(page.evaluate<boolean>("'serviceWorker' in navigator")).resolves.toBe(false);
+        await page.getByRole('button', { name: 'Notifications on this device' }).click();
+        await page
+          .locator('[data-testid=notify-note]', {
+            hasText: `Notifications are not available: this page is not in a secure context (http://pwa-hub.test:${server.port}): open the hub over HTTPS, or at 127.0.0.1 / localhost on this machine.`,
+          })
+          .waitFor(T);
+        await expect(page.locator('[data-testid=notify-toggle]').getAttribute('aria-pressed')).resolves.toBe('false');
+      } finally {
+        await remote.close();
+      }
       expect(pageErrors).toEqual([]);
     }, 60_000);
   });
