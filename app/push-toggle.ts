@@ -87,13 +87,18 @@ async function subscribeDevice(auth: ApiAuth): Promise<void> {
     throw new Error(`the browser's push service refused (${err instanceof Error ? err.message : String(err)})`);
   }
   try {
-    const { id } = (await (await apiRequest(auth, 'POST', '/api/push/subscriptions', subscription.toJSON())).json()) as { id?: unknown };
-    if (typeof id !== 'string') throw new Error('the hub answered without an id');
-    write(SUBSCRIPTION_KEY, JSON.stringify({ id, endpoint: subscription.endpoint } satisfies Stored));
+    await registerAtHub(auth, subscription);
   } catch (err) {
     await subscription.unsubscribe().catch(() => false);
     throw new Error(`the hub did not take the subscription (${err instanceof Error ? err.message : String(err)})`);
   }
+}
+
+/** `POST /api/push/subscriptions`; the id the hub gives is kept in this browser. */
+async function registerAtHub(auth: ApiAuth, subscription: PushSubscription): Promise<void> {
+  const { id } = (await (await apiRequest(auth, 'POST', '/api/push/subscriptions', subscription.toJSON())).json()) as { id?: unknown };
+  if (typeof id !== 'string') throw new Error('the hub answered without an id');
+  write(SUBSCRIPTION_KEY, JSON.stringify({ id, endpoint: subscription.endpoint } satisfies Stored));
 }
 
 /** Unsubscribes this device; resolves with a note when the hub could not be told. */
@@ -147,13 +152,22 @@ export function pushToggle(auth: ApiAuth): { button: HTMLButtonElement; note: HT
         button.removeAttribute('aria-busy');
       });
   });
-  // The browser may have dropped the subscription (site data cleared, permission revoked).
+  // The browser may have dropped the subscription (site data cleared, permission revoked) or
+  // renewed it.
   if (currentMode() === 'push') {
     void navigator.serviceWorker
       ?.getRegistration('/')
       .then((r) => r?.pushManager.getSubscription())
-      .then((s) => {
-        if (s && s.endpoint === storedSubscription()?.endpoint) return;
+      .then(async (s) => {
+        const stored = storedSubscription();
+        if (s && s.endpoint === stored?.endpoint) return;
+        if (s) {
+          // The push service renewed it (the worker resubscribed on pushsubscriptionchange):
+          // register the new one and drop the old one at the hub.
+          await registerAtHub(auth, s);
+          if (stored) await apiRequest(auth, 'DELETE', `/api/push/subscriptions/${encodeURIComponent(stored.id)}`).catch(() => undefined);
+          return;
+        }
         write(NOTIFY_KEY, undefined);
         write(SUBSCRIPTION_KEY, undefined);
         show('off');

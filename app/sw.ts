@@ -109,6 +109,14 @@ function show(p: PushRequest): Promise<void> {
   return self.registration.showNotification(p.title, options);
 }
 
+// The push service ended this subscription: subscribe again with the same key. The worker holds
+// no sign-in, so the app registers the new subscription at the hub on its next start
+// (app/push-toggle.ts); until then the hub's pushes to the old one fail and it drops that one.
+self.addEventListener('pushsubscriptionchange', (event) => {
+  const options = event.oldSubscription?.options;
+  if (options?.applicationServerKey) event.waitUntil(self.registration.pushManager.subscribe({ userVisibleOnly: true, applicationServerKey: options.applicationServerKey }).then(() => undefined));
+});
+
 self.addEventListener('notificationclick', (event) => {
   const notification = event.notification;
   const data = readData(notification.data);

@@ -291,20 +291,20 @@ describe('installable app and service worker', () => {
      * `unsubscribe` is recorded.
      */
     const FAKE_PUSH_SERVICE = `(() => {
+      // The subscription outlives a reload, as the browser's does (sessionStorage of the tab).
       const calls = (window.__push = { subscribe: [], unsubscribed: 0 });
-      let current = null;
-      const make = (key) => ({
-        endpoint: 'https://push.invalid/send/device-1',
-        options: { userVisibleOnly: true, applicationServerKey: key },
+      const endpoint = () => sessionStorage.getItem('fake-push-endpoint');
+      const make = (url) => ({
+        endpoint: url,
         toJSON() { return { endpoint: this.endpoint, expirationTime: null, keys: { p256dh: 'BPublicKeyOfTheDevice', auth: 'AuthSecret16byte' } }; },
-        async unsubscribe() { calls.unsubscribed++; current = null; return true; },
+        async unsubscribe() { calls.unsubscribed++; sessionStorage.removeItem('fake-push-endpoint'); return true; },
       });
       PushManager.prototype.subscribe = async function (options) {
         calls.subscribe.push({ userVisibleOnly: options.userVisibleOnly, key: Array.from(new Uint8Array(options.applicationServerKey)) });
-        current = make(options.applicationServerKey);
-        return current;
+        sessionStorage.setItem('fake-push-endpoint', 'https://push.invalid/send/device-1');
+        return make(endpoint());
       };
-      PushManager.prototype.getSubscription = async function () { return current; };
+      PushManager.prototype.getSubscription = async function () { return endpoint() ? make(endpoint()) : null; };
     })()`;
 
     it('on: subscribes with the hub key and registers the device; off: unsubscribes and deletes it; axe-clean both ways', async () => {
@@ -313,12 +313,13 @@ describe('installable app and service worker', () => {
       await ctx.addInitScript(FAKE_PUSH_SERVICE);
       const key = Buffer.from(Array.from({ length: 65 }, (_, i) => (i === 0 ? 4 : i))).toString('base64url');
       const seen: Array<{ method: string; path: string; auth: string | undefined; body: unknown }> = [];
+      let posts = 0;
       await ctx.route(`${server.url}/api/push/**`, async (route) => {
         const r = route.request();
         const path = new URL(r.url()).pathname;
         seen.push({ method: r.method(), path, auth: r.headers()['authorization'], body: r.postData() ? r.postDataJSON() : undefined });
         if (path === '/api/push/key') await route.fulfill({ status: 200, contentType: 'application/json', body: JSON.stringify({ publicKey: key }) });
-        else if (r.method() === 'POST') await route.fulfill({ status: 201, contentType: 'application/json', body: '{"id":"sub-7"}' });
+        else if (r.method() === 'POST') await route.fulfill({ status: 201, contentType: 'application/json', body: JSON.stringify({ id: `sub-${7 + posts++}` }) });
         else await route.fulfill({ status: 204 });
       });
       const page = await openControlled(ctx, server.url);
@@ -340,12 +341,34 @@ describe('installable app and service worker', () => {
       await expect(page.evaluate<string | null>("localStorage.getItem('ahp-hub-notify')")).resolves.toBe('push');
       await expectAccessible(page, 'switch on');
 
+      // The push service renewed the subscription (the worker resubscribes on
+      // pushsubscriptionchange): the next start registers the new one and drops the old one.
+      seen.length = 0;
+      await page.evaluate("sessionStorage.setItem('fake-push-endpoint', 'https://push.invalid/send/device-1b')");
+      await page.reload();
+      await page.locator('[data-testid=connection]', { hasText: 'Connected' }).waitFor(T);
+      await waitFor(() => (seen.length === 2 ? true : undefined), { what: 'the renewed subscription registered' });
+      expect(seen).toEqual([
+        { method: 'POST', path: '/api/push/subscriptions', auth: bearer, body: { endpoint: 'https://push.invalid/send/device-1b', expirationTime: null, keys: { p256dh: 'BPublicKeyOfTheDevice', auth: 'AuthSecret16byte' } } },
+        { method: 'DELETE', path: '/api/push/subscriptions/sub-7', auth: bearer, body: undefined },
+      ]);
+      await expect(toggle.getAttribute('aria-pressed')).resolves.toBe('true');
+
       seen.length = 0;
       await toggle.click();
       await page.locator('[data-testid=notify-toggle][aria-pressed=false]').waitFor(T);
       await waitFor(() => (seen.length === 1 ? true : undefined), { what: 'the DELETE' });
-      expect(seen).toEqual([{ method: 'DELETE', path: '/api/push/subscriptions/sub-7', auth: bearer, body: undefined }]);
+      expect(seen).toEqual([{ method: 'DELETE', path: '/api/push/subscriptions/sub-8', auth: bearer, body: undefined }]);
       await expect(page.evaluate<number>('window.__push.unsubscribed')).resolves.toBe(1);
+      await expect(page.evaluate<string | null>("sessionStorage.getItem('fake-push-endpoint')")).resolves.toBe(null);
+
+      // Turned on again, then the browser drops the subscription: the next start shows it off and says so.
+      await toggle.click();
+      await page.locator('[data-testid=notify-toggle][aria-pressed=true]').waitFor(T);
+      await page.evaluate("sessionStorage.removeItem('fake-push-endpoint')");
+      await page.reload();
+      await page.locator('[data-testid=notify-note]', { hasText: 'switched off by the browser' }).waitFor(T);
+      await expect(toggle.getAttribute('aria-pressed')).resolves.toBe('false');
       await ctx.close();
       expect(pageErrors).toEqual([]);
     }, 60_000);
