@@ -1,14 +1,15 @@
 /**
  * How many sessions need someone, for the whole app: the tab title reads "(n) need input · …"
  * on every page, and an optional browser notification says when a session starts waiting while
- * the tab is in the background. Fed by `listSessions` and the root channel's notifications.
+ * the tab is in the background (when this device has no Web Push: app/push-toggle.ts). Fed by `listSessions` and the root channel's notifications.
  */
 import type { AhpClient } from '../shared/client/ahp-client.js';
 import type { SessionSummary } from '../shared/protocol/state.js';
 import { ROOT_URI } from '../shared/protocol/uris.js';
 import { awaitsSomeone, displayTitle } from './format.js';
 
-const NOTIFY_KEY = 'ahp-hub-notify';
+/** 'on': notify from this tab (below); 'push': this device gets Web Push instead (app/push-toggle.ts). */
+export const NOTIFY_KEY = 'ahp-hub-notify';
 
 export class Attention {
   readonly #waiting = new Map<string, string>();
@@ -54,21 +55,9 @@ export class Attention {
     return () => this.#listeners.delete(listener);
   }
 
+  /** Tab notifications: on unless push delivers them (the header's switch, app/push-toggle.ts). */
   get notificationsOn(): boolean {
     return typeof Notification !== 'undefined' && Notification.permission === 'granted' && localStorage.getItem(NOTIFY_KEY) === 'on';
-  }
-
-  /** Turns browser notifications on (asking the browser's permission) or off. */
-  async toggleNotifications(): Promise<boolean> {
-    if (typeof Notification === 'undefined') return false;
-    if (this.notificationsOn) {
-      localStorage.removeItem(NOTIFY_KEY);
-      return false;
-    }
-    const permission = Notification.permission === 'granted' ? 'granted' : await Notification.requestPermission();
-    if (permission !== 'granted') return false;
-    localStorage.setItem(NOTIFY_KEY, 'on');
-    return true;
   }
 
   async #load(): Promise<void> {

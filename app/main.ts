@@ -16,6 +16,9 @@ import { Attention } from './attention.js';
 import type { AppContext } from './context.js';
 import { applyTheme, storedTheme, themePicker } from './theme.js';
 import { installCodeCopy } from './code-copy.js';
+import { connectOrWait } from './hub-wait.js';
+import { registerServiceWorker } from './sw-register.js';
+import { pushSignOut, pushToggle } from './push-toggle.js';
 
 interface View {
   readonly el: HTMLElement;
@@ -47,7 +50,8 @@ async function start(): Promise<void> {
   let client: AhpClient | undefined;
   for (;;) {
     try {
-      client = await connect(token);
+      // The hub down (an installed app opened offline): the reconnecting page until it answers.
+      client = await connectOrWait(root, () => connect(token));
       break;
     } catch (err) {
       problem = signInProblem(err, token !== undefined);
@@ -66,27 +70,7 @@ function shell(client: AhpClient, who: { user: string; signedInAs: string; role:
   const { user, role, devMode } = who;
   const attention = new Attention(client);
   const canWrite = role !== 'viewer';
-  const bell = el('button', {
-    class: 'link small notify',
-    attrs: { type: 'button', 'data-testid': 'notify-toggle', hidden: typeof Notification === 'undefined' ? 'hidden' : undefined },
-    text: attention.notificationsOn ? 'Notifications on' : 'Notify me',
-    title: 'Show a browser notification when a session needs input while this tab is in the background',
-    on: {
-      click: () =>
-        void attention.toggleNotifications().then((on) => {
-          bell.textContent = on ? 'Notifications on' : 'Notify me';
-          // A browser that blocks notifications answers nothing visible: say so, and how to allow them.
-          bellNote.textContent =
-            on || Notification.permission === 'granted'
-              ? ''
-              : Notification.permission === 'denied'
-                ? 'Your browser blocks notifications for this site. Allow them in the site settings (the icon left of the address), then click Notify me again.'
-                : 'Notifications were not allowed. Click Notify me again and choose Allow when the browser asks.';
-          bellNote.hidden = bellNote.textContent === '';
-        }),
-    },
-  });
-  const bellNote = el('div', { class: 'banner banner-info', attrs: { 'data-testid': 'notify-blocked', role: 'status', hidden: 'hidden' } });
+  const { button: bell, note: bellNote } = pushToggle({ token: who.token });
   const conn = el('span', { class: 'conn conn-open', attrs: { 'data-testid': 'connection', role: 'status', 'aria-live': 'polite' }, text: 'Connected' });
   const banner = el('div', { class: 'banner', attrs: { hidden: 'hidden', role: 'alert' } });
   const viewHost = el('main', { attrs: { id: 'view' } });
@@ -113,11 +97,13 @@ function shell(client: AhpClient, who: { user: string; signedInAs: string; role:
           attrs: { 'data-testid': 'sign-out' },
           text: 'Sign out',
           on: {
-            click: () => {
-              forgetToken();
-              client.close();
-              location.href = '/';
-            },
+            // This device's push subscription is the signed-in person's: it ends with the sign-in.
+            click: () =>
+              void pushSignOut({ token: who.token }).finally(() => {
+                forgetToken();
+                client.close();
+                location.href = '/';
+              }),
           },
         }),
   );
@@ -193,4 +179,5 @@ function shell(client: AhpClient, who: { user: string; signedInAs: string; role:
 // Before anything is drawn (the sign-in form too): the remembered theme, and the code blocks' Copy.
 applyTheme(storedTheme());
 installCodeCopy(document);
+registerServiceWorker();
 void start();

@@ -1,7 +1,8 @@
 // Bundles the browser app (app/main.ts and its imports from shared/) into dist/app with esbuild,
 // copies its static files, and stamps the build for scripts/build-if-needed.mjs.
 import { build } from 'esbuild';
-import { cpSync, existsSync, mkdirSync, renameSync, writeFileSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 
 mkdirSync('dist', { recursive: true });
 if (existsSync('app/main.ts')) {
@@ -27,5 +28,26 @@ if (existsSync('app/main.ts')) {
   mkdirSync('dist/sourcemaps', { recursive: true });
   renameSync('dist/app/app.js.map', 'dist/sourcemaps/app.js.map');
   if (existsSync('app/static')) cpSync('app/static', 'dist/app', { recursive: true });
+  // The service worker, last: it precaches the shell just built, in a cache named after a hash of
+  // those files, so every build that changes the shell installs a new worker (app/sw.ts).
+  if (existsSync('app/sw.ts')) {
+    const shell = readdirSync('dist/app', { withFileTypes: true })
+      .filter((e) => e.isFile() && e.name !== 'sw.js')
+      .map((e) => e.name)
+      .sort();
+    const hash = createHash('sha256');
+    for (const name of shell) hash.update(name).update('\0').update(readFileSync(`dist/app/${name}`));
+    await build({
+      entryPoints: ['app/sw.ts'],
+      bundle: true,
+      format: 'iife',
+      target: 'es2022',
+      platform: 'browser',
+      minify: true,
+      outfile: 'dist/app/sw.js',
+      define: { SHELL_VERSION: JSON.stringify(hash.digest('hex').slice(0, 16)), SHELL_FILES: JSON.stringify(shell.map((name) => `/${name}`)) },
+      logLevel: 'warning',
+    });
+  }
 }
 writeFileSync('dist/.build-stamp', new Date().toISOString() + '\n');

@@ -1,7 +1,9 @@
 /**
  * Serves the built browser app. Only files that exist under the app directory are served; paths
  * are resolved and checked to stay inside it. Unknown paths without an extension fall back to
- * index.html only for the app's own client-side routes (`/`, `/s/<session>`).
+ * index.html only for the app's own client-side routes (`/`, `/s/<session>`). The service worker
+ * (`/sw.js`) and the page are revalidated on every load (`no-cache`), so a new build reaches an
+ * installed app on its next start; the worker may control the whole origin (`Service-Worker-Allowed`).
  */
 import { createReadStream } from 'node:fs';
 import { stat } from 'node:fs/promises';
@@ -15,7 +17,11 @@ const TYPES: Record<string, string> = {
   '.svg': 'image/svg+xml',
   '.png': 'image/png',
   '.ico': 'image/x-icon',
+  '.webmanifest': 'application/manifest+json; charset=utf-8',
 };
+
+/** Files a browser must revalidate before using a cached copy (the worker's own script and the page). */
+const REVALIDATE = new Set(['sw.js', 'index.html', 'manifest.webmanifest']);
 
 export async function serveStatic(root: string, req: IncomingMessage, res: ServerResponse): Promise<boolean> {
   const base = resolve(root);
@@ -42,9 +48,12 @@ export async function serveStatic(root: string, req: IncomingMessage, res: Serve
     info = await stat(file).catch(() => undefined);
   }
   if (!info?.isFile()) return false;
+  const name = file.slice(base.length + 1);
   res.writeHead(200, {
     'content-type': TYPES[extname(file)] ?? 'application/octet-stream',
     'content-length': info.size,
+    ...(REVALIDATE.has(name) && { 'cache-control': 'no-cache' }),
+    ...(name === 'sw.js' && { 'service-worker-allowed': '/' }),
     'x-content-type-options': 'nosniff',
     // The app renders agent text; a strict CSP is a second line of defence against injected markup.
     'content-security-policy': "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; connect-src 'self' ws: wss:; object-src 'none'; base-uri 'none'; frame-ancestors 'none'",

@@ -1,7 +1,7 @@
 /**
  * Every message in words with the next step, never a raw id, URI or code (issue 20): the sign-in
  * page after a refused token, the loser of an approve/deny race, Deny shown as "Denied", a
- * session that does not exist, and Notify me while the browser does not allow notifications.
+ * session that does not exist, and the notifications switch while the browser does not allow notifications.
  * Real headless Chromium against a hub on port 0 (see support.ts).
  */
 import { describe, expect, it } from 'vitest';
@@ -82,14 +82,14 @@ describe('browser app: messages in words', () => {
     expect(hub.pageErrors).toEqual([]);
   });
 
-  it('Notify me explains itself when the browser does not allow notifications', async () => {
+  it('the notifications switch explains itself when the browser does not allow notifications', async () => {
     const page = await hub.open(TOKENS.alice, '/');
     await expect(page.evaluate<string>('Notification.permission')).resolves.not.toBe('granted');
     await page.locator('[data-testid=notify-toggle]').click();
-    const note = page.locator('[data-testid=notify-blocked]');
+    const note = page.locator('[data-testid=notify-note]');
     await note.waitFor(T);
-    await expect(note.textContent()).resolves.toMatch(/^(Your browser blocks notifications for this site\. Allow them in the site settings|Notifications were not allowed\. Click Notify me again)/);
-    await expect(page.locator('[data-testid=notify-toggle]').textContent()).resolves.toBe('Notify me');
+    await expect(note.textContent()).resolves.toMatch(/^(Your browser blocks notifications for this site\. Allow them in the site settings|Notifications were not allowed\. Turn them on again)/);
+    await expect(page.locator('[data-testid=notify-toggle]').getAttribute('aria-pressed')).resolves.toBe('false');
     expect(hub.pageErrors).toEqual([]);
   });
 });

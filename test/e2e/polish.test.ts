@@ -116,6 +116,9 @@ describe('browser app: code blocks, theme, Enter to send', () => {
     await expect(background(page)).resolves.toBe(DARK_BG);
     // The pinned theme is on the page before the app's bundle runs: with /app.js held back, the
     // boot page ("Connecting to the hub…") is already dark.
+    // The app's service worker would serve /app.js from its cache (app/sw.ts): unregistered
+    // first, so the held-back bundle stays held back.
+    await page.evaluate('navigator.serviceWorker.getRegistrations().then((rs) => Promise.all(rs.map((r) => r.unregister())))');
     const early = hub.watch(await context.newPage());
     await early.route('**/app.js', (route) => route.abort());
     await early.goto(`${hub.server.url}/`);
