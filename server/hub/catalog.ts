@@ -11,13 +11,14 @@
 import { chatReducer } from '../../shared/state/chat-reducer.js';
 import { sessionReducer } from '../../shared/state/session-reducer.js';
 import { rootReducer } from '../../shared/state/root-reducer.js';
-import { initialChatState, initialSessionState, type ChatState, type RootState, type SessionState } from '../../shared/protocol/state.js';
+import { initialChatState, initialSessionState, type RootState } from '../../shared/protocol/state.js';
 import { isKnownAction, type InputCompletedAction, type TurnCancelledAction } from '../../shared/protocol/actions.js';
 import { channelKind } from '../../shared/protocol/uris.js';
 import { ANSWERED_BY_META, answeredByIn, STOPPED_BY_META, withAnswer, type AnswerIndex } from '../../shared/state/answered-by.js';
-import { foldChatGone, foldChatRecord, type InputBook } from '../../shared/state/input-receipts.js';
+import { foldChatGone, foldChatRecord } from '../../shared/state/input-receipts.js';
 import type { LogRecord } from '../storage/action-log.js';
 import { ChatTable } from './chat-table.js';
+import type { ChatEntry, SessionEntry } from './entries.js';
 
 /** Internal channel for lifecycle records; not an AHP URI, so no client can subscribe to it. */
 export const CATALOG_CHANNEL = 'hub:catalog';
@@ -57,35 +58,7 @@ export function catalogActionOf(record: Pick<LogRecord, 'channel' | 'action'>): 
   return record.channel === CATALOG_CHANNEL ? (record.action as CatalogRecordAction) : undefined;
 }
 
-export interface SessionEntry {
-  readonly uri: string;
-  readonly tenant: string;
-  readonly owner: string;
-  readonly provider: string;
-  readonly createdAt: string;
-  state: SessionState;
-  readonly chats: Set<string>;
-  /**
-   * Steering receipts (`shared/state/input-receipts.ts`), folded from the session's chat records
-   * and kept beside the state like `answeredBy`; absent until the first input, and in images
-   * written before receipts were durable.
-   */
-  inputs?: InputBook;
-}
-
-export interface ChatEntry {
-  readonly uri: string;
-  readonly session: string;
-  state: ChatState;
-  /**
-   * Who answered each input request (from the `chat/inputCompleted` stamps), kept beside the
-   * state so the state stays what standard reducers make of it; absent until the first answer
-   * and in images written before it existed. Sent as the chat snapshot's `_meta`.
-   */
-  answeredBy?: AnswerIndex;
-  /** Who stopped each cancelled turn (the `chat/turnCancelled` stamps), kept and sent the same way. */
-  stoppedBy?: AnswerIndex;
-}
+export type { ChatEntry, SessionEntry } from './entries.js';
 
 /** JSON image stored in log snapshots. */
 export interface CatalogImage {

@@ -1,0 +1,166 @@
+#!/usr/bin/env node
+// The shape checks `npm run lint` runs after biome (docs/architecture.md, "Shape checks"):
+//   1. no import cycles in server/, shared/, cli/, app/, scripts/ — every `import`, `import type`,
+//      `export … from` and `import('…')` counts; `.js` specifiers resolve to the `.ts` beside them;
+//   2. no file over 400 lines in app/, none over 500 in the other product folders;
+//   3. every repository path docs/architecture.md names in backticks exists.
+// Exits 1 with one line per finding. `node scripts/check-cycles.mjs --json` prints the graph
+// figures instead (files, edges, cycles) for a test.
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { dirname, join, relative, resolve, sep } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import ts from 'typescript';
+
+const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
+const PRODUCT = ['server', 'shared', 'cli', 'app', 'scripts'];
+const SOURCE = /\.(ts|mts|mjs|js)$/;
+const MAX_LINES = { app: 400, default: 500 };
+
+/** Every source file under the product folders, as repository-relative paths with `/`. */
+function sourceFiles() {
+  const out = [];
+  const walk = (dir) => {
+    for (const name of readdirSync(join(root, dir))) {
+      if (name === 'node_modules' || name.startsWith('.')) continue;
+      const rel = `${dir}/${name}`;
+      const st = statSync(join(root, rel));
+      if (st.isDirectory()) walk(rel);
+      else if (SOURCE.test(name) && !name.endsWith('.d.ts')) out.push(rel);
+    }
+  };
+  for (const dir of PRODUCT) if (existsSync(join(root, dir))) walk(dir);
+  return out.sort();
+}
+
+/** The module specifiers a file imports or re-exports, type-only ones included. */
+function specifiersOf(file, text) {
+  const sf = ts.createSourceFile(file, text, ts.ScriptTarget.Latest, false);
+  const specs = [];
+  const visit = (node) => {
+    if ((ts.isImportDeclaration(node) || ts.isExportDeclaration(node)) && node.moduleSpecifier && ts.isStringLiteral(node.moduleSpecifier)) {
+      specs.push(node.moduleSpecifier.text);
+    } else if (ts.isImportEqualsDeclaration(node) && ts.isExternalModuleReference(node.moduleReference) && ts.isStringLiteral(node.moduleReference.expression)) {
+      specs.push(node.moduleReference.expression.text);
+    } else if (ts.isCallExpression(node) && node.expression.kind === ts.SyntaxKind.ImportKeyword && node.arguments[0] && ts.isStringLiteral(node.arguments[0])) {
+      specs.push(node.arguments[0].text);
+    } else if (ts.isImportTypeNode(node) && ts.isLiteralTypeNode(node.argument) && ts.isStringLiteral(node.argument.literal)) {
+      specs.push(node.argument.literal.text);
+    }
+    ts.forEachChild(node, visit);
+  };
+  visit(sf);
+  return specs;
+}
+
+/** A relative specifier resolved to a file of the set, or undefined (packages, node:*). */
+function resolveSpecifier(from, spec, known) {
+  if (!spec.startsWith('.')) return undefined;
+  const base = relative(root, resolve(root, dirname(from), spec)).split(sep).join('/');
+  const candidates = [base, base.replace(/\.js$/, '.ts'), base.replace(/\.mjs$/, '.mts'), `${base}.ts`, `${base}/index.ts`];
+  return candidates.find((c) => known.has(c));
+}
+
+/** Tarjan's strongly connected components; returns the components with more than one file (or a self-import). */
+function cyclesOf(graph) {
+  let index = 0;
+  const idx = new Map();
+  const low = new Map();
+  const stack = [];
+  const on = new Set();
+  const found = [];
+  const strong = (v) => {
+    idx.set(v, index);
+    low.set(v, index);
+    index++;
+    stack.push(v);
+    on.add(v);
+    for (const w of graph.get(v) ?? []) {
+      if (!idx.has(w)) {
+        strong(w);
+        low.set(v, Math.min(low.get(v), low.get(w)));
+      } else if (on.has(w)) low.set(v, Math.min(low.get(v), idx.get(w)));
+    }
+    if (low.get(v) === idx.get(v)) {
+      const comp = [];
+      let w;
+      do {
+        w = stack.pop();
+        on.delete(w);
+        comp.push(w);
+      } while (w !== v);
+      if (comp.length > 1 || (graph.get(v) ?? new Set()).has(v)) found.push(comp.sort());
+    }
+  };
+  for (const v of graph.keys()) if (!idx.has(v)) strong(v);
+  return found;
+}
+
+/** One shortest loop through a component's first file, to print something a person can follow. */
+function loopThrough(graph, comp) {
+  const inComp = new Set(comp);
+  const start = comp[0];
+  const prev = new Map([[start, undefined]]);
+  const queue = [start];
+  while (queue.length > 0) {
+    const v = queue.shift();
+    for (const w of graph.get(v) ?? []) {
+      if (!inComp.has(w)) continue;
+      if (w === start) {
+        const path = [start];
+        for (let u = v; u !== start; u = prev.get(u)) path.splice(1, 0, u);
+        return [...path, start];
+      }
+      if (!prev.has(w)) {
+        prev.set(w, v);
+        queue.push(w);
+      }
+    }
+  }
+  return comp;
+}
+
+/** Backticked repository paths in docs/architecture.md that do not exist. */
+function missingDocPaths() {
+  const doc = join(root, 'docs/architecture.md');
+  if (!existsSync(doc)) return [];
+  const text = readFileSync(doc, 'utf8');
+  const missing = new Set();
+  const top = new Set([...PRODUCT, 'test', 'bench', 'docs', 'examples']);
+  for (const m of text.matchAll(/`([^`\s]+)`/g)) {
+    const p = m[1].replace(/[),.:;]+$/, '');
+    const head = p.split('/')[0];
+    if (!top.has(head) || p.includes('*') || !p.includes('/') || !/\.(ts|mjs|md|json)$/.test(p)) continue;
+    if (!existsSync(join(root, p))) missing.add(p);
+  }
+  return [...missing];
+}
+
+const files = sourceFiles();
+const known = new Set(files);
+const graph = new Map();
+let edges = 0;
+const problems = [];
+for (const f of files) {
+  const text = readFileSync(join(root, f), 'utf8');
+  const out = new Set();
+  for (const s of specifiersOf(f, text)) {
+    const to = resolveSpecifier(f, s, known);
+    if (to) out.add(to);
+  }
+  edges += out.size;
+  graph.set(f, out);
+  const lines = text.split('\n').length - (text.endsWith('\n') ? 1 : 0);
+  const max = MAX_LINES[f.split('/')[0]] ?? MAX_LINES.default;
+  if (lines > max) problems.push(`size: ${f} has ${lines} lines (limit ${max}): split it by job`);
+}
+const cycles = cyclesOf(graph);
+for (const comp of cycles) problems.push(`cycle: ${loopThrough(graph, comp).join(' → ')}${comp.length > 2 ? ` (${comp.length} files in the component)` : ''}`);
+for (const p of missingDocPaths()) problems.push(`docs: docs/architecture.md names ${p}, which does not exist`);
+
+if (process.argv.includes('--json')) {
+  console.log(JSON.stringify({ files: files.length, edges, cycles, problems }));
+} else if (problems.length > 0) {
+  for (const p of problems) console.error(p);
+  console.error(`check-cycles: ${problems.length} problem(s) in ${files.length} files`);
+}
+process.exitCode = problems.length > 0 ? 1 : 0;
