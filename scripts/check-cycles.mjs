@@ -4,14 +4,16 @@
 //      `export … from` and `import('…')` counts; `.js` specifiers resolve to the `.ts` beside them;
 //   2. no file over 400 lines in app/, none over 500 in the other product folders;
 //   3. every repository path docs/architecture.md names in backticks exists.
-// Exits 1 with one line per finding. `node scripts/check-cycles.mjs --json` prints the graph
-// figures instead (files, edges, cycles) for a test.
+// Exits 1 with one line per finding. `--json` prints the figures instead (files, edges, cycles,
+// problems); `--root DIR` checks another checkout (test/unit/check-cycles.test.ts).
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join, relative, resolve, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import ts from 'typescript';
 
-const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
+const rootArg = process.argv.indexOf('--root');
+/** The checkout to check: this script's own, or `--root DIR` (the script's test plants cycles in a temporary one). */
+const root = rootArg > 0 ? resolve(process.argv[rootArg + 1] ?? '.') : resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const PRODUCT = ['server', 'shared', 'cli', 'app', 'scripts'];
 const SOURCE = /\.(ts|mts|mjs|js)$/;
 const MAX_LINES = { app: 400, default: 500 };
