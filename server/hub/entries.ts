@@ -1,5 +1,5 @@
 /**
- * The in-memory entries of a session and a chat: what `HubState` (catalog.ts) holds and
+ * The in-memory entries of a session and a chat: what `HubState` (catalogue.ts) holds and
  * `ChatTable` (chat-table.ts) parks. A module of types below both, so neither imports the other.
  */
 import type { ChatState, SessionState } from '../../shared/protocol/state.js';

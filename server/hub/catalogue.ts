@@ -20,10 +20,13 @@ import type { LogRecord } from '../storage/action-log.js';
 import { ChatTable } from './chat-table.js';
 import type { ChatEntry, SessionEntry } from './entries.js';
 
-/** Internal channel for lifecycle records; not an AHP URI, so no client can subscribe to it. */
-export const CATALOG_CHANNEL = 'hub:catalog';
+/**
+ * Internal channel for lifecycle records; not an AHP URI, so no client can subscribe to it. Its
+ * value keeps the older spelling: every log holds it.
+ */
+export const CATALOGUE_CHANNEL = 'hub:catalog';
 
-export const CatalogAction = {
+export const CatalogueAction = {
   SessionCreated: 'hub/sessionCreated',
   SessionDisposed: 'hub/sessionDisposed',
   ChatCreated: 'hub/chatCreated',
@@ -33,7 +36,7 @@ export const CatalogAction = {
 // Type aliases rather than interfaces: an object type alias is assignable to `WireAction` (an
 // index signature), so lifecycle records are sequenced like any action without a cast.
 export type SessionCreatedRecord = {
-  type: typeof CatalogAction.SessionCreated;
+  type: typeof CatalogueAction.SessionCreated;
   session: string;
   tenant: string;
   owner: string;
@@ -41,27 +44,27 @@ export type SessionCreatedRecord = {
   title: string;
   createdAt: string;
 };
-export type SessionDisposedRecord = { type: typeof CatalogAction.SessionDisposed; session: string };
+export type SessionDisposedRecord = { type: typeof CatalogueAction.SessionDisposed; session: string };
 export type ChatCreatedRecord = {
-  type: typeof CatalogAction.ChatCreated;
+  type: typeof CatalogueAction.ChatCreated;
   chat: string;
   session: string;
   title: string;
   createdAt: string;
 };
-export type ChatDisposedRecord = { type: typeof CatalogAction.ChatDisposed; chat: string };
-export type CatalogRecordAction = SessionCreatedRecord | SessionDisposedRecord | ChatCreatedRecord | ChatDisposedRecord;
+export type ChatDisposedRecord = { type: typeof CatalogueAction.ChatDisposed; chat: string };
+export type CatalogueRecordAction = SessionCreatedRecord | SessionDisposedRecord | ChatCreatedRecord | ChatDisposedRecord;
 
 /** The lifecycle action a record carries, or undefined for a record on an AHP channel. */
-export function catalogActionOf(record: Pick<LogRecord, 'channel' | 'action'>): CatalogRecordAction | undefined {
+export function catalogueActionOf(record: Pick<LogRecord, 'channel' | 'action'>): CatalogueRecordAction | undefined {
   // Only the hub writes this channel, and only these four actions.
-  return record.channel === CATALOG_CHANNEL ? (record.action as CatalogRecordAction) : undefined;
+  return record.channel === CATALOGUE_CHANNEL ? (record.action as CatalogueRecordAction) : undefined;
 }
 
 export type { ChatEntry, SessionEntry } from './entries.js';
 
 /** JSON image stored in log snapshots. */
-export interface CatalogImage {
+export interface CatalogueImage {
   root: RootState;
   sessions: Array<Omit<SessionEntry, 'chats'> & { chats: string[] }>;
   chats: ChatEntry[];
@@ -95,14 +98,14 @@ export class HubState {
     this.root = root;
   }
 
-  static fromImage(image: CatalogImage): HubState {
-    const catalog = new HubState(image.root);
-    for (const s of image.sessions) catalog.sessions.set(s.uri, { ...s, chats: new Set(s.chats) });
-    for (const c of image.chats) catalog.chats.set(c.uri, { ...c });
-    return catalog;
+  static fromImage(image: CatalogueImage): HubState {
+    const catalogue = new HubState(image.root);
+    for (const s of image.sessions) catalogue.sessions.set(s.uri, { ...s, chats: new Set(s.chats) });
+    for (const c of image.chats) catalogue.chats.set(c.uri, { ...c });
+    return catalogue;
   }
 
-  toImage(): CatalogImage {
+  toImage(): CatalogueImage {
     return {
       root: this.root,
       sessions: [...this.sessions.values()].map((s) => ({ ...s, chats: [...s.chats] })),
@@ -122,9 +125,9 @@ export class HubState {
    * the hub or a client sent it); callers that only build state may leave them out.
    */
   applyRecord(record: Pick<LogRecord, 'channel' | 'action'> & Partial<Pick<LogRecord, 'serverSeq' | 'origin'>>): void {
-    const lifecycle = catalogActionOf(record);
+    const lifecycle = catalogueActionOf(record);
     if (lifecycle) {
-      this.#applyCatalog(lifecycle);
+      this.#applyCatalogue(lifecycle);
       return;
     }
     switch (channelKind(record.channel)) {
@@ -161,9 +164,9 @@ export class HubState {
     }
   }
 
-  #applyCatalog(action: CatalogRecordAction): void {
+  #applyCatalogue(action: CatalogueRecordAction): void {
     switch (action.type) {
-      case CatalogAction.SessionCreated:
+      case CatalogueAction.SessionCreated:
         this.sessions.set(action.session, {
           uri: action.session,
           tenant: action.tenant,
@@ -174,14 +177,14 @@ export class HubState {
           chats: new Set(),
         });
         return;
-      case CatalogAction.SessionDisposed: {
+      case CatalogueAction.SessionDisposed: {
         const session = this.sessions.get(action.session);
         if (!session) return;
         for (const chat of session.chats) this.chats.delete(chat);
         this.sessions.delete(action.session);
         return;
       }
-      case CatalogAction.ChatCreated: {
+      case CatalogueAction.ChatCreated: {
         const session = this.sessions.get(action.session);
         if (!session) return;
         session.chats.add(action.chat);
@@ -192,7 +195,7 @@ export class HubState {
         });
         return;
       }
-      case CatalogAction.ChatDisposed: {
+      case CatalogueAction.ChatDisposed: {
         const chat = this.chats.get(action.chat);
         if (!chat) return;
         const session = this.sessions.get(chat.session);
