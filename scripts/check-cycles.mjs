@@ -3,7 +3,8 @@
 //   1. no import cycles in server/, shared/, cli/, app/, scripts/ — every `import`, `import type`,
 //      `export … from` and `import('…')` counts; `.js` specifiers resolve to the `.ts` beside them;
 //   2. no file over 400 lines in app/, none over 500 in the other product folders;
-//   3. every repository path docs/architecture.md names in backticks exists.
+//   3. every repository path and code name docs/architecture.md and AGENTS.md name in backticks
+//      exists (a `Type.member` in the file that declares the type).
 // Exits 1 with one line per finding. `--json` prints the figures instead (files, edges, cycles,
 // problems); `--root DIR` checks another checkout (test/unit/check-cycles.test.ts).
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
@@ -121,29 +122,86 @@ function loopThrough(graph, comp) {
   return comp;
 }
 
-/** Backticked repository paths in docs/architecture.md that do not exist. */
-function missingDocPaths() {
-  const doc = join(root, 'docs/architecture.md');
-  if (!existsSync(doc)) return [];
-  const text = readFileSync(doc, 'utf8');
-  const missing = new Set();
-  const top = new Set([...PRODUCT, 'test', 'bench', 'docs', 'examples']);
-  for (const m of text.matchAll(/`([^`\s]+)`/g)) {
-    const p = m[1].replace(/[),.:;]+$/, '');
-    const head = p.split('/')[0];
-    if (!top.has(head) || p.includes('*') || !p.includes('/') || !/\.(ts|mjs|md|json)$/.test(p)) continue;
-    if (!existsSync(join(root, p))) missing.add(p);
+/** The pages whose backticked paths and code names must exist. */
+const NAMING_PAGES = ['docs/architecture.md', 'AGENTS.md'];
+
+/**
+ * Backticked names in the pages that do not exist: repository paths (`server/hub/hub.ts`), code
+ * names (`decide`, `HubState.applyRecord`, `Hub.#decide`). A `Type.member` must have the member in
+ * the file that declares the type; a lone name must occur in the product sources as a word.
+ */
+function missingDocNames(sources) {
+  const words = new Set();
+  const declaredIn = new Map();
+  const basenames = new Set();
+  // Names from the tests and the configuration count as existing too (helpers, vitest calls, compiler flags).
+  const extra = [];
+  const walk = (dir) => {
+    if (!existsSync(join(root, dir))) return;
+    for (const name of readdirSync(join(root, dir))) {
+      if (name === 'node_modules' || name === 'fixtures' || name.startsWith('.')) continue;
+      const rel = `${dir}/${name}`;
+      if (statSync(join(root, rel)).isDirectory()) walk(rel);
+      else if (SOURCE.test(name)) extra.push(readFileSync(join(root, rel), 'utf8'));
+    }
+  };
+  walk('test');
+  for (const config of ['tsconfig.json', 'package.json']) if (existsSync(join(root, config))) extra.push(readFileSync(join(root, config), 'utf8'));
+  for (const file of sources.keys()) basenames.add(file.split('/').pop());
+  for (const text of extra) for (const w of text.match(/[\w$#]+/g) ?? []) words.add(w);
+  for (const [, text] of sources) {
+    for (const w of text.match(/[\w$#]+/g) ?? []) words.add(w);
+    for (const m of text.matchAll(/\b(?:class|interface|type|function|const|enum)\s+([A-Za-z_$][\w$]*)/g)) {
+      if (!declaredIn.has(m[1])) declaredIn.set(m[1], []);
+      declaredIn.get(m[1]).push(text);
+    }
   }
-  return [...missing];
+  const missing = [];
+  const top = new Set([...PRODUCT, 'test', 'bench', 'docs', 'examples']);
+  for (const page of NAMING_PAGES) {
+    if (!existsSync(join(root, page))) continue;
+    const text = readFileSync(join(root, page), 'utf8');
+    const seen = new Set();
+    for (const m of text.matchAll(/`([^`\n]+)`/g)) {
+      const token = m[1].trim();
+      if (seen.has(token)) continue;
+      seen.add(token);
+      const path = token.replace(/[),.:;]+$/, '').split(/[\s(]/)[0];
+      if (top.has(path.split('/')[0]) && path.includes('/') && !path.includes('*') && /\.(ts|mjs|md|json)$/.test(path)) {
+        if (!existsSync(join(root, path))) missing.push(`${page} names ${path}, which does not exist`);
+        continue;
+      }
+      // A file by its name alone (`hub.ts`): some product file has it.
+      if (/^[\w.-]+\.(ts|mjs)$/.test(path)) {
+        if (!basenames.has(path) && !existsSync(join(root, path))) missing.push(`${page} names ${path}, which no product folder has`);
+        continue;
+      }
+      if (/^[\w.-]+\.(jsonc?|db|md|css|html|ya?ml|lock|head|wal)$/.test(path)) continue; // a data or config file's name
+      const name = token.replace(/\(.*\)$/, '');
+      if (!/^[A-Za-z_$#][\w$#]*(\.[\w$#]+)?$/.test(name) || !/[A-Z_#]|\./.test(name)) continue;
+      const [owner, member] = name.split('.');
+      if (member === undefined) {
+        if (!words.has(owner)) missing.push(`${page} names \`${token}\`, which is not in the code`);
+        continue;
+      }
+      // `Type.member` / `Type.#member` is looked up where the type is declared; `variable.member` by its words.
+      const homes = /^[A-Z#]/.test(owner) ? declaredIn.get(owner) : undefined;
+      const found = homes ? homes.some((t) => new RegExp(`(^|[^\\w$#])${member.replace(/[$]/g, '\\$')}\\b`).test(t)) : words.has(owner) && words.has(member);
+      if (!found) missing.push(`${page} names \`${token}\`, which is not in the code`);
+    }
+  }
+  return missing;
 }
 
 const files = sourceFiles();
 const known = new Set(files);
 const graph = new Map();
+const sources = new Map();
 let edges = 0;
 const problems = [];
 for (const f of files) {
   const text = readFileSync(join(root, f), 'utf8');
+  sources.set(f, text);
   const out = new Set();
   for (const s of specifiersOf(f, text)) {
     const to = resolveSpecifier(f, s, known);
@@ -157,7 +215,7 @@ for (const f of files) {
 }
 const cycles = cyclesOf(graph);
 for (const comp of cycles) problems.push(`cycle: ${loopThrough(graph, comp).join(' → ')}${comp.length > 2 ? ` (${comp.length} files in the component)` : ''}`);
-for (const p of missingDocPaths()) problems.push(`docs: docs/architecture.md names ${p}, which does not exist`);
+for (const p of missingDocNames(sources)) problems.push(`docs: ${p}`);
 
 if (process.argv.includes('--json')) {
   console.log(JSON.stringify({ files: files.length, edges, cycles, problems }));
