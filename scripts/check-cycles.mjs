@@ -184,9 +184,9 @@ function missingDocNames(sources) {
         if (!words.has(owner)) missing.push(`${page} names \`${token}\`, which is not in the code`);
         continue;
       }
-      // `Type.member` / `Type.#member` is looked up where the type is declared; `variable.member` by its words.
+      // `Type.member` / `Type.#member` is looked up where the type is declared; `variable.member` by the member's word.
       const homes = /^[A-Z#]/.test(owner) ? declaredIn.get(owner) : undefined;
-      const found = homes ? homes.some((t) => new RegExp(`(^|[^\\w$#])${member.replace(/[$]/g, '\\$')}\\b`).test(t)) : words.has(owner) && words.has(member);
+      const found = homes ? homes.some((t) => new RegExp(`(^|[^\\w$#])${member.replace(/[$]/g, '\\$')}\\b`).test(t)) : words.has(member) && (!/^[A-Z]/.test(owner) || words.has(owner));
       if (!found) missing.push(`${page} names \`${token}\`, which is not in the code`);
     }
   }

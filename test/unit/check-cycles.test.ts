@@ -78,11 +78,20 @@ describe('check-cycles', () => {
     expect(out).not.toContain('ok.ts');
   });
 
-  it('names a path docs/architecture.md cites that does not exist', () => {
-    const root = checkout({ 'server/hub/hub.ts': 'export {};\n', 'docs/architecture.md': 'See `server/hub/hub.ts` and `server/hub/gone.ts`, and `server/storage/*-log.ts`.\n' });
+  it('names a path or a code name docs/architecture.md or AGENTS.md cites that does not exist', () => {
+    const root = checkout({
+      'server/hub/hub.ts': 'export class Hub {\n  #decide(): void {}\n  submitAs(): void {}\n}\nexport function decide(): void {}\n',
+      'docs/architecture.md': 'See `server/hub/hub.ts` and `server/hub/gone.ts`, `hub.ts`, `server/storage/*-log.ts`, `Hub.#decide`, `Hub.submitAs(principal)`, `decide`, `Hub.dispatchServer`, `rpcCodeForStatus`.\n',
+      'AGENTS.md': 'Call `hub.submitAs`, never `Hub.sendRaw`; `hub.db` is a data file.\n',
+    });
     const { code, out } = run(['--root', root]);
     expect(code).toBe(1);
-    expect(out).toContain('docs: docs/architecture.md names server/hub/gone.ts');
-    expect(out).not.toContain('hub.ts,');
+    const problems = out.split('\n').filter((l) => l.startsWith('docs: '));
+    expect(problems).toEqual([
+      'docs: docs/architecture.md names server/hub/gone.ts, which does not exist',
+      'docs: docs/architecture.md names `Hub.dispatchServer`, which is not in the code',
+      'docs: docs/architecture.md names `rpcCodeForStatus`, which is not in the code',
+      'docs: AGENTS.md names `Hub.sendRaw`, which is not in the code',
+    ]);
   });
 });
