@@ -10,6 +10,10 @@
  * (form-draft-sync.ts), so accepting sends the answers as this tab shows them, which are the shared
  * ones; Submit asks first when a teammate just changed one or is still typing (submit-guard.ts),
  * and a typist whose form someone else ends keeps their text (kept-text.ts).
+ *
+ * This module is the form's lifecycle (open form ↔ record), its drafts and its Submit; a question
+ * is built by form-question.ts, the shared text and presence are form-collab.ts, the resolved
+ * record form-record.ts, "Decline for everyone?" confirm-end-bar.ts.
  */
 import type { ChatInputAnswer, ChatInputAnswerValue, ChatInputRequest, InputRequestPart, ResponsePart } from '../shared/protocol/state.js';
 import type { CollabDoc } from './collab.js';
