@@ -127,8 +127,9 @@ const NAMING_PAGES = ['docs/architecture.md', 'AGENTS.md'];
 
 /**
  * Backticked names in the pages that do not exist: repository paths (`server/hub/hub.ts`), code
- * names (`decide`, `HubState.applyRecord`, `Hub.#decide`). A `Type.member` must have the member in
- * the file that declares the type; a lone name must occur in the product sources as a word.
+ * names (`validateParsedClientAction`, `HubState.applyRecord`, `Hub.#decide`). A `Type.member` must
+ * have the member in the file that declares the type; a lone camelCase or CONSTANT name must occur
+ * in the sources (product or test) as a word. All-lowercase words are prose and not checked.
  */
 function missingDocNames(sources) {
   const words = new Set();
