@@ -6,8 +6,9 @@
  *
  * `navigator.clipboard` needs a secure context (https, or a loopback address) and the page's
  * focus; elsewhere, or when the browser refuses, a hidden textarea and `execCommand('copy')` do
- * it. If both fail the code is selected so Ctrl+C copies it, and the button says so. The session
- * id's Copy (chat-view.ts) uses the same path.
+ * it. If both fail the code is selected so Ctrl+C copies it, and the button says so. Every other
+ * Copy button (the session id, links to a turn and a question: copy-button.ts) takes the same
+ * path through `copyAndConfirm`.
  */
 
 /** How long the button says "Copied" before it reads "Copy" again. */
@@ -29,10 +30,24 @@ export function installCodeCopy(doc: Document): void {
  * `source` and asks for Ctrl+C instead. The button reads "Copy" again after a moment.
  */
 export function copyFromButton(button: HTMLButtonElement, source: Node): void {
+  copyAndConfirm(button, source.textContent ?? '', source);
+}
+
+/**
+ * Copies `text` and says so on `button` and to screen readers; the button reads `idleLabel` again
+ * after a moment. When nothing could copy, `shown` (where the page shows the text) is selected for
+ * Ctrl+C; with nothing to select, the button shows the text itself to be copied by hand.
+ */
+export function copyAndConfirm(button: HTMLButtonElement, text: string, shown: Node | undefined, idleLabel = 'Copy'): void {
   const doc = button.ownerDocument;
-  void copyText(source.textContent ?? '', doc).then((copied) => {
-    if (!copied) selectContents(source, doc);
-    confirm(button, copied ? 'Copied' : 'Selected — press Ctrl+C');
+  void copyText(text, doc).then((copied) => {
+    if (copied) return confirm(button, 'Copied', idleLabel);
+    if (shown) {
+      selectContents(shown, doc);
+      return confirm(button, 'Selected — press Ctrl+C', idleLabel);
+    }
+    announce(doc, 'Could not copy: the text is shown on the button, copy it from there.');
+    button.textContent = text;
   });
 }
 
@@ -99,7 +114,7 @@ function announce(doc: Document, text: string): void {
   region.textContent = text;
 }
 
-function confirm(button: HTMLButtonElement, label: string): void {
+function confirm(button: HTMLButtonElement, label: string, idleLabel: string): void {
   announce(button.ownerDocument, label === 'Copied' ? 'Copied to the clipboard.' : 'Could not copy: the text is selected, press Ctrl+C.');
   button.textContent = label;
   button.dataset['copied'] = label === 'Copied' ? 'true' : 'false';
@@ -109,7 +124,7 @@ function confirm(button: HTMLButtonElement, label: string): void {
   resetTimers.set(
     button,
     view.setTimeout(() => {
-      button.textContent = 'Copy';
+      button.textContent = idleLabel;
       delete button.dataset['copied'];
     }, CONFIRM_MS),
   );

@@ -1,8 +1,9 @@
 /**
  * A small "Copy" button for a piece of text people paste elsewhere (a session id, a link to a
- * turn). Without clipboard access (an insecure origin, a denied permission) it selects `shown`
- * so Ctrl+C copies it, and says so.
+ * turn). It copies the way the code blocks' Copy does (code-copy.ts): the Clipboard API, else the
+ * old copy command, else `shown` selected so Ctrl+C copies it; a screen reader is told which.
  */
+import { copyAndConfirm } from './code-copy.js';
 import { el } from './dom.js';
 
 export function copyButton(text: () => string, options: { label?: string; testid: string; ariaLabel: string; shown?: () => Node | undefined }): HTMLButtonElement {
@@ -11,26 +12,7 @@ export function copyButton(text: () => string, options: { label?: string; testid
     class: 'link small',
     attrs: { type: 'button', 'data-testid': options.testid, 'aria-label': options.ariaLabel },
     text: label,
-    on: {
-      click: () => {
-        const done = (): void => {
-          button.textContent = 'Copied';
-          window.setTimeout(() => (button.textContent = label), 1500);
-        };
-        const fallback = (): void => {
-          const node = options.shown?.();
-          if (node) {
-            const range = document.createRange();
-            range.selectNodeContents(node);
-            getSelection()?.removeAllRanges();
-            getSelection()?.addRange(range);
-            button.textContent = 'Selected — press Ctrl+C';
-          } else button.textContent = text();
-        };
-        if (navigator.clipboard) navigator.clipboard.writeText(text()).then(done, fallback);
-        else fallback();
-      },
-    },
+    on: { click: () => copyAndConfirm(button, text(), options.shown?.(), label) },
   });
   return button;
 }

@@ -7,7 +7,7 @@ import { AhpAuthError, AhpClient, type ConnectionState } from '../shared/client/
 import { devTabName, forgetToken, signInForm, signInProblem, takeToken } from './auth.js';
 import { el } from './dom.js';
 import { DashboardView } from './dashboard.js';
-import { ChatPage } from './chat-view.js';
+import { ChatPage } from './chat-page.js';
 import { AuditPage } from './audit-page.js';
 
 /** The audit page's route (a hash, so the server needs no route of its own). */

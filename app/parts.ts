@@ -2,35 +2,16 @@
  * Views of response parts. Each part view is created once per position in a turn and updated in
  * place when its part object changes, so streaming text, forms and focus survive updates.
  */
-import type { ChatState } from '../shared/client/ahp-client.js';
-import type { ChannelView } from '../shared/client/channel-view.js';
 import type { ResponsePart, ToolCallState } from '../shared/protocol/state.js';
 import { el, markdownInto, replaceChildren } from './dom.js';
 import { arrangeOptions, type ToolOption } from './permission-options.js';
 import { answeredByOf, answeredByText, errorInWords, FROM_APP_META, wonRaceText } from './format.js';
-import type { AppContext } from './context.js';
 import { InputRequestView } from './input-form.js';
-import type { SendFollowUp } from './kept-text.js';
+
+export type { PartContext, PartView } from './part-view.js';
+import type { PartContext, PartView } from './part-view.js';
 import { StreamingMarkdown } from './markdown-stream.js';
 import { toolStatusInWords } from '../shared/state/transcript.js';
-
-export interface PartContext {
-  readonly app: AppContext;
-  readonly chat: ChannelView<ChatState>;
-  readonly turnId: string;
-  /** Called when this tab submits answers, so the chat can bring what comes next into view. */
-  readonly onAnswered?: () => void;
-  /** Called when a part grew outside the chat view's own update (a long part catching up). */
-  readonly onGrew?: () => void;
-  /** Sends text to the agent through the chat's composer (a typist's kept answer, kept-text.ts). */
-  readonly sendFollowUp?: SendFollowUp;
-}
-
-export interface PartView {
-  readonly el: HTMLElement;
-  update(part: ResponsePart, active: boolean): void;
-  destroy(): void;
-}
 
 export function createPartView(part: ResponsePart, ctx: PartContext, active: boolean): PartView {
   switch (part.kind) {

@@ -21,20 +21,20 @@
  * --only kill|fuzz|slow|flood|state|sse|spawn|disk|permissions (one phase, with the same seeded inputs as in the full run).
  * Prints one line per phase and a summary; exits non-zero if any action was lost or the hub died.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { request as httpRequest } from 'node:http';
 import { connect, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { randomUUID } from 'node:crypto';
-import WebSocket from 'ws';
+import type WebSocket from 'ws';
 import { SqliteActionLog } from '../server/storage/sqlite-action-log.js';
 import { openSocket } from '../bench/open-socket.js';
-import { cpuSeconds, machineBusySeconds, rssMiB } from '../bench/proc.js';
+import { rssMiB } from '../bench/proc.js';
 import { tenantLogFile } from '../server/storage/tenant-logs.js';
 import { DEV_PRINCIPAL } from '../server/auth/auth.js';
 import { prng } from './prng.js';
+import { Client, startHub, type Options } from './soak-hub.js';
+import { fuzz } from './soak-fuzz.js';
 import { stateFlood } from './soak-state-flood.js';
 import { describeDisk, describePermissions, describeSpawn, describeSse, diskFlood, permissionBurst, sseFlood, spawnFlood } from './soak-floods.js';
 
@@ -42,14 +42,6 @@ import { describeDisk, describePermissions, describeSpawn, describeSse, diskFloo
 const devLogFile = (dataDir: string): string => tenantLogFile(dataDir, DEV_PRINCIPAL.tenant);
 
 // ─── Options ──────────────────────────────────────────────────────────────────
-
-interface Options {
-  seed: number;
-  cycles: number;
-  fuzzFrames: number;
-  quick: boolean;
-  only: string | undefined;
-}
 
 function parseOptions(argv: readonly string[]): Options {
   const o: Options = { seed: 1, cycles: 25, fuzzFrames: 1_000_000, quick: false, only: undefined };
@@ -71,124 +63,6 @@ function parseOptions(argv: readonly string[]): Options {
     } else throw new Error(`unknown flag ${flag}; flags: --seed N --cycles N --fuzz-frames N --quick --only kill|fuzz|slow|flood|state|sse|spawn|disk|permissions`);
   }
   return o;
-}
-
-// ─── The hub process ──────────────────────────────────────────────────────────
-
-interface HubChild {
-  child: ChildProcess;
-  port: number;
-  url: string;
-  wsUrl: string;
-  exited: Promise<number | null>;
-  stderr(): string;
-}
-
-async function startHub(args: string[], openFileLimit?: number, startDeadlineMs = 20_000): Promise<HubChild> {
-  // SOAK_HUB_NODE_FLAGS (e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof") profiles the hub itself.
-  const nodeFlags = (process.env['SOAK_HUB_NODE_FLAGS'] ?? '').split(' ').filter(Boolean);
-  const argv = [...nodeFlags, 'dist/server/main.js', '--port', '0', '--log-level', 'error', ...args];
-  const child =
-    openFileLimit === undefined
-      ? spawn(process.execPath, argv, { stdio: ['ignore', 'pipe', 'pipe'] })
-      : spawn('bash', ['-c', `ulimit -n ${openFileLimit} && exec "$0" "$@"`, process.execPath, ...argv], { stdio: ['ignore', 'pipe', 'pipe'] });
-  let out = '';
-  let err = '';
-  child.stderr!.on('data', (d: Buffer) => (err = (err + d.toString()).slice(-20_000)));
-  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
-  const url = await new Promise<string>((resolve, reject) => {
-    const deadline = setTimeout(() => reject(new Error(`hub did not start in ${startDeadlineMs / 1000} s: ${err}`)), startDeadlineMs);
-    child.stdout!.on('data', (d: Buffer) => {
-      out += d.toString();
-      const m = /listening on (http:\/\/\S+)/.exec(out);
-      if (m) {
-        clearTimeout(deadline);
-        resolve(m[1]!);
-      }
-    });
-    void exited.then((code) => reject(new Error(`hub exited with ${code}: ${err}`)));
-  });
-  return { child, port: Number(new URL(url).port), url, wsUrl: url.replace('http://', 'ws://') + '/ahp', exited, stderr: () => err };
-}
-
-async function healthzMs(url: string, timeoutMs = 5_000): Promise<number> {
-  const start = performance.now();
-  const res = await fetch(`${url}/healthz`, { signal: AbortSignal.timeout(timeoutMs) });
-  if (res.status !== 200) throw new Error(`/healthz answered ${res.status}`);
-  await res.text();
-  return performance.now() - start;
-}
-
-// ─── A minimal AHP client ─────────────────────────────────────────────────────
-
-interface Envelope {
-  channel: string;
-  serverSeq: number;
-  action: Record<string, unknown>;
-  origin?: { clientId: string; clientSeq: number };
-  rejectionReason?: string;
-}
-
-class Client {
-  readonly clientId = randomUUID();
-  readonly echoes: Envelope[] = [];
-  closeCode: number | undefined;
-  received = 0;
-  #nextId = 1;
-  #clientSeq = 0;
-  readonly #pending = new Map<number, { resolve(v: unknown): void; reject(e: Error): void }>();
-
-  private constructor(readonly ws: WebSocket) {
-    ws.on('message', (data) => this.#onMessage(String(data)));
-    ws.on('close', (code) => {
-      this.closeCode = code;
-      for (const p of this.#pending.values()) p.reject(new Error(`closed (${code})`));
-      this.#pending.clear();
-    });
-    ws.on('error', () => {});
-  }
-
-  static async open(wsUrl: string, token?: string): Promise<Client> {
-    const client = new Client(await openSocket(wsUrl, token));
-    await client.request('initialize', { channel: 'ahp-root://', protocolVersions: ['1.0.0'], clientId: client.clientId });
-    return client;
-  }
-
-  request<T = Record<string, unknown>>(method: string, params: unknown): Promise<T> {
-    const id = this.#nextId++;
-    return new Promise<T>((resolve, reject) => {
-      this.#pending.set(id, { resolve: resolve as (v: unknown) => void, reject });
-      this.ws.send(JSON.stringify({ jsonrpc: '2.0', id, method, params }));
-    });
-  }
-
-  dispatch(channel: string, action: Record<string, unknown>): number {
-    const clientSeq = ++this.#clientSeq;
-    this.ws.send(JSON.stringify({ jsonrpc: '2.0', method: 'dispatchAction', params: { channel, clientSeq, action } }));
-    return clientSeq;
-  }
-
-  async createSession(): Promise<{ session: string; chat: string }> {
-    const session = `ahp-session:/${randomUUID()}`;
-    const r = await this.request<{ defaultChat: string }>('createSession', { channel: session });
-    return { session, chat: r.defaultChat };
-  }
-
-  #onMessage(text: string): void {
-    this.received++;
-    const msg = JSON.parse(text) as { id?: number; result?: unknown; error?: { code: number; message: string }; method?: string; params?: Envelope };
-    if (msg.method === 'action' && msg.params?.origin?.clientId === this.clientId) this.echoes.push(msg.params);
-    if (typeof msg.id !== 'number') return;
-    const p = this.#pending.get(msg.id);
-    if (!p) return;
-    this.#pending.delete(msg.id);
-    if (msg.error) p.reject(new Error(`${msg.error.code} ${msg.error.message}`));
-    else p.resolve(msg.result);
-  }
-
-  close(): void {
-    this.ws.terminate();
-  }
 }
 
 // ─── Phase 1: SIGKILL cycles under load ───────────────────────────────────────
@@ -267,173 +141,6 @@ async function killCycles(o: Options, random: () => number): Promise<KillFigures
     rmSync(data, { recursive: true, force: true });
   }
   return { cycles: o.cycles, echoedChecked: checked, lost, rejected, actionsPerSecond: Math.round(accepted / (loadMs / 1000)) };
-}
-
-// ─── Phase 2: seeded fuzz ─────────────────────────────────────────────────────
-
-const METHODS = [
-  'initialize',
-  'ping',
-  'subscribe',
-  'unsubscribe',
-  'dispatchAction',
-  'reconnect',
-  'listSessions',
-  'createSession',
-  'disposeSession',
-  'createChat',
-  'disposeChat',
-  'x-input/submit',
-  'x-input/status',
-  'x-collab/join',
-  'x-collab/sync',
-  'nope',
-];
-const ACTION_TYPES = ['chat/turnStarted', 'chat/delta', 'chat/inputCompleted', 'chat/pendingMessageSet', 'session/isReadChanged', 'session/defaultChatChanged', 'chat/truncated', 'x/unknown'];
-
-function fuzzValue(random: () => number, depth: number, channels: readonly string[]): unknown {
-  const r = random();
-  if (depth > 6 || r < 0.3) {
-    const atoms = [null, true, false, 0, -1, 2 ** 53, 1.5, '', 'x', 'ahp-root://', channels[0], channels[1], '😀', '\u0000', 'a'.repeat(Math.floor(random() * 300))];
-    return atoms[Math.floor(random() * atoms.length)];
-  }
-  if (r < 0.5) return Array.from({ length: Math.floor(random() * 4) }, () => fuzzValue(random, depth + 1, channels));
-  const o: Record<string, unknown> = {};
-  const keys = ['type', 'channel', 'clientSeq', 'action', 'turnId', 'message', 'text', 'id', 'protocolVersions', 'clientId', 'doc', 'data', '__proto__', 'constructor', 'k'];
-  for (let i = Math.floor(random() * 5); i > 0; i--) o[keys[Math.floor(random() * keys.length)]!] = fuzzValue(random, depth + 1, channels);
-  return o;
-}
-
-function fuzzFrame(random: () => number, channels: readonly string[], seq: number): string | Buffer {
-  const r = random();
-  if (r < 0.05) return '{"jsonrpc":"2.0","method":' + 'x'.repeat(Math.floor(random() * 50)); // broken JSON
-  if (r < 0.052) return Buffer.from([0x7b, 0xff, 0xfe, 0x7d]); // bad UTF-8 (closes the connection: rare)
-  if (r < 0.1) return JSON.stringify(fuzzValue(random, 0, channels)); // not JSON-RPC
-  if (r < 0.55) {
-    const type = ACTION_TYPES[Math.floor(random() * ACTION_TYPES.length)]!;
-    const action = { ...(fuzzValue(random, 1, channels) as object), type };
-    return JSON.stringify({ jsonrpc: '2.0', method: 'dispatchAction', params: { channel: channels[Math.floor(random() * channels.length)], clientSeq: seq, action } });
-  }
-  const method = METHODS[Math.floor(random() * METHODS.length)]!;
-  const params = { channel: random() < 0.7 ? channels[Math.floor(random() * channels.length)] : 'ahp-root://', ...(fuzzValue(random, 1, channels) as object) };
-  return JSON.stringify(random() < 0.7 ? { jsonrpc: '2.0', id: seq, method, params } : { jsonrpc: '2.0', method, params });
-}
-
-interface FuzzFigures {
-  frames: number;
-  seconds: number;
-  closes: Record<string, number>;
-  healthzWorstMs: number;
-  /** /healthz polls that failed (timeout after 5 s or error), with when and why. */
-  healthFailures: string[];
-  /** Most /healthz polls (1 s apart, 5 s timeout) that failed in a row. */
-  longestFailureRun: number;
-  hubCpuPercent: number;
-  /** CPU used by every other process on the machine during the phase (100% = one core). */
-  otherCpuPercent: number;
-  canaryOk: boolean;
-  hubExit: number | null;
-}
-
-async function fuzz(o: Options, random: () => number): Promise<FuzzFigures> {
-  const data = mkdtempSync(join(tmpdir(), 'ahp-soak-fuzz-'));
-  const hub = await startHub(['--data', data]);
-  const setup = await Client.open(hub.wsUrl);
-  const { session, chat } = await setup.createSession();
-  const channels = [session, chat, 'ahp-root://', 'ahp-chat:/nope'];
-  const connections = 100;
-  const perConnectionRate = 450; // frames/s, under the per-connection budget of 500/s
-  const closes: Record<string, number> = {};
-  let sent = 0;
-  let worst = 0;
-  const start = performance.now();
-  const frameSeeds = Array.from({ length: connections }, () => Math.floor(random() * 2 ** 32));
-  const healthFailures: string[] = [];
-  const busyBefore = machineBusySeconds();
-  const hubCpuBefore = cpuSeconds(hub.child.pid!);
-  const ownCpuBefore = process.cpuUsage();
-  let consecutiveFailures = 0;
-  let worstRun = 0;
-  const health = setInterval(() => {
-    healthzMs(hub.url).then(
-      (ms) => {
-        worst = Math.max(worst, ms);
-        consecutiveFailures = 0;
-      },
-      (err: unknown) => {
-        healthFailures.push(`${((performance.now() - start) / 1000).toFixed(1)} s: ${String((err as Error).cause ?? err)}`);
-        worstRun = Math.max(worstRun, ++consecutiveFailures);
-      },
-    );
-  }, 1_000);
-  try {
-    await Promise.all(
-      frameSeeds.map(async (seed, index) => {
-        const rand = prng(seed);
-        const quota = Math.ceil(o.fuzzFrames / connections);
-        let done = 0;
-        while (done < quota) {
-          let ws: WebSocket;
-          try {
-            ws = await openSocket(hub.wsUrl);
-          } catch {
-            continue;
-          }
-          // Every other connection initializes first, so methods past initialize are reached too.
-          if (index % 2 === 0) ws.send(JSON.stringify({ jsonrpc: '2.0', id: 0, method: 'initialize', params: { channel: 'ahp-root://', protocolVersions: ['1.0.0'], clientId: randomUUID() } }));
-          ws.on('message', () => {});
-          const opened = performance.now();
-          let n = 0;
-          while (done < quota && ws.readyState === WebSocket.OPEN) {
-            const due = opened + (n / perConnectionRate) * 1000;
-            const wait = due - performance.now();
-            // Paced, and never more than 256 KiB unsent: the fuzzer must not drown itself.
-            if (wait > 0 || ws.bufferedAmount > 256 * 1024) {
-              await new Promise((r) => setTimeout(r, Math.max(1, Math.min(wait, 50))));
-              continue;
-            }
-            const frame = rand() < 0.0005 ? Buffer.alloc(1024 * 1024 + 1, 0x20) : fuzzFrame(rand, channels, done);
-            ws.send(frame, { binary: false });
-            n++;
-            done++;
-            sent++;
-          }
-          const code = await new Promise<number>((resolve) => {
-            if (ws.readyState === WebSocket.CLOSED) return resolve(-1);
-            ws.once('close', (c) => resolve(c));
-            if (done >= quota) ws.close(1000);
-          });
-          closes[code] = (closes[code] ?? 0) + 1;
-        }
-      }),
-    );
-  } finally {
-    clearInterval(health);
-  }
-  const seconds = (performance.now() - start) / 1000;
-  const hubCpu = cpuSeconds(hub.child.pid!) - hubCpuBefore;
-  const ownCpu = process.cpuUsage(ownCpuBefore);
-  // Loopback TCP work is partly accounted as softirq, which machineBusySeconds leaves out: clamp at 0.
-  const otherCpu = Math.max(0, machineBusySeconds() - busyBefore - hubCpu - (ownCpu.user + ownCpu.system) / 1e6);
-  // The hub is still alive and still does its job: a fresh client's dispatch is echoed.
-  let canaryOk = false;
-  try {
-    worst = Math.max(worst, await healthzMs(hub.url));
-    const canary = await Client.open(hub.wsUrl);
-    // Its own session: the fuzz may well have disposed the shared one.
-    const own = await canary.createSession();
-    const seq = canary.dispatch(own.session, { type: 'session/isReadChanged', isRead: true });
-    await canary.request('ping', { channel: 'ahp-root://' });
-    canaryOk = canary.echoes.some((e) => e.origin?.clientSeq === seq && e.rejectionReason === undefined);
-    canary.close();
-  } catch {
-    canaryOk = false;
-  }
-  setup.close();
-  hub.child.kill('SIGTERM');
-  await hub.exited;
-  rmSync(data, { recursive: true, force: true });
-  return { frames: sent, seconds, closes, healthzWorstMs: worst, healthFailures, longestFailureRun: worstRun, hubCpuPercent: (100 * hubCpu) / seconds, otherCpuPercent: (100 * otherCpu) / seconds, canaryOk, hubExit: hub.child.exitCode };
 }
 
 // ─── Phase 3: slow consumers ──────────────────────────────────────────────────

@@ -6,7 +6,7 @@
  */
 import * as acp from '@agentclientprotocol/sdk';
 import { startAcpBridge, type Bridge } from '../../cli/acp-bridge/bridge.js';
-import type { CaseResult, CaseRun } from './runner.js';
+import type { CaseContext, CaseResult } from './case-types.js';
 import type { Invariant, Step } from './case-format.js';
 
 interface Prompt {
@@ -34,7 +34,7 @@ export class BridgeActor {
     readonly noReconnect: boolean,
   ) {}
 
-  async step(step: Step, run: CaseRun): Promise<void> {
+  async step(step: Step, run: CaseContext): Promise<void> {
     if (step.do === 'bridgeOpen') return this.#open(run, run.channel(`${step.session}.session`));
     if (step.do === 'bridgePrompt') {
       const prompt: Prompt = { op: step.op, marker: run.marker(step.op) };
@@ -54,7 +54,7 @@ export class BridgeActor {
     }
   }
 
-  async #open(run: CaseRun, session: string): Promise<void> {
+  async #open(run: CaseContext, session: string): Promise<void> {
     const proxy = await run.proxyOf(this.name);
     const pipes = pipePair();
     this.#bridge = await startAcpBridge({ url: proxy.url('ws', run.host.wsPath), session, token: run.tokenOf(this.name), stream: pipes.agent, ...(this.noReconnect && { reconnect: false as const }) });
@@ -74,7 +74,7 @@ export class BridgeActor {
       .join('');
   }
 
-  checkInvariants(invariants: readonly Invariant[], violations: CaseResult['violations'], states: Map<string, unknown>, run: CaseRun): void {
+  checkInvariants(invariants: readonly Invariant[], violations: CaseResult['violations'], states: Map<string, unknown>, run: CaseContext): void {
     const turns = [...run.sessions.values()].flatMap((s) => {
       const chat = states.get(s.chat) as { turns?: Array<{ state: string; message: { text: string }; responseParts: Array<{ kind: string; content?: string }> }> } | undefined;
       return chat?.turns ?? [];

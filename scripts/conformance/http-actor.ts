@@ -9,7 +9,7 @@
  */
 import { request } from 'node:http';
 import type { Flaws } from './actor.js';
-import type { CaseResult, CaseRun } from './runner.js';
+import type { CaseContext, CaseResult } from './case-types.js';
 import type { Invariant, Step } from './case-format.js';
 
 interface SseEvent {
@@ -42,14 +42,14 @@ export class HttpActor {
   #stream: { close(): void; ended: boolean } | undefined;
   #seen = new Set<string>();
   #lastEventId: string | undefined;
-  #run: CaseRun | undefined;
+  #run: CaseContext | undefined;
 
   constructor(
     readonly name: string,
     readonly flaws: Flaws,
   ) {}
 
-  async step(step: Step, run: CaseRun): Promise<void> {
+  async step(step: Step, run: CaseContext): Promise<void> {
     this.#run = run;
     if (step.do === 'sseOpen' || step.do === 'sseResume') {
       if (step.do === 'sseOpen') this.#sessionId = run.channel(`${step.session}.session`).slice('ahp-session:/'.length);
@@ -210,7 +210,7 @@ export class HttpActor {
     return { text, tools };
   }
 
-  checkInvariants(invariants: readonly Invariant[], violations: CaseResult['violations'], states: Map<string, unknown>, run: CaseRun): void {
+  checkInvariants(invariants: readonly Invariant[], violations: CaseResult['violations'], states: Map<string, unknown>, run: CaseContext): void {
     const resolvedCount = (requestId: string): number => this.#kinds('permission_resolved').filter((e) => e.data.params?.data?.['requestId'] === requestId).length;
     for (const reply of this.replies) {
       const resolved = this.#kinds('permission_resolved').find((e) => e.data.params?.data?.['requestId'] === reply.requestId);

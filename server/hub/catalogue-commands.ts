@@ -11,7 +11,7 @@ import { CHAT_SCHEME, channelKind } from '../../shared/protocol/uris.js';
 import type { AgentInfo } from '../agents/agent.js';
 import type { Principal } from '../auth/auth.js';
 import { assertAuthorized, assertMayDeleteSession } from '../auth/authorize.js';
-import { CATALOG_CHANNEL, CatalogAction, type CatalogRecordAction, type ChatEntry, type HubState, type SessionEntry } from './catalog.js';
+import { CATALOGUE_CHANNEL, CatalogueAction, type CatalogueRecordAction, type ChatEntry, type HubState, type SessionEntry } from './catalogue.js';
 import type { ChannelSizeBudget, StateRefusal } from './channel-budget.js';
 import type { CommitPipeline } from './commit-pipeline.js';
 import type { HookList } from './hook-list.js';
@@ -75,7 +75,7 @@ export class CatalogueCommands {
     const createdAt = new Date(this.#d.now()).toISOString();
     const title = params.title ?? 'New session';
     this.#sequenceLifecycle({
-      type: CatalogAction.SessionCreated,
+      type: CatalogueAction.SessionCreated,
       session: params.uri,
       tenant: principal.tenant,
       owner: principal.user,
@@ -99,7 +99,7 @@ export class CatalogueCommands {
     if (!session) throw new ProtocolError(ErrorCode.SessionNotFound, `session ${uri} not found`);
     assertMayDeleteSession(principal, session.owner);
     const chats = [...session.chats];
-    this.#sequenceLifecycle({ type: CatalogAction.SessionDisposed, session: uri });
+    this.#sequenceLifecycle({ type: CatalogueAction.SessionDisposed, session: uri });
     this.sessionGone(session, chats);
     await this.#d.pipeline.durable();
   }
@@ -139,7 +139,7 @@ export class CatalogueCommands {
     for (const entry of session.state.inputNeeded ?? []) {
       if (entry.chat === chatUri) this.#d.pipeline.sequence(session.uri, { type: 'session/inputNeededRemoved', id: entry.id });
     }
-    this.#sequenceLifecycle({ type: CatalogAction.ChatDisposed, chat: chatUri });
+    this.#sequenceLifecycle({ type: CatalogueAction.ChatDisposed, chat: chatUri });
     this.#d.pipeline.sequence(session.uri, { type: 'session/chatRemoved', chat: chatUri });
     this.chatGone(chatUri, session.uri);
     this.#d.rootCatalogue.sessionChanged(session);
@@ -154,12 +154,12 @@ export class CatalogueCommands {
   }
 
   /** Sequences a session or chat lifecycle record (the internal catalogue channel; never sent). */
-  #sequenceLifecycle(action: CatalogRecordAction): void {
-    this.#d.pipeline.sequence(CATALOG_CHANNEL, action);
+  #sequenceLifecycle(action: CatalogueRecordAction): void {
+    this.#d.pipeline.sequence(CATALOGUE_CHANNEL, action);
   }
 
   #createChatRecord(session: string, chat: string, title: string, createdAt: string): string {
-    this.#sequenceLifecycle({ type: CatalogAction.ChatCreated, chat, session, title, createdAt });
+    this.#sequenceLifecycle({ type: CatalogueAction.ChatCreated, chat, session, title, createdAt });
     const state = this.#d.state.chats.get(chat)!.state;
     this.#d.pipeline.sequence(session, {
       type: 'session/chatAdded',

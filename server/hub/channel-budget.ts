@@ -47,7 +47,7 @@ export interface StateQuotas {
   readonly maxTenantStateChars: number;
 }
 
-/** How the budget reads the hub's state (catalog.ts): never copied, only measured. */
+/** How the budget reads the hub's state (catalogue.ts): never copied, only measured. */
 export interface BudgetedState {
   /** The channel's current state, or undefined when the channel does not exist. */
   stateOf(channel: string): unknown;

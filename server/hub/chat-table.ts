@@ -20,7 +20,7 @@
  * the hub stops trusting its memory and is rebuilt from the log (docs/continuity.md, "Parked
  * sessions"). A failed write while parking (`park`) throws before anything leaves memory.
  */
-import type { ChatEntry } from './catalog.js';
+import type { ChatEntry } from './entries.js';
 import type { ParkStore } from '../storage/park-store.js';
 
 interface ParkedBrief {

@@ -40,7 +40,7 @@ import type { ActionEnvelope, ActionOrigin, WireAction } from '../../shared/prot
 import { isSharedActionLog, type ActionLog, type LogRecord } from '../storage/action-log.js';
 import type { Logger } from '../log.js';
 import { errorFields, errorMessage } from '../log.js';
-import { CATALOG_CHANNEL } from './catalog.js';
+import { CATALOGUE_CHANNEL } from './catalogue.js';
 import type { Actor } from './client-ledger.js';
 import { CloseCode, type Connection } from './connection.js';
 import { deliverEnvelopeRun, deliverPrivate, encodeNotification, mergeStreamingActions, sendOrCloseSlow, type FanoutLimits, type QueuedEnvelope } from './fanout.js';
@@ -195,12 +195,12 @@ export class CommitPipeline {
     this.#state.applyRecord(record);
     this.#pendingRecords.push(record);
     this.#queueDelivery(record, source, onDelivered);
-    this.#mergeable = origin === undefined && source === undefined && channel !== CATALOG_CHANNEL ? record : undefined;
+    this.#mergeable = origin === undefined && source === undefined && channel !== CATALOGUE_CHANNEL ? record : undefined;
     return serverSeq;
   }
 
   #queueDelivery(record: LogRecord, source: Connection | undefined, onDelivered: (() => void) | undefined): void {
-    if (record.channel !== CATALOG_CHANNEL) this.#outbox.push({ kind: 'envelope', envelope: envelopeOf(record), source, onDelivered });
+    if (record.channel !== CATALOGUE_CHANNEL) this.#outbox.push({ kind: 'envelope', envelope: envelopeOf(record), source, onDelivered });
     else if (onDelivered) this.#outbox.push({ kind: 'call', fn: onDelivered });
     this.#scheduleFlush();
   }

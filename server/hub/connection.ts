@@ -2,8 +2,6 @@
  * What the hub needs of a client connection. The WebSocket transport adapts `ws` to this; tests
  * can use a fake. The hub never imports `ws`.
  */
-import type { UnsentBudget } from './unsent-budget.js';
-
 export interface Connection {
   readonly id: string;
   /** Sends one text frame. Must not throw; a dead connection drops the frame. */
@@ -21,8 +19,14 @@ export interface Connection {
    * consumer far behind would read a close frame only after all of it, and the handshake waits 30 s).
    */
   terminate?(): void;
-  /** The principal's budget of unsent data across its connections (unsent-budget.ts); absent: none. */
-  readonly unsentBudget?: UnsentBudget | undefined;
+  /** The principal's budget of unsent data across its connections (`UnsentBudget`); absent: none. */
+  readonly unsentBudget?: UnsentNotes | undefined;
+}
+
+/** What a connection's sends tell its unsent budget (`UnsentBudget` in unsent-budget.ts, which imports this file). */
+export interface UnsentNotes {
+  /** `conn` holds `bytes` unsent now; the budget may close the slowest connections. */
+  note(conn: Connection, bytes: number): void;
 }
 
 /** Application close codes (4000–4999 are ours). */

@@ -22,7 +22,7 @@ import { canActAsAgent, type Principal } from '../auth/auth.js';
 import { authorize } from '../auth/authorize.js';
 import { errorMessage } from '../log.js';
 import { validateAgentAction } from './agent-actions.js';
-import type { HubState, SessionEntry } from './catalog.js';
+import type { HubState, SessionEntry } from './catalogue.js';
 import type { RejectionCode } from './hub-port.js';
 
 /** Answers, approvals and stops, stamped with who gave them (see `stampAnswer`). */

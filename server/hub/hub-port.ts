@@ -30,7 +30,7 @@ import type { ErrorCode } from '../../shared/protocol/errors.js';
 import type { KnownAction } from '../../shared/protocol/actions.js';
 import type { ActionOrigin, WireAction } from '../../shared/protocol/messages.js';
 import type { Principal } from '../auth/auth.js';
-import type { ChatEntry, SessionEntry } from './catalog.js';
+import type { ChatEntry, SessionEntry } from './catalogue.js';
 import type { Connection } from './connection.js';
 import type { SessionReader } from './queries.js';
 

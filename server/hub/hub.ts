@@ -25,7 +25,7 @@ import type { AgentInfo } from '../agents/agent.js';
 import type { Principal } from '../auth/auth.js';
 import type { Logger } from '../log.js';
 import { errorFields } from '../log.js';
-import type { ChatEntry, HubState, SessionEntry } from './catalog.js';
+import type { ChatEntry, HubState, SessionEntry } from './catalogue.js';
 import type { Connection } from './connection.js';
 import type { SessionSummaryView } from './rollup.js';
 import { actorOf, type ClaimOutcome, type ClientLedger } from './client-ledger.js';
@@ -54,7 +54,7 @@ export class Hub implements HubPort {
   readonly #logger: Logger;
   readonly #now: () => number;
   readonly #agents: readonly AgentInfo[];
-  /** Every session and chat with its current state (catalog.ts). */
+  /** Every session and chat with its current state (catalogue.ts). */
   readonly #state: HubState;
   readonly reader: SessionReader = sessionReaderOf(() => this.#state); // search, export: never loads a parked session
   readonly #ledger: ClientLedger;

@@ -10,7 +10,7 @@
  * data written before them, or under larger quotas than this start is given.
  */
 import { getHeapStatistics } from 'node:v8';
-import type { HubState } from './catalog.js';
+import type { HubState } from './catalogue.js';
 import { actionJson } from '../action-json.js';
 
 /**

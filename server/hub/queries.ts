@@ -7,7 +7,7 @@ import { ErrorCode, ProtocolError } from '../../shared/protocol/errors.js';
 import type { Snapshot } from '../../shared/protocol/messages.js';
 import { channelKind, ROOT_URI } from '../../shared/protocol/uris.js';
 import type { Principal } from '../auth/auth.js';
-import { chatSnapshotMeta, type ChatEntry, type HubState, type SessionEntry } from './catalog.js';
+import { chatSnapshotMeta, type ChatEntry, type HubState, type SessionEntry } from './catalogue.js';
 import { sessionSummary, type SessionSummaryView } from './rollup.js';
 
 export function visibleSessionIn(state: HubState, principal: Principal, uri: string): SessionEntry | undefined {

@@ -17,7 +17,7 @@
 import { initialRootState } from '../../shared/protocol/state.js';
 import type { AgentInfo } from '../agents/agent.js';
 import type { ActionLog } from '../storage/action-log.js';
-import { CATALOG_CHANNEL, HubState, type CatalogImage } from './catalog.js';
+import { CATALOGUE_CHANNEL, HubState, type CatalogueImage } from './catalogue.js';
 import { ClientLedger, type LedgerImage, type LedgerLimits } from './client-ledger.js';
 import { envelopeOf } from './commit-pipeline.js';
 import type { ReplayWindow } from './replay-window.js';
@@ -25,7 +25,8 @@ import { defaultMaxLoadStateChars, LoadGuard, type MeasuredChannel } from './loa
 
 /** What a log snapshot stores besides the records: everything recovery cannot fold cheaply. */
 export interface SnapshotImage {
-  readonly catalog: CatalogImage;
+  /** The catalogue (the key keeps the older spelling: snapshots in every log hold it). */
+  readonly catalog: CatalogueImage;
   /** Absent in snapshots written before the ledger existed. */
   readonly ledger?: LedgerImage;
 }
@@ -77,7 +78,7 @@ export async function recoverFromLog(
       state.applyRecord(r);
       guard.replayed(r.action);
       ledger.acceptedFromLog(r);
-      if (replay && r.channel !== CATALOG_CHANNEL) replay.keep(envelopeOf(r));
+      if (replay && r.channel !== CATALOGUE_CHANNEL) replay.keep(envelopeOf(r));
       seq = r.serverSeq;
     }
     if (records.length < REPLAY_PAGE) break;

@@ -15,7 +15,7 @@ import type { SessionInputRequest, SessionSummary } from '../../shared/protocol/
 import type { KnownAction } from '../../shared/protocol/actions.js';
 import { aggregateSessionStatus, interactionIdOf, sessionInputId, sessionInputNeededEntries, sessionInputNeededEntryOf } from '../../shared/state/status.js';
 import { inputNeededEntry } from '../../shared/state/input-needed-index.js';
-import type { HubState, ChatEntry, SessionEntry } from './catalog.js';
+import type { HubState, ChatEntry, SessionEntry } from './catalogue.js';
 import { type InputNeededBrief, waitingBriefs } from './input-briefs.js';
 
 function sameJson(a: unknown, b: unknown): boolean {
@@ -107,10 +107,10 @@ export type SessionSummaryView = SessionSummary & {
 
 export type { InputNeededBrief } from './input-briefs.js';
 
-export function sessionSummary(session: SessionEntry, catalog: HubState): SessionSummaryView {
+export function sessionSummary(session: SessionEntry, catalogue: HubState): SessionSummaryView {
   let modifiedAt = Date.parse(session.createdAt);
   for (const uri of session.chats) {
-    const m = Date.parse(catalog.chats.modifiedAtOf(uri) ?? '');
+    const m = Date.parse(catalogue.chats.modifiedAtOf(uri) ?? '');
     if (Number.isFinite(m) && m > modifiedAt) modifiedAt = m;
   }
   const waiting = waitingBriefs(session);

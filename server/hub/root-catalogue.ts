@@ -11,7 +11,7 @@
  */
 import { ServerNotification } from '../../shared/protocol/messages.js';
 import { ROOT_URI } from '../../shared/protocol/uris.js';
-import type { HubState, SessionEntry } from './catalog.js';
+import type { HubState, SessionEntry } from './catalogue.js';
 import type { CommitPipeline } from './commit-pipeline.js';
 import { sessionSummary, summaryChanges, type SessionSummaryView } from './rollup.js';
 

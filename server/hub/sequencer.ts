@@ -7,7 +7,7 @@
 import { isKnownAction, STREAMING_ONLY_ACTIONS, type KnownAction } from '../../shared/protocol/actions.js';
 import type { ActionOrigin, WireAction } from '../../shared/protocol/messages.js';
 import type { LogRecord } from '../storage/action-log.js';
-import { CatalogAction, catalogActionOf, type ChatEntry, type HubState } from './catalog.js';
+import { CatalogueAction, catalogueActionOf, type ChatEntry, type HubState } from './catalogue.js';
 import type { CatalogueCommands } from './catalogue-commands.js';
 import type { ChannelSizeBudget } from './channel-budget.js';
 import type { Actor, ClientLedger } from './client-ledger.js';
@@ -82,20 +82,20 @@ export class Sequencer {
    */
   foldRemote(records: readonly LogRecord[]): void {
     for (const r of records) {
-      const lifecycle = catalogActionOf(r);
-      const disposedSession = lifecycle?.type === CatalogAction.SessionDisposed ? this.#d.state.sessions.get(lifecycle.session) : undefined;
-      const disposedChat = lifecycle?.type === CatalogAction.ChatDisposed ? this.#d.state.chats.get(lifecycle.chat) : undefined;
+      const lifecycle = catalogueActionOf(r);
+      const disposedSession = lifecycle?.type === CatalogueAction.SessionDisposed ? this.#d.state.sessions.get(lifecycle.session) : undefined;
+      const disposedChat = lifecycle?.type === CatalogueAction.ChatDisposed ? this.#d.state.chats.get(lifecycle.chat) : undefined;
       const turnBefore = this.#d.state.chats.get(r.channel)?.state.activeTurn?.id;
       let delivered: (() => void) | undefined;
       this.#d.pipeline.adoptDurable(r, () => delivered?.());
       this.#d.channelBudget.applied(r.channel, r.action);
       this.#d.ledger.acceptedFromLog(r);
       if (lifecycle) {
-        if (lifecycle.type === CatalogAction.SessionCreated) {
+        if (lifecycle.type === CatalogueAction.SessionCreated) {
           const session = this.#d.state.sessions.get(lifecycle.session);
           if (session) this.#d.rootCatalogue.sessionAdded(session);
           this.#d.channelBudget.opened(lifecycle.session);
-        } else if (lifecycle.type === CatalogAction.ChatCreated) {
+        } else if (lifecycle.type === CatalogueAction.ChatCreated) {
           this.#d.channelBudget.opened(lifecycle.chat);
         } else if (disposedSession) {
           this.#d.catalogue.sessionGone(disposedSession, disposedSession.chats);

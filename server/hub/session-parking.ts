@@ -23,7 +23,7 @@ import { tmpdir } from 'node:os';
 import { resolve } from 'node:path';
 import { errorFields, errorMessage, type Logger } from '../log.js';
 import { ParkStore } from '../storage/park-store.js';
-import type { HubState } from './catalog.js';
+import type { HubState } from './catalogue.js';
 
 /** The server's default: sessions idle this long (and unwatched) are parked. */
 export const DEFAULT_PARK_IDLE_MS = 60_000;

@@ -17,7 +17,7 @@
  * is never folded twice and never out of order.
  */
 import type { LogRecord, SharedActionLog } from '../storage/action-log.js';
-import type { FoldTarget } from './write-gate.js';
+import type { FoldTarget } from './fold-target.js';
 
 export class TurnWaitFold {
   #stopped = false;

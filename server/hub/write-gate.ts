@@ -26,21 +26,11 @@ import type { Logger } from '../log.js';
 import { errorFields, errorMessage } from '../log.js';
 import { STORAGE_UNAVAILABLE_REASON } from './commit-pipeline.js';
 import { sameRecords } from './commit-ports.js';
+import type { FoldTarget } from './fold-target.js';
 import { TurnWaitFold } from './turn-wait-fold.js';
 
 /** What the gate needs from the hub. */
-export interface FoldTarget {
-  /** Last serverSeq applied in memory. */
-  readonly serverSeq: number;
-  /** True while records sequenced locally are not yet appended. */
-  hasPendingRecords(): boolean;
-  /** Why a batch whose append failed is still in doubt (see commit-pipeline.ts), else undefined. */
-  readonly inDoubt: string | undefined;
-  /** Applies records another process appended, in order, and delivers them to local subscribers. */
-  foldRemote(records: readonly LogRecord[]): void;
-  /** The log failed in a way this process cannot recover from. */
-  fail(error: unknown): void;
-}
+export type { FoldTarget } from './fold-target.js';
 
 export interface WriteGateOptions {
   /** Records read per page while following. */

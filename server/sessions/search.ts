@@ -8,7 +8,7 @@
 import type { ChatState } from '../../shared/protocol/state.js';
 import { answerInWords } from '../../shared/state/transcript.js';
 import type { Principal } from '../auth/auth.js';
-import type { SessionEntry } from '../hub/catalog.js';
+import type { SessionEntry } from '../hub/catalogue.js';
 import type { SessionReader } from '../hub/queries.js';
 
 export const SEARCH_LIMITS = {

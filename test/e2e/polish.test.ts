@@ -85,6 +85,13 @@ describe('browser app: code blocks, theme, Enter to send', () => {
     await oldBlock.locator('button.md-copy').click();
     await oldBlock.locator('button.md-copy', { hasText: 'Copied' }).waitFor(T);
     await expect(clipboardOf(page)).resolves.toBe(CODE);
+    // The session id's Copy takes the same path (copy-button.ts → copyAndConfirm): copied without
+    // the Clipboard API too, and said to a screen reader.
+    await old.evaluate('document.querySelector("[data-testid=copy-status]").textContent = ""');
+    await old.locator('[data-testid=copy-session-id]').click();
+    await old.locator('[data-testid=copy-session-id]', { hasText: 'Copied' }).waitFor(T);
+    await expect(clipboardOf(page)).resolves.toBe(session.replace('ahp-session:/', ''));
+    await expect(old.locator('[data-testid=copy-status][role=status]').textContent()).resolves.toBe('Copied to the clipboard.');
     expect(hub.pageErrors).toEqual([]);
   }, 60_000);
 

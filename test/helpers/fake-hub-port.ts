@@ -16,7 +16,7 @@ import { chatReducer } from '../../shared/state/chat-reducer.js';
 import { foldChatRecord } from '../../shared/state/input-receipts.js';
 import { sessionReducer } from '../../shared/state/session-reducer.js';
 import type { Principal } from '../../server/auth/auth.js';
-import type { ChatEntry, SessionEntry } from '../../server/hub/catalog.js';
+import type { ChatEntry, SessionEntry } from '../../server/hub/catalogue.js';
 import type { Connection } from '../../server/hub/connection.js';
 import { HookList } from '../../server/hub/hook-list.js';
 import type { CommitEvent, HookOwner, HubHooks, HubPort, RejectionCode, SubmitOutcome } from '../../server/hub/hub-port.js';

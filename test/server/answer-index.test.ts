@@ -1,15 +1,15 @@
 import { describe, expect, it } from 'vitest';
 import { initialRootState } from '../../shared/protocol/state.js';
 import { MAX_ANSWER_RECORDS, withAnswer } from '../../shared/state/answered-by.js';
-import { CATALOG_CHANNEL, chatSnapshotMeta, HubState } from '../../server/hub/catalog.js';
+import { CATALOGUE_CHANNEL, chatSnapshotMeta, HubState } from '../../server/hub/catalogue.js';
 
 const CHAT = 'ahp-chat:/c1';
 const by = (user: string) => ({ user, surface: 'app', at: '2026-12-01T10:00:00.000Z' });
 
 function stateWithOpenRequest(): HubState {
   const s = new HubState(initialRootState([]));
-  s.applyRecord({ channel: CATALOG_CHANNEL, action: { type: 'hub/sessionCreated', session: 'ahp-session:/s1', tenant: 't', owner: 'u', provider: 'demo', title: 's', createdAt: '2026-12-01T09:00:00.000Z' } });
-  s.applyRecord({ channel: CATALOG_CHANNEL, action: { type: 'hub/chatCreated', chat: CHAT, session: 'ahp-session:/s1', title: 'c', createdAt: '2026-12-01T09:00:00.000Z' } });
+  s.applyRecord({ channel: CATALOGUE_CHANNEL, action: { type: 'hub/sessionCreated', session: 'ahp-session:/s1', tenant: 't', owner: 'u', provider: 'demo', title: 's', createdAt: '2026-12-01T09:00:00.000Z' } });
+  s.applyRecord({ channel: CATALOGUE_CHANNEL, action: { type: 'hub/chatCreated', chat: CHAT, session: 'ahp-session:/s1', title: 'c', createdAt: '2026-12-01T09:00:00.000Z' } });
   s.applyRecord({ channel: CHAT, action: { type: 'chat/turnStarted', turnId: 't1', startedAt: '2026-12-01T09:00:01.000Z', message: { text: 'hi', origin: { kind: 'user' } } } });
   s.applyRecord({ channel: CHAT, action: { type: 'chat/inputRequested', request: { id: 'r1', questions: [{ id: 'q', kind: 'text', message: 'Q?' }] } } });
   return s;

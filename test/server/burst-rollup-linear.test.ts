@@ -20,7 +20,7 @@ import type { KnownAction } from '../../shared/protocol/actions.js';
 import { chatReducer } from '../../shared/state/chat-reducer.js';
 import { sessionReducer } from '../../shared/state/session-reducer.js';
 import { sessionInputId, sessionInputNeededEntries } from '../../shared/state/status.js';
-import type { ChatEntry, HubState, SessionEntry } from '../../server/hub/catalog.js';
+import type { ChatEntry, HubState, SessionEntry } from '../../server/hub/catalogue.js';
 import { ChatTable } from '../../server/hub/chat-table.js';
 import { RootCatalogue } from '../../server/hub/root-catalogue.js';
 import { chatRollUpActions, sessionSummary, type SessionSummaryView } from '../../server/hub/rollup.js';
@@ -52,10 +52,10 @@ function countedEntry(i: number): SessionInputRequest {
 }
 
 /** What a summary's briefs must be: built from scratch, from a plain copy of the list. */
-function rebuiltSummary(session: SessionEntry, catalog: HubState): SessionSummaryView {
+function rebuiltSummary(session: SessionEntry, catalogue: HubState): SessionSummaryView {
   counting = false;
   const plain = { ...session, state: { ...session.state, inputNeeded: session.state.inputNeeded && structuredClone(session.state.inputNeeded.map((e) => ({ ...e }))) } };
-  const summary = sessionSummary(plain, catalog);
+  const summary = sessionSummary(plain, catalogue);
   counting = true;
   return summary;
 }
@@ -78,9 +78,9 @@ it(`asking and answering ${BURST} permissions reads the session's other open req
   };
   const chats = new ChatTable();
   chats.set(BUSY, chat);
-  const catalog = { chats, sessions: new Map([[SESSION, session]]) } as unknown as HubState;
+  const catalogue = { chats, sessions: new Map([[SESSION, session]]) } as unknown as HubState;
   const sent: Array<{ method: string; params: unknown }> = [];
-  const root = new RootCatalogue(catalog, { sendRoot: (_tenant, method, params) => sent.push({ method, params }) });
+  const root = new RootCatalogue(catalogue, { sendRoot: (_tenant, method, params) => sent.push({ method, params }) });
   root.sessionAdded(session);
 
   // What the sequencer does per decided chat action (`Sequencer.accept` → `#rollUpChat`).
@@ -89,7 +89,7 @@ it(`asking and answering ${BURST} permissions reads the session's other open req
     const rollUp: WireAction[] = chatRollUpActions(chat, session, action);
     for (const a of rollUp) session.state = sessionReducer(session.state, a);
     root.sessionChanged(session);
-    sessionSummary(session, catalog);
+    sessionSummary(session, catalogue);
   };
   const published = (): Partial<SessionSummaryView> => (sent.at(-1)!.params as { changes: Partial<SessionSummaryView> }).changes;
   reads = 0;
@@ -99,9 +99,9 @@ it(`asking and answering ${BURST} permissions reads the session's other open req
   }
   expect(session.state.inputNeeded).toHaveLength(2 * BURST);
   expect(session.state.inputNeeded!.slice(BURST)).toEqual(sessionInputNeededEntries(BUSY, chat.state));
-  const asked = sessionSummary(session, catalog);
+  const asked = sessionSummary(session, catalogue);
   expect(asked.inputNeededCount).toBe(2 * BURST);
-  expect(asked._meta).toEqual(rebuiltSummary(session, catalog)._meta);
+  expect(asked._meta).toEqual(rebuiltSummary(session, catalogue)._meta);
   // The whole burst came in one turn: one change published, at its end.
   expect(sent.map((n) => n.method)).toEqual(['root/sessionAdded']);
   await new Promise((resolve) => setImmediate(resolve));
@@ -110,12 +110,12 @@ it(`asking and answering ${BURST} permissions reads the session's other open req
 
   for (let i = BURST - 1; i >= 0; i--) {
     commit({ type: 'chat/toolCallConfirmed', turnId: 't1', toolCallId: `tool-${i}`, approved: true, confirmed: 'user-action' });
-    if (i === BURST / 2) expect(sessionSummary(session, catalog)._meta).toEqual(rebuiltSummary(session, catalog)._meta);
+    if (i === BURST / 2) expect(sessionSummary(session, catalogue)._meta).toEqual(rebuiltSummary(session, catalogue)._meta);
   }
   expect(session.state.inputNeeded).toHaveLength(BURST);
-  const answered = sessionSummary(session, catalog);
+  const answered = sessionSummary(session, catalogue);
   expect(answered.inputNeededCount).toBe(BURST);
-  expect(answered._meta).toEqual(rebuiltSummary(session, catalog)._meta);
+  expect(answered._meta).toEqual(rebuiltSummary(session, catalogue)._meta);
   await new Promise((resolve) => setImmediate(resolve));
   expect(sent).toHaveLength(3);
   expect(published()).toMatchObject({ inputNeededCount: BURST, _meta: answered._meta });

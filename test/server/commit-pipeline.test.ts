@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { CommitPipeline } from '../../server/hub/commit-pipeline.js';
-import { CATALOG_CHANNEL } from '../../server/hub/catalog.js';
+import { CATALOGUE_CHANNEL } from '../../server/hub/catalogue.js';
 import { DEFAULT_FANOUT_LIMITS } from '../../server/hub/fanout.js';
 import { ReplayWindow } from '../../server/hub/replay-window.js';
 import { Subscriptions } from '../../server/hub/subscriptions.js';
@@ -105,10 +105,10 @@ describe('commit pipeline', () => {
   it('never sends catalogue records to clients, but appends them in sequence with the rest', async () => {
     const log = new GatedLog();
     const { pipeline, subscriber } = pipelineOn(log);
-    pipeline.sequence(CATALOG_CHANNEL, { type: 'hub/chatDisposed', chat: 'ahp-chat:/gone' });
+    pipeline.sequence(CATALOGUE_CHANNEL, { type: 'hub/chatDisposed', chat: 'ahp-chat:/gone' });
     pipeline.sequence(CHAT, delta('a'));
     await pipeline.durable();
-    expect((await log.read(0, 10)).map((r) => r.channel)).toEqual([CATALOG_CHANNEL, CHAT]);
+    expect((await log.read(0, 10)).map((r) => r.channel)).toEqual([CATALOGUE_CHANNEL, CHAT]);
     expect(subscriber.envelopes().map((e) => e.serverSeq)).toEqual([2]);
   });
 

@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import type { LogRecord } from '../../server/storage/action-log.js';
-import { CATALOG_CHANNEL, HubState } from '../../server/hub/catalog.js';
+import { CATALOGUE_CHANNEL, HubState } from '../../server/hub/catalogue.js';
 import { initialRootState } from '../../shared/protocol/state.js';
 import { epochFor, MAX_RECEIPTS_PER_TURN, receiptOf, steeringIdOf } from '../../shared/state/input-receipts.js';
 
@@ -18,8 +18,8 @@ const client = { clientId: 'c', clientSeq: 1 };
 /** A log: session and chat created, the chat made the default. */
 function baseLog(): LogRecord[] {
   const records: Array<Omit<LogRecord, 'serverSeq'>> = [
-    { channel: CATALOG_CHANNEL, action: { type: 'hub/sessionCreated', session: SESSION, tenant: 't', owner: 'u', provider: 'remote', title: 's', createdAt: at(0) } },
-    { channel: CATALOG_CHANNEL, action: { type: 'hub/chatCreated', chat: CHAT, session: SESSION, title: 'c', createdAt: at(0) } },
+    { channel: CATALOGUE_CHANNEL, action: { type: 'hub/sessionCreated', session: SESSION, tenant: 't', owner: 'u', provider: 'remote', title: 's', createdAt: at(0) } },
+    { channel: CATALOGUE_CHANNEL, action: { type: 'hub/chatCreated', chat: CHAT, session: SESSION, title: 'c', createdAt: at(0) } },
     { channel: SESSION, action: { type: 'session/defaultChatChanged', defaultChat: CHAT } },
   ];
   return records.map((r, i) => ({ ...r, serverSeq: i + 1 }));

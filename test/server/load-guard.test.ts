@@ -4,7 +4,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { recoverFromLog } from '../../server/hub/recovery.js';
-import { CATALOG_CHANNEL, CatalogAction } from '../../server/hub/catalog.js';
+import { CATALOGUE_CHANNEL, CatalogueAction } from '../../server/hub/catalogue.js';
 import { StateTooLargeToLoadError } from '../../server/hub/load-guard.js';
 import { MemoryActionLog } from '../../server/storage/memory-action-log.js';
 import type { LogRecord } from '../../server/storage/action-log.js';
@@ -14,8 +14,8 @@ async function logWith(messages: number): Promise<MemoryActionLog> {
   const log = new MemoryActionLog();
   const at = '2026-01-01T00:00:00.000Z';
   const records: Array<Omit<LogRecord, 'serverSeq'>> = [
-    { channel: CATALOG_CHANNEL, action: { type: CatalogAction.SessionCreated, session: 'ahp-session:/s', tenant: 't', owner: 'alice', provider: 'demo', title: 's', createdAt: at } },
-    { channel: CATALOG_CHANNEL, action: { type: CatalogAction.ChatCreated, chat: 'ahp-chat:/c', session: 'ahp-session:/s', title: 'c', createdAt: at } },
+    { channel: CATALOGUE_CHANNEL, action: { type: CatalogueAction.SessionCreated, session: 'ahp-session:/s', tenant: 't', owner: 'alice', provider: 'demo', title: 's', createdAt: at } },
+    { channel: CATALOGUE_CHANNEL, action: { type: CatalogueAction.ChatCreated, chat: 'ahp-chat:/c', session: 'ahp-session:/s', title: 'c', createdAt: at } },
   ];
   for (let i = 0; i < messages; i++) {
     records.push({ channel: 'ahp-chat:/c', action: { type: 'chat/pendingMessageSet', kind: 'queued', id: `m${i}`, message: { text: 'x'.repeat(10_000) } } });

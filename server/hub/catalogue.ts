@@ -11,18 +11,22 @@
 import { chatReducer } from '../../shared/state/chat-reducer.js';
 import { sessionReducer } from '../../shared/state/session-reducer.js';
 import { rootReducer } from '../../shared/state/root-reducer.js';
-import { initialChatState, initialSessionState, type ChatState, type RootState, type SessionState } from '../../shared/protocol/state.js';
+import { initialChatState, initialSessionState, type RootState } from '../../shared/protocol/state.js';
 import { isKnownAction, type InputCompletedAction, type TurnCancelledAction } from '../../shared/protocol/actions.js';
 import { channelKind } from '../../shared/protocol/uris.js';
 import { ANSWERED_BY_META, answeredByIn, STOPPED_BY_META, withAnswer, type AnswerIndex } from '../../shared/state/answered-by.js';
-import { foldChatGone, foldChatRecord, type InputBook } from '../../shared/state/input-receipts.js';
+import { foldChatGone, foldChatRecord } from '../../shared/state/input-receipts.js';
 import type { LogRecord } from '../storage/action-log.js';
 import { ChatTable } from './chat-table.js';
+import type { ChatEntry, SessionEntry } from './entries.js';
 
-/** Internal channel for lifecycle records; not an AHP URI, so no client can subscribe to it. */
-export const CATALOG_CHANNEL = 'hub:catalog';
+/**
+ * Internal channel for lifecycle records; not an AHP URI, so no client can subscribe to it. Its
+ * value keeps the older spelling: every log holds it.
+ */
+export const CATALOGUE_CHANNEL = 'hub:catalog';
 
-export const CatalogAction = {
+export const CatalogueAction = {
   SessionCreated: 'hub/sessionCreated',
   SessionDisposed: 'hub/sessionDisposed',
   ChatCreated: 'hub/chatCreated',
@@ -32,7 +36,7 @@ export const CatalogAction = {
 // Type aliases rather than interfaces: an object type alias is assignable to `WireAction` (an
 // index signature), so lifecycle records are sequenced like any action without a cast.
 export type SessionCreatedRecord = {
-  type: typeof CatalogAction.SessionCreated;
+  type: typeof CatalogueAction.SessionCreated;
   session: string;
   tenant: string;
   owner: string;
@@ -40,55 +44,27 @@ export type SessionCreatedRecord = {
   title: string;
   createdAt: string;
 };
-export type SessionDisposedRecord = { type: typeof CatalogAction.SessionDisposed; session: string };
+export type SessionDisposedRecord = { type: typeof CatalogueAction.SessionDisposed; session: string };
 export type ChatCreatedRecord = {
-  type: typeof CatalogAction.ChatCreated;
+  type: typeof CatalogueAction.ChatCreated;
   chat: string;
   session: string;
   title: string;
   createdAt: string;
 };
-export type ChatDisposedRecord = { type: typeof CatalogAction.ChatDisposed; chat: string };
-export type CatalogRecordAction = SessionCreatedRecord | SessionDisposedRecord | ChatCreatedRecord | ChatDisposedRecord;
+export type ChatDisposedRecord = { type: typeof CatalogueAction.ChatDisposed; chat: string };
+export type CatalogueRecordAction = SessionCreatedRecord | SessionDisposedRecord | ChatCreatedRecord | ChatDisposedRecord;
 
 /** The lifecycle action a record carries, or undefined for a record on an AHP channel. */
-export function catalogActionOf(record: Pick<LogRecord, 'channel' | 'action'>): CatalogRecordAction | undefined {
+export function catalogueActionOf(record: Pick<LogRecord, 'channel' | 'action'>): CatalogueRecordAction | undefined {
   // Only the hub writes this channel, and only these four actions.
-  return record.channel === CATALOG_CHANNEL ? (record.action as CatalogRecordAction) : undefined;
+  return record.channel === CATALOGUE_CHANNEL ? (record.action as CatalogueRecordAction) : undefined;
 }
 
-export interface SessionEntry {
-  readonly uri: string;
-  readonly tenant: string;
-  readonly owner: string;
-  readonly provider: string;
-  readonly createdAt: string;
-  state: SessionState;
-  readonly chats: Set<string>;
-  /**
-   * Steering receipts (`shared/state/input-receipts.ts`), folded from the session's chat records
-   * and kept beside the state like `answeredBy`; absent until the first input, and in images
-   * written before receipts were durable.
-   */
-  inputs?: InputBook;
-}
-
-export interface ChatEntry {
-  readonly uri: string;
-  readonly session: string;
-  state: ChatState;
-  /**
-   * Who answered each input request (from the `chat/inputCompleted` stamps), kept beside the
-   * state so the state stays what standard reducers make of it; absent until the first answer
-   * and in images written before it existed. Sent as the chat snapshot's `_meta`.
-   */
-  answeredBy?: AnswerIndex;
-  /** Who stopped each cancelled turn (the `chat/turnCancelled` stamps), kept and sent the same way. */
-  stoppedBy?: AnswerIndex;
-}
+export type { ChatEntry, SessionEntry } from './entries.js';
 
 /** JSON image stored in log snapshots. */
-export interface CatalogImage {
+export interface CatalogueImage {
   root: RootState;
   sessions: Array<Omit<SessionEntry, 'chats'> & { chats: string[] }>;
   chats: ChatEntry[];
@@ -122,14 +98,14 @@ export class HubState {
     this.root = root;
   }
 
-  static fromImage(image: CatalogImage): HubState {
-    const catalog = new HubState(image.root);
-    for (const s of image.sessions) catalog.sessions.set(s.uri, { ...s, chats: new Set(s.chats) });
-    for (const c of image.chats) catalog.chats.set(c.uri, { ...c });
-    return catalog;
+  static fromImage(image: CatalogueImage): HubState {
+    const catalogue = new HubState(image.root);
+    for (const s of image.sessions) catalogue.sessions.set(s.uri, { ...s, chats: new Set(s.chats) });
+    for (const c of image.chats) catalogue.chats.set(c.uri, { ...c });
+    return catalogue;
   }
 
-  toImage(): CatalogImage {
+  toImage(): CatalogueImage {
     return {
       root: this.root,
       sessions: [...this.sessions.values()].map((s) => ({ ...s, chats: [...s.chats] })),
@@ -149,9 +125,9 @@ export class HubState {
    * the hub or a client sent it); callers that only build state may leave them out.
    */
   applyRecord(record: Pick<LogRecord, 'channel' | 'action'> & Partial<Pick<LogRecord, 'serverSeq' | 'origin'>>): void {
-    const lifecycle = catalogActionOf(record);
+    const lifecycle = catalogueActionOf(record);
     if (lifecycle) {
-      this.#applyCatalog(lifecycle);
+      this.#applyCatalogue(lifecycle);
       return;
     }
     switch (channelKind(record.channel)) {
@@ -188,9 +164,9 @@ export class HubState {
     }
   }
 
-  #applyCatalog(action: CatalogRecordAction): void {
+  #applyCatalogue(action: CatalogueRecordAction): void {
     switch (action.type) {
-      case CatalogAction.SessionCreated:
+      case CatalogueAction.SessionCreated:
         this.sessions.set(action.session, {
           uri: action.session,
           tenant: action.tenant,
@@ -201,14 +177,14 @@ export class HubState {
           chats: new Set(),
         });
         return;
-      case CatalogAction.SessionDisposed: {
+      case CatalogueAction.SessionDisposed: {
         const session = this.sessions.get(action.session);
         if (!session) return;
         for (const chat of session.chats) this.chats.delete(chat);
         this.sessions.delete(action.session);
         return;
       }
-      case CatalogAction.ChatCreated: {
+      case CatalogueAction.ChatCreated: {
         const session = this.sessions.get(action.session);
         if (!session) return;
         session.chats.add(action.chat);
@@ -219,7 +195,7 @@ export class HubState {
         });
         return;
       }
-      case CatalogAction.ChatDisposed: {
+      case CatalogueAction.ChatDisposed: {
         const chat = this.chats.get(action.chat);
         if (!chat) return;
         const session = this.sessions.get(chat.session);
