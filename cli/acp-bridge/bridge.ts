@@ -129,7 +129,7 @@ export async function startAcpBridge(options: BridgeOptions): Promise<Bridge> {
       };
     })
     .onRequest(acp.methods.agent.session.new, () => {
-      attach();
+      attach(keptRole());
       return { sessionId };
     })
     .onRequest(acp.methods.agent.session.load, async ({ params }) => {
@@ -137,13 +137,13 @@ export async function startAcpBridge(options: BridgeOptions): Promise<Bridge> {
       // ACP: the whole conversation is replayed as session/update notifications before the answer.
       // Queued in order before live updates start flowing, then awaited.
       const replay = historyUpdates(view.confirmed).map((update) => editor.notify(acp.methods.client.session.update, { sessionId, update: update as acp.SessionUpdate }));
-      attach();
+      attach(keptRole());
       await Promise.all(replay);
       return {};
     })
     .onRequest(acp.methods.agent.session.resume, ({ params }) => {
       checkSession(params.sessionId);
-      attach();
+      attach(keptRole());
       return {};
     })
     .onRequest(acp.methods.agent.session.list, () => {
@@ -260,6 +260,11 @@ export async function startAcpBridge(options: BridgeOptions): Promise<Bridge> {
     role = as ?? 'controller';
     roster.set({ ...editorInfo, role: as ?? rolesFor(hubRole)[0] ?? 'observer' });
     queueMicrotask(() => askOpenInteractions());
+  }
+
+  /** A role chosen with session/attach is fixed (RFD #533): session/new, load or resume afterwards keep it. */
+  function keptRole(): AttachRole | undefined {
+    return notices ? role : undefined;
   }
 
   /** The editor stops following (session/close, session/detach): it leaves the presence room and its open requests are withdrawn. */

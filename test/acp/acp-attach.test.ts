@@ -211,6 +211,9 @@ describe('ACP multi-client attach (RFD #533) through bridge processes', () => {
     expect(pendingResult.history).toEqual([{ type: 'permission_request', toolCallId: 'open-tool', status: 'pending' }]);
     expect(pending.raw.map((u) => u.sessionUpdate)).toEqual(['tool_call']);
     expect(pending.raw[0]).toMatchObject({ toolCallId: 'open-tool', status: 'pending' });
+    // Roles are fixed at attach: an observer (here a user who could control) stays one through ACP v1's session/new.
+    await pending.agent.request(acp.methods.agent.session.new, { cwd: '/tmp', mcpServers: [] });
+    expect(await errorOf(pending.agent.request(acp.methods.agent.session.prompt, { sessionId, prompt: [{ type: 'text', text: 'now me' }] }))).toMatchObject({ code: -32002 });
 
     const noneResult = await none.agent.request<any>('session/attach', { sessionId, role: 'observer', historyPolicy: 'none', clientInfo: { name: 'none' } });
     expect(noneResult.history).toBeUndefined();
