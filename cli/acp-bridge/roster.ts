@@ -8,7 +8,8 @@
  * The bridge joins with no state of its own (invisible) and sets one when its editor attaches:
  * `{ user: { name }, acp: { name, version, title, role } }`. A state that disappears is a client
  * that left (`onLeft`), except across a reconnect of the bridge's own hub connection, where the
- * room is joined again and only the states missing afterwards count as gone.
+ * room is joined again and a state still missing `RESYNC_GRACE_MS` afterwards counts as gone
+ * (after a hub restart every client re-joins, each at its own moment).
  */
 import * as Y from 'yjs';
 import * as awarenessProtocol from 'y-protocols/awareness';
@@ -36,6 +37,9 @@ export interface ConnectedClient {
   readonly role: AttachRole;
   readonly _meta: { readonly 'hub/user': string; readonly 'hub/surface': 'acp' | 'app' };
 }
+
+/** How long a client missing after this bridge re-joined may take to re-join too before it is announced as gone. */
+export const RESYNC_GRACE_MS = 5_000;
 
 const RESYNC = Symbol('resync');
 const REMOTE = Symbol('remote');
@@ -66,6 +70,7 @@ export class AttachRoster {
   /** States dropped for a re-join: announced only if the re-join does not bring them back. */
   readonly #resyncing = new Map<number, ConnectedClient>();
   readonly #offs: Array<() => void> = [];
+  readonly #graceTimers = new Set<ReturnType<typeof setTimeout>>();
   #joined = false;
   #closed = false;
 
@@ -110,6 +115,9 @@ export class AttachRoster {
         if (state === 'open' && !this.#closed && this.#joined) {
           const others = [...this.#awareness.getStates().keys()].filter((id) => id !== this.#doc.clientID);
           awarenessProtocol.removeAwarenessStates(this.#awareness, others, RESYNC);
+          // A state only replaces one with a lower clock, and the room's states come back with the
+          // clocks already seen: forget those too, so the re-join's answer is taken whole.
+          for (const id of others) this.#awareness.meta.delete(id);
           this.join().catch((err: unknown) => this.log(`presence re-join failed: ${String(err)}`));
         }
       }),
@@ -127,13 +135,31 @@ export class AttachRoster {
       return false;
     }
     if (this.#closed) return false;
+    const rejoin = this.#joined;
     if (typeof r.awareness === 'string') awarenessProtocol.applyAwarenessUpdate(this.#awareness, fromBase64(r.awareness), REMOTE);
     this.#joined = true;
-    // After a re-join: whoever is still missing really left.
-    const states = this.#awareness.getStates();
-    for (const [id, entry] of this.#resyncing) if (!states.has(id)) this.onLeft(entry);
+    // After a re-join: whoever is still missing after a grace period (to re-join too) really left.
+    const missing = [...this.#resyncing].filter(([id]) => !this.#awareness.getStates().has(id));
     this.#resyncing.clear();
-    if (this.#awareness.getLocalState()) this.#send(awarenessProtocol.encodeAwarenessUpdate(this.#awareness, [this.#doc.clientID]));
+    if (rejoin) {
+      const timer = setTimeout(() => {
+        this.#graceTimers.delete(timer);
+        if (this.#closed) return;
+        const gone = missing.filter(([id]) => !this.#awareness.getStates().has(id));
+        for (const [, entry] of gone) this.onLeft(entry);
+        this.log(`presence re-joined: ${this.#known.size} other client(s) present, ${gone.length} gone`);
+      }, RESYNC_GRACE_MS);
+      timer.unref?.();
+      this.#graceTimers.add(timer);
+    }
+    const local = this.#awareness.getLocalState();
+    if (local) {
+      // Re-joining: the room dropped our state when the old connection closed but keeps its clock,
+      // and a state only replaces one with a lower clock, so the state is sent with a newer one
+      // (two ticks: one more for peers that removed it themselves).
+      this.#awareness.setLocalState({ ...local });
+      this.#awareness.setLocalState({ ...local });
+    }
     return true;
   }
 
@@ -168,6 +194,7 @@ export class AttachRoster {
   close(): void {
     if (this.#closed) return;
     this.#closed = true;
+    for (const timer of this.#graceTimers) clearTimeout(timer);
     for (const off of this.#offs) off();
     this.#awareness.destroy();
     this.#doc.destroy();

@@ -8,6 +8,7 @@
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
+import { createConnection, createServer, type Server, type Socket } from 'node:net';
 import { Readable, Writable } from 'node:stream';
 import * as acp from '@agentclientprotocol/sdk';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -42,6 +43,7 @@ interface Editor {
 const editors: Editor[] = [];
 const connections: acp.ClientConnection[] = [];
 let plain: TestServer | undefined;
+let proxy: { server: Server; sockets: Set<Socket> } | undefined;
 
 afterEach(async () => {
   for (const c of connections.splice(0)) c.close();
@@ -49,9 +51,37 @@ afterEach(async () => {
     e.child.kill('SIGTERM');
     await e.exited();
   }
+  for (const socket of proxy?.sockets ?? []) socket.destroy();
+  proxy?.server.close();
+  proxy = undefined;
   await plain?.stop();
   plain = undefined;
 });
+
+/** A loopback TCP proxy to `port` whose connections the test can cut (the hub sees them close). */
+async function tcpProxy(port: number): Promise<{ url: string; cut(): void }> {
+  const sockets = new Set<Socket>();
+  const server = createServer((inbound) => {
+    const outbound = createConnection({ host: '127.0.0.1', port });
+    for (const s of [inbound, outbound]) {
+      sockets.add(s);
+      s.on('close', () => sockets.delete(s));
+      s.on('error', () => s.destroy());
+    }
+    inbound.pipe(outbound).pipe(inbound);
+    inbound.on('close', () => outbound.destroy());
+    outbound.on('close', () => inbound.destroy());
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  proxy = { server, sockets };
+  const address = server.address() as { port: number };
+  return {
+    url: `ws://127.0.0.1:${address.port}/ahp`,
+    cut: () => {
+      for (const s of [...sockets]) s.destroy();
+    },
+  };
+}
 
 /** A bridge process on `session` with `token`, and an ACP editor named `name` on its stdio, initialized. */
 async function editorProcess(wsUrl: string, session: string, token: string | undefined, name: string): Promise<Editor> {
@@ -265,6 +295,43 @@ describe('ACP multi-client attach (RFD #533) through bridge processes', () => {
     expect(listed.sessions.map((s) => s.sessionId)).toEqual([sessionId]);
     await expect(e.agent.request<any>('session/attach', { sessionId, role: 'controller', historyPolicy: 'none' })).resolves.toMatchObject({ role: 'controller' });
     await expect(e.agent.request(acp.methods.agent.session.close, { sessionId })).resolves.toEqual({});
+  }, 60_000);
+});
+
+describe('ACP attach across a dropped hub connection', () => {
+  it('the bridge whose connection dropped re-joins: it announces nobody, it is listed again, and the others heard it leave', async () => {
+    plain = await startTestServer();
+    const { RpcClient } = await import('../helpers/rpc-client.js');
+    const owner = await RpcClient.open(plain.wsUrl);
+    try {
+      const { session } = await owner.createSession('reconnect');
+      const sessionId = idOf(session);
+      const link = await tcpProxy(plain.port);
+      const flaky = await editorProcess(link.url, session, undefined, 'flaky');
+      const steady = await editorProcess(plain.wsUrl, session, undefined, 'steady');
+      await flaky.agent.request('session/attach', { sessionId, role: 'controller', historyPolicy: 'none', clientInfo: { name: 'flaky', version: '1.0.0' } });
+      await steady.agent.request('session/attach', { sessionId, role: 'observer', historyPolicy: 'none', clientInfo: { name: 'steady', version: '1.0.0' } });
+      link.cut();
+      // The hub saw flaky's connection close: steady is told.
+      await waitFor(() => steady.raw.find((u) => u.sessionUpdate === 'client_disconnected' && (u['client'] as any)?.name === 'flaky'), { what: 'steady to hear flaky leave' });
+      // flaky reconnects by itself and is present again (a newcomer lists it next to steady).
+      const late = await editorProcess(plain.wsUrl, session, undefined, 'late');
+      const listed = await waitFor(
+        async () => {
+          const r = await late.agent.request<any>('session/attach', { sessionId, role: 'observer', historyPolicy: 'none', clientInfo: { name: 'late' } });
+          const names = r.connectedClients.map((c: any) => c.name).sort();
+          return names.includes('flaky') ? names : undefined;
+        },
+        { what: 'flaky listed again', timeoutMs: 20_000 },
+      );
+      expect(listed).toEqual(['flaky', 'steady']);
+      // Its own reconnect announced nothing to its editor (steady was there all along), also once
+      // the grace for others to re-join has passed (the bridge logs when it has).
+      await waitFor(() => /presence re-joined: \d+ other client\(s\) present, 0 gone/.test(flaky.stderr()) || undefined, { what: 'the re-join to settle', timeoutMs: 20_000 });
+      expect(flaky.raw.filter((u) => u.sessionUpdate === 'client_disconnected')).toEqual([]);
+    } finally {
+      await owner.close();
+    }
   }, 60_000);
 });
 
