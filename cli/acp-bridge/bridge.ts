@@ -27,10 +27,12 @@ import { ErrorCode } from '../../shared/protocol/errors.js';
 import { asSessionUri, sessionIdOf } from '../../shared/protocol/uris.js';
 import { findEndedTurn, openInteractions, turnDuration } from '../../shared/state/selectors.js';
 import type { WireAction } from '../../shared/protocol/messages.js';
-import type { ChatInputAnswer, ChatInputQuestion, ChatInputRequest, PendingConfirmationToolCall } from '../../shared/protocol/state.js';
+import type { ChatInputRequest, PendingConfirmationToolCall } from '../../shared/protocol/state.js';
 import { acpOptionKind, acpToolKind, acpUpdatesFor, rawInputOf, STEERING_EXTENSION as HOSTED_STEERING_EXTENSION, turnEndReasonOf } from '../../server/acp-mapping/index.js';
 import { ATTACH_METHOD, attachErrors, clientDisconnected, DETACH_METHOD, historyItems, parseAttachParams, parseDetachParams, permissionResolved, rolesFor } from './attach.js';
 import { AttachRoster, type AttachRole } from './roster.js';
+import { answersOf, schemaOf } from './forms.js';
+import { historyUpdates, pendingUpdates } from './history.js';
 
 /** The seed-003 mid-turn input extension (the same names the hub uses towards hosted agents), advertised in `agentCapabilities._meta`. */
 export const STEERING_EXTENSION = { ...HOSTED_STEERING_EXTENSION, version: 1 } as const;
@@ -469,51 +471,6 @@ function infoOf(info: { name?: string; version?: string; title?: string | null }
   return { name, ...(info.version && { version: String(info.version).slice(0, 100) }), ...(info.title && { title: info.title.slice(0, 200) }) };
 }
 
-/** What `historyPolicy: "pending_only"` replays: each tool call waiting for a permission, as a pending `tool_call` (the request follows). */
-function pendingUpdates(chat: ChatState): Array<Record<string, unknown>> {
-  const out: Array<Record<string, unknown>> = [];
-  for (const open of openInteractions(chat)) {
-    if (open.kind !== 'toolConfirmation') continue;
-    const tc = open.toolCall;
-    out.push({
-      sessionUpdate: 'tool_call',
-      toolCallId: tc.toolCallId,
-      title: tc.confirmationTitle ?? tc.displayName,
-      kind: acpToolKind(tc.toolName),
-      status: 'pending',
-      ...(tc.toolInput !== undefined && { rawInput: rawInputOf(tc.toolInput) }),
-    });
-  }
-  return out;
-}
-
-const ACP_TOOL_STATUS: Record<string, string> = { completed: 'completed', cancelled: 'failed', running: 'in_progress' };
-
-/**
- * A chat's history as ACP `session/update`s, oldest first (what `session/load` replays): each
- * turn's user message, then its parts — agent text, thoughts, steering messages, and each tool
- * call once, with its final status.
- */
-export function historyUpdates(chat: ChatState): Array<Record<string, unknown>> {
-  const out: Array<Record<string, unknown>> = [];
-  for (const turn of [...chat.turns, ...(chat.activeTurn ? [chat.activeTurn] : [])]) {
-    out.push({ sessionUpdate: 'user_message_chunk', content: { type: 'text', text: turn.message.text } });
-    for (const part of turn.responseParts) {
-      const p = part as Record<string, unknown> & { kind: string };
-      if (p.kind === 'markdown') out.push({ sessionUpdate: 'agent_message_chunk', content: { type: 'text', text: p['content'] } });
-      else if (p.kind === 'reasoning') out.push({ sessionUpdate: 'agent_thought_chunk', content: { type: 'text', text: p['content'] } });
-      else if (p.kind === 'userMessage') out.push({ sessionUpdate: 'user_message_chunk', content: { type: 'text', text: (p['message'] as { text: string }).text } });
-      else if (p.kind === 'toolCall') {
-        const tc = p['toolCall'] as { toolCallId: string; toolName: string; displayName: string; status: string; toolInput?: unknown };
-        const update: Record<string, unknown> = { sessionUpdate: 'tool_call', toolCallId: tc.toolCallId, title: tc.displayName, kind: acpToolKind(tc.toolName), status: ACP_TOOL_STATUS[tc.status] ?? 'pending' };
-        if (tc.toolInput !== undefined) update['rawInput'] = rawInputOf(tc.toolInput);
-        out.push(update);
-      }
-    }
-  }
-  return out;
-}
-
 /** ACP options for a pending AHP tool: the tool's own options (an ACP agent's kinds kept), else allow / reject. */
 function permissionOptions(tool: PendingConfirmationToolCall): Array<acp.PermissionOption & { ahpId?: string }> {
   // Any relayed string kind is passed on to the editor as the agent gave it.
@@ -530,74 +487,4 @@ function describeDecision(action: AnswerAction): string {
   if (action.type === 'chat/inputCompleted') return action.response;
   if (action.approved) return 'approved';
   return action.reason === 'skipped' ? 'skipped' : 'denied';
-}
-
-/** AHP questions → an elicitation form schema (the reverse of the provider's mapping). */
-function schemaOf(questions: readonly ChatInputQuestion[]): acp.ElicitationSchema {
-  const properties: Record<string, acp.ElicitationPropertySchema> = {};
-  const required: string[] = [];
-  for (const q of questions) {
-    const base: Record<string, unknown> = { description: q.message };
-    if (typeof q['title'] === 'string') base['title'] = q['title'];
-    if (q.required) required.push(q.id);
-    const x = q as Record<string, unknown>;
-    const options = (x['options'] as Array<{ id: string; label: string }> | undefined) ?? [];
-    switch (q.kind) {
-      case 'text':
-        properties[q.id] = {
-          ...base,
-          type: 'string',
-          ...(x['min'] !== undefined && { minLength: x['min'] }),
-          ...(x['max'] !== undefined && { maxLength: x['max'] }),
-          ...(x['format'] !== undefined && { format: x['format'] }),
-          ...(x['defaultValue'] !== undefined && { default: x['defaultValue'] }),
-        } as acp.ElicitationPropertySchema;
-        break;
-      case 'number':
-      case 'integer':
-        properties[q.id] = {
-          ...base,
-          type: q.kind,
-          ...(x['min'] !== undefined && { minimum: x['min'] }),
-          ...(x['max'] !== undefined && { maximum: x['max'] }),
-          ...(x['defaultValue'] !== undefined && { default: x['defaultValue'] }),
-        } as acp.ElicitationPropertySchema;
-        break;
-      case 'boolean':
-        properties[q.id] = { ...base, type: 'boolean', ...(x['defaultValue'] !== undefined && { default: x['defaultValue'] }) } as acp.ElicitationPropertySchema;
-        break;
-      case 'single-select':
-        properties[q.id] = { ...base, type: 'string', oneOf: options.map((o) => ({ const: o.id, title: o.label })) } as acp.ElicitationPropertySchema;
-        break;
-      case 'multi-select':
-        properties[q.id] = {
-          ...base,
-          type: 'array',
-          items: { anyOf: options.map((o) => ({ const: o.id, title: o.label })) },
-          ...(x['min'] !== undefined && { minItems: x['min'] }),
-          ...(x['max'] !== undefined && { maxItems: x['max'] }),
-        } as acp.ElicitationPropertySchema;
-        break;
-      default:
-        properties[q.id] = { ...base, type: 'string' } as acp.ElicitationPropertySchema;
-    }
-  }
-  return { type: 'object', properties, ...(required.length > 0 && { required }) };
-}
-
-/** Elicitation content → submitted AHP answers by question kind (values that do not fit are left out). */
-function answersOf(questions: readonly ChatInputQuestion[], content: Record<string, unknown>): Record<string, ChatInputAnswer> {
-  const answers: Record<string, ChatInputAnswer> = {};
-  for (const q of questions) {
-    const v = content[q.id];
-    if (v === undefined) continue;
-    let value: unknown;
-    if (q.kind === 'text' && typeof v === 'string') value = { kind: 'text', value: v };
-    else if ((q.kind === 'number' || q.kind === 'integer') && typeof v === 'number') value = { kind: 'number', value: v };
-    else if (q.kind === 'boolean' && typeof v === 'boolean') value = { kind: 'boolean', value: v };
-    else if (q.kind === 'single-select' && typeof v === 'string') value = { kind: 'selected', value: v };
-    else if (q.kind === 'multi-select' && Array.isArray(v)) value = { kind: 'selected-many', value: v.filter((s) => typeof s === 'string') };
-    if (value !== undefined) answers[q.id] = { state: 'submitted', value } as ChatInputAnswer;
-  }
-  return answers;
 }

@@ -170,6 +170,15 @@ describe('ACP multi-client attach (RFD #533) through bridge processes', () => {
 
     // The tab (bob, a real Chromium page of the app) is on the chat too.
     const tab = await hub.open(TOKENS.bob, sessionPath(session));
+    // It is in the chat's presence room, so attached editors list it (re-attaching answers the roster again).
+    const withTab = await waitFor(
+      async () => {
+        const r = await watcher.agent.request<any>('session/attach', { sessionId, role: 'observer', historyPolicy: 'none', clientInfo: { name: 'watcher', version: '2.0.0' } });
+        return r.connectedClients.find((c: any) => c._meta['hub/surface'] === 'app');
+      },
+      { what: 'the tab listed' },
+    );
+    expect(withTab).toEqual({ name: 'bob', role: 'controller', _meta: { 'hub/user': 'bob', 'hub/surface': 'app' } });
     const prompt = zed.agent.request(acp.methods.agent.session.prompt, {
       sessionId,
       prompt: [{ type: 'text', text: JSON.stringify({ script: [{ say: 'Deploying.' }, { tool: { id: 'ship', name: 'deploy', input: { target: 'prod' }, confirm: true } }, { say: 'Shipped.' }] }) }],
