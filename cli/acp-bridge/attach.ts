@@ -83,7 +83,7 @@ export function historyItems(chat: ChatState, policy: HistoryPolicy): Array<Reco
 export function permissionResolved(
   action: ToolCallConfirmedAction,
   offered: ReadonlyArray<{ optionId: string; kind: string; ahpId?: string }> | undefined,
-  attachedAs: (surface: string, user: string) => ConnectedClient | undefined,
+  attachedAs: (surface: string, user: string) => Pick<ConnectedClient, 'name' | 'version'> | undefined,
 ): Record<string, unknown> {
   const stamp = answeredByIn(action._meta);
   const chosen =

@@ -86,7 +86,8 @@ export async function startAcpBridge(options: BridgeOptions): Promise<Bridge> {
   if (!defaultChat) throw new Error(`session ${sessionUri} has no default chat`);
   const view: ChannelView<ChatState> = await client.subscribe(defaultChat as `ahp-chat:/${string}`);
   const inputs = new SessionInputs(client, sessionUri);
-  const hubRole = ((client.initializeResult?._meta as Record<string, unknown> | undefined)?.['hub/principal'] as { role?: string } | undefined)?.role;
+  const principal = (client.initializeResult?._meta as Record<string, unknown> | undefined)?.['hub/principal'] as { user?: string; role?: string } | undefined;
+  const hubRole = principal?.role;
   const roster = new AttachRoster(
     client,
     defaultChat,
@@ -264,6 +265,12 @@ export async function startAcpBridge(options: BridgeOptions): Promise<Bridge> {
     queueMicrotask(() => askOpenInteractions());
   }
 
+  /** The attached editor an answered-by stamp names: this one, or another in the presence room. */
+  function answeredFrom(surface: string, user: string): { name: string; version?: string } | undefined {
+    if (attached && surface === editorName && user === principal?.user) return editorInfo;
+    return roster.bySurface(surface, user);
+  }
+
   /** A role chosen with session/attach is fixed (RFD #533): session/new, load or resume afterwards keep it. */
   function keptRole(): AttachRole | undefined {
     return notices ? role : undefined;
@@ -309,7 +316,7 @@ export async function startAcpBridge(options: BridgeOptions): Promise<Bridge> {
     // The hub sends only actions it validated, so a known type has its schema's shape.
     const known = isKnownAction(action) ? action : undefined;
     for (const update of acpUpdatesFor(known)) notify(update);
-    if (known?.type === 'chat/toolCallConfirmed' && notices) notify(permissionResolved(known, offered.get(known.toolCallId), (surface, user) => roster.bySurface(surface, user)));
+    if (known?.type === 'chat/toolCallConfirmed' && notices) notify(permissionResolved(known, offered.get(known.toolCallId), answeredFrom));
     if (known?.type === 'chat/toolCallConfirmed' || known?.type === 'chat/inputCompleted') settleAnswered(known);
     if (turnEndReasonOf(action.type) !== 'other') withdrawAll('the turn ended');
     if (MAY_OPEN_INTERACTION.has(action.type)) askOpenInteractions();

@@ -12,12 +12,14 @@ import { createConnection, createServer, type Server, type Socket } from 'node:n
 import { Readable, Writable } from 'node:stream';
 import * as acp from '@agentclientprotocol/sdk';
 import { afterEach, describe, expect, it } from 'vitest';
+import { startAcpBridge } from '../../cli/acp-bridge/bridge.js';
 import { collabFeature } from '../../server/collab/feature.js';
 import { defaultFeatures } from '../../server/features.js';
 import { BrowserHub, sessionPath } from '../e2e/support.js';
 import { startTestServer, TOKENS, type TestServer } from '../helpers/start-server.js';
 import { startScriptTurn } from '../helpers/turns.js';
 import { waitFor } from '../helpers/wait-for.js';
+import { openInteractions } from '../../shared/state/selectors.js';
 import { chatState, toolOf } from './support.js';
 
 const BRIDGE = 'dist/cli/acp-bridge/main.js';
@@ -30,14 +32,15 @@ interface RawUpdate {
 }
 
 interface Editor {
-  readonly child: ChildProcess;
   readonly agent: acp.ClientContext;
   readonly init: acp.InitializeResponse;
   /** Every `session/update` the bridge wrote, as on the wire. */
   readonly raw: RawUpdate[];
   readonly permissions: Array<{ params: acp.RequestPermissionRequest; signal: AbortSignal; answer(outcome: acp.RequestPermissionOutcome): void }>;
+  readonly elicitations: Array<{ params: acp.CreateElicitationRequest; answer(r: acp.CreateElicitationResponse): void }>;
   stderr(): string;
-  exited(): Promise<void>;
+  /** Ends the bridge (SIGTERM for a process) and waits until it is gone. */
+  stop(): Promise<void>;
 }
 
 const editors: Editor[] = [];
@@ -47,10 +50,7 @@ let proxy: { server: Server; sockets: Set<Socket> } | undefined;
 
 afterEach(async () => {
   for (const c of connections.splice(0)) c.close();
-  for (const e of editors.splice(0)) {
-    e.child.kill('SIGTERM');
-    await e.exited();
-  }
+  for (const e of editors.splice(0)) await e.stop();
   for (const socket of proxy?.sockets ?? []) socket.destroy();
   proxy?.server.close();
   proxy = undefined;
@@ -86,19 +86,42 @@ async function tcpProxy(port: number): Promise<{ url: string; cut(): void }> {
 /** A bridge process on `session` with `token`, and an ACP editor named `name` on its stdio, initialized. */
 async function editorProcess(wsUrl: string, session: string, token: string | undefined, name: string): Promise<Editor> {
   if (!existsSync(BRIDGE)) execFileSync('npx', ['tsc', '-p', 'tsconfig.build.json'], { stdio: 'inherit' });
-  const child = spawn(process.execPath, [BRIDGE, '--url', wsUrl, '--session', session.slice('ahp-session:/'.length), ...(token ? ['--token', token] : [])], { stdio: ['pipe', 'pipe', 'pipe'] });
+  const child: ChildProcess = spawn(process.execPath, [BRIDGE, '--url', wsUrl, '--session', session.slice('ahp-session:/'.length), ...(token ? ['--token', token] : [])], { stdio: ['pipe', 'pipe', 'pipe'] });
   let err = '';
   child.stderr!.on('data', (d: Buffer) => {
     err += d.toString();
   });
   const gone = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  const [forSdk, forRaw] = (Readable.toWeb(child.stdout!) as ReadableStream<Uint8Array>).tee();
+  const stop = async (): Promise<void> => {
+    child.kill('SIGTERM');
+    await gone;
+  };
+  return connectEditor(Writable.toWeb(child.stdin!) as WritableStream<Uint8Array>, Readable.toWeb(child.stdout!) as ReadableStream<Uint8Array>, name, { stderr: () => err, stop });
+}
+
+/** An in-process bridge (startAcpBridge) on `session` and an ACP editor on a byte pipe to it; `elicitation` as the editor advertises it. */
+async function editorInProcess(wsUrl: string, session: string, name: string): Promise<Editor> {
+  const toAgent = new TransformStream<Uint8Array, Uint8Array>();
+  const toClient = new TransformStream<Uint8Array, Uint8Array>();
+  const lines: string[] = [];
+  const bridge = await startAcpBridge({ url: wsUrl, session, stream: acp.ndJsonStream(toClient.writable, toAgent.readable), log: (l) => lines.push(l) });
+  const stop = async (): Promise<void> => {
+    bridge.close();
+    await bridge.closed;
+  };
+  return connectEditor(toAgent.writable, toClient.readable, name, { stderr: () => lines.join('\n'), stop }, { form: {}, url: {} });
+}
+
+/** The ACP SDK's client side on a bridge's byte streams (raw lines read too), initialized as `name` 1.0.0. */
+async function connectEditor(toBridge: WritableStream<Uint8Array>, fromBridge: ReadableStream<Uint8Array>, name: string, control: Pick<Editor, 'stderr' | 'stop'>, elicitation?: acp.ClientCapabilities['elicitation']): Promise<Editor> {
+  const [forSdk, forRaw] = fromBridge.tee();
   const raw: RawUpdate[] = [];
   void readLines(forRaw, (line) => {
     const msg = JSON.parse(line) as { method?: string; params?: { update?: RawUpdate } };
     if (msg.method === 'session/update' && msg.params?.update) raw.push(msg.params.update);
   });
   const permissions: Editor['permissions'] = [];
+  const elicitations: Editor['elicitations'] = [];
   const connection = acp
     .client({ name })
     .onRequest(
@@ -109,14 +132,15 @@ async function editorProcess(wsUrl: string, session: string, token: string | und
           signal.addEventListener('abort', () => reject(new Error('withdrawn')), { once: true });
         }),
     )
-    .connect(acp.ndJsonStream(Writable.toWeb(child.stdin!) as WritableStream<Uint8Array>, forSdk));
+    .onRequest(acp.methods.client.elicitation.create, ({ params }) => new Promise<acp.CreateElicitationResponse>((resolve) => elicitations.push({ params, answer: resolve })))
+    .connect(acp.ndJsonStream(toBridge, forSdk));
   connections.push(connection);
   const init = await connection.agent.request(acp.methods.agent.initialize, {
     protocolVersion: acp.PROTOCOL_VERSION,
     clientInfo: { name, version: '1.0.0' },
-    clientCapabilities: { fs: { readTextFile: false, writeTextFile: false }, terminal: false },
+    clientCapabilities: { fs: { readTextFile: false, writeTextFile: false }, terminal: false, ...(elicitation && { elicitation }) },
   });
-  const editor: Editor = { child, agent: connection.agent, init, raw, permissions, stderr: () => err, exited: () => gone };
+  const editor: Editor = { agent: connection.agent, init, raw, permissions, elicitations, ...control };
   editors.push(editor);
   return editor;
 }
@@ -143,6 +167,7 @@ const errorOf = (p: Promise<unknown>): Promise<{ code: number; message: string; 
     (e: unknown) => e as { code: number; message: string; data?: any },
   );
 const idOf = (session: string): string => session.slice('ahp-session:/'.length);
+const openInteractionsOf = (chat: any): string[] => openInteractions(chat).map((o) => (o.kind === 'input' ? `input:${o.request.id}` : `tool:${o.toolCall.toolCallId}`));
 const ofKind = (e: Editor, kind: string): RawUpdate[] => e.raw.filter((u) => u.sessionUpdate === kind);
 
 describe('ACP multi-client attach (RFD #533) through bridge processes', () => {
@@ -210,7 +235,7 @@ describe('ACP multi-client attach (RFD #533) through bridge processes', () => {
     expect((await prompt).stopReason).toBe('end_turn');
 
     // zed's bridge goes away: the observer is told who left.
-    zed.child.kill('SIGTERM');
+    void zed.stop();
     const left = await waitFor(() => watcher.raw.find((u) => u.sessionUpdate === 'client_disconnected'), { what: 'client_disconnected' });
     expect(left).toMatchObject({ type: 'client_disconnected', client: { name: 'zed', version: '1.0.0', role: 'controller', _meta: { 'hub/user': 'alice' } } });
     expect(typeof left['timestamp']).toBe('string');
@@ -305,6 +330,62 @@ describe('ACP multi-client attach (RFD #533) through bridge processes', () => {
     await expect(e.agent.request<any>('session/attach', { sessionId, role: 'controller', historyPolicy: 'none' })).resolves.toMatchObject({ role: 'controller' });
     await expect(e.agent.request(acp.methods.agent.session.close, { sessionId })).resolves.toEqual({});
   }, 60_000);
+});
+
+describe('ACP attach, bridges in this process', () => {
+  it("an observer's form answer is refused, the controller's applies; permission_resolved names the editor that answered; a detach is announced", async () => {
+    plain = await startTestServer();
+    const { RpcClient } = await import('../helpers/rpc-client.js');
+    const owner = await RpcClient.open(plain.wsUrl);
+    try {
+      const { session, chat } = await owner.createSession('in-process attach');
+      const sessionId = idOf(session);
+      const ctl = await editorInProcess(plain.wsUrl, session, 'ctl');
+      const obs = await editorInProcess(plain.wsUrl, session, 'obs');
+      expect(ctl.init.agentCapabilities?.sessionCapabilities).toMatchObject({ attach: { roles: ['controller', 'observer'] } });
+      await ctl.agent.request('session/attach', { sessionId, role: 'controller', clientInfo: { name: 'ctl', version: '1.0.0' } });
+      // Presence is relayed by the hub: a client that attached a moment ago shows once its state arrived.
+      const seen = await waitFor(
+        async () => {
+          const r = await obs.agent.request<any>('session/attach', { sessionId, role: 'observer', historyPolicy: 'pending_only', clientInfo: { name: 'obs', version: '3.1.0' } });
+          return r.connectedClients.length > 0 ? r : undefined;
+        },
+        { what: 'ctl listed' },
+      );
+      expect(seen.connectedClients).toEqual([{ name: 'ctl', version: '1.0.0', role: 'controller', _meta: { 'hub/user': 'dev', 'hub/surface': 'acp' } }]);
+      const ask = { id: 'q-name', message: 'Name?', questions: [{ id: 'name', kind: 'text', message: 'Project name', required: true }] };
+      const prompt = ctl.agent.request(acp.methods.agent.session.prompt, {
+        sessionId,
+        prompt: [{ type: 'text', text: JSON.stringify({ script: [{ ask }, { tool: { id: 'after-ask', name: 'write_file', confirm: true } }, { say: 'All done.' }] }) }],
+      });
+      await waitFor(() => (ctl.elicitations.length > 0 && obs.elicitations.length > 0) || undefined, { what: 'both asked the question' });
+      obs.elicitations[0]!.answer({ action: 'accept', content: { name: 'from the observer' } });
+      const refused = await waitFor(() => obs.raw.find((u) => (u['_meta'] as any)?.['hub/refused']), { what: 'the observer refused' });
+      expect((refused['_meta'] as any)['hub/refused']).toMatchObject({ code: -32002, message: 'Not authorised: observers cannot answer questions' });
+      expect(openInteractionsOf(chatState(plain, chat))).toEqual(['input:q-name']);
+      ctl.elicitations[0]!.answer({ action: 'accept', content: { name: 'from the controller' } });
+      await waitFor(() => (ctl.permissions.length > 0 && obs.permissions.length > 0) || undefined, { what: 'both asked the permission' });
+      const reject = ctl.permissions[0]!.params.options.find((o) => o.kind === 'reject_once')!;
+      ctl.permissions[0]!.answer({ outcome: 'selected', optionId: reject.optionId });
+      for (const e of [ctl, obs]) {
+        const resolved = await waitFor(() => e.raw.find((u) => u.sessionUpdate === 'permission_resolved'), { what: 'permission_resolved' });
+        expect(resolved).toMatchObject({ toolCallId: 'after-ask', approved: false, chosenOptionId: reject.optionId, resolvedBy: { name: 'ctl', version: '1.0.0', user: 'dev', surface: 'ctl' } });
+      }
+      expect((await prompt).stopReason).toBe('end_turn');
+      const part = chatState(plain, chat)
+        .turns.at(-1)!
+        .responseParts.find((p: any) => p.kind === 'inputRequest') as any;
+      expect(part.request.answers.name.value).toEqual({ kind: 'text', value: 'from the controller' });
+      // The observer's cancel is ignored (it cannot act); its detach is announced to the controller.
+      await obs.agent.notify(acp.methods.agent.session.cancel, { sessionId });
+      await expect(obs.agent.request('session/detach', { sessionId })).resolves.toEqual({ sessionId, status: 'detached' });
+      const left = await waitFor(() => ctl.raw.find((u) => u.sessionUpdate === 'client_disconnected'), { what: 'the detach announced' });
+      expect(left).toMatchObject({ client: { name: 'obs', version: '3.1.0', role: 'observer' } });
+      expect(obs.stderr()).toContain('session/cancel from an observer ignored');
+    } finally {
+      await owner.close();
+    }
+  });
 });
 
 describe('ACP attach across a dropped hub connection', () => {
