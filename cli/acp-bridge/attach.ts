@@ -9,6 +9,7 @@ import * as acp from '@agentclientprotocol/sdk';
 import { z } from 'zod';
 import type { ChatState } from '../../shared/client/ahp-client.js';
 import type { ToolCallConfirmedAction } from '../../shared/protocol/actions.js';
+import { describeIssues } from '../../shared/protocol/describe-issues.js';
 import { AcpAttachErrorCode } from '../../shared/protocol/errors.js';
 import { answeredByIn } from '../../shared/state/answered-by.js';
 import { openInteractions } from '../../shared/state/selectors.js';
@@ -19,7 +20,7 @@ export const DETACH_METHOD = 'session/detach';
 
 export type HistoryPolicy = 'full' | 'pending_only' | 'none';
 
-const clientInfoSchema = z.object({ name: z.string().min(1).max(200), version: z.string().max(100).optional(), title: z.string().max(200).nullish() }).passthrough();
+const clientInfoSchema = z.object({ name: z.string().min(1).max(200), version: z.string().max(100).optional(), title: z.string().max(200).nullish() });
 
 export const attachParamsSchema = z.object({
   sessionId: z.string().min(1).max(1024),
@@ -35,15 +36,14 @@ export const detachParamsSchema = z.object({ sessionId: z.string().min(1).max(10
 export function parseAttachParams(raw: unknown): AttachParams {
   const parsed = attachParamsSchema.safeParse(raw);
   if (parsed.success) return parsed.data;
-  const issue = parsed.error.issues[0];
-  const where = issue?.path.join('.') || 'params';
-  throw acp.RequestError.invalidParams({ kind: 'invalid_params', field: where }, `session/attach: ${where}: ${issue?.message ?? 'invalid'}`);
+  const where = parsed.error.issues[0]?.path.join('.') || 'params';
+  throw acp.RequestError.invalidParams({ kind: 'invalid_params', field: where }, `session/attach: ${describeIssues(parsed.error.issues, 'rpc')}`);
 }
 
 export function parseDetachParams(raw: unknown): z.infer<typeof detachParamsSchema> {
   const parsed = detachParamsSchema.safeParse(raw);
   if (parsed.success) return parsed.data;
-  throw acp.RequestError.invalidParams({ kind: 'invalid_params', field: 'sessionId' }, 'session/detach: sessionId must be a non-empty string');
+  throw acp.RequestError.invalidParams({ kind: 'invalid_params', field: 'sessionId' }, `session/detach: ${describeIssues(parsed.error.issues, 'rpc')}`);
 }
 
 export const attachErrors = {
