@@ -425,6 +425,7 @@ export async function startAcpBridge(options: BridgeOptions): Promise<Bridge> {
     const params: Record<string, unknown> = request.url
       ? { sessionId, mode: 'url', message: request.message ?? 'Open this link', url: request.url, elicitationId: request.id }
       : { sessionId, mode: 'form', message: request.message ?? 'The agent asks for input', requestedSchema: schemaOf(questions) };
+    if (role === 'observer') params['_meta'] = { 'hub/role': 'observer' };
     let answer: acp.CreateElicitationResponse;
     try {
       answer = await editor.request(acp.methods.client.elicitation.create, params as acp.CreateElicitationRequest, { cancellationSignal: abort.signal, stopWaitingOnCancel: true });

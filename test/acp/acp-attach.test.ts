@@ -359,6 +359,8 @@ describe('ACP attach, bridges in this process', () => {
         prompt: [{ type: 'text', text: JSON.stringify({ script: [{ ask }, { tool: { id: 'after-ask', name: 'write_file', confirm: true } }, { say: 'All done.' }] }) }],
       });
       await waitFor(() => (ctl.elicitations.length > 0 && obs.elicitations.length > 0) || undefined, { what: 'both asked the question' });
+      expect(obs.elicitations[0]!.params._meta).toMatchObject({ 'hub/role': 'observer' });
+      expect(ctl.elicitations[0]!.params._meta?.['hub/role']).toBeUndefined();
       obs.elicitations[0]!.answer({ action: 'accept', content: { name: 'from the observer' } });
       const refused = await waitFor(() => obs.raw.find((u) => (u['_meta'] as any)?.['hub/refused']), { what: 'the observer refused' });
       expect((refused['_meta'] as any)['hub/refused']).toMatchObject({ code: -32002, message: 'Not authorised: observers cannot answer questions' });
