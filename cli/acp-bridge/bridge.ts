@@ -13,6 +13,9 @@
  *   that request is cancelled (`$/cancel_request`) and the editor is told who won.
  * - Steering through the seed-003 ACP extension (`_tansr.com/session/*`), backed by the hub's
  *   `x-input/*` methods with their real receipts.
+ * - ACP multi-client attach (RFD #533, attach.ts): `session/attach` as controller or observer with
+ *   a history policy, `session/detach`; attached editors are in the chat's presence room
+ *   (roster.ts) and get `permission_resolved` / `client_disconnected`.
  */
 import { randomUUID } from 'node:crypto';
 import * as acp from '@agentclientprotocol/sdk';
@@ -24,8 +27,12 @@ import { ErrorCode } from '../../shared/protocol/errors.js';
 import { asSessionUri, sessionIdOf } from '../../shared/protocol/uris.js';
 import { findEndedTurn, openInteractions, turnDuration } from '../../shared/state/selectors.js';
 import type { WireAction } from '../../shared/protocol/messages.js';
-import type { ChatInputAnswer, ChatInputQuestion, ChatInputRequest, PendingConfirmationToolCall } from '../../shared/protocol/state.js';
+import type { ChatInputRequest, PendingConfirmationToolCall } from '../../shared/protocol/state.js';
 import { acpOptionKind, acpToolKind, acpUpdatesFor, rawInputOf, STEERING_EXTENSION as HOSTED_STEERING_EXTENSION, turnEndReasonOf } from '../../server/acp-mapping/index.js';
+import { ATTACH_METHOD, attachErrors, clientDisconnected, DETACH_METHOD, historyItems, parseAttachParams, parseDetachParams, permissionResolved, rolesFor } from './attach.js';
+import { AttachRoster, type AttachRole } from './roster.js';
+import { answersOf, schemaOf } from './forms.js';
+import { historyUpdates, pendingUpdates } from './history.js';
 
 /** The seed-003 mid-turn input extension (the same names the hub uses towards hosted agents), advertised in `agentCapabilities._meta`. */
 export const STEERING_EXTENSION = { ...HOSTED_STEERING_EXTENSION, version: 1 } as const;
@@ -79,11 +86,31 @@ export async function startAcpBridge(options: BridgeOptions): Promise<Bridge> {
   if (!defaultChat) throw new Error(`session ${sessionUri} has no default chat`);
   const view: ChannelView<ChatState> = await client.subscribe(defaultChat as `ahp-chat:/${string}`);
   const inputs = new SessionInputs(client, sessionUri);
+  const principal = (client.initializeResult?._meta as Record<string, unknown> | undefined)?.['hub/principal'] as { user?: string; role?: string } | undefined;
+  const hubRole = principal?.role;
+  const roster = new AttachRoster(
+    client,
+    defaultChat,
+    (left) => {
+      if (notices) notify(clientDisconnected(left, new Date()));
+    },
+    log,
+  );
+  const attachable = await roster.join();
 
   let editorCaps: acp.ClientCapabilities | undefined;
   /** How answers from this editor are attributed ("from Zed"): its `clientInfo`, sanitised as the hub requires. */
   let editorName = 'ACP editor';
   let attached = false;
+  /** The role this editor acts in (ACP v1's session/new, load and resume control; session/attach chooses). */
+  let role: AttachRole = 'controller';
+  /** The editor attached with session/attach: it gets the RFD's notices (permission_resolved, client_disconnected). */
+  let notices = false;
+  let editorInfo: { name: string; version?: string; title?: string } = { name: 'acp-editor' };
+  /** Open interactions an editor attached with historyPolicy "none" is not asked about (they predate it). */
+  const skipped = new Set<string>();
+  /** The ACP options offered for each pending tool (so permission_resolved names the option that won). */
+  const offered = new Map<string, ReturnType<typeof permissionOptions>>();
   /** Open editor requests for hub interactions: key → abort + how it ended. */
   const asked = new Map<string, { abort: AbortController; outcome?: Outcome }>();
   const turnWaiters = new Set<() => void>();
@@ -93,18 +120,19 @@ export async function startAcpBridge(options: BridgeOptions): Promise<Bridge> {
     .onRequest(acp.methods.agent.initialize, ({ params }) => {
       editorCaps = params.clientCapabilities;
       editorName = surfaceName(params.clientInfo) ?? editorName;
+      if (params.clientInfo) editorInfo = infoOf(params.clientInfo);
       return {
         protocolVersion: acp.PROTOCOL_VERSION,
         agentInfo: { name: 'ahp-hub-bridge', title: 'AHP hub session', version: '0.1.0' },
         agentCapabilities: {
           loadSession: true,
-          sessionCapabilities: { list: {}, resume: {}, close: {} },
+          sessionCapabilities: { list: {}, resume: {}, close: {}, ...(attachable && { attach: { roles: rolesFor(hubRole) } }) },
           _meta: { [STEERING_EXTENSION.metaKey]: { midTurnInput: STEERING_EXTENSION.version } },
         },
       };
     })
     .onRequest(acp.methods.agent.session.new, () => {
-      attach();
+      attach(keptRole());
       return { sessionId };
     })
     .onRequest(acp.methods.agent.session.load, async ({ params }) => {
@@ -112,13 +140,13 @@ export async function startAcpBridge(options: BridgeOptions): Promise<Bridge> {
       // ACP: the whole conversation is replayed as session/update notifications before the answer.
       // Queued in order before live updates start flowing, then awaited.
       const replay = historyUpdates(view.confirmed).map((update) => editor.notify(acp.methods.client.session.update, { sessionId, update: update as acp.SessionUpdate }));
-      attach();
+      attach(keptRole());
       await Promise.all(replay);
       return {};
     })
     .onRequest(acp.methods.agent.session.resume, ({ params }) => {
       checkSession(params.sessionId);
-      attach();
+      attach(keptRole());
       return {};
     })
     .onRequest(acp.methods.agent.session.list, () => {
@@ -130,12 +158,46 @@ export async function startAcpBridge(options: BridgeOptions): Promise<Bridge> {
       // As ACP asks: ongoing work is cancelled; the hub session itself stays for its other clients.
       const active = view.confirmed.activeTurn;
       if (active) await view.dispatch({ type: 'chat/turnCancelled', turnId: active.id, duration: turnDuration(active.startedAt, Date.now()) });
-      attached = false;
-      withdrawAll('the editor closed the session');
+      detach('the editor closed the session');
       return {};
     })
+    .onRequest(
+      ATTACH_METHOD,
+      (p: unknown) => parseAttachParams(p),
+      async ({ params }) => {
+        if (!attachable) throw attachErrors.noCapability();
+        if (params.sessionId !== sessionId || client.view(sessionUri) === undefined) throw attachErrors.sessionNotFound(params.sessionId);
+        if (!rolesFor(hubRole).includes(params.role)) throw attachErrors.notAuthorised(`this hub token has read-only access (${hubRole}); attach as observer`, { role: params.role, allowedRoles: rolesFor(hubRole) });
+        if (params.clientInfo) {
+          editorInfo = infoOf(params.clientInfo);
+          editorName = surfaceName(params.clientInfo) ?? editorName;
+        }
+        const chat = view.confirmed;
+        const history = historyItems(chat, params.historyPolicy);
+        const connectedClients = roster.others();
+        let replay: Array<Promise<void>> = [];
+        skipped.clear();
+        if (params.historyPolicy === 'full') replay = historyUpdates(chat).map((update) => editor.notify(acp.methods.client.session.update, { sessionId, update: update as acp.SessionUpdate }));
+        else if (params.historyPolicy === 'pending_only') replay = pendingUpdates(chat).map((update) => editor.notify(acp.methods.client.session.update, { sessionId, update: update as acp.SessionUpdate }));
+        else for (const open of openInteractions(chat)) skipped.add(open.kind === 'toolConfirmation' ? `tool:${open.toolCall.toolCallId}` : `input:${open.request.id}`);
+        notices = true;
+        attach(params.role);
+        await Promise.all(replay);
+        return { sessionId, role: params.role, ...(history !== undefined && { history }), connectedClients };
+      },
+    )
+    .onRequest(
+      DETACH_METHOD,
+      (p: unknown) => parseDetachParams(p),
+      ({ params }) => {
+        if (params.sessionId !== sessionId) throw attachErrors.sessionNotFound(params.sessionId);
+        detach('the editor detached');
+        return { sessionId, status: 'detached' };
+      },
+    )
     .onRequest(acp.methods.agent.session.prompt, async ({ params }) => {
       checkSession(params.sessionId);
+      if (role === 'observer') throw attachErrors.notAuthorised('observers cannot prompt', { role });
       const busy = view.confirmed.activeTurn;
       if (busy) throw acp.RequestError.invalidRequest({ turnId: busy.id }, `a turn is already running in this hub chat (${busy.id}); wait for it, cancel it, or add to it with ${STEERING_EXTENSION.steer}`);
       const text = params.prompt.map((b) => (b.type === 'text' ? b.text : b.type === 'resource_link' ? b.uri : '')).join('');
@@ -155,6 +217,10 @@ export async function startAcpBridge(options: BridgeOptions): Promise<Bridge> {
     })
     .onNotification(acp.methods.agent.session.cancel, async ({ params }) => {
       if (params.sessionId !== sessionId) return;
+      if (role === 'observer') {
+        log('session/cancel from an observer ignored (observers cannot cancel)');
+        return;
+      }
       const active = view.confirmed.activeTurn;
       if (!active) return;
       await view.dispatch({ type: 'chat/turnCancelled', turnId: active.id, duration: turnDuration(active.startedAt, Date.now()) });
@@ -172,6 +238,7 @@ export async function startAcpBridge(options: BridgeOptions): Promise<Bridge> {
       (p: unknown) => p as { sessionId: string } & InputSubmission,
       async ({ params }) => {
         checkSession(params.sessionId);
+        if (role === 'observer') throw attachErrors.notAuthorised('observers cannot add input to a turn', { role });
         const { inputId, target, content, ack } = params;
         return inputs.submitInput({ inputId, target, content, ...(ack !== undefined && { ack }) });
       },
@@ -189,9 +256,32 @@ export async function startAcpBridge(options: BridgeOptions): Promise<Bridge> {
   const editor = connection.client;
 
   /** The editor now follows the chat: live updates flow, and every open question or permission is asked. */
-  function attach(): void {
+  function attach(as?: AttachRole): void {
     attached = true;
+    // ACP v1's methods leave enforcement to the hub (a viewer's prompt is refused there, as on
+    // every surface); the presence room shows what the principal may do.
+    role = as ?? 'controller';
+    roster.set({ ...editorInfo, role: as ?? rolesFor(hubRole)[0] ?? 'observer' });
     queueMicrotask(() => askOpenInteractions());
+  }
+
+  /** The attached editor an answered-by stamp names: this one, or another in the presence room. */
+  function answeredFrom(surface: string, user: string): { name: string; version?: string } | undefined {
+    if (attached && surface === editorName && user === principal?.user) return editorInfo;
+    return roster.bySurface(surface, user);
+  }
+
+  /** A role chosen with session/attach is fixed (RFD #533): session/new, load or resume afterwards keep it. */
+  function keptRole(): AttachRole | undefined {
+    return notices ? role : undefined;
+  }
+
+  /** The editor stops following (session/close, session/detach): it leaves the presence room and its open requests are withdrawn. */
+  function detach(reason: string): void {
+    attached = false;
+    notices = false;
+    roster.set(null);
+    withdrawAll(reason);
   }
 
   function checkSession(id: string): void {
@@ -226,6 +316,7 @@ export async function startAcpBridge(options: BridgeOptions): Promise<Bridge> {
     // The hub sends only actions it validated, so a known type has its schema's shape.
     const known = isKnownAction(action) ? action : undefined;
     for (const update of acpUpdatesFor(known)) notify(update);
+    if (known?.type === 'chat/toolCallConfirmed' && notices) notify(permissionResolved(known, offered.get(known.toolCallId), answeredFrom));
     if (known?.type === 'chat/toolCallConfirmed' || known?.type === 'chat/inputCompleted') settleAnswered(known);
     if (turnEndReasonOf(action.type) !== 'other') withdrawAll('the turn ended');
     if (MAY_OPEN_INTERACTION.has(action.type)) askOpenInteractions();
@@ -251,13 +342,21 @@ export async function startAcpBridge(options: BridgeOptions): Promise<Bridge> {
       entry.abort.abort(acp.RequestError.requestCancelled({ reason }, reason));
     }
     asked.clear();
+    offered.clear();
+    skipped.clear();
   }
 
-  function tellEditor(key: string, text: string): void {
+  /** An observer answered: nothing is applied, and the editor gets the RFD's not-authorised error in the update's `_meta["hub/refused"]`. */
+  function refuseObserver(key: string, why: string): void {
+    const err = attachErrors.notAuthorised(why, { role });
+    tellEditor(key, `Your answer was not applied: ${err.message}.`, { 'hub/refused': { code: err.code, message: err.message, data: err.data } });
+  }
+
+  function tellEditor(key: string, text: string, meta: Record<string, unknown> = {}): void {
     if (key.startsWith('tool:')) {
-      notify({ sessionUpdate: 'tool_call_update', toolCallId: key.slice(5), content: [{ type: 'content', content: { type: 'text', text } }], _meta: { 'hub/outcome': text } });
+      notify({ sessionUpdate: 'tool_call_update', toolCallId: key.slice(5), content: [{ type: 'content', content: { type: 'text', text } }], _meta: { ...meta, 'hub/outcome': text } });
     } else {
-      notify({ sessionUpdate: 'agent_message_chunk', content: { type: 'text', text: `\n${text}\n` }, _meta: { 'hub/outcome': text } });
+      notify({ sessionUpdate: 'agent_message_chunk', content: { type: 'text', text: `\n${text}\n` }, _meta: { ...meta, 'hub/outcome': text } });
     }
   }
 
@@ -269,10 +368,11 @@ export async function startAcpBridge(options: BridgeOptions): Promise<Bridge> {
     for (const open of openInteractions(view.confirmed)) {
       if (open.kind === 'toolConfirmation') {
         const key = `tool:${open.toolCall.toolCallId}`;
-        if (!asked.has(key)) void askPermission(key, turn.id, open.toolCall);
+        if (!offered.has(open.toolCall.toolCallId)) offered.set(open.toolCall.toolCallId, permissionOptions(open.toolCall));
+        if (!asked.has(key) && !skipped.has(key)) void askPermission(key, turn.id, open.toolCall);
       } else if (editorCaps?.elicitation) {
         const key = `input:${open.request.id}`;
-        if (!asked.has(key)) void askInput(key, open.request);
+        if (!asked.has(key) && !skipped.has(key)) void askInput(key, open.request);
       }
     }
   }
@@ -290,6 +390,7 @@ export async function startAcpBridge(options: BridgeOptions): Promise<Bridge> {
           sessionId,
           toolCall: { toolCallId: tool.toolCallId, title: tool.confirmationTitle ?? tool.displayName, kind: acpToolKind(tool.toolName), status: 'pending', rawInput: rawInputOf(tool.toolInput) },
           options: options.map(({ optionId, name, kind }) => ({ optionId, name, kind })),
+          ...(role === 'observer' && { _meta: { 'hub/role': 'observer' } }),
         },
         { cancellationSignal: abort.signal, stopWaitingOnCancel: true },
       );
@@ -299,6 +400,10 @@ export async function startAcpBridge(options: BridgeOptions): Promise<Bridge> {
     }
     if (entry.outcome) {
       tellEditor(key, `Your answer was not applied: another client answered first (${entry.outcome.summary}).`);
+      return;
+    }
+    if (role === 'observer') {
+      if (answer.outcome.outcome === 'selected') refuseObserver(key, 'observers cannot answer permission requests');
       return;
     }
     const chosen = answer.outcome.outcome === 'selected' ? options.find((o) => o.optionId === (answer.outcome as { optionId: string }).optionId) : undefined;
@@ -320,6 +425,7 @@ export async function startAcpBridge(options: BridgeOptions): Promise<Bridge> {
     const params: Record<string, unknown> = request.url
       ? { sessionId, mode: 'url', message: request.message ?? 'Open this link', url: request.url, elicitationId: request.id }
       : { sessionId, mode: 'form', message: request.message ?? 'The agent asks for input', requestedSchema: schemaOf(questions) };
+    if (role === 'observer') params['_meta'] = { 'hub/role': 'observer' };
     let answer: acp.CreateElicitationResponse;
     try {
       answer = await editor.request(acp.methods.client.elicitation.create, params as acp.CreateElicitationRequest, { cancellationSignal: abort.signal, stopWaitingOnCancel: true });
@@ -329,6 +435,10 @@ export async function startAcpBridge(options: BridgeOptions): Promise<Bridge> {
     }
     if (entry.outcome) {
       tellEditor(key, `Your answer was not applied: another client answered first (${entry.outcome.summary}).`);
+      return;
+    }
+    if (role === 'observer') {
+      if (answer.action !== 'cancel') refuseObserver(key, 'observers cannot answer questions');
       return;
     }
     const response = answer.action === 'accept' ? 'accept' : answer.action === 'decline' ? 'decline' : 'cancel';
@@ -342,10 +452,12 @@ export async function startAcpBridge(options: BridgeOptions): Promise<Bridge> {
 
   const close = (): void => {
     connection.close();
+    roster.close();
     client.close();
   };
   void connection.closed.then(() => {
     for (const check of [...turnWaiters]) check();
+    roster.close();
     client.close();
   });
   return { closed: connection.closed, close };
@@ -361,31 +473,10 @@ function surfaceName(info: { name?: string; title?: string | null } | null | und
   return raw === '' ? undefined : raw;
 }
 
-const ACP_TOOL_STATUS: Record<string, string> = { completed: 'completed', cancelled: 'failed', running: 'in_progress' };
-
-/**
- * A chat's history as ACP `session/update`s, oldest first (what `session/load` replays): each
- * turn's user message, then its parts — agent text, thoughts, steering messages, and each tool
- * call once, with its final status.
- */
-export function historyUpdates(chat: ChatState): Array<Record<string, unknown>> {
-  const out: Array<Record<string, unknown>> = [];
-  for (const turn of [...chat.turns, ...(chat.activeTurn ? [chat.activeTurn] : [])]) {
-    out.push({ sessionUpdate: 'user_message_chunk', content: { type: 'text', text: turn.message.text } });
-    for (const part of turn.responseParts) {
-      const p = part as Record<string, unknown> & { kind: string };
-      if (p.kind === 'markdown') out.push({ sessionUpdate: 'agent_message_chunk', content: { type: 'text', text: p['content'] } });
-      else if (p.kind === 'reasoning') out.push({ sessionUpdate: 'agent_thought_chunk', content: { type: 'text', text: p['content'] } });
-      else if (p.kind === 'userMessage') out.push({ sessionUpdate: 'user_message_chunk', content: { type: 'text', text: (p['message'] as { text: string }).text } });
-      else if (p.kind === 'toolCall') {
-        const tc = p['toolCall'] as { toolCallId: string; toolName: string; displayName: string; status: string; toolInput?: unknown };
-        const update: Record<string, unknown> = { sessionUpdate: 'tool_call', toolCallId: tc.toolCallId, title: tc.displayName, kind: acpToolKind(tc.toolName), status: ACP_TOOL_STATUS[tc.status] ?? 'pending' };
-        if (tc.toolInput !== undefined) update['rawInput'] = rawInputOf(tc.toolInput);
-        out.push(update);
-      }
-    }
-  }
-  return out;
+/** An editor's `clientInfo` as announced in the presence room (name, version, title). */
+function infoOf(info: { name?: string; version?: string; title?: string | null }): { name: string; version?: string; title?: string } {
+  const name = (info.name ?? '').slice(0, 200) || 'acp-editor';
+  return { name, ...(info.version && { version: String(info.version).slice(0, 100) }), ...(info.title && { title: info.title.slice(0, 200) }) };
 }
 
 /** ACP options for a pending AHP tool: the tool's own options (an ACP agent's kinds kept), else allow / reject. */
@@ -404,74 +495,4 @@ function describeDecision(action: AnswerAction): string {
   if (action.type === 'chat/inputCompleted') return action.response;
   if (action.approved) return 'approved';
   return action.reason === 'skipped' ? 'skipped' : 'denied';
-}
-
-/** AHP questions → an elicitation form schema (the reverse of the provider's mapping). */
-function schemaOf(questions: readonly ChatInputQuestion[]): acp.ElicitationSchema {
-  const properties: Record<string, acp.ElicitationPropertySchema> = {};
-  const required: string[] = [];
-  for (const q of questions) {
-    const base: Record<string, unknown> = { description: q.message };
-    if (typeof q['title'] === 'string') base['title'] = q['title'];
-    if (q.required) required.push(q.id);
-    const x = q as Record<string, unknown>;
-    const options = (x['options'] as Array<{ id: string; label: string }> | undefined) ?? [];
-    switch (q.kind) {
-      case 'text':
-        properties[q.id] = {
-          ...base,
-          type: 'string',
-          ...(x['min'] !== undefined && { minLength: x['min'] }),
-          ...(x['max'] !== undefined && { maxLength: x['max'] }),
-          ...(x['format'] !== undefined && { format: x['format'] }),
-          ...(x['defaultValue'] !== undefined && { default: x['defaultValue'] }),
-        } as acp.ElicitationPropertySchema;
-        break;
-      case 'number':
-      case 'integer':
-        properties[q.id] = {
-          ...base,
-          type: q.kind,
-          ...(x['min'] !== undefined && { minimum: x['min'] }),
-          ...(x['max'] !== undefined && { maximum: x['max'] }),
-          ...(x['defaultValue'] !== undefined && { default: x['defaultValue'] }),
-        } as acp.ElicitationPropertySchema;
-        break;
-      case 'boolean':
-        properties[q.id] = { ...base, type: 'boolean', ...(x['defaultValue'] !== undefined && { default: x['defaultValue'] }) } as acp.ElicitationPropertySchema;
-        break;
-      case 'single-select':
-        properties[q.id] = { ...base, type: 'string', oneOf: options.map((o) => ({ const: o.id, title: o.label })) } as acp.ElicitationPropertySchema;
-        break;
-      case 'multi-select':
-        properties[q.id] = {
-          ...base,
-          type: 'array',
-          items: { anyOf: options.map((o) => ({ const: o.id, title: o.label })) },
-          ...(x['min'] !== undefined && { minItems: x['min'] }),
-          ...(x['max'] !== undefined && { maxItems: x['max'] }),
-        } as acp.ElicitationPropertySchema;
-        break;
-      default:
-        properties[q.id] = { ...base, type: 'string' } as acp.ElicitationPropertySchema;
-    }
-  }
-  return { type: 'object', properties, ...(required.length > 0 && { required }) };
-}
-
-/** Elicitation content → submitted AHP answers by question kind (values that do not fit are left out). */
-function answersOf(questions: readonly ChatInputQuestion[], content: Record<string, unknown>): Record<string, ChatInputAnswer> {
-  const answers: Record<string, ChatInputAnswer> = {};
-  for (const q of questions) {
-    const v = content[q.id];
-    if (v === undefined) continue;
-    let value: unknown;
-    if (q.kind === 'text' && typeof v === 'string') value = { kind: 'text', value: v };
-    else if ((q.kind === 'number' || q.kind === 'integer') && typeof v === 'number') value = { kind: 'number', value: v };
-    else if (q.kind === 'boolean' && typeof v === 'boolean') value = { kind: 'boolean', value: v };
-    else if (q.kind === 'single-select' && typeof v === 'string') value = { kind: 'selected', value: v };
-    else if (q.kind === 'multi-select' && Array.isArray(v)) value = { kind: 'selected-many', value: v.filter((s) => typeof s === 'string') };
-    if (value !== undefined) answers[q.id] = { state: 'submitted', value } as ChatInputAnswer;
-  }
-  return answers;
 }

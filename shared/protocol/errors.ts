@@ -65,3 +65,18 @@ export class ProtocolError extends Error {
     this.data = data;
   }
 }
+
+/**
+ * The codes of ACP `session/attach` (multi-client attach, ACP RFD #533), answered by the editor
+ * bridge on its ACP side only; the kind still travels in `data.kind` (docs/errors.md). They are
+ * the RFD's numbers, which differ from ACP v1's own (-32002 is "resource not found" there, and
+ * the bridge's other methods keep that meaning).
+ */
+export const AcpAttachErrorCode = {
+  /** No such session behind this bridge, or it was disposed (`data.sessionId`). */
+  SessionNotFound: -32001,
+  /** The role asked for is not allowed (a hub viewer asking to control), or an observer tried to act. */
+  NotAuthorised: -32002,
+  /** The hub offers no presence room for the chat, so attached clients cannot be known. */
+  NoAttachCapability: -32003,
+} as const;
