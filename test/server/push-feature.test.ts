@@ -45,7 +45,17 @@ async function start(limits: { maxPerUser?: number } = {}) {
   const server = await hubs.start({
     withAuth: true,
     dataDir: dir,
-    features: defaultFeatures({ push: { dataDir: dir, limits, notifier: { collapseMs: 10 }, send: async (t, p) => (sent.push({ endpoint: t.endpoint, payload: JSON.parse(p) as PushPayload }), { kind: 'sent' }) } }),
+    features: defaultFeatures({
+      push: {
+        dataDir: dir,
+        limits,
+        notifier: { collapseMs: 10 },
+        send: async (t, p) => {
+          sent.push({ endpoint: t.endpoint, payload: JSON.parse(p) as PushPayload });
+          return { kind: 'sent' };
+        },
+      },
+    }),
   });
   const tokenKey = Buffer.from((JSON.parse(readFileSync(join(dir, PUSH_KEYS_FILE), 'utf8')) as { tokenKey: string }).tokenKey, 'base64url');
   return { server, sent, dir, tokenKey };
