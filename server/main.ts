@@ -113,7 +113,7 @@ async function main(): Promise<void> {
     auth,
     logger,
     staticDir: existsSync(appDir) ? appDir : undefined,
-    features: defaultFeatures({ push: { dataDir: config.dataDir, subject: process.env['HUB_PUSH_SUBJECT'] } }),
+    features: defaultFeatures({ push: { dataDir: config.dataDir, subject: config.pushSubject } }),
     providers: (tenant, stateDir) => [demoAgent, remoteAgent, ...createAcpProviders(agentsFile.agents, logger, { tenant, stateDir, budget, tenantUids, workspaceRoot: join(config.dataDir, 'agents', tenantSegment(tenant)) })],
     ...caps,
   });

@@ -4,6 +4,7 @@
  * restarts; in memory without one). Bounded per user and per tenant.
  */
 import { randomUUID } from 'node:crypto';
+import { chmodSync, closeSync, openSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { z } from 'zod';
@@ -77,7 +78,13 @@ export class PushSubscriptions {
 
   constructor(dataDir: string | undefined, limits: Partial<PushLimits> = {}) {
     this.#limits = { ...DEFAULT_PUSH_LIMITS, ...limits };
-    this.#db = new Database(dataDir === undefined ? ':memory:' : join(dataDir, PUSH_DB_FILE));
+    const file = dataDir === undefined ? ':memory:' : join(dataDir, PUSH_DB_FILE);
+    // Endpoints and auth secrets are for the hub's user only (SQLite gives -wal and -shm the same mode).
+    if (dataDir !== undefined) {
+      closeSync(openSync(file, 'a', 0o600));
+      chmodSync(file, 0o600);
+    }
+    this.#db = new Database(file);
     if (dataDir !== undefined) this.#db.pragma('journal_mode = WAL');
     this.#db.exec(
       'CREATE TABLE IF NOT EXISTS push_subscriptions (id TEXT PRIMARY KEY, tenant TEXT NOT NULL, user TEXT NOT NULL, role TEXT NOT NULL, endpoint TEXT NOT NULL, p256dh TEXT NOT NULL, auth TEXT NOT NULL, created_at INTEGER NOT NULL);' +

@@ -10,8 +10,10 @@ import { readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { defaultFeatures } from '../../server/features.js';
-import { signActionToken } from '../../server/push/action-token.js';
+import { type ActionClaims, signActionToken } from '../../server/push/action-token.js';
 import { PUSH_KEYS_FILE } from '../../server/push/keys.js';
+import { PUSH_DB_FILE } from '../../server/push/subscriptions.js';
+import { ConfigError, parseArgs } from '../../server/config.js';
 import type { PushPayload } from '../../server/push/payload.js';
 import { hubPerTest, TOKENS } from '../helpers/start-server.js';
 import type { TestServer } from '../helpers/start-server.js';
@@ -64,9 +66,17 @@ async function start(limits: { maxPerUser?: number } = {}) {
 const toolStep = (id: string) => ({ tool: { id, name: 'deploy', confirm: true } });
 
 describe('push feature (in-process hub)', () => {
+  it('takes HUB_PUSH_SUBJECT only as a mailto: or https: contact', () => {
+    expect(parseArgs([], { HUB_PUSH_SUBJECT: 'mailto:ops@example.com' }).pushSubject).toBe('mailto:ops@example.com');
+    expect(parseArgs([], { HUB_PUSH_SUBJECT: 'https://example.com/contact' }).pushSubject).toBe('https://example.com/contact');
+    expect(parseArgs([], {}).pushSubject).toBeUndefined();
+    for (const bad of ['ops@example.com', 'http://example.com', 'mailto:nobody']) expect(() => parseArgs([], { HUB_PUSH_SUBJECT: bad })).toThrow(ConfigError);
+  });
+
   it('keeps its keys in a 0600 file and answers the public key to a token holder only', async () => {
     const { server, dir } = await start();
     expect(statSync(join(dir, PUSH_KEYS_FILE)).mode & 0o777).toBe(0o600);
+    expect(statSync(join(dir, PUSH_DB_FILE)).mode & 0o777).toBe(0o600);
     const key = await call(server, '/api/push/key');
     expect(key.status).toBe(200);
     expect(Buffer.from(key.json['publicKey'] as string, 'base64url')).toHaveLength(65);
@@ -124,14 +134,14 @@ describe('push feature (in-process hub)', () => {
     const token = mine.actionToken!;
     const act = (t: string, action = 'approve') => call(server, '/api/push/actions', { method: 'POST', token: null, body: { token: t, action } });
     const [body, sig] = token.split('.') as [string, string];
-    const claims = JSON.parse(Buffer.from(body, 'base64url').toString()) as Record<string, unknown>;
+    const claims = JSON.parse(Buffer.from(body, 'base64url').toString()) as ActionClaims;
     const forgedBody = Buffer.from(JSON.stringify({ ...claims, user: 'bob' })).toString('base64url');
     expect(await act(`${forgedBody}.${sig}`)).toMatchObject({ status: 401, json: { code: 'push_token_invalid' } });
-    expect(await act(signActionToken(randomBytes(32), claims as never))).toMatchObject({ status: 401, json: { code: 'push_token_invalid' } });
+    expect(await act(signActionToken(randomBytes(32), claims))).toMatchObject({ status: 401, json: { code: 'push_token_invalid' } });
     expect(await act('not-a-token')).toMatchObject({ status: 401, json: { code: 'push_token_invalid' } });
-    expect(await act(signActionToken(tokenKey, { ...(claims as never), exp: Date.now() - 1 }))).toMatchObject({ status: 401, json: { code: 'push_token_expired' } });
+    expect(await act(signActionToken(tokenKey, { ...claims, exp: Date.now() - 1 }))).toMatchObject({ status: 401, json: { code: 'push_token_expired' } });
     // A viewer's device never gets a token; one signed for it anyway is refused.
-    expect(await act(signActionToken(tokenKey, { ...(claims as never), user: 'victor', sub: victor.json['id'] as string }))).toMatchObject({ status: 403, json: { code: 'permission_denied' } });
+    expect(await act(signActionToken(tokenKey, { ...claims, user: 'victor', sub: victor.json['id'] as string }))).toMatchObject({ status: 403, json: { code: 'permission_denied' } });
     expect(await act(token, 'maybe')).toMatchObject({ status: 400, json: { code: 'invalid_params' } });
     // Nothing above answered it; the real token does, once.
     expect(await act(token)).toMatchObject({ status: 200, json: { ok: true, action: 'approve' } });
@@ -162,7 +172,7 @@ describe('push feature (in-process hub)', () => {
     presence.awareness.setLocalState({ user: { name: 'alice' }, visible: false });
     await waitFor(() => [...seen.awareness.getStates().values()].some((s) => (s as { visible?: boolean }).visible === false), { what: 'the hidden presence' });
     const first = await tab.waitForEnvelope((e) => e.action.type === 'chat/toolCallReady', 'the first tool');
-    await tab.dispatchAndWait(chat, { type: 'chat/toolCallConfirmed', turnId: (first.action as { turnId: string }).turnId, toolCallId: 't1', approved: true, confirmed: 'user-action' });
+    await tab.dispatchAndWait(chat, { type: 'chat/toolCallConfirmed', turnId: (first.action as unknown as { turnId: string }).turnId, toolCallId: 't1', approved: true, confirmed: 'user-action' });
     await waitFor(() => sent.some((s) => s.endpoint.endsWith('/alice') && s.payload.requestKind === 'permission'), { what: "alice's push once hidden" });
   });
 });
