@@ -14,7 +14,7 @@
 import type { Logger } from '../log.js';
 import { errorMessage } from '../log.js';
 import { ACTION_TOKEN_TTL_MS, signActionToken } from './action-token.js';
-import { type PushPayload, type RequestFacts, requestPayload, resolvedPayload, tagOf } from './payload.js';
+import { type PushPayload, payloadText, type RequestFacts, requestPayload, resolvedPayload, tagOf } from './payload.js';
 import { type PushSender, topicOf } from './sender.js';
 import type { PushSubscriptions, StoredSubscription } from './subscriptions.js';
 
@@ -175,10 +175,17 @@ export class PushNotifier {
   }
 
   #deliver(sub: StoredSubscription, payload: PushPayload): void {
+    const text = payloadText(payload);
+    if (text === undefined) {
+      // Only ids far longer than any client sends get here; the push service would refuse it (413).
+      this.counters.failed++;
+      this.#d.logger.warn('push payload too large for a push message; not sent', { subscription: sub.id, chat: payload.chat });
+      return;
+    }
     const key = `${sub.id}\n${payload.tag}`;
     const seq = ++this.#seq;
     this.#latest.set(key, seq);
-    void this.#attempt(sub, JSON.stringify(payload), key, seq, 1);
+    void this.#attempt(sub, text, key, seq, 1);
   }
 
   async #attempt(sub: StoredSubscription, text: string, key: string, seq: number, attempt: number): Promise<void> {

@@ -104,3 +104,18 @@ export function resolvedPayload(f: Omit<RequestFacts, 'open' | 'text'>): PushPay
     actions: [],
   };
 }
+
+/**
+ * The largest payload one push message carries: a push service takes at most 4,096 bytes of
+ * body (RFC 8030 §7.2), and aes128gcm adds an 86-byte header, a 16-byte tag and a delimiter.
+ */
+export const MAX_PUSH_PAYLOAD_BYTES = 3_993;
+
+/** The payload as JSON text within `MAX_PUSH_PAYLOAD_BYTES`: title and body shortened if need be; undefined if it still does not fit. */
+export function payloadText(payload: PushPayload): string | undefined {
+  const fits = (p: PushPayload): string | undefined => {
+    const text = JSON.stringify(p);
+    return Buffer.byteLength(text) <= MAX_PUSH_PAYLOAD_BYTES ? text : undefined;
+  };
+  return fits(payload) ?? fits({ ...payload, title: clip(payload.title, 40), body: clip(payload.body, 80) });
+}

@@ -9,7 +9,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { silentLogger } from '../../server/log.js';
 import { verifyActionToken } from '../../server/push/action-token.js';
 import { type OpenRequest, PushNotifier } from '../../server/push/notifier.js';
-import type { PushPayload } from '../../server/push/payload.js';
+import { MAX_PUSH_PAYLOAD_BYTES, type PushPayload, payloadText, requestPayload } from '../../server/push/payload.js';
 import type { SendResult } from '../../server/push/sender.js';
 import { PushSubscriptions } from '../../server/push/subscriptions.js';
 import { waitFor } from '../helpers/wait-for.js';
@@ -182,5 +182,22 @@ describe('push notifier', () => {
     expect(store.get(gone.ok ? gone.subscription.id : '')).toBeUndefined();
     expect(sent.filter((s) => s.endpoint.endsWith('gone'))).toHaveLength(1);
     expect(notifier.counters).toMatchObject({ sent: 1, gone: 1, failed: 2 + 4 });
+  });
+
+  it('keeps every payload within one push message (3,993 bytes), shortening title and body first', async () => {
+    const base = requestPayload({ ...request('a'), sessionTitle: 'T'.repeat(500), text: 'word '.repeat(400), open: 1 }, true, 'tok');
+    expect(base.body.length).toBe(300);
+    // Padded to just over the limit: the shortened title and body make it fit.
+    const over = { ...base, url: `${base.url}${'x'.repeat(MAX_PUSH_PAYLOAD_BYTES - JSON.stringify(base).length + 100)}` };
+    const text = payloadText(over)!;
+    expect(Buffer.byteLength(text)).toBeLessThanOrEqual(MAX_PUSH_PAYLOAD_BYTES);
+    expect((JSON.parse(text) as PushPayload).body.length).toBe(80);
+    expect((JSON.parse(text) as PushPayload).url).toBe(over.url);
+    store.add({ tenant: TENANT, user: 'alice', role: 'user' }, body('phone'), now);
+    // Ids so long that nothing fits: not sent (the push service would refuse it), counted as failed.
+    const huge = `ahp-chat:/${'x'.repeat(2_000)}`;
+    notifier.opened(request('b', huge));
+    await waitFor(() => notifier.counters.failed === 1, { what: 'the refusal' });
+    expect(sent).toHaveLength(0);
   });
 });
