@@ -4,6 +4,7 @@
  * (test/helpers/push-service.ts), the demo agent asking for tool permissions, and an AHP client
  * as alice's open tab.
  */
+import { request } from 'node:http';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { ActionEnvelope } from '../../shared/protocol/messages.js';
 import { LoopbackPushService, type Device } from '../helpers/push-service.js';
@@ -24,6 +25,23 @@ function api(hub: HubProcess, path: string, init: { method?: string; body?: unkn
   const headers: Record<string, string> = { 'content-type': 'application/json' };
   if (init.token !== null) headers['authorization'] = `Bearer ${init.token ?? TOKENS.alice}`;
   return fetch(hub.url + path, { method: init.method ?? 'GET', headers, ...(init.body !== undefined ? { body: JSON.stringify(init.body) } : {}) });
+}
+
+/** `POST /api/push/actions` as the service worker sends it (no bearer); `sent` once the request is written out. */
+function postAction(hub: HubProcess, body: unknown): { sent: Promise<void>; done: Promise<{ status: number }> } {
+  const text = JSON.stringify(body);
+  let onSent!: () => void;
+  const sent = new Promise<void>((resolve) => (onSent = resolve));
+  const done = new Promise<{ status: number }>((resolve, reject) => {
+    const req = request(`${hub.url}/api/push/actions`, { method: 'POST', headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) } }, (res) => {
+      res.resume();
+      res.on('end', () => resolve({ status: res.statusCode ?? 0 }));
+    });
+    req.on('error', reject);
+    req.on('finish', onSent);
+    req.end(text);
+  });
+  return { sent, done };
 }
 
 async function subscribe(hub: HubProcess, device: Device): Promise<string> {
@@ -57,7 +75,7 @@ describe('push notifications from the hub', () => {
 
     // 1. A permission asked by the demo agent reaches both devices within 2 s, decrypted and verified.
     const asked = Date.now();
-    const turnId = await startScriptTurn(tab, chat, [toolStep('tool-1', 'deploy'), toolStep('tool-2', 'rollback')]);
+    const turnId = await startScriptTurn(tab, chat, [toolStep('tool-1', 'deploy'), toolStep('tool-2', 'rollback'), toolStep('tool-3', 'restart'), toolStep('tool-4', 'scale'), toolStep('tool-5', 'notify')]);
     await waitFor(() => requestsOf(phone).length >= 1 && requestsOf(laptop).length >= 1, { what: 'the first push on both devices', timeoutMs: 5_000 }).catch((e: Error) => {
       // What the push service refused says why (a bad JWT, a body it could not decrypt).
       throw new Error(`${e.message}; push service problems: ${JSON.stringify(push!.problems)}; hub stderr: ${hub.stderr().slice(-2_000)}`);
@@ -110,19 +128,30 @@ describe('push notifications from the hub', () => {
     expect(kept.map((s) => s.id)).toEqual([phoneId]);
     expect(kept.map((s) => s.id)).not.toContain(laptopId);
 
-    // 4. First wins: the notification's Deny and the tab's approval at the same moment.
-    const token2 = requestsOf(phone)[1]!.payload['actionToken'] as string;
-    const [fromPush, fromTab] = await Promise.all([
-      api(hub, '/api/push/actions', { method: 'POST', token: null, body: { token: token2, action: 'deny' } }),
-      tab.dispatchAndWait(chat, { type: 'chat/toolCallConfirmed', turnId, toolCallId: 'tool-2', approved: true, confirmed: 'user-action' }),
-    ]);
-    const pushWon = fromPush.status === 200;
-    const tabWon = fromTab.rejectionReason === undefined;
-    expect(pushWon !== tabWon).toBe(true);
-    if (!pushWon) expect(fromPush.status).toBe(409);
+    // 4. First wins: the notification's Deny and the tab's approval at the same moment, for four
+    // permissions in a row (tool-2 … tool-5): each time exactly one answer is recorded.
+    const winners: string[] = [];
+    for (let n = 2; n <= 5; n++) {
+      const toolCallId = `tool-${n}`;
+      await waitFor(() => requestsOf(phone).find((m) => (m.payload['url'] as string).endsWith(`#input=${toolCallId}`)), { what: `the push for ${toolCallId}` });
+      const token = requestsOf(phone).find((m) => (m.payload['url'] as string).endsWith(`#input=${toolCallId}`))!.payload['actionToken'] as string;
+      // Odd rounds start both together; even rounds put the notification's request on the wire first.
+      const pushed = postAction(hub, { token, action: 'deny' });
+      if (n % 2 === 0) await pushed.sent;
+      const [fromPush, fromTab] = await Promise.all([pushed.done, tab.dispatchAndWait(chat, { type: 'chat/toolCallConfirmed', turnId, toolCallId, approved: true, confirmed: 'user-action' })]);
+      const pushWon = fromPush.status === 200;
+      const tabWon = fromTab.rejectionReason === undefined;
+      expect({ toolCallId, pushWon, tabWon, status: fromPush.status }).toEqual({ toolCallId, pushWon, tabWon: !pushWon, status: pushWon ? 200 : 409 });
+      const recorded = await tab.waitForEnvelope((e) => confirmedOf([e], toolCallId).length === 1, `${toolCallId} answered`);
+      expect(confirmedOf(tab.envelopes, toolCallId)).toHaveLength(1);
+      expect(recorded.action).toMatchObject(pushWon ? { approved: false, _meta: { 'hub/answeredBy': { user: 'alice', surface: `push notification (device ${phoneId})` } } } : { approved: true });
+      winners.push(pushWon ? 'push' : 'tab');
+    }
     await tab.waitForEnvelope((e) => e.action.type === 'chat/turnComplete', 'the turn to complete');
-    expect(confirmedOf(tab.envelopes, 'tool-2')).toHaveLength(1);
-    await waitFor(() => resolvedOf(phone).length >= 2, { what: 'the second withdrawal' });
+    for (let n = 2; n <= 5; n++) expect(confirmedOf(tab.envelopes, `tool-${n}`)).toHaveLength(1);
+    // Every permission was withdrawn on the phone once answered (five in all).
+    await waitFor(() => resolvedOf(phone).length >= 5, { what: 'the withdrawals' });
+    expect(winners).toHaveLength(4);
     const laptopHits = laptop.hits;
 
     // 5. A restart keeps the phone's subscription and the keys; the removed laptop stays removed.
@@ -132,7 +161,7 @@ describe('push notifications from the hub', () => {
     expect(after.map((s) => s.id)).toEqual([phoneId]);
     const tab2 = await rig.open(hub, TOKENS.alice);
     await tab2.subscribe(chat);
-    await startScriptTurn(tab2, chat, [toolStep('tool-3', 'migrate')]);
+    await startScriptTurn(tab2, chat, [toolStep('tool-6', 'migrate')]);
     await waitFor(() => requestsOf(phone).some((m) => m.payload['tool'] === 'migrate'), { what: 'a push after the restart' });
     expect(laptop.hits).toBe(laptopHits);
     expect(push.problems).toEqual([]);
