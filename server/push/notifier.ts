@@ -14,7 +14,7 @@
 import type { Logger } from '../log.js';
 import { errorMessage } from '../log.js';
 import { ACTION_TOKEN_TTL_MS, signActionToken } from './action-token.js';
-import { type PushPayload, payloadText, type RequestFacts, requestPayload, resolvedPayload, tagOf } from './payload.js';
+import { type PushPayload, payloadText, type RequestFacts, requestPayload, resolvedPayload } from './payload.js';
 import { type PushSender, topicOf } from './sender.js';
 import type { PushSubscriptions, StoredSubscription } from './subscriptions.js';
 
@@ -117,11 +117,6 @@ export class PushNotifier {
       const sub = this.#d.store.get(subId);
       if (sub) this.#deliver(sub, resolvedPayload(named));
     }
-  }
-
-  /** The open request of `chat` with that id (what an action token may answer). */
-  openRequest(chat: string, requestId: string): OpenRequest | undefined {
-    return this.#open.get(chat)?.get(requestId);
   }
 
   /** Sends the chat's newest open request to every device that should hear of it (`onlyNotified`: a replacement). */
@@ -233,9 +228,4 @@ export class PushNotifier {
     this.#due.clear();
     this.#retries.clear();
   }
-}
-
-/** The topic for a tag (exported for tests that check collapse at the push service). */
-export function topicForTag(tenant: string, chat: string): string {
-  return topicOf(tenant, tagOf(chat));
 }
