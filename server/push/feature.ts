@@ -20,6 +20,7 @@ import type { Feature, FeatureContext } from '../feature-contract.js';
 import { INTERACTIONS_SERVICE, type InteractionsService } from '../interactions/feature.js';
 import type { Interaction } from '../interactions/interaction-model.js';
 import type { InteractionRegistry } from '../interactions/registry.js';
+import { replyErrorStatus } from '../interactions/replies.js';
 import { COLLAB_PRESENCE_SERVICE, type PresenceService } from '../collab/presence.js';
 import type { HubPort } from '../hub/hub-port.js';
 import { HttpError, readJsonBody, sendJson } from '../transport/http-router.js';
@@ -217,5 +218,5 @@ export async function answerFromNotification(
   if (result.kind === 'accepted') return { ok: true, action, requestId: c.req };
   if (result.kind === 'notAccepted') throw new HttpError(409, 'already_answered', 'this request was already answered (or is no longer open)');
   if (result.code === 'PERMISSION_DENIED') throw HttpError.of('permission_denied', result.message);
-  throw new HttpError(result.code === 'INTERNAL_ERROR' ? 503 : 400, result.code.toLowerCase(), result.message);
+  throw new HttpError(replyErrorStatus(result.code), result.code.toLowerCase(), result.message);
 }
