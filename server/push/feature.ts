@@ -16,6 +16,7 @@
  */
 import type { Principal } from '../auth/auth.js';
 import { checkJsonBounds } from '../../shared/protocol/json-bounds.js';
+import { openInteractions } from '../../shared/state/selectors.js';
 import type { Feature, FeatureContext } from '../feature-contract.js';
 import { INTERACTIONS_SERVICE, type InteractionsService } from '../interactions/feature.js';
 import type { Interaction } from '../interactions/interaction-model.js';
@@ -120,6 +121,14 @@ export function createPushFeature(options: PushOptions = {}): Feature {
         opened: (it) => notifier.opened(openRequestOf(ctx.hub, it)),
         resolved: (it) => notifier.resolved(it.chat, it.requestId),
       });
+      // A notification from before a restart names a request the registry no longer knows: its
+      // chat's state says when nothing is open any more (delivered phase: the answer is durable).
+      const settleIfClosed = (chat: string): void => {
+        if (!notifier.watches(chat)) return;
+        const entry = ctx.hub.chatEntry(chat);
+        if (!entry || openInteractions(entry.state).length === 0) notifier.chatSettled(chat);
+      };
+      const unhook = ctx.hub.hook('push', { afterDurable: (e) => settleIfClosed(e.channel), chatDisposed: (e) => settleIfClosed(e.chat) });
       const mine: TenantPush = { notifier, registry, hub: ctx.hub, ctx };
       tenants.set(tenant, mine);
       ctx.metrics.gauge('ahp_hub_push_sent', 'Push messages the push services took, since start.', () => notifier.counters.sent);
@@ -170,6 +179,7 @@ export function createPushFeature(options: PushOptions = {}): Feature {
       return {
         close: () => {
           unwatch?.();
+          unhook();
           notifier.close();
           if (tenants.get(tenant) === mine) tenants.delete(tenant);
           if (shared && --shared.users === 0) {

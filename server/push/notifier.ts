@@ -76,6 +76,29 @@ export class PushNotifier {
   constructor(deps: NotifierDeps) {
     this.#d = deps;
     this.#limits = { ...DEFAULT_NOTIFIER_LIMITS, ...deps.limits };
+    // Notifications shown before a restart: still withdrawn once their chat has nothing open (`chatSettled`).
+    for (const [chat, devices] of deps.store.notifiedOf(deps.tenant)) {
+      const restored = new Map<string, OpenRequest>();
+      for (const [subId, facts] of devices) {
+        try {
+          restored.set(subId, JSON.parse(facts) as OpenRequest);
+        } catch {
+          // a row this version cannot read names nothing to withdraw
+        }
+      }
+      if (restored.size > 0) this.#notified.set(chat, restored);
+    }
+  }
+
+  /** True when devices show a notification for `chat` that no open request the registry told of stands behind (one from before a restart). */
+  watches(chat: string): boolean {
+    return this.#notified.has(chat) && !this.#open.has(chat);
+  }
+
+  /** The chat has no open request any more (read from its state): withdraw what devices still show for it. */
+  chatSettled(chat: string): void {
+    if (this.#closed || this.#open.has(chat)) return;
+    this.#withdraw(chat);
   }
 
   /** A request became open and durable. */
@@ -110,9 +133,14 @@ export class PushNotifier {
       clearTimeout(timer);
       this.#due.delete(chat);
     }
+    this.#withdraw(chat);
+  }
+
+  #withdraw(chat: string): void {
     const devices = this.#notified.get(chat);
     this.#notified.delete(chat);
     if (!devices) return;
+    this.#d.store.forgetNotified(this.#d.tenant, chat);
     for (const [subId, named] of devices) {
       const sub = this.#d.store.get(subId);
       if (sub) this.#deliver(sub, resolvedPayload(named));
@@ -151,6 +179,7 @@ export class PushNotifier {
             : undefined;
         if (!devices) this.#notified.set(chat, (devices = new Map()));
         devices.set(sub.id, newest);
+        this.#d.store.noteNotified(this.#d.tenant, chat, sub.id, JSON.stringify(newest));
         this.#deliver(sub, requestPayload(facts, writer, token));
       }
     }

@@ -89,7 +89,9 @@ export class PushSubscriptions {
     this.#db.exec(
       'CREATE TABLE IF NOT EXISTS push_subscriptions (id TEXT PRIMARY KEY, tenant TEXT NOT NULL, user TEXT NOT NULL, role TEXT NOT NULL, endpoint TEXT NOT NULL, p256dh TEXT NOT NULL, auth TEXT NOT NULL, created_at INTEGER NOT NULL);' +
         'CREATE UNIQUE INDEX IF NOT EXISTS push_endpoint ON push_subscriptions (tenant, endpoint);' +
-        'CREATE INDEX IF NOT EXISTS push_user ON push_subscriptions (tenant, user);',
+        'CREATE INDEX IF NOT EXISTS push_user ON push_subscriptions (tenant, user);' +
+        // Which device shows a notification for which chat (what it names): withdrawals survive a restart.
+        'CREATE TABLE IF NOT EXISTS push_notified (tenant TEXT NOT NULL, chat TEXT NOT NULL, sub_id TEXT NOT NULL, facts TEXT NOT NULL, PRIMARY KEY (tenant, chat, sub_id));',
     );
   }
 
@@ -109,7 +111,7 @@ export class PushSubscriptions {
       if (userCount >= this.#limits.maxPerUser) return { ok: false, limit: 'user', max: this.#limits.maxPerUser };
       const tenantCount = (this.#db.prepare('SELECT count(*) AS n FROM push_subscriptions WHERE tenant = ?').get(who.tenant) as { n: number }).n - (same ? 1 : 0);
       if (tenantCount >= this.#limits.maxPerTenant) return { ok: false, limit: 'tenant', max: this.#limits.maxPerTenant };
-      if (same) this.#db.prepare('DELETE FROM push_subscriptions WHERE id = ?').run(same.id);
+      if (same) this.remove(same.id);
       const sub: StoredSubscription = { id: randomUUID(), tenant: who.tenant, user: who.user, role: who.role, endpoint: body.endpoint, p256dh: body.keys.p256dh, auth: body.keys.auth, createdAt: now };
       this.#db
         .prepare('INSERT INTO push_subscriptions (id, tenant, user, role, endpoint, p256dh, auth, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)')
@@ -120,12 +122,36 @@ export class PushSubscriptions {
 
   /** Removes one of the user's own subscriptions; false when the user has none with that id. */
   removeOwn(tenant: string, user: string, id: string): boolean {
-    return this.#db.prepare('DELETE FROM push_subscriptions WHERE id = ? AND tenant = ? AND user = ?').run(id, tenant, user).changes > 0;
+    if (this.#db.prepare('DELETE FROM push_subscriptions WHERE id = ? AND tenant = ? AND user = ?').run(id, tenant, user).changes === 0) return false;
+    this.#db.prepare('DELETE FROM push_notified WHERE sub_id = ?').run(id);
+    return true;
   }
 
   /** Removes a subscription the push service says is gone (404/410). */
   remove(id: string): boolean {
+    this.#db.prepare('DELETE FROM push_notified WHERE sub_id = ?').run(id);
     return this.#db.prepare('DELETE FROM push_subscriptions WHERE id = ?').run(id).changes > 0;
+  }
+
+  /** The device shows a notification for `chat` naming `facts` (JSON of the request). */
+  noteNotified(tenant: string, chat: string, subId: string, facts: string): void {
+    this.#db.prepare('INSERT OR REPLACE INTO push_notified (tenant, chat, sub_id, facts) VALUES (?, ?, ?, ?)').run(tenant, chat, subId, facts);
+  }
+
+  /** The chat's notifications were withdrawn. */
+  forgetNotified(tenant: string, chat: string): void {
+    this.#db.prepare('DELETE FROM push_notified WHERE tenant = ? AND chat = ?').run(tenant, chat);
+  }
+
+  /** Every notification of the tenant not yet withdrawn: chat → subscription id → facts JSON. */
+  notifiedOf(tenant: string): Map<string, Map<string, string>> {
+    const out = new Map<string, Map<string, string>>();
+    for (const r of this.#db.prepare('SELECT chat, sub_id, facts FROM push_notified WHERE tenant = ?').all(tenant) as Array<{ chat: string; sub_id: string; facts: string }>) {
+      let m = out.get(r.chat);
+      if (!m) out.set(r.chat, (m = new Map()));
+      m.set(r.sub_id, r.facts);
+    }
+    return out;
   }
 
   get(id: string): StoredSubscription | undefined {

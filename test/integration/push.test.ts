@@ -166,4 +166,28 @@ describe('push notifications from the hub', () => {
     expect(laptop.hits).toBe(laptopHits);
     expect(push.problems).toEqual([]);
   }, 60_000);
+
+  it('withdraws a notification shown before a restart once its request is answered after it', async () => {
+    const dir = rig.dataDir('push-restart-');
+    const args = ['--data', dir, '--auth', writeAuthFile(dir)];
+    let hub = await rig.start(args);
+    push = await LoopbackPushService.start();
+    push.expectedKey = ((await (await api(hub, '/api/push/key')).json()) as { publicKey: string }).publicKey;
+    const phone = push.device('phone');
+    await subscribe(hub, phone);
+    const tab = await rig.open(hub, TOKENS.alice);
+    const { chat } = await tab.createSession('Across a restart');
+    await tab.subscribe(chat);
+    const turnId = await startScriptTurn(tab, chat, [toolStep('tool-r', 'deploy')]);
+    await waitFor(() => requestsOf(phone).length === 1, { what: 'the push before the restart' });
+
+    hub = await rig.restart(hub, 'SIGTERM', args);
+    const tab2 = await rig.open(hub, TOKENS.alice);
+    await tab2.subscribe(chat);
+    const answer = await tab2.dispatchAndWait(chat, { type: 'chat/toolCallConfirmed', turnId, toolCallId: 'tool-r', approved: true, confirmed: 'user-action' });
+    expect(answer.rejectionReason).toBeUndefined();
+    await waitFor(() => resolvedOf(phone).length === 1, { what: 'the withdrawal after the restart' });
+    expect(resolvedOf(phone)[0]!.payload).toMatchObject({ kind: 'resolved', tag: `chat:${chat}`, actions: [] });
+    expect(push.problems).toEqual([]);
+  }, 60_000);
 });

@@ -200,4 +200,19 @@ describe('push notifier', () => {
     await waitFor(() => notifier.counters.failed === 1, { what: 'the refusal' });
     expect(sent).toHaveLength(0);
   });
+
+  it('remembers who was told in the store, so a notifier after a restart still withdraws', async () => {
+    store.add({ tenant: TENANT, user: 'alice', role: 'user' }, body('phone'), now);
+    notifier.opened(request('a'));
+    await waitFor(() => sent.length === 1, { what: 'the push' });
+    notifier.close();
+    notifier = make();
+    expect(notifier.watches(CHAT)).toBe(true);
+    expect(notifier.watches('ahp-chat:/other')).toBe(false);
+    notifier.chatSettled(CHAT);
+    await waitFor(() => sent.length === 2, { what: 'the withdrawal' });
+    expect(sent[1]).toMatchObject({ endpoint: 'https://push.example/phone', payload: { kind: 'resolved', requestId: 'a', tag: `chat:${CHAT}` } });
+    expect(notifier.watches(CHAT)).toBe(false);
+    expect(store.notifiedOf(TENANT).size).toBe(0);
+  });
 });
