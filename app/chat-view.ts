@@ -118,7 +118,11 @@ export class ChatView {
     }
     const presence = new CollabDoc(this.ctx.client, this.uri, CHAT_PRESENCE_DOC);
     this.#presence = presence;
-    presence.setPresence({ user: { name: this.ctx.user } });
+    // `visible` tells the hub not to push this chat's requests to this person's devices (docs/notifications.md).
+    const setVisible = (): void => presence.setPresence({ user: { name: this.ctx.user }, visible: document.visibilityState === 'visible' });
+    setVisible();
+    document.addEventListener('visibilitychange', setVisible);
+    this.#offs.push(() => document.removeEventListener('visibilitychange', setVisible));
     this.#offs.push(presence.onChange(() => this.#renderViewers()));
     presence.join().catch(() => {
       // presence is optional

@@ -33,6 +33,8 @@ interface CollabParams {
 export interface PresenceState {
   readonly user?: { readonly name?: string; readonly id?: string; readonly role?: string; readonly color?: string };
   readonly editing?: string | null;
+  /** The chat is open in a visible tab (`document.visibilityState`): the hub sends this person no push for it. */
+  readonly visible?: boolean;
   /** Caret and selection in a shared text answer (Yjs relative positions, see text-binding.ts). */
   readonly cursor?: { readonly question: string; readonly anchor: string; readonly head: string } | null;
 }

@@ -51,6 +51,8 @@ export interface CliConfig {
   maxLoadStateChars: number | undefined;
   /** Agent process caps from `--max-agents*` / `HUB_MAX_AGENTS*`; each overrides the agents file's. */
   agentCaps: AgentCapOverrides;
+  /** The VAPID `sub` claim of push messages (`HUB_PUSH_SUBJECT`, docs/notifications.md): a mailto: or https: contact. */
+  pushSubject?: string | undefined;
   /** Cluster mode: time between compaction rounds of each tenant's shared log (HUB_COMPACT_INTERVAL_MS; default 60000). */
   compactIntervalMs: number | undefined;
   /** Records a reconnect can be replayed from, and kept behind a snapshot (HUB_REPLAY_WINDOW; default 20000). */
@@ -144,7 +146,11 @@ export function parseArgs(argv: readonly string[], env: NodeJS.ProcessEnv = proc
     parkIdleMs: env['HUB_PARK_IDLE_MS'] === '0' ? 0 : positiveIntegerEnv(env, 'HUB_PARK_IDLE_MS'),
     agentCaps: agentCapsFrom(flag, env),
     maxConnections: positiveInteger('--max-connections', flag('max-connections')) ?? positiveIntegerEnv(env, 'HUB_MAX_CONNECTIONS'),
+    pushSubject: env['HUB_PUSH_SUBJECT'] || undefined,
   };
+  if (config.pushSubject !== undefined && !/^(mailto:[^\s@]+@[^\s@]+|https:\/\/\S+)$/.test(config.pushSubject)) {
+    throw new ConfigError('HUB_PUSH_SUBJECT must be a mailto: address or an https:// URL (the contact push services see)');
+  }
   if (config.remoteAgentGraceMs !== undefined && (!Number.isInteger(config.remoteAgentGraceMs) || config.remoteAgentGraceMs < 0)) {
     throw new ConfigError('HUB_REMOTE_AGENT_GRACE_MS must be a non-negative integer (milliseconds)');
   }

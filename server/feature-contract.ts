@@ -19,6 +19,8 @@ import type { HubMetrics } from './metrics.js';
  */
 export interface FeatureContext {
   readonly hub: HubPort;
+  /** The tenant this stack serves (absent in contexts tests build by hand). */
+  readonly tenant?: string;
   readonly rpc: RpcRegistrar;
   readonly http: HttpRegistrar;
   /** The agent runner, as far as steering needs it. */

@@ -8,8 +8,10 @@ import { qwenServeFeature } from './qwen-serve/feature.js';
 import { sessionsFeature } from './sessions/feature.js';
 import type { Feature } from './feature-contract.js';
 import { steeringFeature } from './steering/feature.js';
+import { createPushFeature, type PushOptions } from './push/feature.js';
 
-export function defaultFeatures(): Feature[] {
-  // qwen-serve answers through the interactions registry, so it installs after interactions.
-  return [steeringFeature, interactionsFeature, collabFeature, qwenServeFeature, sessionsFeature];
+export function defaultFeatures(options: { push?: PushOptions } = {}): Feature[] {
+  // qwen-serve answers through the interactions registry, so it installs after interactions;
+  // push reads the interactions registry and collab's presence, so it installs after both.
+  return [steeringFeature, interactionsFeature, collabFeature, qwenServeFeature, sessionsFeature, createPushFeature(options.push)];
 }

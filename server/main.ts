@@ -120,7 +120,7 @@ async function main(): Promise<void> {
     auth,
     logger,
     staticDir: existsSync(appDir) ? appDir : undefined,
-    features: defaultFeatures(),
+    features: defaultFeatures({ push: { dataDir: config.dataDir, subject: config.pushSubject } }),
     providers: (tenant, stateDir) => [demoAgent, remoteAgent, ...createAcpProviders(agentsFile.agents, logger, { tenant, stateDir, budget, tenantUids, workspaceRoot: join(config.dataDir, 'agents', tenantSegment(tenant)) })],
     ...caps,
   });

@@ -139,6 +139,7 @@ export class TenantStack {
     for (const feature of options.features) {
       const installed = feature.install({
         hub,
+        tenant: options.tenant,
         rpc: this.rpc,
         http: this.http,
         runner: this.#runner,

@@ -31,6 +31,7 @@ import { COLLAB_LOG_SERVICE, type CollabLog } from './collab-log.js';
 import { ClusterText } from './cluster-text.js';
 import { CHAT_PRESENCE_DOC, CollabMethod, dataParamsSchema, joinParamsSchema, leaveParamsSchema, textDiff } from '../../shared/protocol/collab.js';
 import { DEFAULT_COLLAB_LIMITS, type CollabLimits } from './protocol.js';
+import { COLLAB_PRESENCE_SERVICE, presenceService } from './presence.js';
 
 /** Cluster mode: how often a process tells the others it is alive, and when silence means gone. */
 export const PRESENCE_HEARTBEAT_MS = 1_000;
@@ -451,6 +452,7 @@ function decode(data: string, limits: CollabLimits): Uint8Array {
 export function installCollab(ctx: Pick<FeatureContext, 'hub' | 'rpc' | 'logger'> & Partial<Pick<FeatureContext, 'services'>>, limits: CollabLimits = DEFAULT_COLLAB_LIMITS): { engine: CollabEngine; dispose(): Promise<void> } {
   const { hub, rpc, logger } = ctx;
   const engine = new CollabEngine(hub, logger, limits, ctx.services?.get(CLUSTER_BUS_SERVICE) as ClusterBus | undefined, ctx.services?.get(COLLAB_LOG_SERVICE) as CollabLog | undefined);
+  ctx.services?.set(COLLAB_PRESENCE_SERVICE, presenceService(engine.rooms, roomKey));
 
   rpc.request(CollabMethod.Join, {
     params: joinParamsSchema,

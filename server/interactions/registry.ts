@@ -41,6 +41,12 @@ import { deriveOutcome, type Interaction, type Lookup, offeredOption, questionIn
 /** Resolved ids remembered for `permission_already_resolved` (Qwen keeps 512). */
 const RESOLVED_FIFO = 4_096;
 
+/** Told of every interaction once its opening is durable, and of its resolution once that is (push notifications). */
+export interface InteractionWatcher {
+  opened(it: Interaction): void;
+  resolved(it: Interaction, outcome: PermissionOutcome): void;
+}
+
 export class InteractionRegistry {
   /** session URI → requestId → pending interaction. */
   readonly #bySession = new Map<string, Map<string, Interaction>>();
@@ -55,6 +61,7 @@ export class InteractionRegistry {
   readonly #held = new HeldUntilDurable();
   #unsubscribe: (() => void) | undefined;
   #closed = false;
+  readonly #watchers = new Set<InteractionWatcher>();
 
   constructor(
     private readonly hub: HubPort,
@@ -76,6 +83,22 @@ export class InteractionRegistry {
   stop(): void {
     this.#closed = true;
     this.#unsubscribe?.();
+  }
+
+  /** Adds a watcher (delivered phase only: called once the commit is durable); returns its removal. */
+  watch(watcher: InteractionWatcher): () => void {
+    this.#watchers.add(watcher);
+    return () => this.#watchers.delete(watcher);
+  }
+
+  #tell(call: (w: InteractionWatcher) => void): void {
+    for (const w of this.#watchers) {
+      try {
+        call(w);
+      } catch (err) {
+        this.logger.warn('an interaction watcher failed', errorFields(err));
+      }
+    }
   }
 
   #publish(session: string, event: Parameters<SessionStreams['publish']>[1]): void {
@@ -373,6 +396,7 @@ export class InteractionRegistry {
     this.#held.whenDurable(() => {
       it.announced = true;
       this.streams.publish(it.session, { chat: it.chat, turnId: it.turnId, payload: this.requestFrame(it) });
+      this.#tell((w) => w.opened(it));
     });
   }
 
@@ -394,6 +418,7 @@ export class InteractionRegistry {
       turnId: it.turnId,
       payload: qwenNotify('permission_resolved', { requestId: it.requestId, sessionId: sessionIdOf(it.session), outcome }),
     });
+    this.#held.whenDurable(() => this.#tell((w) => w.resolved(it, outcome)));
   }
 
   #freshRequestId(session: string, preferred: string | undefined): string {

@@ -73,6 +73,14 @@ describe('a three-node cluster on one PostgreSQL log', () => {
     const stale = await a.dispatchAndWait(chat, { type: 'chat/inputCompleted', requestId: 'req-1', response: 'accept' });
     expect(stale.rejectionReason).toMatch(/req-1/);
   });
+  it('push notifications are refused by name in cluster mode (501 push_unavailable), not half-served', async () => {
+    for (const path of ['/api/push/key', '/api/push/subscriptions']) {
+      const res = await fetch(fx.cluster.nodes[0]!.url + path);
+      expect(res.status).toBe(501);
+      expect(await res.json()).toMatchObject({ code: 'push_unavailable' });
+    }
+  });
+
   it('a client moving to another node right after seeing an action gets a replay from its cursor (the node catches up first), never an older snapshot', async () => {
     const a = await open(0);
     const { chat } = await a.createSession('move');

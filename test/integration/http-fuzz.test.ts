@@ -64,7 +64,16 @@ describe('HTTP routes under random input', () => {
       }
       return o;
     };
-    const routes = [`/v2/sessions/${sid}/inputs`, `/v2/agent-sessions/reply`, `/session/${sid}/permission/req-1`, `/session/${sid}/permission/%2E%2E`, `/v2/sessions/${sid}/prompt`, `/v2/sessions/nope/inputs`];
+    const routes = [
+      `/v2/sessions/${sid}/inputs`,
+      `/v2/agent-sessions/reply`,
+      `/session/${sid}/permission/req-1`,
+      `/session/${sid}/permission/%2E%2E`,
+      `/v2/sessions/${sid}/prompt`,
+      `/v2/sessions/nope/inputs`,
+      `/api/push/subscriptions`,
+      `/api/push/actions`,
+    ];
     const statuses = new Map<number, number>();
     for (let i = 0; i < 400; i++) {
       const route = pick(routes);
