@@ -92,7 +92,8 @@ export type Snapshot = z.infer<typeof snapshotSchema>;
 
 export const initializeParamsSchema = z.object({
   channel: uri,
-  protocolVersions: z.array(z.string().max(32)).min(1).max(Limits.maxProtocolVersions),
+  /** May be empty: nothing offered is "no match" (-32005 with `supportedVersions`), as upstream answers. */
+  protocolVersions: z.array(z.string().max(32)).max(Limits.maxProtocolVersions),
   clientId: z.string().min(1).max(Limits.maxIdLength),
   clientInfo: z.looseObject({ name: z.string().max(256), version: z.string().max(64).optional() }).optional(),
   initialSubscriptions: z.array(uri).max(Limits.maxSubscriptionsPerRequest).optional(),
