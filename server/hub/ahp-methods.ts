@@ -14,12 +14,14 @@ import {
   disposeSessionParamsSchema,
   initializeParamsSchema,
   listSessionsParamsSchema,
+  EPOCH_META_KEY,
   Method,
   pingParamsSchema,
   reconnectParamsSchema,
   subscribeParamsSchema,
   unsubscribeParamsSchema,
   type InitializeResult,
+  type ReconnectResult,
   type Snapshot,
 } from '../../shared/protocol/messages.js';
 import { ROOT_URI, channelKind } from '../../shared/protocol/uris.js';
@@ -111,6 +113,7 @@ export function registerAhpMethods(router: RpcRouter, hub: Hub): void {
       const result: InitializeResult = { protocolVersion: version, serverSeq: hub.serverSeq, serverInfo: SERVER_INFO, snapshots };
       result._meta = { 'hub/principal': { user: ctx.principal.user, role: ctx.principal.role } };
       if (missing.length > 0) result._meta['hub/missingSubscriptions'] = missing;
+      if (hub.epochs) result._meta[EPOCH_META_KEY] = hub.epochs.current;
       return result;
     },
   });
@@ -158,7 +161,12 @@ export function registerAhpMethods(router: RpcRouter, hub: Hub): void {
       }
       // Cluster: the cursor may come from a node that was ahead of this one.
       const behind = hub.caughtUpTo(params.lastSeenServerSeq);
-      return behind ? behind.then(() => hub.reconnect(ctx.conn, ctx.principal, params)) : hub.reconnect(ctx.conn, ctx.principal, params);
+      // The epoch the client's cursor belongs to from now on (docs/continuity.md#epoch).
+      const answer = (): ReconnectResult => {
+        const result = hub.reconnect(ctx.conn, ctx.principal, params);
+        return hub.epochs ? { ...result, _meta: { [EPOCH_META_KEY]: hub.epochs.current } } : result;
+      };
+      return behind ? behind.then(answer) : answer();
     },
   });
 

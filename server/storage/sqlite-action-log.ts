@@ -38,6 +38,7 @@ import {
   type StoredRecord,
 } from './record-codec.js';
 import { errorMessage } from '../log.js';
+import { type EpochSpan, parseEpochSpans, withNewEpoch } from './history-epochs.js';
 
 export interface SqliteActionLogOptions {
   /** Path of the database file; missing parent directories are created. */
@@ -172,6 +173,19 @@ export class SqliteActionLog implements ActionLog {
     });
     // A read transaction: MIN(seq) and head come from the same committed state.
     this.#oldestSeqTx = db.transaction((): number => this.#selectOldestSeq.get() ?? this.#readHead() + 1);
+  }
+
+  /** A new epoch after the head, stored in `meta.epochs` in the same write transaction (history-epochs.ts). */
+  async openEpoch(): Promise<readonly EpochSpan[]> {
+    this.#assertOpen();
+    return this.#db
+      .transaction((): EpochSpan[] => {
+        const stored = this.#db.prepare<[], string>(`SELECT value FROM meta WHERE key = 'epochs'`).pluck().get();
+        const spans = withNewEpoch(parseEpochSpans(stored), this.#readHead());
+        this.#db.prepare<[string]>(`INSERT OR REPLACE INTO meta (key, value) VALUES ('epochs', ?)`).run(JSON.stringify(spans));
+        return spans;
+      })
+      .immediate();
   }
 
   async head(): Promise<number> {
