@@ -7,7 +7,9 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { HistoryEpochs, EPOCHS_KEPT, parseEpochSpans, withNewEpoch } from '../../server/storage/history-epochs.js';
 import { MemoryActionLog } from '../../server/storage/memory-action-log.js';
+import { PostgresStore } from '../../server/storage/postgres-store.js';
 import { SqliteActionLog } from '../../server/storage/sqlite-action-log.js';
+import { freshDatabase } from '../helpers/postgres.js';
 import { tempDir } from '../helpers/start-server.js';
 
 const record = (serverSeq: number) => ({ serverSeq, channel: 'ahp-chat:/c', action: { type: 'chat/activityChanged', activity: `a${serverSeq}` } });
@@ -72,5 +74,24 @@ describe('openEpoch', () => {
     await log.append(0, [record(1)]);
     const b = await log.openEpoch();
     expect(b).toEqual([a[0], { epoch: expect.any(String), fromSeq: 2 }]);
+  });
+});
+
+describe('openEpoch on PostgreSQL', () => {
+  it('one epoch per partition, created with it: every handle (node) answers the same; another partition its own', async () => {
+    const db = await freshDatabase('epochs');
+    const a = await PostgresStore.open({ url: db.url });
+    const b = await PostgresStore.open({ url: db.url });
+    try {
+      const first = await (await a.actionLog('t1')).openEpoch();
+      const again = await (await b.actionLog('t1')).openEpoch();
+      const other = await (await a.actionLog('t2')).openEpoch();
+      expect(first).toEqual([{ epoch: expect.any(String), fromSeq: 1 }]);
+      expect(again).toEqual(first);
+      expect(other[0]!.epoch).not.toBe(first[0]!.epoch);
+    } finally {
+      await a.close();
+      await b.close();
+    }
   });
 });
