@@ -12,6 +12,8 @@ import { cpSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { DaemonClient, DaemonSessionClient } from '@qwen-code/sdk';
 import { describe, expect, it } from 'vitest';
+import { WebSocket } from 'ws';
+import { AhpClient } from '../../shared/client/ahp-client.js';
 import type { ActionEnvelope } from '../../shared/protocol/messages.js';
 import { chatReducer } from '../../shared/state/chat-reducer.js';
 import { sessionReducer } from '../../shared/state/session-reducer.js';
@@ -131,6 +133,53 @@ describe('epoch: a data dir restored from an older backup never replays another 
     expect(stale.frames[0]).toMatchObject({ type: 'state_resync_required', data: { reason: 'epoch_reset', detail: 'epoch_mismatch', lastDeliveredId: lastEventId } });
     expect(stale.epoch).toBe(fresh.epoch);
     expect(stale.epoch).not.toBe(lost.epoch);
+  });
+
+  it('the shared client remembers the epoch and, back on the restored hub, resyncs to snapshots by itself', async () => {
+    const dataDir = rig.dataDir('epoch-sdk-');
+    const backup = join(rig.dataDir('epoch-sdk-backup-'), 'copy');
+    const args = ['--data', dataDir];
+    let hub = await rig.start(args);
+    const alice = await rig.open(hub);
+    const { session, chat } = await alice.createSession('before the backup');
+    hub = await rig.restart(hub, 'SIGTERM', args);
+    cpSync(dataDir, backup, { recursive: true });
+
+    // The socket goes wherever the test says: the hub, or nowhere while the backup is put back.
+    let url = hub.wsUrl;
+    const client = new AhpClient({ url, createSocket: () => new WebSocket(url), reconnect: { initialDelayMs: 10, maxDelayMs: 50 } });
+    try {
+      await client.connect();
+      const epoch = client.epoch;
+      expect(epoch).toEqual(expect.any(String));
+      const sessionView = await client.subscribe(session);
+      const chatView = await client.subscribe(chat);
+      const writer = await rig.open(hub);
+      await writer.dispatchAndWait(session, { type: 'session/titleChanged', title: 'lost with the restore' });
+      let cursor = 0;
+      for (let i = 0; i < 3; i++) cursor = (await writer.dispatchAndWait(chat, draft(`lost ${i}`))).serverSeq;
+      await waitFor(() => ((chatView.state as any).draft?.text === 'lost 2' ? true : undefined), { what: 'client caught up' });
+
+      url = 'ws://127.0.0.1:1/ahp';
+      hub.child.kill('SIGTERM');
+      await hub.exited();
+      rmSync(dataDir, { recursive: true, force: true });
+      cpSync(backup, dataDir, { recursive: true });
+      hub = await rig.start(args);
+      const after = await rig.open(hub);
+      let last = '';
+      for (let i = 0; ; i++) {
+        last = `new history ${i}`;
+        if ((await after.dispatchAndWait(chat, draft(last))).serverSeq > cursor + 2) break;
+      }
+      url = hub.wsUrl;
+      await waitFor(() => (client.connectionState === 'open' && (chatView.state as any).draft?.text === last ? true : undefined), { what: 'client back on the restored hub', timeoutMs: 20_000 });
+      expect(sessionView.state, 'session view').toEqual((await after.subscribe(session)).state);
+      expect(chatView.state, 'chat view').toEqual((await after.subscribe(chat)).state);
+      expect(client.epoch).not.toBe(epoch);
+    } finally {
+      client.close();
+    }
   });
 
   it('a cursor beyond the head (restored, nothing new yet) gets snapshots even without an epoch', async () => {
