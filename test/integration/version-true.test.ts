@@ -154,17 +154,17 @@ describe('version-true delivery: 0.8, 1.0 and 1.1 replicas equal the hub at ever
       }
     };
 
+    // The issue's case: an idle chat marked read and archived (hub: status 97 = idle | read | archived).
+    expect((await actor.dispatchAndWait(chat, { type: 'chat/isReadChanged', isRead: true })).rejectionReason).toBeUndefined();
+    expect((await actor.dispatchAndWait(chat, { type: 'chat/isArchivedChanged', isArchived: true })).rejectionReason).toBeUndefined();
+    expect((await actor.subscribe<any>(chat)).state.status).toBe(97);
+    await check('chat marked read and archived');
+
     await startScriptTurn(actor, chat, [{ ask: { id: 'req-1', questions: [{ id: 'why', kind: 'text', message: 'Why?' }] } }, { say: 'Done.' }]);
     await waitFor(async () => ((await actor.subscribe<any>(chat)).state.activeTurn?.responseParts.some((p: any) => p.kind === 'inputRequest') ? true : undefined), { what: 'turn waits on req-1' });
     await check('turn running');
-
     expect((await actor.dispatchAndWait(chat, { type: 'chat/isReadChanged', isRead: true })).rejectionReason).toBeUndefined();
-    await check('chat marked read');
-    expect((await actor.dispatchAndWait(chat, { type: 'chat/isArchivedChanged', isArchived: true })).rejectionReason).toBeUndefined();
-    await check('chat archived');
-    const status = (await actor.subscribe<any>(chat)).state.status;
-    expect(status & 32, 'read flag').toBe(32);
-    expect(status & 64, 'archived flag').toBe(64);
+    await check('running chat marked read');
 
     const caps = await actor.request<any>('x-input/capabilities', { channel: session });
     const submitted = await actor.request<any>('x-input/submit', { channel: session, inputId: 'steer-1', target: caps.target, content: { text: 'keep it short' } });
@@ -176,8 +176,8 @@ describe('version-true delivery: 0.8, 1.0 and 1.1 replicas equal the hub at ever
     await actor.waitForEnvelope((e) => e.channel === chat && e.action.type === 'chat/turnComplete', 'turn end');
     await check('turn complete');
 
-    // Only the 0.8 watcher needed snapshots (read, archived, steering listed and removed: each a
-    // reconnect); 1.0 and 1.1 were sent every action as it was.
+    // Only the 0.8 watcher needed snapshots (read and archived together — it was closed at the
+    // first —, read again, steering listed, steering removed); 1.0 and 1.1 got every action as is.
     expect(watchers.map((w) => w.resyncs)).toEqual([4, 0, 0]);
   });
 });
