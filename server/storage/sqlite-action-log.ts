@@ -175,17 +175,26 @@ export class SqliteActionLog implements ActionLog {
     this.#oldestSeqTx = db.transaction((): number => this.#selectOldestSeq.get() ?? this.#readHead() + 1);
   }
 
-  /** A new epoch after the head, stored in `meta.epochs` in the same write transaction (history-epochs.ts). */
+  /**
+   * A new epoch after the head, stored in `meta.epochs` in one write transaction (history-epochs.ts).
+   * When the file takes no write (a full disk at start: the hub still opens and refuses writes),
+   * the new epoch is this process's only: forgotten at the next open, so a cursor from it then
+   * gets snapshots, which is safe.
+   */
   async openEpoch(): Promise<readonly EpochSpan[]> {
     this.#assertOpen();
-    return this.#db
-      .transaction((): EpochSpan[] => {
-        const stored = this.#db.prepare<[], string>(`SELECT value FROM meta WHERE key = 'epochs'`).pluck().get();
-        const spans = withNewEpoch(parseEpochSpans(stored), this.#readHead());
-        this.#db.prepare<[string]>(`INSERT OR REPLACE INTO meta (key, value) VALUES ('epochs', ?)`).run(JSON.stringify(spans));
-        return spans;
-      })
-      .immediate();
+    const stored = () => parseEpochSpans(this.#db.prepare<[], string>(`SELECT value FROM meta WHERE key = 'epochs'`).pluck().get());
+    try {
+      return this.#db
+        .transaction((): EpochSpan[] => {
+          const spans = withNewEpoch(stored(), this.#readHead());
+          this.#db.prepare<[string]>(`INSERT OR REPLACE INTO meta (key, value) VALUES ('epochs', ?)`).run(JSON.stringify(spans));
+          return spans;
+        })
+        .immediate();
+    } catch {
+      return withNewEpoch(stored(), this.#readHead());
+    }
   }
 
   async head(): Promise<number> {
