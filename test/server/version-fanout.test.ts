@@ -9,6 +9,7 @@ import { ChannelFanout, encodeEnvelope } from '../../server/hub/fanout.js';
 import { setConnectionVersion } from '../../server/hub/connection.js';
 import type { ActionEnvelope } from '../../shared/protocol/messages.js';
 import { actionForVersion, introducedIn, isActionKnownToVersion, knowsEveryAction, RESYNC_CLOSE_CODE, supports } from '../../shared/protocol/version-features.js';
+import { reconnectDelay } from '../../shared/client/backoff.js';
 import { FakeConnection } from '../helpers/fake-connection.js';
 
 const env = (serverSeq: number, action: ActionEnvelope['action']): ActionEnvelope => ({ channel: 'ahp-chat:/c', serverSeq, action });
@@ -32,6 +33,12 @@ describe('version-features', () => {
     expect(supports('1.0.0', 'perChannelReconnect')).toBe(false);
     expect(supports('1.1.0', 'perChannelReconnect')).toBe(true);
     expect(actionForVersion({ type: 'chat/isReadChanged', isRead: true }, '0.8.0')).toBe('resync');
+  });
+
+  it('the shared client reconnects at once after the resync close, without back-off', () => {
+    const options = { initialDelayMs: 500, maxDelayMs: 10_000 };
+    expect(reconnectDelay(RESYNC_CLOSE_CODE, 3, options, () => 0.5)).toBe(0);
+    expect(reconnectDelay(1006, 3, options, () => 0.5)).toBeGreaterThan(0);
   });
 });
 
