@@ -175,6 +175,7 @@ export class HubMetrics implements HubObserver {
       close: () => log.close(),
       ...(log.storedBytes ? { storedBytes: () => log.storedBytes!() } : {}),
       ...(log.probeWrite ? { probeWrite: () => log.probeWrite!() } : {}),
+      ...(log.openEpoch ? { openEpoch: () => log.openEpoch!() } : {}),
     };
   }
 

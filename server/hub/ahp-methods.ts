@@ -14,17 +14,20 @@ import {
   disposeSessionParamsSchema,
   initializeParamsSchema,
   listSessionsParamsSchema,
+  EPOCH_META_KEY,
   Method,
   pingParamsSchema,
   reconnectParamsSchema,
   subscribeParamsSchema,
   unsubscribeParamsSchema,
   type InitializeResult,
+  type ReconnectResult,
   type Snapshot,
 } from '../../shared/protocol/messages.js';
 import { ROOT_URI, channelKind } from '../../shared/protocol/uris.js';
 import { negotiateVersion, parseSemVer, SUPPORTED_VERSIONS } from '../../shared/protocol/version.js';
-import { CloseCode } from './connection.js';
+import { knowsEveryAction } from '../../shared/protocol/version-features.js';
+import { CloseCode, setConnectionVersion } from './connection.js';
 import type { Hub } from './hub.js';
 import type { RpcContext, RpcRouter } from './rpc.js';
 
@@ -58,7 +61,28 @@ function claimOrRefuse(hub: Hub, ctx: RpcContext, clientId: string): void {
   }
 }
 
+/**
+ * The version a client id last initialized with, for a later connection that opens with
+ * `reconnect` (which offers no version): only versions that need older forms of actions are
+ * kept, at most `MAX_REMEMBERED_VERSIONS` (oldest forgotten first; a forgotten one speaks ours).
+ */
+const MAX_REMEMBERED_VERSIONS = 4096;
+class RememberedVersions {
+  readonly #byClient = new Map<string, string>();
+  set(key: string, version: string): void {
+    this.#byClient.delete(key);
+    if (knowsEveryAction(version)) return;
+    if (this.#byClient.size >= MAX_REMEMBERED_VERSIONS) this.#byClient.delete(this.#byClient.keys().next().value!);
+    this.#byClient.set(key, version);
+  }
+  get(key: string): string | undefined {
+    return this.#byClient.get(key);
+  }
+}
+
 export function registerAhpMethods(router: RpcRouter, hub: Hub): void {
+  const remembered = new RememberedVersions();
+  const keyOf = (ctx: RpcContext, clientId: string) => `${ctx.principal.user}\u0000${clientId}`;
   router.request(Method.Initialize, {
     params: initializeParamsSchema,
     beforeInitialize: true,
@@ -74,6 +98,8 @@ export function registerAhpMethods(router: RpcRouter, hub: Hub): void {
       }
       claimOrRefuse(hub, ctx, params.clientId);
       ctx.state.protocolVersion = version;
+      setConnectionVersion(ctx.conn, version);
+      remembered.set(keyOf(ctx, params.clientId), version);
       ctx.state.clientId = params.clientId;
       const snapshots: Snapshot[] = [];
       const missing: string[] = [];
@@ -87,6 +113,7 @@ export function registerAhpMethods(router: RpcRouter, hub: Hub): void {
       const result: InitializeResult = { protocolVersion: version, serverSeq: hub.serverSeq, serverInfo: SERVER_INFO, snapshots };
       result._meta = { 'hub/principal': { user: ctx.principal.user, role: ctx.principal.role } };
       if (missing.length > 0) result._meta['hub/missingSubscriptions'] = missing;
+      if (hub.epochs) result._meta[EPOCH_META_KEY] = hub.epochs.current;
       return result;
     },
   });
@@ -116,7 +143,8 @@ export function registerAhpMethods(router: RpcRouter, hub: Hub): void {
 
   // A client whose socket dropped may open the new connection with `reconnect` (AHP lifecycle):
   // it then stands in for `initialize`, adopting the client id it had, so re-sent dispatches are
-  // recognised by that id. No version is offered here: the connection speaks our current one.
+  // recognised by that id. No version is offered here: the connection speaks the version this
+  // client id last initialized with (so an older client is still sent only what it knows), else ours.
   router.request(Method.Reconnect, {
     params: reconnectParamsSchema,
     beforeInitialize: true,
@@ -124,14 +152,21 @@ export function registerAhpMethods(router: RpcRouter, hub: Hub): void {
       requireRoot(params.channel, Method.Reconnect);
       if (ctx.state.protocolVersion === undefined) {
         claimOrRefuse(hub, ctx, params.clientId);
-        ctx.state.protocolVersion = SUPPORTED_VERSIONS[0];
+        const version = remembered.get(keyOf(ctx, params.clientId)) ?? SUPPORTED_VERSIONS[0];
+        ctx.state.protocolVersion = version;
+        setConnectionVersion(ctx.conn, version);
         ctx.state.clientId = params.clientId;
       } else if (params.clientId !== ctx.state.clientId) {
         throw new ProtocolError(ErrorCode.InvalidParams, 'clientId must be the one sent in initialize on this connection');
       }
       // Cluster: the cursor may come from a node that was ahead of this one.
       const behind = hub.caughtUpTo(params.lastSeenServerSeq);
-      return behind ? behind.then(() => hub.reconnect(ctx.conn, ctx.principal, params)) : hub.reconnect(ctx.conn, ctx.principal, params);
+      // The epoch the client's cursor belongs to from now on (docs/continuity.md#epoch).
+      const answer = (): ReconnectResult => {
+        const result = hub.reconnect(ctx.conn, ctx.principal, params);
+        return hub.epochs ? { ...result, _meta: { [EPOCH_META_KEY]: hub.epochs.current } } : result;
+      };
+      return behind ? behind.then(answer) : answer();
     },
   });
 

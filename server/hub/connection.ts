@@ -40,3 +40,17 @@ export const CloseCode = {
   /** The protocol version could not be negotiated. */
   UnsupportedVersion: 4005,
 } as const;
+
+/**
+ * The protocol version each connection negotiated (set by `initialize`, or by `reconnect` when
+ * that opens the connection). The fan-out and `reconnect` read it to send a connection only
+ * actions its version knows (shared/protocol/version-features.ts). Absent: an in-process
+ * receiver, treated as the newest version.
+ */
+const versions = new WeakMap<Connection, string>();
+export function setConnectionVersion(conn: Connection, version: string): void {
+  versions.set(conn, version);
+}
+export function connectionVersion(conn: Connection): string | undefined {
+  return versions.get(conn);
+}

@@ -17,7 +17,8 @@
  */
 import { isKnownAction, type DeltaAction, type ReasoningAction } from '../../shared/protocol/actions.js';
 import type { ActionEnvelope, WireAction } from '../../shared/protocol/messages.js';
-import type { Connection } from './connection.js';
+import { actionForVersion, introducedIn, knowsEveryAction, RESYNC_CLOSE_CODE } from '../../shared/protocol/version-features.js';
+import { connectionVersion, type Connection } from './connection.js';
 import { actionJson } from '../action-json.js';
 import { sendOrQueue } from './lag-queue.js';
 
@@ -195,6 +196,11 @@ export class ChannelFanout {
   readonly #groups = new Map<number, CoalescingGroup>();
   /** Subscribers whose snapshot is ahead of what has been delivered so far. */
   readonly #joining = new Map<Connection, { fromSeq: number; maxLatencyMs: number }>();
+  /**
+   * Subscribers whose protocol version does not know every action type the hub sends, with that
+   * version. Empty when everyone speaks the newest version: then `publish` checks nothing more.
+   */
+  readonly #behind = new Map<Connection, string>();
 
   constructor(
     private readonly limits: FanoutLimits = DEFAULT_FANOUT_LIMITS,
@@ -219,6 +225,8 @@ export class ChannelFanout {
    */
   add(conn: Connection, fromSeq: number, deliveredSeq: number, maxLatencyMs = 0): void {
     this.remove(conn);
+    const version = connectionVersion(conn);
+    if (version !== undefined && !knowsEveryAction(version)) this.#behind.set(conn, version);
     if (fromSeq > deliveredSeq) this.#joining.set(conn, { fromSeq, maxLatencyMs });
     else this.#admit(conn, maxLatencyMs);
   }
@@ -226,6 +234,7 @@ export class ChannelFanout {
   remove(conn: Connection): void {
     this.#immediate.delete(conn);
     this.#joining.delete(conn);
+    this.#behind.delete(conn);
     for (const [latency, g] of this.#groups) {
       g.remove(conn);
       if (g.members.size === 0) this.#groups.delete(latency);
@@ -244,8 +253,43 @@ export class ChannelFanout {
   publish(envelope: ActionEnvelope, text: string, exclude?: Connection): void {
     // Admit joiners first: the first envelope beyond their snapshot goes to them like to everyone.
     if (this.#joining.size > 0) this.#promoteJoiners(envelope.serverSeq);
-    for (const conn of this.#immediate) if (conn !== exclude) sendOrCloseSlow(conn, text, this.limits, envelope);
+    if (this.#behind.size > 0 && introducedIn(envelope.action.type) !== undefined) {
+      const served = this.#serveOlderVersions(envelope, exclude);
+      for (const conn of this.#immediate) if (conn !== exclude && !served.has(conn)) sendOrCloseSlow(conn, text, this.limits, envelope);
+    } else {
+      for (const conn of this.#immediate) if (conn !== exclude) sendOrCloseSlow(conn, text, this.limits, envelope);
+    }
     for (const g of this.#groups.values()) g.push(exclude ? { envelope, text, exclude } : { envelope, text });
+  }
+
+  /**
+   * For an action some subscribers' versions do not know: each such version gets the older
+   * action that says the same (encoded once per version) or, when there is none, its connections
+   * are closed with RESYNC_CLOSE_CODE, so they reconnect and get a snapshot. Returns the
+   * connections served here (the shared frame must skip them).
+   */
+  #serveOlderVersions(envelope: ActionEnvelope, exclude: Connection | undefined): Set<Connection> {
+    const served = new Set<Connection>();
+    const forms = new Map<string, string | 'resync'>();
+    for (const [conn, version] of [...this.#behind]) {
+      if (conn === exclude || this.#joining.has(conn)) continue;
+      let form = forms.get(version);
+      if (form === undefined) {
+        const action = actionForVersion(envelope.action, version);
+        form = action === 'resync' ? 'resync' : action === envelope.action ? '' : encodeEnvelope({ ...envelope, action });
+        forms.set(version, form);
+      }
+      if (form === '') continue;
+      served.add(conn);
+      if (form !== 'resync' && this.#immediate.has(conn)) {
+        sendOrCloseSlow(conn, form, this.limits);
+        continue;
+      }
+      // No older equivalent (or a coalescing member, whose buffered frames cannot skip one): resync.
+      this.remove(conn);
+      conn.close(RESYNC_CLOSE_CODE, `resync: ${envelope.action.type} is newer than protocol ${version}; reconnect for a snapshot`);
+    }
+    return served;
   }
 
   /** Sends an envelope to one subscriber only, in order with what it has been sent before. */

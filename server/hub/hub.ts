@@ -8,19 +8,18 @@
  *   phase) → persist (`commit-pipeline.ts` group commit) → deliver (`fanout.ts`, after the log
  *   append, then the hooks' delivered phase).
  *
- * Deciding is synchronous within the call (`#decide`), so "first reply wins" needs no lock. Every
- * write enters through `write-admission.ts` (open, writable, disk quota, cluster write turn);
- * session and chat lifecycle commands are `catalogue-commands.ts`, reads `queries.ts`; the rest
- * lives beside it behind narrow interfaces: `recovery.ts` (open from snapshot + replay),
- * `subscriptions.ts` (who is subscribed, reconnect), `root-catalogue.ts` (root summaries),
- * `write-gate.ts` (cluster mode). The hub knows connections only through `Connection` and
- * storage only through the `ActionLog` port.
+ * Deciding is synchronous within the call (`#decide`), so "first reply wins" needs no lock. Every write enters through
+ * `write-admission.ts` (open, writable, disk quota, cluster write turn); session and chat lifecycle commands are
+ * `catalogue-commands.ts`, reads `queries.ts`; the rest lives beside it behind narrow interfaces: `recovery.ts` (open from
+ * snapshot + replay), `subscriptions.ts` (who is subscribed, reconnect), `root-catalogue.ts` (root summaries),
+ * `write-gate.ts` (cluster mode). It knows connections only through `Connection`, storage only through `ActionLog`.
  */
 import { ProtocolError, ErrorCode } from '../../shared/protocol/errors.js';
 import type { ErrorKind } from '../../shared/protocol/error-kinds.js';
-import type { ReconnectParams, ReconnectResult, Snapshot, WireAction } from '../../shared/protocol/messages.js';
+import { cursorEpochOf, type ReconnectParams, type ReconnectResult, type Snapshot, type WireAction } from '../../shared/protocol/messages.js';
 import { ROOT_URI } from '../../shared/protocol/uris.js';
 import { isSharedActionLog } from '../storage/action-log.js';
+import { HistoryEpochs } from '../storage/history-epochs.js';
 import type { AgentInfo } from '../agents/agent.js';
 import type { Principal } from '../auth/auth.js';
 import type { Logger } from '../log.js';
@@ -80,6 +79,8 @@ export class Hub implements HubPort {
   #onFatal: ((err: Error) => void) | undefined;
   /** Unwatched, idle sessions leave memory (session-parking.ts); `residency` is a metric. */
   readonly parking: SessionParking;
+  /** The epochs of this log's history (storage/history-epochs.ts); undefined for a log that keeps none (PostgreSQL). */
+  epochs: HistoryEpochs | undefined;
 
   private constructor(options: HubOptions, limits: HubLimits, replay: ReplayWindow, recovered: RecoveredHub) {
     this.limits = limits;
@@ -149,7 +150,9 @@ export class Hub implements HubPort {
   static async open(options: HubOptions): Promise<Hub> {
     const limits = { ...DEFAULT_HUB_LIMITS, ...options.limits };
     const replay = new ReplayWindow(limits.replayBufferSize, limits.replayBufferChars);
+    const spans = await options.log.openEpoch?.();
     const hub = new Hub(options, limits, replay, await recoverFromLog(options.log, options.agents, replay, { now: options.now, ledger: limits.ledger }, limits.maxLoadStateChars));
+    hub.epochs = spans && new HistoryEpochs(spans);
     if (isSharedActionLog(options.log)) {
       // Other processes share this log and may be running the turns recovery finds active, so
       // they are not ended here (see the README's Cluster section for what ends them).
@@ -211,10 +214,7 @@ export class Hub implements HubPort {
     return this.#state.chats.get(uri);
   }
 
-  /**
-   * The session's default chat, only when the catalogue says that chat belongs to the session.
-   * Features follow this rather than `state.defaultChat`, which a peer's action wrote.
-   */
+  /** The session's default chat, only when the catalogue says that chat belongs to the session (features follow this, not `state.defaultChat`, which a peer's action wrote). */
   defaultChatOf(sessionUri: string): string | undefined {
     return defaultChatIn(this.#state, sessionUri);
   }
@@ -262,10 +262,7 @@ export class Hub implements HubPort {
     return this.#subscriptions.of(conn);
   }
 
-  /**
-   * Legacy AHP reconnect: the envelopes missed since `lastSeenServerSeq` when the replay window
-   * still covers the gap, else snapshots; invisible channels are `missing` (see subscriptions.ts).
-   */
+  /** AHP reconnect: the missed envelopes when the replay window covers the gap and the cursor is of this history (its epoch), else snapshots; invisible channels are `missing` (subscriptions.ts). */
   reconnect(conn: Connection, principal: Principal, params: ReconnectParams): ReconnectResult {
     this.#admission.assertReadable();
     const result = this.#subscriptions.reconnect(conn, principal.tenant, params, {
@@ -273,6 +270,7 @@ export class Hub implements HubPort {
       snapshot: (channel) => this.snapshot(principal, channel),
       serverSeq: this.#pipeline.serverSeq,
       deliveredSeq: this.#pipeline.deliveredSeq,
+      sameHistory: this.epochs?.admits(cursorEpochOf(params), params.lastSeenServerSeq, this.#pipeline.serverSeq),
     });
     this.#observer?.reconnectServed(result.type);
     const missing = new Set(result.missing);

@@ -9,10 +9,11 @@
  * at the live edge, so it gets every envelope after what it was given exactly once.
  */
 import { ErrorCode, ProtocolError } from '../../shared/protocol/errors.js';
-import type { ReconnectParams, ReconnectResult, Snapshot } from '../../shared/protocol/messages.js';
+import type { ActionEnvelope, ReconnectParams, ReconnectResult, Snapshot } from '../../shared/protocol/messages.js';
+import { actionForVersion, knowsEveryAction } from '../../shared/protocol/version-features.js';
 import { ROOT_URI } from '../../shared/protocol/uris.js';
 import type { Receivers } from './commit-ports.js';
-import type { Connection } from './connection.js';
+import { connectionVersion, type Connection } from './connection.js';
 import { ChannelFanout, type FanoutLimits } from './fanout.js';
 import type { ReplayWindow } from './replay-window.js';
 
@@ -26,6 +27,23 @@ export interface ReconnectView {
   readonly serverSeq: number;
   /** Last serverSeq delivered to subscribers. */
   readonly deliveredSeq: number;
+  /** False when the client's cursor belongs to another history of this log (its epoch, docs/continuity.md#epoch). */
+  readonly sameHistory?: boolean;
+}
+
+/**
+ * The replay in the form the connection's version understands (version-features.ts), or
+ * undefined when some envelope has no such form: then the client gets snapshots.
+ */
+function replayForVersion(actions: ActionEnvelope[], version: string | undefined): ActionEnvelope[] | undefined {
+  if (version === undefined || knowsEveryAction(version)) return actions;
+  const out: ActionEnvelope[] = [];
+  for (const e of actions) {
+    const action = actionForVersion(e.action, version);
+    if (action === 'resync') return undefined;
+    out.push(action === e.action ? e : { ...e, action });
+  }
+  return out;
 }
 
 export class Subscriptions implements Receivers {
@@ -123,7 +141,8 @@ export class Subscriptions implements Receivers {
 
   /**
    * AHP `reconnect`: replays every delivered envelope after `lastSeenServerSeq` on the requested
-   * channels when the replay window still covers the gap, else answers snapshots. Channels that
+   * channels when the replay window still covers the gap (in the connection's version's form),
+   * else answers snapshots; always snapshots for a cursor from another history (`sameHistory`). Channels that
    * no longer exist (or are not visible) are reported `missing`.
    */
   reconnect(conn: Connection, tenant: string, params: ReconnectParams, view: ReconnectView): ReconnectResult {
@@ -131,9 +150,9 @@ export class Subscriptions implements Receivers {
     const missing: string[] = [];
     for (const ch of new Set(params.subscriptions)) (view.visible(ch) ? visible : missing).push(ch);
     const oldest = this.replay.oldestSeq ?? view.deliveredSeq + 1;
-    const canReplay = params.lastSeenServerSeq <= view.serverSeq && params.lastSeenServerSeq >= oldest - 1;
-    if (canReplay) {
-      const actions = this.replay.since(params.lastSeenServerSeq, new Set(visible));
+    const canReplay = view.sameHistory !== false && params.lastSeenServerSeq <= view.serverSeq && params.lastSeenServerSeq >= oldest - 1;
+    const actions = canReplay ? replayForVersion(this.replay.since(params.lastSeenServerSeq, new Set(visible)), connectionVersion(conn)) : undefined;
+    if (actions) {
       for (const ch of visible) this.attach(conn, tenant, ch, view.deliveredSeq, view.deliveredSeq, 0);
       return { type: 'replay', actions, missing };
     }

@@ -371,7 +371,10 @@ export function createQwenServeFeature(options: QwenServeOptions = {}): Feature 
           if (lastEventId !== undefined) {
             sse.write(
               qwenSseMessage(undefined, 'state_resync_required', {
-                reason: epoch !== undefined && epoch !== log.epoch ? 'epoch_reset' : 'replay_window_exceeded',
+                // As qwen serve: another epoch's token, or an id past this log's head (a cursor from
+                // another history: a restarted hub, a data dir restored from a backup), is an
+                // epoch reset; an id older than the buffer is a gap in this epoch.
+                ...resyncReason(lastEventId, epoch, log),
                 lastDeliveredId: lastEventId,
                 earliestAvailableId: log.earliestAvailableId,
               }),
@@ -432,6 +435,11 @@ export const qwenServeFeature: Feature = createQwenServeFeature();
 
 function headerOf(value: string | string[] | undefined): string | undefined {
   return Array.isArray(value) ? value[0] : value;
+}
+
+function resyncReason(lastEventId: number, epoch: string | undefined, log: QwenSessionLog): { reason: string; detail?: string } {
+  if (epoch !== undefined && epoch !== log.epoch) return { reason: 'epoch_reset', detail: 'epoch_mismatch' };
+  return lastEventId > log.headId ? { reason: 'epoch_reset' } : { reason: 'replay_window_exceeded' };
 }
 
 /** A numeric `Last-Event-ID`; anything else is treated as absent (a fresh listener). */

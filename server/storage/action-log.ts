@@ -7,6 +7,7 @@
  *
  * The log knows records and snapshots as JSON values; it knows nothing of sockets or reducers.
  */
+import type { EpochSpan } from './history-epochs.js';
 
 /** One sequenced record. `channel` is an AHP channel URI or the hub's internal catalogue channel. */
 export interface LogRecord {
@@ -64,6 +65,13 @@ export interface ActionLog {
    * its own to probe (memory, PostgreSQL).
    */
   probeWrite?(): Promise<void>;
+  /**
+   * Starts a new epoch of this log's history (storage/history-epochs.ts): stores a random id with
+   * head + 1 and returns every epoch span kept, oldest first. Called once by each hub that opens
+   * the log. Absent: the log keeps no epochs (PostgreSQL, whose nodes share one log), and
+   * `reconnect` only refuses cursors beyond the head.
+   */
+  openEpoch?(): Promise<readonly EpochSpan[]>;
   /** Drops records with serverSeq <= uptoSeq. Callers only compact what a saved snapshot covers. */
   compact(uptoSeq: number): Promise<void>;
   close(): Promise<void>;

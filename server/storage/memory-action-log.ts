@@ -6,6 +6,7 @@
  * errors throw the same errors.
  */
 import type { ActionLog, AppendResult, LogRecord, LogSnapshot } from './action-log.js';
+import { type EpochSpan, withNewEpoch } from './history-epochs.js';
 import { SNAPSHOTS_KEPT, type StoredRecord, requireSeqArgument, requireLimitArgument, encodeAppendBatch, decodeRecord, encodeSnapshotData, decodeSnapshot, requireSnapshotWithinHead, requireCompactionCovered } from './record-codec.js';
 
 interface StoredSnapshot {
@@ -25,6 +26,13 @@ export class MemoryActionLog implements ActionLog {
   /** Ascending by seq, at most SNAPSHOTS_KEPT entries. */
   #snapshots: StoredSnapshot[] = [];
   #closed = false;
+  #epochs: EpochSpan[] = [];
+
+  async openEpoch(): Promise<readonly EpochSpan[]> {
+    this.#assertOpen();
+    this.#epochs = withNewEpoch(this.#epochs, this.#head);
+    return this.#epochs;
+  }
 
   async head(): Promise<number> {
     this.#assertOpen();

@@ -34,6 +34,7 @@ import {
   type StoredRecord,
 } from './record-codec.js';
 import { errorMessage } from '../log.js';
+import { type EpochSpan, withNewEpoch } from './history-epochs.js';
 
 /** The LISTEN/NOTIFY channel every append notifies with its partition and new head. */
 export const LOG_NOTIFY_CHANNEL = 'ahp_log';
@@ -142,6 +143,20 @@ export class PostgresActionLog implements SharedActionLog {
     requireSeqArgument('afterSeq', afterSeq);
     requireLimitArgument(limit);
     return this.#selectAfter(this.#pool, afterSeq, limit);
+  }
+
+  /**
+   * The partition's one epoch, created with it on the first open by any node (`ahp_meta` key
+   * `epoch:<partition>`): every node of a cluster answers the same, so a client moving between
+   * nodes keeps its replay; a partition rebuilt from nothing gets a new one.
+   */
+  async openEpoch(): Promise<readonly EpochSpan[]> {
+    this.#assertOpen();
+    const key = `epoch:${this.#name}`;
+    const [fresh] = withNewEpoch([], 0);
+    await this.#pool.query('INSERT INTO ahp_meta (key, value) VALUES ($1, $2) ON CONFLICT (key) DO NOTHING', [key, fresh!.epoch]);
+    const row = await this.#pool.query<{ value: string }>('SELECT value FROM ahp_meta WHERE key = $1', [key]);
+    return [{ epoch: row.rows[0]?.value ?? fresh!.epoch, fromSeq: 1 }];
   }
 
   async oldestSeq(): Promise<number> {

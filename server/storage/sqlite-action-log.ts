@@ -38,6 +38,7 @@ import {
   type StoredRecord,
 } from './record-codec.js';
 import { errorMessage } from '../log.js';
+import { type EpochSpan, parseEpochSpans, withNewEpoch } from './history-epochs.js';
 
 export interface SqliteActionLogOptions {
   /** Path of the database file; missing parent directories are created. */
@@ -172,6 +173,28 @@ export class SqliteActionLog implements ActionLog {
     });
     // A read transaction: MIN(seq) and head come from the same committed state.
     this.#oldestSeqTx = db.transaction((): number => this.#selectOldestSeq.get() ?? this.#readHead() + 1);
+  }
+
+  /**
+   * A new epoch after the head, stored in `meta.epochs` in one write transaction (history-epochs.ts).
+   * When the file takes no write (a full disk at start: the hub still opens and refuses writes),
+   * the new epoch is this process's only: forgotten at the next open, so a cursor from it then
+   * gets snapshots, which is safe.
+   */
+  async openEpoch(): Promise<readonly EpochSpan[]> {
+    this.#assertOpen();
+    const stored = () => parseEpochSpans(this.#db.prepare<[], string>(`SELECT value FROM meta WHERE key = 'epochs'`).pluck().get());
+    try {
+      return this.#db
+        .transaction((): EpochSpan[] => {
+          const spans = withNewEpoch(stored(), this.#readHead());
+          this.#db.prepare<[string]>(`INSERT OR REPLACE INTO meta (key, value) VALUES ('epochs', ?)`).run(JSON.stringify(spans));
+          return spans;
+        })
+        .immediate();
+    } catch {
+      return withNewEpoch(stored(), this.#readHead());
+    }
   }
 
   async head(): Promise<number> {

@@ -19,7 +19,7 @@
  * Extensions (x-input/*, x-collab/*, …) build on the public `request`, `notify` and
  * `onNotification`; nothing here needs to change for a new method.
  */
-import { Method, ServerNotification, createChatResultSchema, createSessionResultSchema, initializeResultSchema, listSessionsResultSchema, type InitializeResult } from '../protocol/messages.js';
+import { EPOCH_META_KEY, Method, ServerNotification, createChatResultSchema, createSessionResultSchema, initializeResultSchema, listSessionsResultSchema, type InitializeResult } from '../protocol/messages.js';
 import { ROOT_URI, channelKind, sessionUri } from '../protocol/uris.js';
 import { SUPPORTED_VERSIONS } from '../protocol/version.js';
 import { DEFAULT_BACKOFF, defaultScheduler, type Scheduler } from './backoff.js';
@@ -87,6 +87,8 @@ export class AhpClient implements RpcRequester {
   #closedError: AhpConnectionError | undefined;
   #connectPromise: Promise<InitializeResult> | undefined;
   #initializeResult: InitializeResult | undefined;
+  /** The hub history epoch the replicas' cursor belongs to (docs/continuity.md#epoch); sent with `reconnect`. */
+  #epoch: string | undefined;
 
   readonly #notificationListeners = new Map<string, Set<NotificationListener>>();
   readonly #stateListeners = new Set<ConnectionStateListener>();
@@ -152,6 +154,7 @@ export class AhpClient implements RpcRequester {
       logger: this.#logger,
       handshakeRequest: (method, params) => this.#connection.request(method, params, { handshake: true }),
       assertCurrent: (generation) => this.#connection.assertCurrent(generation),
+      cursorEpoch: () => this.#epoch,
     };
   }
 
@@ -160,6 +163,11 @@ export class AhpClient implements RpcRequester {
   /** 'closed' before the first connect(), after close(), and after a fatal error. */
   get connectionState(): ConnectionState {
     return this.#state;
+  }
+
+  /** The hub history epoch the client's cursor belongs to (`initialize`'s `_meta["hub/epoch"]`), if the hub keeps one. */
+  get epoch(): string | undefined {
+    return this.#epoch;
   }
 
   /** Result of the latest successful `initialize` (refreshed on every reconnect). */
@@ -394,6 +402,9 @@ export class AhpClient implements RpcRequester {
     if (mode === 'reconnect') await recover(this.#recovery, generation, init.serverSeq);
     else this.#replicas.noteServerSeq(init.serverSeq); // nothing subscribed yet, so nothing older can be missed
     connection.assertCurrent(generation);
+    // Every replica now reflects this history up to init.serverSeq: the cursor is of its epoch.
+    const epoch = init._meta?.[EPOCH_META_KEY];
+    this.#epoch = typeof epoch === 'string' ? epoch : undefined;
 
     connection.markReady();
     this.#reconnectLoop.reset();

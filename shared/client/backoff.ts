@@ -2,7 +2,7 @@
  * Reconnect delays and the timer seam. Isomorphic: shared/ compiles without DOM or Node typings,
  * so the global timer functions are reached through a narrowly typed view of `globalThis`.
  */
-import { RECONNECT_NOW_CLOSE_CODE } from '../protocol/close-codes.js';
+import { RECONNECT_NOW_CLOSE_CODE, RESYNC_CLOSE_CODE } from '../protocol/close-codes.js';
 
 export interface BackoffOptions {
   /** Delay before the first reconnect attempt (before jitter). */
@@ -36,10 +36,12 @@ export function backoffDelay(attempt: number, options: BackoffOptions, random: (
 /**
  * Delay before the reconnect that follows a socket closed with `closeCode`: none when the hub
  * asked for an immediate reconnect (`RECONNECT_NOW_CLOSE_CODE`: the node is draining and the
- * load balancer already routes elsewhere), otherwise the back-off of `attempt`.
+ * load balancer already routes elsewhere; `RESYNC_CLOSE_CODE`: a channel changed in a way the
+ * negotiated version cannot be told, and the reconnect's snapshots bring it up to date), otherwise
+ * the back-off of `attempt`.
  */
 export function reconnectDelay(closeCode: number | undefined, attempt: number, options: BackoffOptions, random: () => number = Math.random): number {
-  return closeCode === RECONNECT_NOW_CLOSE_CODE ? 0 : backoffDelay(attempt, options, random);
+  return closeCode === RECONNECT_NOW_CLOSE_CODE || closeCode === RESYNC_CLOSE_CODE ? 0 : backoffDelay(attempt, options, random);
 }
 
 /** The timer functions the client uses (reconnect delays, request timeouts). Injected in tests. */

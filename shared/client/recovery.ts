@@ -5,7 +5,7 @@
  * resume are re-subscribed one by one, channels it no longer knows end as 'gone'.
  */
 import type { z } from 'zod';
-import { Limits, Method, reconnectResultSchema } from '../protocol/messages.js';
+import { EPOCH_META_KEY, Limits, Method, reconnectResultSchema } from '../protocol/messages.js';
 import { ROOT_URI } from '../protocol/uris.js';
 import type { AhpClientLogger } from './client-types.js';
 import { AhpProtocolError, AhpRequestError } from './errors.js';
@@ -21,6 +21,8 @@ export interface RecoveryContext {
   readonly handshakeRequest: (method: string, params: Record<string, unknown>) => Promise<unknown>;
   /** Throws when the socket of `generation` was abandoned or the client closed. */
   readonly assertCurrent: (generation: number) => void;
+  /** The hub history epoch the cursor was seen in, sent so a hub restored from an older backup answers snapshots. */
+  readonly cursorEpoch?: () => string | undefined;
 }
 
 function chunk<T>(items: readonly T[], size: number): T[][] {
@@ -61,7 +63,9 @@ export async function recover(ctx: RecoveryContext, generation: number, serverSe
 async function recoverBatch(ctx: RecoveryContext, generation: number, lastSeenServerSeq: number, channels: string[]): Promise<void> {
   let raw: unknown;
   try {
-    raw = await ctx.handshakeRequest(Method.Reconnect, { channel: ROOT_URI, clientId: ctx.clientId, lastSeenServerSeq, subscriptions: channels });
+    const epoch = ctx.cursorEpoch?.();
+    const params = { channel: ROOT_URI, clientId: ctx.clientId, lastSeenServerSeq, subscriptions: channels };
+    raw = await ctx.handshakeRequest(Method.Reconnect, epoch === undefined ? params : { ...params, _meta: { [EPOCH_META_KEY]: epoch } });
   } catch (error) {
     if (!(error instanceof AhpRequestError)) throw error;
     // The server refused to resume us (e.g. does not implement reconnect): start over cleanly.

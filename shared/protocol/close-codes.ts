@@ -11,3 +11,10 @@
  * same as after any drop.
  */
 export const RECONNECT_NOW_CLOSE_CODE = 4012;
+
+/**
+ * A channel this connection subscribes to changed by an action its negotiated protocol version
+ * does not know, and no older action says the same (shared/protocol/version-features.ts):
+ * reconnect at once, without back-off; `reconnect` then answers that connection with snapshots.
+ */
+export const RESYNC_CLOSE_CODE = 4013;

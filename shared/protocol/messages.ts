@@ -92,7 +92,8 @@ export type Snapshot = z.infer<typeof snapshotSchema>;
 
 export const initializeParamsSchema = z.object({
   channel: uri,
-  protocolVersions: z.array(z.string().max(32)).min(1).max(Limits.maxProtocolVersions),
+  /** May be empty: nothing offered is "no match" (-32005 with `supportedVersions`), as upstream answers. */
+  protocolVersions: z.array(z.string().max(32)).max(Limits.maxProtocolVersions),
   clientId: z.string().min(1).max(Limits.maxIdLength),
   clientInfo: z.looseObject({ name: z.string().max(256), version: z.string().max(64).optional() }).optional(),
   initialSubscriptions: z.array(uri).max(Limits.maxSubscriptionsPerRequest).optional(),
@@ -149,6 +150,17 @@ export const reconnectParamsSchema = z.object({
   _meta: meta,
 });
 export type ReconnectParams = z.infer<typeof reconnectParamsSchema>;
+/**
+ * `_meta` key of the hub's history epoch (docs/continuity.md#epoch): answered by `initialize` and
+ * `reconnect`, sent back in `reconnect`'s `_meta` with the cursor it belongs to. Standard clients
+ * ignore it; a hub without epochs ignores it too.
+ */
+export const EPOCH_META_KEY = 'hub/epoch';
+/** The epoch a `reconnect`'s cursor belongs to, when the client sent one. */
+export function cursorEpochOf(params: { readonly _meta?: Record<string, unknown> | undefined }): string | undefined {
+  const epoch = params._meta?.[EPOCH_META_KEY];
+  return typeof epoch === 'string' ? epoch : undefined;
+}
 /** Replay when the hub's replay window covers the gap, else snapshots; `missing` = channels gone or not visible. */
 export const reconnectResultSchema = z.discriminatedUnion('type', [
   z.looseObject({ type: z.literal('replay'), actions: z.array(actionEnvelopeSchema), missing: z.array(z.string()).default([]) }),

@@ -4,16 +4,22 @@
  * - 0.8.0: upstream main 2026-08-04 (the conformance fixtures' tree); input requests as response parts.
  * - 0.9.0: idempotent chat/turnStarted, steering-message list, error response parts (additive).
  * - 1.0.0: first stable line; same wire shapes as 0.9.0 for everything this hub implements.
+ * - 1.1.0: upstream main, negotiated inside ^1.0.0 (per-channel reconnect and the other 1.1
+ *   additions are gated by `supports(version, feature)` in version-features.ts).
+ *
+ * Which action types each version knows, and what the hub sends a connection of an older
+ * version instead, is `version-features.ts`.
  *
  * SUPPORTED_VERSIONS are compatibility baselines, not an exhaustive list: a client offering any
  * version caret-compatible with one of them (1.x.y ≥ 1.0.0, 0.9.y, 0.8.y) is accepted, and the
- * hub answers with the client's own string. Within such a range the newer peer's additions are
- * optional by the protocol's SemVer rules, so they are safe to ignore here.
+ * hub answers with the client's own string. Upstream's released baselines are 1.0.0 and 0.9.0;
+ * 0.8 is kept because the hub can serve it faithfully: it never sends a 0.8 connection an action
+ * 0.8 does not know (version-features.ts, docs/protocol.md#versions).
  */
 export const PROTOCOL_VERSION = '1.0.0';
 export const SUPPORTED_VERSIONS = ['1.0.0', '0.9.0', '0.8.0'] as const;
 
-interface SemVer {
+export interface SemVer {
   major: number;
   minor: number;
   patch: number;
@@ -26,7 +32,7 @@ export function parseSemVer(v: string): SemVer | undefined {
   return { major: Number(m[1]), minor: Number(m[2]), patch: Number(m[3]) };
 }
 
-function compare(a: SemVer, b: SemVer): number {
+export function compare(a: SemVer, b: SemVer): number {
   return a.major - b.major || a.minor - b.minor || a.patch - b.patch;
 }
 

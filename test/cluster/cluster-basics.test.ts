@@ -91,8 +91,15 @@ describe('a three-node cluster on one PostgreSQL log', () => {
     // Straight to node 3, which may not have folded the session or the last actions yet.
     const moved = await RpcClient.open(fx.cluster.nodes[2]!.wsUrl, { clientId: a.clientId });
     clients.push(moved);
-    const result = await moved.request<ReconnectResult>('reconnect', { channel: 'ahp-root://', clientId: a.clientId, lastSeenServerSeq: last.serverSeq, subscriptions: [chat] });
-    expect(result).toEqual({ type: 'replay', actions: [], missing: [] });
+    // The epoch node 1 told its clients: every node answers the partition's one epoch, so the
+    // cursor stays of this history and the replay holds (docs/continuity.md#epoch).
+    const probe = await RpcClient.connect(fx.cluster.nodes[0]!.wsUrl);
+    clients.push(probe);
+    const epoch = ((await probe.initialize()) as { _meta?: Record<string, unknown> })._meta?.['hub/epoch'];
+    expect(epoch).toEqual(expect.any(String));
+    const result = await moved.request<ReconnectResult>('reconnect', { channel: 'ahp-root://', clientId: a.clientId, lastSeenServerSeq: last.serverSeq, subscriptions: [chat], _meta: { 'hub/epoch': epoch } });
+    expect(result).toMatchObject({ type: 'replay', actions: [], missing: [] });
+    expect((result as { _meta?: Record<string, unknown> })._meta?.['hub/epoch']).toBe(epoch);
     // Live from there on: the next action from node 1 reaches it.
     const b = await open(0);
     const next = await b.dispatchAndWait(chat, { type: 'chat/pendingMessageSet', kind: 'queued', id: 'after', message: { text: 'after', origin: { kind: 'user' } } });
