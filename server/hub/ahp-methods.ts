@@ -16,13 +16,14 @@ import {
   listSessionsParamsSchema,
   Method,
   pingParamsSchema,
-  reconnectParamsSchema,
   subscribeParamsSchema,
   unsubscribeParamsSchema,
   type InitializeResult,
   type Snapshot,
 } from '../../shared/protocol/messages.js';
+import { reconnect11ParamsSchema } from '../../shared/protocol/messages-1-1.js';
 import { ROOT_URI, channelKind } from '../../shared/protocol/uris.js';
+import { AHP_1_1, speaksChannelReconnect } from '../../shared/protocol/version-features.js';
 import { negotiateVersion, parseSemVer, SUPPORTED_VERSIONS } from '../../shared/protocol/version.js';
 import { CloseCode } from './connection.js';
 import type { Hub } from './hub.js';
@@ -116,21 +117,26 @@ export function registerAhpMethods(router: RpcRouter, hub: Hub): void {
 
   // A client whose socket dropped may open the new connection with `reconnect` (AHP lifecycle):
   // it then stands in for `initialize`, adopting the client id it had, so re-sent dispatches are
-  // recognised by that id. No version is offered here: the connection speaks our current one.
+  // recognised by that id. No version is offered here: the connection speaks our current one, or
+  // 1.1 when the request has per-channel cursors (only 1.1 has them).
   router.request(Method.Reconnect, {
-    params: reconnectParamsSchema,
+    params: reconnect11ParamsSchema,
     beforeInitialize: true,
     handle(ctx, params) {
       requireRoot(params.channel, Method.Reconnect);
+      const perChannel = !('lastSeenServerSeq' in params);
       if (ctx.state.protocolVersion === undefined) {
         claimOrRefuse(hub, ctx, params.clientId);
-        ctx.state.protocolVersion = SUPPORTED_VERSIONS[0];
+        ctx.state.protocolVersion = perChannel ? AHP_1_1 : SUPPORTED_VERSIONS[0];
         ctx.state.clientId = params.clientId;
       } else if (params.clientId !== ctx.state.clientId) {
         throw new ProtocolError(ErrorCode.InvalidParams, 'clientId must be the one sent in initialize on this connection');
+      } else if (perChannel && !speaksChannelReconnect(ctx.state.protocolVersion)) {
+        throw new ProtocolError(ErrorCode.InvalidParams, `per-channel reconnect cursors need protocol 1.1; this connection negotiated ${ctx.state.protocolVersion}: send lastSeenServerSeq with a list of channel URIs`);
       }
       // Cluster: the cursor may come from a node that was ahead of this one.
-      const behind = hub.caughtUpTo(params.lastSeenServerSeq);
+      const furthest = perChannel ? Math.max(0, ...params.subscriptions.map((s) => s.lastSeenServerSeq)) : params.lastSeenServerSeq;
+      const behind = hub.caughtUpTo(furthest);
       return behind ? behind.then(() => hub.reconnect(ctx.conn, ctx.principal, params)) : hub.reconnect(ctx.conn, ctx.principal, params);
     },
   });

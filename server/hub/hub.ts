@@ -19,6 +19,7 @@
 import { ProtocolError, ErrorCode } from '../../shared/protocol/errors.js';
 import type { ErrorKind } from '../../shared/protocol/error-kinds.js';
 import type { ReconnectParams, ReconnectResult, Snapshot, WireAction } from '../../shared/protocol/messages.js';
+import type { ChannelReconnectParams, ChannelReconnectResult } from '../../shared/protocol/messages-1-1.js';
 import { ROOT_URI } from '../../shared/protocol/uris.js';
 import { isSharedActionLog } from '../storage/action-log.js';
 import type { AgentInfo } from '../agents/agent.js';
@@ -262,22 +263,19 @@ export class Hub implements HubPort {
     return this.#subscriptions.of(conn);
   }
 
-  /**
-   * Legacy AHP reconnect: the envelopes missed since `lastSeenServerSeq` when the replay window
-   * still covers the gap, else snapshots; invisible channels are `missing` (see subscriptions.ts).
-   */
-  reconnect(conn: Connection, principal: Principal, params: ReconnectParams): ReconnectResult {
+  /** AHP reconnect: connection-wide, or (1.1) one recovery per channel's cursor; see subscriptions.ts. */
+  reconnect<P extends ReconnectParams | ChannelReconnectParams>(conn: Connection, principal: Principal, params: P): P extends ReconnectParams ? ReconnectResult : ChannelReconnectResult {
     this.#admission.assertReadable();
-    const result = this.#subscriptions.reconnect(conn, principal.tenant, params, {
-      visible: (channel) => channel === ROOT_URI || sessionOfVisibleChannel(this.#state, principal, channel) !== undefined,
-      snapshot: (channel) => this.snapshot(principal, channel),
+    const view = {
+      visible: (channel: string) => channel === ROOT_URI || sessionOfVisibleChannel(this.#state, principal, channel) !== undefined,
+      snapshot: (channel: string) => this.snapshot(principal, channel),
       serverSeq: this.#pipeline.serverSeq,
       deliveredSeq: this.#pipeline.deliveredSeq,
-    });
-    this.#observer?.reconnectServed(result.type);
-    const missing = new Set(result.missing);
-    for (const channel of params.subscriptions) if (!missing.has(channel)) this.#hooks.call((h) => h.subscribed?.({ channel, principal }));
-    return result;
+    };
+    const served = 'lastSeenServerSeq' in params ? this.#subscriptions.reconnect(conn, principal.tenant, params, view) : this.#subscriptions.reconnectChannels(conn, principal.tenant, params as ChannelReconnectParams, view);
+    this.#observer?.reconnectServed(served.kind);
+    for (const channel of served.resumed) this.#hooks.call((h) => h.subscribed?.({ channel, principal }));
+    return served.result as P extends ReconnectParams ? ReconnectResult : ChannelReconnectResult;
   }
 
   /**
