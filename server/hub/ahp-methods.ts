@@ -16,18 +16,18 @@ import {
   listSessionsParamsSchema,
   Method,
   pingParamsSchema,
-  subscribeParamsSchema,
   unsubscribeParamsSchema,
   type InitializeResult,
   type Snapshot,
 } from '../../shared/protocol/messages.js';
-import { reconnect11ParamsSchema } from '../../shared/protocol/messages-1-1.js';
+import { reconnect11ParamsSchema, subscribeParams11Schema } from '../../shared/protocol/messages-1-1.js';
 import { ROOT_URI, channelKind } from '../../shared/protocol/uris.js';
-import { AHP_1_1, speaksChannelReconnect } from '../../shared/protocol/version-features.js';
+import { AHP_1_1, speaksChannelReconnect, speaksWindowedDelivery } from '../../shared/protocol/version-features.js';
 import { negotiateVersion, parseSemVer, SUPPORTED_VERSIONS } from '../../shared/protocol/version.js';
 import { CloseCode } from './connection.js';
 import type { Hub } from './hub.js';
 import type { RpcContext, RpcRouter } from './rpc.js';
+import { WindowedSubscriptions } from './windowed-subscriptions.js';
 
 export const SERVER_INFO = { name: 'ahp-hub', version: '0.1.0' };
 
@@ -94,9 +94,16 @@ export function registerAhpMethods(router: RpcRouter, hub: Hub): void {
 
   router.request(Method.Ping, { params: pingParamsSchema, beforeInitialize: true, handle: () => ({}) });
 
+  // AHP 1.1 windowed delivery (windowed-subscriptions.ts): `flowControl` before 1.1 is ignored,
+  // as a host may decline framing by answering without it.
+  const windowed = new WindowedSubscriptions(hub);
+  windowed.register(router);
+
   router.request(Method.Subscribe, {
-    params: subscribeParamsSchema,
+    params: subscribeParams11Schema,
     handle(ctx, params) {
+      if (params.flowControl && speaksWindowedDelivery(ctx.state.protocolVersion)) return windowed.subscribe(ctx, params.channel, params.flowControl.receive);
+      windowed.unsubscribe(ctx.conn, params.channel);
       return { snapshot: hub.subscribe(ctx.conn, ctx.principal, params.channel, params.delivery?.maxLatencyMs ?? 0) };
     },
   });
@@ -104,6 +111,7 @@ export function registerAhpMethods(router: RpcRouter, hub: Hub): void {
   router.notification(Method.Unsubscribe, {
     params: unsubscribeParamsSchema,
     handle(ctx, params) {
+      windowed.unsubscribe(ctx.conn, params.channel);
       hub.unsubscribe(ctx.conn, params.channel);
     },
   });
@@ -111,7 +119,9 @@ export function registerAhpMethods(router: RpcRouter, hub: Hub): void {
   router.notification(Method.DispatchAction, {
     params: dispatchActionParamsSchema,
     handle(ctx, params) {
-      hub.dispatchFromClient(clientOf(ctx), params.channel, params.clientSeq, params.action);
+      // On a windowed channel the echo (or rejection) goes out framed, in order with the channel.
+      const client = { ...clientOf(ctx), conn: windowed.connectionFor(ctx.conn, params.channel) };
+      hub.dispatchFromClient(client, params.channel, params.clientSeq, params.action);
     },
   });
 
@@ -137,7 +147,15 @@ export function registerAhpMethods(router: RpcRouter, hub: Hub): void {
       // Cluster: the cursor may come from a node that was ahead of this one.
       const furthest = perChannel ? Math.max(0, ...params.subscriptions.map((s) => s.lastSeenServerSeq)) : params.lastSeenServerSeq;
       const behind = hub.caughtUpTo(furthest);
-      return behind ? behind.then(() => hub.reconnect(ctx.conn, ctx.principal, params)) : hub.reconnect(ctx.conn, ctx.principal, params);
+      const answer = () => {
+        if (perChannel || !params.windows || !speaksWindowedDelivery(ctx.state.protocolVersion)) return hub.reconnect(ctx.conn, ctx.principal, params);
+        // Windowed channels resume from their own applied checkpoints, not the connection-wide cursor.
+        const windowedChannels = new Set(params.windows.items.map((w) => w.channel));
+        const result = hub.reconnect(ctx.conn, ctx.principal, { ...params, subscriptions: params.subscriptions.filter((c) => !windowedChannels.has(c)) });
+        const resumed = windowed.resume(ctx, params);
+        return { ...result, missing: [...result.missing, ...resumed.missing], windows: { items: resumed.items } };
+      };
+      return behind ? behind.then(answer) : answer();
     },
   });
 
