@@ -22,7 +22,7 @@ import {
 } from '../../shared/protocol/messages.js';
 import { reconnect11ParamsSchema, subscribeParams11Schema } from '../../shared/protocol/messages-1-1.js';
 import { ROOT_URI, channelKind } from '../../shared/protocol/uris.js';
-import { AHP_1_1, speaksChannelReconnect, speaksWindowedDelivery } from '../../shared/protocol/version-features.js';
+import { advertisesSteeringList, AHP_1_1, speaksChannelReconnect, speaksWindowedDelivery } from '../../shared/protocol/version-features.js';
 import { negotiateVersion, parseSemVer, SUPPORTED_VERSIONS } from '../../shared/protocol/version.js';
 import { CloseCode } from './connection.js';
 import type { Hub } from './hub.js';
@@ -86,6 +86,8 @@ export function registerAhpMethods(router: RpcRouter, hub: Hub): void {
         }
       }
       const result: InitializeResult = { protocolVersion: version, serverSeq: hub.serverSeq, serverInfo: SERVER_INFO, snapshots };
+      // 1.1: the steering list (chat/steeringMessageSet/Removed) is advertised as its own capability.
+      if (advertisesSteeringList(version)) result['steeringMessages'] = {};
       result._meta = { 'hub/principal': { user: ctx.principal.user, role: ctx.principal.role } };
       if (missing.length > 0) result._meta['hub/missingSubscriptions'] = missing;
       return result;

@@ -5,6 +5,8 @@
  * then equal fresh snapshots. A 1.0 connection keeps the connection-wide reconnect.
  */
 import { afterEach, describe, expect, it } from 'vitest';
+import WebSocket from 'ws';
+import { AhpClient } from '../../shared/client/ahp-client.js';
 import type { ActionEnvelope, Snapshot } from '../../shared/protocol/messages.js';
 import { channelReconnectResultSchema, type ChannelRecovery } from '../../shared/protocol/messages-1-1.js';
 import type { SessionState } from '../../shared/protocol/state.js';
@@ -130,6 +132,60 @@ describe('per-channel reconnect (AHP 1.1)', () => {
     expect(lagging.kind).toBe('snapshot');
     if (lagging.kind === 'snapshot') expect((lagging.snapshot.state as SessionState).title).toBe('burst 119');
     expect(byChannel.get(rig.disposed)?.kind).toBe('missing');
+  });
+
+  it('the shared client sends per-channel cursors after negotiating 1.1, and its views equal fresh snapshots', async () => {
+    server = await startTestServer({ limits: { replayBufferSize: 8 } });
+    const writer = await open(['1.0.0']);
+    const quiet = (await writer.createSession('quiet')).session as `ahp-session:/${string}`;
+    const busy = (await writer.createSession('busy')).session as `ahp-session:/${string}`;
+    const sockets: WebSocket[] = [];
+    const sent: string[] = [];
+    const sdk = new AhpClient({
+      url: server.wsUrl,
+      protocolVersions: ['1.1.0', '1.0.0'],
+      reconnect: { initialDelayMs: 10, maxDelayMs: 50 },
+      createSocket: (url) => {
+        const ws = new WebSocket(url);
+        const send = ws.send.bind(ws);
+        ws.send = ((data: string) => {
+          sent.push(data);
+          send(data);
+        }) as typeof ws.send;
+        sockets.push(ws);
+        return ws;
+      },
+    });
+    expect((await sdk.connect()).protocolVersion).toBe('1.1.0');
+    const views = [await sdk.subscribe(quiet), await sdk.subscribe(busy)];
+    const states: string[] = [];
+    sdk.onConnectionState((s) => states.push(s));
+    sockets[0]!.terminate();
+    await waitFor(() => (states.includes('reconnecting') ? true : undefined), { what: 'reconnecting' });
+    for (let i = 0; i < 120; i++) writer.dispatch(busy, { type: 'session/titleChanged', title: `busy ${i}` });
+    await writer.waitForEnvelope((e) => e.action['title'] === 'busy 119');
+    await waitFor(() => (sdk.connectionState === 'open' ? true : undefined), { what: 'reopened' });
+    const reconnect = sent.map((t) => JSON.parse(t) as { method?: string; params: { subscriptions: unknown[] } }).find((m) => m.method === 'reconnect');
+    expect(reconnect?.params.subscriptions).toEqual([
+      { channel: quiet, lastSeenServerSeq: expect.any(Number) },
+      { channel: busy, lastSeenServerSeq: expect.any(Number) },
+    ]);
+    const fresh = await open(['1.0.0']);
+    for (const view of views) {
+      const snap = await fresh.subscribe(view.channel);
+      await waitFor(() => (JSON.stringify(view.state) === JSON.stringify(snap.state) ? true : undefined), { what: `${view.channel} caught up` });
+      expect(view.state).toEqual(snap.state);
+    }
+    await sdk.close();
+  });
+
+  it('advertises the steering list capability to 1.1 clients only', async () => {
+    server = await startTestServer();
+    const v11 = await RpcClient.connect(server.wsUrl);
+    const v10 = await RpcClient.connect(server.wsUrl);
+    clients.push(v11, v10);
+    expect(await v11.initialize([], V11)).toMatchObject({ protocolVersion: '1.1.0', steeringMessages: {} });
+    expect(await v10.initialize([], ['1.0.0'])).not.toHaveProperty('steeringMessages');
   });
 
   it('refuses per-channel cursors on a 1.0 connection, which keeps the connection-wide answer', async () => {
