@@ -24,7 +24,7 @@ import { reconnect11ParamsSchema, subscribeParams11Schema } from '../../shared/p
 import { ROOT_URI, channelKind } from '../../shared/protocol/uris.js';
 import { advertisesSteeringList, AHP_1_1, speaksChannelReconnect, speaksWindowedDelivery } from '../../shared/protocol/version-features.js';
 import { negotiateVersion, parseSemVer, SUPPORTED_VERSIONS } from '../../shared/protocol/version.js';
-import { CloseCode } from './connection.js';
+import { CloseCode, type Connection } from './connection.js';
 import type { Hub } from './hub.js';
 import type { RpcContext, RpcRouter } from './rpc.js';
 import { WindowedSubscriptions } from './windowed-subscriptions.js';
@@ -35,8 +35,8 @@ function requireRoot(channel: string, method: string): void {
   if (channel !== ROOT_URI) throw new ProtocolError(ErrorCode.InvalidParams, `${method} is a root command: channel must be ${ROOT_URI}`);
 }
 
-function clientOf(ctx: RpcContext) {
-  return { conn: ctx.conn, principal: ctx.principal, clientId: ctx.state.clientId ?? ctx.conn.id };
+function clientOf(ctx: RpcContext, conn: Connection = ctx.conn) {
+  return { conn, principal: ctx.principal, clientId: ctx.state.clientId ?? ctx.conn.id };
 }
 
 function unsupportedVersionMessage(offered: readonly string[]): string {
@@ -122,8 +122,7 @@ export function registerAhpMethods(router: RpcRouter, hub: Hub): void {
     params: dispatchActionParamsSchema,
     handle(ctx, params) {
       // On a windowed channel the echo (or rejection) goes out framed, in order with the channel.
-      const client = { ...clientOf(ctx), conn: windowed.connectionFor(ctx.conn, params.channel) };
-      hub.dispatchFromClient(client, params.channel, params.clientSeq, params.action);
+      hub.dispatchFromClient(clientOf(ctx, windowed.connectionFor(ctx.conn, params.channel)), params.channel, params.clientSeq, params.action);
     },
   });
 
