@@ -138,4 +138,35 @@ describe('windowed delivery (AHP 1.1)', () => {
     expect((messagesOf(back, s1)[0]!.params as unknown as ActionEnvelope).action).toMatchObject({ title: 'missed' });
     expect(back.notifications.findIndex((n) => n.method === 'channel/ready')).toBeLessThan(back.notifications.findIndex((n) => n.method === 'channel/frame'));
   });
+
+  it('resumes by a framed channel/snapshot when the gap is gone from the replay window, and frees the old subscription', async () => {
+    server = await startTestServer({ limits: { replayBufferSize: 8 } });
+    const writer = await open(['1.0.0']);
+    const s1 = (await writer.createSession('one')).session;
+    const reader = await open(['1.1.0']);
+    const snap = await subscribeWindowed(reader, s1);
+    const before = server.hub.subscriptionCount;
+    await reader.close();
+    await waitFor(() => (server.hub.subscriptionCount === before - 1 ? true : undefined), { what: 'the windowed subscription freed on close' });
+    for (let i = 0; i < 120; i++) writer.dispatch(s1, { type: 'session/titleChanged', title: `burst ${i}` });
+    await writer.waitForEnvelope((e) => e.action['title'] === 'burst 119');
+
+    const back = await RpcClient.connect(server.wsUrl, { clientId: reader.clientId });
+    clients.push(back);
+    await back.initialize([], ['1.1.0']);
+    const result = windowedReconnectResultSchema.parse(
+      await back.request('reconnect', {
+        channel: 'ahp-root://',
+        clientId: reader.clientId,
+        lastSeenServerSeq: snap.snapshot!.fromSeq,
+        subscriptions: [s1],
+        windows: { items: [{ channel: s1, lastAppliedServerSeq: snap.snapshot!.fromSeq }] },
+      }),
+    );
+    expect(result.windows?.items.map((w) => w.recovery)).toEqual(['snapshot']);
+    await drain(back, s1);
+    const [message] = messagesOf(back, s1);
+    expect(message?.method).toBe('channel/snapshot');
+    expect((message!.params['snapshot'] as { state: { title: string } }).state.title).toBe('burst 119');
+  });
 });
