@@ -111,8 +111,24 @@ export const windowedReconnectResultSchema = z.discriminatedUnion('type', [
 ]);
 export type WindowedReconnectResult = z.infer<typeof windowedReconnectResultSchema>;
 
-/** `reconnect` params in either 1.1 form: one cursor per channel, or connection-wide with windows. */
-export const reconnect11ParamsSchema = z.union([windowedReconnectParamsSchema, channelReconnectParamsSchema]);
+/** Per-channel cursors: no connection-wide `lastSeenServerSeq`, and subscriptions that are objects. */
+function isPerChannelShape(raw: unknown): boolean {
+  if (typeof raw !== 'object' || raw === null || 'lastSeenServerSeq' in raw) return false;
+  const subscriptions = (raw as { subscriptions?: unknown }).subscriptions;
+  return Array.isArray(subscriptions) && subscriptions.some((s) => typeof s === 'object' && s !== null);
+}
+
+/**
+ * `reconnect` params in either 1.1 form: one cursor per channel, or connection-wide (with
+ * windows). The shape picks the schema, so a malformed request is told what its own form lacks
+ * (a union would only say "Invalid input").
+ */
+export const reconnect11ParamsSchema = z.unknown().transform((raw, ctx): WindowedReconnectParams | ChannelReconnectParams => {
+  const parsed = isPerChannelShape(raw) ? channelReconnectParamsSchema.safeParse(raw) : windowedReconnectParamsSchema.safeParse(raw);
+  if (parsed.success) return parsed.data;
+  for (const issue of parsed.error.issues) ctx.addIssue({ ...issue, code: 'custom', input: raw });
+  return z.NEVER;
+});
 
 /** `InitializeResult` of 1.1: `steeringMessages: {}` advertises the steering list as its own capability. */
 export const initializeResult11Schema = initializeResultSchema.extend({

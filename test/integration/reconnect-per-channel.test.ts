@@ -196,6 +196,10 @@ describe('per-channel reconnect (AHP 1.1)', () => {
     expect(err).toBeInstanceOf(RpcError);
     expect((err as RpcError).code).toBe(-32602);
     expect((err as RpcError).message).toContain('need protocol 1.1');
+    // A malformed request is told what its own form lacks.
+    const v11 = await open(V11);
+    const bad = await v11.request('reconnect', { channel: 'ahp-root://', clientId: v11.clientId, subscriptions: [{ channel: session }] }).catch((e: unknown) => e);
+    expect((bad as RpcError).message).toBe('invalid params for reconnect: subscriptions.0.lastSeenServerSeq: Invalid input: expected number, received undefined');
     const legacy = await old.request<{ type: string }>('reconnect', { channel: 'ahp-root://', clientId: old.clientId, lastSeenServerSeq: 0, subscriptions: [session] });
     expect(['replay', 'snapshot']).toContain(legacy.type);
   });
