@@ -11,16 +11,18 @@
  * `WindowedLink` per connection sends one fragment per ready subscription in turn, so windowed
  * subscriptions interleave. Ordinary subscriptions never meet any of this.
  *
- * Bounded: at most `MAX_WINDOWED_PER_CONNECTION` windowed subscriptions per connection; a
- * receiver holds at most the connection's unsent bound (`maxBufferedBytes`) of messages waiting
- * for credit, and a message over the client's `maximumMessageBytes` cannot be sent: either way
- * the subscription ends with `channel/reset` (the client may subscribe again). Frames go out
- * through `sendOrCloseSlow`, so the per-connection and per-principal unsent budgets still apply.
+ * Bounded: at most `MAX_WINDOWED_PER_CONNECTION` windowed subscriptions per connection; all of
+ * a connection's windows together hold at most its unsent bound (`maxBufferedBytes`) of messages
+ * waiting for credit, and a message over the client's `maximumMessageBytes` cannot be sent:
+ * either way the subscription ends with `channel/reset` (the client may subscribe again). What
+ * waits counts as the connection's unsent data in the per-principal and per-tenant budgets
+ * (`unsentOf`), and frames go out through `sendOrCloseSlow` like everything else.
  */
 import { ErrorCode, ProtocolError } from '../../shared/protocol/errors.js';
 import { ChannelMethod, type ReceiveLimits } from '../../shared/protocol/messages-1-1.js';
 import type { Connection } from './connection.js';
 import { encodeNotification, sendOrCloseSlow, type FanoutLimits } from './fanout.js';
+import { countHeldUnsent, unsentOf } from './lag-queue.js';
 
 export const MAX_WINDOWED_PER_CONNECTION = 64;
 /** Smallest window and fragment the hub accepts (8 UTF-16 code units). */
@@ -92,9 +94,11 @@ export class WindowedReceiver implements Connection {
   send(text: string): void {
     if (this.#ended) return;
     if (text.length * 2 > this.limits.maximumMessageBytes) return this.link.reset(this, 'messageTooLarge');
-    if (this.#queuedChars + text.length > this.link.fanoutLimits.maxBufferedBytes) return this.link.reset(this, 'overflow');
+    // One bound for all of a connection's windows together, and its unsent budgets count them.
+    if (this.link.queuedChars + text.length > this.link.fanoutLimits.maxBufferedBytes) return this.link.reset(this, 'overflow');
     this.#queue.push({ text, framed: true });
-    this.#queuedChars += text.length;
+    this.#queued(text.length);
+    this.link.conn.unsentBudget?.note(this.link.conn, unsentOf(this.link.conn));
     if (this.#started) this.link.schedule();
   }
 
@@ -124,7 +128,12 @@ export class WindowedReceiver implements Connection {
   end(): void {
     this.#ended = true;
     this.#queue.length = 0;
-    this.#queuedChars = 0;
+    this.#queued(-this.#queuedChars);
+  }
+
+  #queued(chars: number): void {
+    this.#queuedChars += chars;
+    this.link.queuedChars += chars;
   }
 
   /** Sends one fragment (or one control message) when there is one and credit allows it. */
@@ -148,7 +157,7 @@ export class WindowedReceiver implements Connection {
     const final = this.#offset === head.text.length;
     if (final) {
       this.#queue.shift();
-      this.#queuedChars -= head.text.length;
+      this.#queued(-head.text.length);
       this.#offset = 0;
     }
     sendOrCloseSlow(this.link.conn, encodeNotification(ChannelMethod.Frame, { channel: this.channel, data, final }), this.link.fanoutLimits);
@@ -159,6 +168,8 @@ export class WindowedReceiver implements Connection {
 /** A connection's windowed subscriptions, sent in turn. */
 export class WindowedLink {
   readonly receivers = new Map<string, WindowedReceiver>();
+  /** Message characters all of this connection's windows hold, waiting for credit. */
+  queuedChars = 0;
   #pumping = false;
   #scheduled = false;
 
@@ -167,7 +178,9 @@ export class WindowedLink {
     readonly fanoutLimits: FanoutLimits,
     /** Called once a receiver ended (reset): the owner unsubscribes it from the hub. */
     private readonly ended: (receiver: WindowedReceiver, reason: string) => void,
-  ) {}
+  ) {
+    countHeldUnsent(conn, () => this.queuedChars);
+  }
 
   open(channel: string, limits: ReceiveLimits): WindowedReceiver {
     if (!this.receivers.has(channel) && this.receivers.size >= MAX_WINDOWED_PER_CONNECTION) {

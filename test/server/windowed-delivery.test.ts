@@ -5,6 +5,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { DEFAULT_FANOUT_LIMITS } from '../../server/hub/fanout.js';
+import { unsentOf } from '../../server/hub/lag-queue.js';
 import { grantLimits, WindowedLink } from '../../server/hub/windowed-delivery.js';
 import { FakeConnection } from '../helpers/fake-connection.js';
 import { waitFor } from '../helpers/wait-for.js';
@@ -84,6 +85,25 @@ describe('windowed delivery', () => {
     expect(ended).toBe('messageTooLarge');
     expect(conn.messages().find((m) => m['method'] === 'channel/reset')?.['params']).toEqual({ channel: 'ahp-session:/big', reason: 'messageTooLarge' });
     expect(link.receivers.size).toBe(0);
+  });
+
+  it('bounds what all windows of a connection hold together, and counts it as its unsent data', async () => {
+    const conn = new FakeConnection('c4');
+    const resets: string[] = [];
+    const link = new WindowedLink(conn, { ...DEFAULT_FANOUT_LIMITS, maxBufferedBytes: 100 }, (r, reason) => resets.push(`${r.channel} ${reason}`));
+    const a = link.open('ahp-session:/a', limits);
+    const b = link.open('ahp-session:/b', limits);
+    a.send('x'.repeat(60));
+    expect(unsentOf(conn)).toBe(60);
+    b.send('y'.repeat(60));
+    await waitFor(() => (resets.length > 0 ? true : undefined), { what: 'an overflow reset' });
+    expect(resets).toEqual(['ahp-session:/b overflow']);
+    expect(unsentOf(conn)).toBe(60);
+    a.start();
+    await waitFor(() => (a.sentBytes === 64 ? true : undefined), { what: 'a sent its window' });
+    a.credit(64);
+    await waitFor(() => (frames(conn).some((f) => f.final) ? true : undefined), { what: 'a finished' });
+    expect(unsentOf(conn)).toBe(0);
   });
 
   it('never grants more than asked, and refuses windows too small to carry a code unit run', () => {
