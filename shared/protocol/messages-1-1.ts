@@ -111,6 +111,9 @@ export const windowedReconnectResultSchema = z.discriminatedUnion('type', [
 ]);
 export type WindowedReconnectResult = z.infer<typeof windowedReconnectResultSchema>;
 
+/** zod's issue code for issues a transform adds (here: the chosen form's own issues, as found). */
+const ZOD_CUSTOM_ISSUE = 'custom' as const;
+
 /** Per-channel cursors: no connection-wide `lastSeenServerSeq`, and subscriptions that are objects. */
 function isPerChannelShape(raw: unknown): boolean {
   if (typeof raw !== 'object' || raw === null || 'lastSeenServerSeq' in raw) return false;
@@ -126,7 +129,7 @@ function isPerChannelShape(raw: unknown): boolean {
 export const reconnect11ParamsSchema = z.unknown().transform((raw, ctx): WindowedReconnectParams | ChannelReconnectParams => {
   const parsed = isPerChannelShape(raw) ? channelReconnectParamsSchema.safeParse(raw) : windowedReconnectParamsSchema.safeParse(raw);
   if (parsed.success) return parsed.data;
-  for (const issue of parsed.error.issues) ctx.addIssue({ ...issue, code: 'custom', input: raw });
+  for (const issue of parsed.error.issues) ctx.addIssue({ ...issue, code: ZOD_CUSTOM_ISSUE, input: raw });
   return z.NEVER;
 });
 
