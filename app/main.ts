@@ -4,6 +4,8 @@
  * shared AhpClient SDK over `/ahp`; routes are `/` (dashboard), `/s/<sessionId>?chat=<uri>` and `/#/audit` (approvals and standing grants).
  */
 import { AhpAuthError, AhpClient, type ConnectionState } from '../shared/client/ahp-client.js';
+import { SUPPORTED_VERSIONS } from '../shared/protocol/version.js';
+import { AHP_1_1 } from '../shared/protocol/version-features.js';
 import { devTabName, forgetToken, signInForm, signInProblem, takeToken } from './auth.js';
 import { el } from './dom.js';
 import { DashboardView } from './dashboard.js';
@@ -36,6 +38,8 @@ async function connect(token: string | undefined): Promise<AhpClient> {
     url: wsUrl(),
     createSocket: (url) => new WebSocket(url),
     clientInfo: { name: 'ahp-hub-web', version: '0.1.0' },
+    // The app only talks to this hub: 1.1 gives it per-channel reconnect.
+    protocolVersions: [AHP_1_1, ...SUPPORTED_VERSIONS],
     reconnect: { initialDelayMs: 250, maxDelayMs: 5_000 },
     requestTimeoutMs: 15_000,
     ...(token !== undefined && { token }),

@@ -17,19 +17,19 @@ import {
   EPOCH_META_KEY,
   Method,
   pingParamsSchema,
-  reconnectParamsSchema,
-  subscribeParamsSchema,
   unsubscribeParamsSchema,
   type InitializeResult,
-  type ReconnectResult,
   type Snapshot,
 } from '../../shared/protocol/messages.js';
+import { reconnect11ParamsSchema, subscribeParams11Schema } from '../../shared/protocol/messages-1-1.js';
 import { ROOT_URI, channelKind } from '../../shared/protocol/uris.js';
+import { advertisesSteeringList, AHP_1_1, speaksChannelReconnect, speaksWindowedDelivery } from '../../shared/protocol/version-features.js';
 import { negotiateVersion, parseSemVer, SUPPORTED_VERSIONS } from '../../shared/protocol/version.js';
 import { knowsEveryAction } from '../../shared/protocol/version-features.js';
-import { CloseCode, setConnectionVersion } from './connection.js';
+import { CloseCode, setConnectionVersion, type Connection } from './connection.js';
 import type { Hub } from './hub.js';
 import type { RpcContext, RpcRouter } from './rpc.js';
+import { WindowedSubscriptions } from './windowed-subscriptions.js';
 
 export const SERVER_INFO = { name: 'ahp-hub', version: '0.1.0' };
 
@@ -37,8 +37,8 @@ function requireRoot(channel: string, method: string): void {
   if (channel !== ROOT_URI) throw new ProtocolError(ErrorCode.InvalidParams, `${method} is a root command: channel must be ${ROOT_URI}`);
 }
 
-function clientOf(ctx: RpcContext) {
-  return { conn: ctx.conn, principal: ctx.principal, clientId: ctx.state.clientId ?? ctx.conn.id };
+function clientOf(ctx: RpcContext, conn: Connection = ctx.conn) {
+  return { conn, principal: ctx.principal, clientId: ctx.state.clientId ?? ctx.conn.id };
 }
 
 function unsupportedVersionMessage(offered: readonly string[]): string {
@@ -111,6 +111,8 @@ export function registerAhpMethods(router: RpcRouter, hub: Hub): void {
         }
       }
       const result: InitializeResult = { protocolVersion: version, serverSeq: hub.serverSeq, serverInfo: SERVER_INFO, snapshots };
+      // 1.1: the steering list (chat/steeringMessageSet/Removed) is advertised as its own capability.
+      if (advertisesSteeringList(version)) result['steeringMessages'] = {};
       result._meta = { 'hub/principal': { user: ctx.principal.user, role: ctx.principal.role } };
       if (missing.length > 0) result._meta['hub/missingSubscriptions'] = missing;
       if (hub.epochs) result._meta[EPOCH_META_KEY] = hub.epochs.current;
@@ -120,9 +122,16 @@ export function registerAhpMethods(router: RpcRouter, hub: Hub): void {
 
   router.request(Method.Ping, { params: pingParamsSchema, beforeInitialize: true, handle: () => ({}) });
 
+  // AHP 1.1 windowed delivery (windowed-subscriptions.ts): `flowControl` before 1.1 is ignored,
+  // as a host may decline framing by answering without it.
+  const windowed = new WindowedSubscriptions(hub);
+  windowed.register(router);
+
   router.request(Method.Subscribe, {
-    params: subscribeParamsSchema,
+    params: subscribeParams11Schema,
     handle(ctx, params) {
+      if (params.flowControl && speaksWindowedDelivery(ctx.state.protocolVersion)) return windowed.subscribe(ctx, params.channel, params.flowControl.receive);
+      windowed.unsubscribe(ctx.conn, params.channel);
       return { snapshot: hub.subscribe(ctx.conn, ctx.principal, params.channel, params.delivery?.maxLatencyMs ?? 0) };
     },
   });
@@ -130,6 +139,7 @@ export function registerAhpMethods(router: RpcRouter, hub: Hub): void {
   router.notification(Method.Unsubscribe, {
     params: unsubscribeParamsSchema,
     handle(ctx, params) {
+      windowed.unsubscribe(ctx.conn, params.channel);
       hub.unsubscribe(ctx.conn, params.channel);
     },
   });
@@ -137,34 +147,45 @@ export function registerAhpMethods(router: RpcRouter, hub: Hub): void {
   router.notification(Method.DispatchAction, {
     params: dispatchActionParamsSchema,
     handle(ctx, params) {
-      hub.dispatchFromClient(clientOf(ctx), params.channel, params.clientSeq, params.action);
+      // On a windowed channel the echo (or rejection) goes out framed, in order with the channel.
+      hub.dispatchFromClient(clientOf(ctx, windowed.connectionFor(ctx.conn, params.channel)), params.channel, params.clientSeq, params.action);
     },
   });
 
   // A client whose socket dropped may open the new connection with `reconnect` (AHP lifecycle):
   // it then stands in for `initialize`, adopting the client id it had, so re-sent dispatches are
   // recognised by that id. No version is offered here: the connection speaks the version this
-  // client id last initialized with (so an older client is still sent only what it knows), else ours.
+  // client id last initialized with (so an older client is still sent only what it knows), else
+  // ours, or 1.1 when the request has per-channel cursors (only 1.1 has them).
   router.request(Method.Reconnect, {
-    params: reconnectParamsSchema,
+    params: reconnect11ParamsSchema,
     beforeInitialize: true,
     handle(ctx, params) {
       requireRoot(params.channel, Method.Reconnect);
+      const perChannel = !('lastSeenServerSeq' in params);
       if (ctx.state.protocolVersion === undefined) {
         claimOrRefuse(hub, ctx, params.clientId);
-        const version = remembered.get(keyOf(ctx, params.clientId)) ?? SUPPORTED_VERSIONS[0];
+        const version = remembered.get(keyOf(ctx, params.clientId)) ?? (perChannel ? AHP_1_1 : SUPPORTED_VERSIONS[0]);
         ctx.state.protocolVersion = version;
         setConnectionVersion(ctx.conn, version);
         ctx.state.clientId = params.clientId;
       } else if (params.clientId !== ctx.state.clientId) {
         throw new ProtocolError(ErrorCode.InvalidParams, 'clientId must be the one sent in initialize on this connection');
+      } else if (perChannel && !speaksChannelReconnect(ctx.state.protocolVersion)) {
+        throw new ProtocolError(ErrorCode.InvalidParams, `per-channel reconnect cursors need protocol 1.1; this connection negotiated ${ctx.state.protocolVersion}: send lastSeenServerSeq with a list of channel URIs`);
       }
       // Cluster: the cursor may come from a node that was ahead of this one.
-      const behind = hub.caughtUpTo(params.lastSeenServerSeq);
-      // The epoch the client's cursor belongs to from now on (docs/continuity.md#epoch).
-      const answer = (): ReconnectResult => {
-        const result = hub.reconnect(ctx.conn, ctx.principal, params);
-        return hub.epochs ? { ...result, _meta: { [EPOCH_META_KEY]: hub.epochs.current } } : result;
+      const furthest = perChannel ? Math.max(0, ...params.subscriptions.map((s) => s.lastSeenServerSeq)) : params.lastSeenServerSeq;
+      const behind = hub.caughtUpTo(furthest);
+      // The epoch the client's cursors belong to from now on (docs/continuity.md#epoch).
+      const withEpoch = <R extends object>(result: R): R => (hub.epochs ? { ...result, _meta: { ...(result as { _meta?: Record<string, unknown> })._meta, [EPOCH_META_KEY]: hub.epochs.current } } : result);
+      const answer = () => {
+        if (perChannel || !params.windows || !speaksWindowedDelivery(ctx.state.protocolVersion)) return withEpoch(hub.reconnect(ctx.conn, ctx.principal, params));
+        // Windowed channels resume from their own applied checkpoints, not the connection-wide cursor.
+        const windowedChannels = new Set(params.windows.items.map((w) => w.channel));
+        const result = hub.reconnect(ctx.conn, ctx.principal, { ...params, subscriptions: params.subscriptions.filter((c) => !windowedChannels.has(c)) });
+        const resumed = windowed.resume(ctx, params);
+        return withEpoch({ ...result, missing: [...result.missing, ...resumed.missing], windows: { items: resumed.items } });
       };
       return behind ? behind.then(answer) : answer();
     },

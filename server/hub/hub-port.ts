@@ -35,7 +35,7 @@ import type { Connection } from './connection.js';
 import type { SessionReader } from './queries.js';
 
 /** Who observes the hub, in the order they are called (see the file header). */
-export const HOOK_ORDER = ['leases', 'agents', 'metrics', 'steering', 'interactions', 'collab', 'qwen-serve', 'push', 'extension'] as const;
+export const HOOK_ORDER = ['leases', 'agents', 'metrics', 'steering', 'interactions', 'collab', 'qwen-serve', 'push', 'windowed', 'extension'] as const;
 export type HookOwner = (typeof HOOK_ORDER)[number];
 
 /**

@@ -17,6 +17,7 @@
 import { ProtocolError, ErrorCode } from '../../shared/protocol/errors.js';
 import type { ErrorKind } from '../../shared/protocol/error-kinds.js';
 import { cursorEpochOf, type ReconnectParams, type ReconnectResult, type Snapshot, type WireAction } from '../../shared/protocol/messages.js';
+import type { ChannelReconnectParams, ChannelReconnectResult } from '../../shared/protocol/messages-1-1.js';
 import { ROOT_URI } from '../../shared/protocol/uris.js';
 import { isSharedActionLog } from '../storage/action-log.js';
 import { HistoryEpochs } from '../storage/history-epochs.js';
@@ -262,20 +263,21 @@ export class Hub implements HubPort {
     return this.#subscriptions.of(conn);
   }
 
-  /** AHP reconnect: the missed envelopes when the replay window covers the gap and the cursor is of this history (its epoch), else snapshots; invisible channels are `missing` (subscriptions.ts). */
-  reconnect(conn: Connection, principal: Principal, params: ReconnectParams): ReconnectResult {
+  /** AHP reconnect: connection-wide, or (1.1) one recovery per channel's cursor; a cursor of another history (its epoch) gets snapshots; see subscriptions.ts. */
+  reconnect<P extends ReconnectParams | ChannelReconnectParams>(conn: Connection, principal: Principal, params: P): P extends ReconnectParams ? ReconnectResult : ChannelReconnectResult {
     this.#admission.assertReadable();
-    const result = this.#subscriptions.reconnect(conn, principal.tenant, params, {
-      visible: (channel) => channel === ROOT_URI || sessionOfVisibleChannel(this.#state, principal, channel) !== undefined,
-      snapshot: (channel) => this.snapshot(principal, channel),
+    const view = {
+      visible: (channel: string) => channel === ROOT_URI || sessionOfVisibleChannel(this.#state, principal, channel) !== undefined,
+      snapshot: (channel: string) => this.snapshot(principal, channel),
       serverSeq: this.#pipeline.serverSeq,
       deliveredSeq: this.#pipeline.deliveredSeq,
-      sameHistory: this.epochs?.admits(cursorEpochOf(params), params.lastSeenServerSeq, this.#pipeline.serverSeq),
-    });
-    this.#observer?.reconnectServed(result.type);
-    const missing = new Set(result.missing);
-    for (const channel of params.subscriptions) if (!missing.has(channel)) this.#hooks.call((h) => h.subscribed?.({ channel, principal }));
-    return result;
+      sameHistory: 'lastSeenServerSeq' in params ? this.epochs?.admits(cursorEpochOf(params), params.lastSeenServerSeq, this.#pipeline.serverSeq) : undefined,
+      cursorOfThisHistory: this.epochs ? (seq: number) => this.epochs!.admits(cursorEpochOf(params), seq, this.#pipeline.serverSeq) : undefined,
+    };
+    const served = 'lastSeenServerSeq' in params ? this.#subscriptions.reconnect(conn, principal.tenant, params, view) : this.#subscriptions.reconnectChannels(conn, principal.tenant, params as ChannelReconnectParams, view);
+    this.#observer?.reconnectServed(served.kind);
+    for (const channel of served.resumed) this.#hooks.call((h) => h.subscribed?.({ channel, principal }));
+    return served.result as P extends ReconnectParams ? ReconnectResult : ChannelReconnectResult;
   }
 
   /**

@@ -180,5 +180,13 @@ export function sendOrQueue(conn: Connection, text: string, limits: LagLimits, e
 
 /** What `conn` holds unsent now: bytes in its socket plus characters waiting in its lag queue. */
 export function unsentOf(conn: Connection): number {
-  return conn.bufferedAmount + (lagging.get(conn)?.chars ?? 0);
+  return conn.bufferedAmount + (lagging.get(conn)?.chars ?? 0) + (heldElsewhere.get(conn)?.() ?? 0);
+}
+
+/** What the hub holds for a connection outside its lag queue (AHP 1.1 windows waiting for credit). */
+const heldElsewhere = new WeakMap<Connection, () => number>();
+
+/** Counts what `held` reports as unsent data of `conn`, in its unsent budgets too. */
+export function countHeldUnsent(conn: Connection, held: () => number): void {
+  heldElsewhere.set(conn, held);
 }

@@ -244,6 +244,8 @@ export class RpcRouter {
     try {
       handler.handle(ctx, params.data);
     } catch (err) {
+      // A refusal the handler names (e.g. channel/credit past what was sent) goes back as is.
+      if (err instanceof ProtocolError) return this.sendResponse(ctx.conn, encodeError(null, err.code, err.message, err.data));
       this.logger.error('notification handler failed', { method, ...errorFields(err) });
       this.sendResponse(ctx.conn, encodeError(null, ErrorCode.InternalError, `internal error while handling ${method}`));
     }

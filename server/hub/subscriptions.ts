@@ -10,6 +10,7 @@
  */
 import { ErrorCode, ProtocolError } from '../../shared/protocol/errors.js';
 import type { ActionEnvelope, ReconnectParams, ReconnectResult, Snapshot } from '../../shared/protocol/messages.js';
+import type { ChannelReconnectParams, ChannelReconnectResult, ChannelRecovery } from '../../shared/protocol/messages-1-1.js';
 import { actionForVersion, knowsEveryAction } from '../../shared/protocol/version-features.js';
 import { ROOT_URI } from '../../shared/protocol/uris.js';
 import type { Receivers } from './commit-ports.js';
@@ -29,6 +30,8 @@ export interface ReconnectView {
   readonly deliveredSeq: number;
   /** False when the client's cursor belongs to another history of this log (its epoch, docs/continuity.md#epoch). */
   readonly sameHistory?: boolean;
+  /** Per-channel reconnect: whether one channel's cursor belongs to this history (undefined: every cursor does). */
+  readonly cursorOfThisHistory?: (seq: number) => boolean;
 }
 
 /**
@@ -44,6 +47,13 @@ function replayForVersion(actions: ActionEnvelope[], version: string | undefined
     out.push(action === e.action ? e : { ...e, action });
   }
   return out;
+}
+
+/** What a reconnect answered, which channels it resumed, and how (metrics). */
+export interface ServedReconnect<R> {
+  readonly result: R;
+  readonly resumed: readonly string[];
+  readonly kind: 'replay' | 'snapshot';
 }
 
 export class Subscriptions implements Receivers {
@@ -145,22 +155,70 @@ export class Subscriptions implements Receivers {
    * else answers snapshots; always snapshots for a cursor from another history (`sameHistory`). Channels that
    * no longer exist (or are not visible) are reported `missing`.
    */
-  reconnect(conn: Connection, tenant: string, params: ReconnectParams, view: ReconnectView): ReconnectResult {
+  reconnect(conn: Connection, tenant: string, params: ReconnectParams, view: ReconnectView): ServedReconnect<ReconnectResult> {
     const visible: string[] = [];
     const missing: string[] = [];
     for (const ch of new Set(params.subscriptions)) (view.visible(ch) ? visible : missing).push(ch);
-    const oldest = this.replay.oldestSeq ?? view.deliveredSeq + 1;
-    const canReplay = view.sameHistory !== false && params.lastSeenServerSeq <= view.serverSeq && params.lastSeenServerSeq >= oldest - 1;
+    const canReplay = view.sameHistory !== false && this.#covers(params.lastSeenServerSeq, view);
     const actions = canReplay ? replayForVersion(this.replay.since(params.lastSeenServerSeq, new Set(visible)), connectionVersion(conn)) : undefined;
     if (actions) {
       for (const ch of visible) this.attach(conn, tenant, ch, view.deliveredSeq, view.deliveredSeq, 0);
-      return { type: 'replay', actions, missing };
+      return { result: { type: 'replay', actions, missing }, resumed: visible, kind: 'replay' };
     }
     const snapshots = visible.map((ch) => {
       const snapshot = view.snapshot(ch);
       this.attach(conn, tenant, ch, snapshot.fromSeq, view.deliveredSeq, 0);
       return snapshot;
     });
-    return { type: 'snapshot', snapshots, missing };
+    return { result: { type: 'snapshot', snapshots, missing }, resumed: visible, kind: 'snapshot' };
+  }
+
+  /**
+   * AHP 1.1 per-channel `reconnect`: exactly one recovery per requested channel, each from that
+   * channel's own cursor: `replay` (its envelopes after the cursor) when the replay window still
+   * holds every envelope of that channel after it (a quiet channel stays replayable however much
+   * other channels wrote), else `snapshot`; `missing` when the channel is gone or no longer visible. So a
+   * channel that got far ahead never makes a slower one skip what it was not sent.
+   */
+  reconnectChannels(conn: Connection, tenant: string, params: ChannelReconnectParams, view: ReconnectView): ServedReconnect<ChannelReconnectResult> {
+    const cursors = new Map<string, number>();
+    const order: string[] = [];
+    for (const { channel, lastSeenServerSeq } of params.subscriptions) {
+      if (cursors.has(channel)) continue;
+      order.push(channel);
+      cursors.set(channel, lastSeenServerSeq);
+    }
+    const replayable = new Map<string, number>();
+    for (const [channel, seq] of cursors) {
+      const ofThisHistory = view.cursorOfThisHistory?.(seq) ?? true;
+      if (ofThisHistory && seq <= view.serverSeq && view.visible(channel) && this.replay.coversChannel(channel, seq, view.deliveredSeq)) replayable.set(channel, seq);
+    }
+    const replays = this.replay.sinceEach(replayable);
+    const channels: ChannelRecovery[] = [];
+    const resumed: string[] = [];
+    let snapshots = 0;
+    for (const channel of order) {
+      const actions = replays.get(channel);
+      if (actions) {
+        this.attach(conn, tenant, channel, view.deliveredSeq, view.deliveredSeq, 0);
+        channels.push({ kind: 'replay', channel, actions });
+      } else if (view.visible(channel)) {
+        const snapshot = view.snapshot(channel);
+        this.attach(conn, tenant, channel, snapshot.fromSeq, view.deliveredSeq, 0);
+        channels.push({ kind: 'snapshot', channel, snapshot });
+        snapshots++;
+      } else {
+        channels.push({ kind: 'missing', channel });
+        continue;
+      }
+      resumed.push(channel);
+    }
+    return { result: { channels }, resumed, kind: snapshots > 0 ? 'snapshot' : 'replay' };
+  }
+
+  /** True when the replay window holds every delivered envelope after `seq`. */
+  #covers(seq: number, view: ReconnectView): boolean {
+    const oldest = this.replay.oldestSeq ?? view.deliveredSeq + 1;
+    return seq <= view.serverSeq && seq >= oldest - 1;
   }
 }

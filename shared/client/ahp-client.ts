@@ -399,7 +399,7 @@ export class AhpClient implements RpcRequester {
     const init: InitializeResult = parsed.data;
     this.#initializeResult = init;
 
-    if (mode === 'reconnect') await recover(this.#recovery, generation, init.serverSeq);
+    if (mode === 'reconnect') await recover(this.#recovery, generation, init.serverSeq, init.protocolVersion);
     else this.#replicas.noteServerSeq(init.serverSeq); // nothing subscribed yet, so nothing older can be missed
     connection.assertCurrent(generation);
     // Every replica now reflects this history up to init.serverSeq: the cursor is of its epoch.

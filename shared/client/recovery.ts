@@ -1,12 +1,16 @@
 /**
- * §1.7 legacy reconnect, run by the AhpClient facade during the handshake of a new socket:
- * `reconnect` with the watermark for every channel still held (in batches), then the replay or
- * snapshots applied through the replicas' single envelope path; channels the server refuses to
- * resume are re-subscribed one by one, channels it no longer knows end as 'gone'.
+ * §1.7 reconnect, run by the AhpClient facade during the handshake of a new socket: `reconnect`
+ * for every channel still held (in batches), then the replay or snapshots applied through the
+ * replicas' single envelope path; channels the server refuses to resume are re-subscribed one by
+ * one, channels it no longer knows end as 'gone'. On a 1.1 connection each channel is sent with
+ * its own cursor (the last serverSeq its view applied) and gets its own recovery; otherwise the
+ * client-wide watermark goes out (legacy).
  */
 import type { z } from 'zod';
 import { EPOCH_META_KEY, Limits, Method, reconnectResultSchema } from '../protocol/messages.js';
+import { channelReconnectResultSchema, type ChannelRecovery } from '../protocol/messages-1-1.js';
 import { ROOT_URI } from '../protocol/uris.js';
+import { speaksChannelReconnect } from '../protocol/version-features.js';
 import type { AhpClientLogger } from './client-types.js';
 import { AhpProtocolError, AhpRequestError } from './errors.js';
 import { type ChannelReplicas, type WireSnapshot, snapshotFrom } from './replicas.js';
@@ -36,7 +40,7 @@ function chunk<T>(items: readonly T[], size: number): T[][] {
  * that a live action can never overtake (and, via the per-channel seq guard, suppress) an older
  * replayed one.
  */
-export async function recover(ctx: RecoveryContext, generation: number, serverSeqAtInitialize: number): Promise<void> {
+export async function recover(ctx: RecoveryContext, generation: number, serverSeqAtInitialize: number, protocolVersion?: string): Promise<void> {
   const replicas = ctx.replicas;
   const channels = [...replicas.views.keys()];
   if (channels.length > 0) {
@@ -44,7 +48,8 @@ export async function recover(ctx: RecoveryContext, generation: number, serverSe
     replicas.heldEnvelopes = [];
     try {
       for (const batch of chunk(channels, Limits.maxSubscriptionsPerRequest)) {
-        await recoverBatch(ctx, generation, baseline, batch);
+        if (speaksChannelReconnect(protocolVersion)) await recoverChannels(ctx, generation, baseline, batch);
+        else await recoverBatch(ctx, generation, baseline, batch);
       }
     } catch (error) {
       // Retry from the same watermark; the per-channel guard skips what was already applied.
@@ -81,6 +86,49 @@ async function recoverBatch(ctx: RecoveryContext, generation: number, lastSeenSe
     return;
   }
   await applyRecovery(ctx, generation, parsed.data, channels);
+}
+
+/** AHP 1.1: one cursor per channel; a host that refuses the shape gets the legacy request. */
+async function recoverChannels(ctx: RecoveryContext, generation: number, baseline: number, channels: string[]): Promise<void> {
+  const subscriptions = channels.map((channel) => ({ channel, lastSeenServerSeq: ctx.replicas.views.get(channel)?.lastAppliedSeq ?? 0 }));
+  let raw: unknown;
+  try {
+    raw = await ctx.handshakeRequest(Method.Reconnect, { channel: ROOT_URI, clientId: ctx.clientId, subscriptions });
+  } catch (error) {
+    if (!(error instanceof AhpRequestError)) throw error;
+    ctx.logger.warn('per-channel reconnect refused; sending the connection-wide one', error);
+    return recoverBatch(ctx, generation, baseline, channels);
+  }
+  ctx.assertCurrent(generation);
+  const parsed = channelReconnectResultSchema.safeParse(raw);
+  if (!parsed.success) {
+    ctx.logger.warn('reconnect: unexpected result shape; re-subscribing', parsed.error);
+    return resubscribe(ctx, generation, channels);
+  }
+  const answered = new Set<string>();
+  for (const recovery of parsed.data.channels) {
+    if (!channels.includes(recovery.channel) || answered.has(recovery.channel)) continue;
+    answered.add(recovery.channel);
+    applyChannelRecovery(ctx, recovery);
+  }
+  // Exactly one recovery per channel is owed; fetch any the answer left out one by one.
+  const unanswered = channels.filter((c) => !answered.has(c) && ctx.replicas.views.has(c));
+  if (unanswered.length > 0) await resubscribe(ctx, generation, unanswered);
+}
+
+function applyChannelRecovery(ctx: RecoveryContext, recovery: ChannelRecovery): void {
+  const replicas = ctx.replicas;
+  const view = replicas.views.get(recovery.channel);
+  if (!view) return;
+  if (recovery.kind === 'replay') {
+    for (const envelope of recovery.actions) if (envelope.channel === recovery.channel) replicas.routeEnvelope(envelope, true);
+  } else if (recovery.kind === 'snapshot') {
+    view.resetFromSnapshot(recovery.snapshot.state, recovery.snapshot.fromSeq, recovery.snapshot._meta);
+    replicas.noteServerSeq(recovery.snapshot.fromSeq);
+  } else {
+    replicas.views.delete(recovery.channel);
+    replicas.endView(view, 'gone', 'the server can no longer resume this channel');
+  }
 }
 
 async function applyRecovery(ctx: RecoveryContext, generation: number, result: ParsedReconnectResult, channels: string[]): Promise<void> {

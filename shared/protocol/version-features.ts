@@ -103,3 +103,21 @@ export function actionForVersion(action: WireAction, version: string): WireActio
 }
 
 export { RESYNC_CLOSE_CODE } from './close-codes.js';
+
+/** True when `version` (MAJOR.MINOR.PATCH) is at least `min`; an unparseable or absent version never is. */
+export function isAtLeast(version: string | undefined, min: string): boolean {
+  const v = version === undefined ? undefined : semver(version);
+  const m = semver(min);
+  if (!v || !m) return false;
+  return compare(v, m) >= 0;
+}
+
+/** The first version with per-channel reconnect, windowed delivery and the steering capability. */
+export const AHP_1_1 = '1.1.0';
+
+/** Per-channel reconnect cursors and `ChannelRecovery` results. */
+export const speaksChannelReconnect = (version: string | undefined): boolean => isAtLeast(version, FEATURE_INTRODUCED_IN.perChannelReconnect);
+/** `flowControl` on subscribe, `channel/frame`, `channel/credit`, `channel/ready`, `channel/reset`, `channel/snapshot`. */
+export const speaksWindowedDelivery = (version: string | undefined): boolean => isAtLeast(version, FEATURE_INTRODUCED_IN.windowedDelivery);
+/** `InitializeResult.steeringMessages`: the steering list is advertised as its own capability. */
+export const advertisesSteeringList = (version: string | undefined): boolean => isAtLeast(version, FEATURE_INTRODUCED_IN.steeringList);

@@ -7,6 +7,7 @@ import { toolCallStateSchema } from './tool-calls.js';
 import { chatSummarySchema } from './chat.js';
 import { changesetSchema } from './changeset.js';
 import { configStateSchema } from './config.js';
+import { artifactSchema } from './artifacts.js';
 
 /** A tool the host offers (name plus an opaque JSON schema and description). */
 export const toolDefinitionSchema = z.looseObject({ name: z.string().min(1).max(StateLimits.id) });
@@ -122,6 +123,8 @@ export const sessionSummarySchema = z.looseObject({
   modifiedAt: isoTimestampSchema,
   /** Number of `inputNeeded` entries that await a person (client execution excluded). */
   inputNeededCount: z.number().int().nonnegative().optional(),
+  /** AHP 1.1: what the session produced or referenced (unknown artifact types are kept). */
+  artifacts: z.array(artifactSchema).max(StateLimits.listItems).optional(),
   _meta: metaSchema.optional(),
 });
 export type SessionSummary = z.infer<typeof sessionSummarySchema>;
