@@ -5,6 +5,7 @@
  */
 import { AhpAuthError, AhpClient, type ConnectionState } from '../shared/client/ahp-client.js';
 import { devTabName, forgetToken, signInForm, signInProblem, takeToken } from './auth.js';
+import { providerSignIn, signInStatus, signOutSession } from './sign-in.js';
 import { el } from './dom.js';
 import { DashboardView } from './dashboard.js';
 import { ChatPage } from './chat-view.js';
@@ -43,6 +44,8 @@ async function connect(token: string | undefined): Promise<AhpClient> {
 
 async function start(): Promise<void> {
   let token = takeToken();
+  // A session cookie (sign-in with the identity provider) signs the socket in without a token.
+  const status = await signInStatus();
   let problem: string | undefined;
   let client: AhpClient | undefined;
   for (;;) {
@@ -52,17 +55,18 @@ async function start(): Promise<void> {
     } catch (err) {
       problem = signInProblem(err, token !== undefined);
       if (err instanceof AhpAuthError) forgetToken();
-      token = await signInForm(root, problem);
+      token = await signInForm(root, problem, status.oidc ? providerSignIn() : undefined);
     }
   }
   const principal = (client.initializeResult?._meta?.['hub/principal'] ?? {}) as { user?: string; role?: string };
-  const devMode = token === undefined;
+  const session = token === undefined && status.signedIn;
+  const devMode = token === undefined && !session;
   const user = devMode ? devTabName() : (principal.user ?? 'me');
   const role = principal.role ?? 'user';
-  shell(client, { user, signedInAs: principal.user ?? user, role, devMode, token });
+  shell(client, { user, signedInAs: principal.user ?? user, role, devMode, token, session });
 }
 
-function shell(client: AhpClient, who: { user: string; signedInAs: string; role: string; devMode: boolean; token: string | undefined }): void {
+function shell(client: AhpClient, who: { user: string; signedInAs: string; role: string; devMode: boolean; token: string | undefined; session: boolean }): void {
   const { user, role, devMode } = who;
   const attention = new Attention(client);
   const canWrite = role !== 'viewer';
@@ -116,7 +120,8 @@ function shell(client: AhpClient, who: { user: string; signedInAs: string; role:
             click: () => {
               forgetToken();
               client.close();
-              location.href = '/';
+              if (who.session) void signOutSession();
+              else location.href = '/';
             },
           },
         }),
