@@ -127,3 +127,48 @@ export class TestIdp {
     await new Promise<void>((resolve) => this.server.close(() => resolve()));
   }
 }
+
+/**
+ * Signs `login` in to the hub without a browser, through the same pages a browser would use:
+ * `GET /auth/login`, the provider's login form and consent form (posted as a browser posts
+ * them), the hub's callback. Cookies are kept per name (the hub's and the provider's differ).
+ * Resolves with the hub's session cookie (`ahp_session=…`).
+ */
+export async function signInWithFetch(hubUrl: string, login: string): Promise<string> {
+  const jar = new Map<string, string>();
+  const go = async (url: string, init: RequestInit = {}): Promise<Response> => {
+    const res = await fetch(url, { ...init, redirect: 'manual', headers: { ...(init.headers as Record<string, string>), cookie: [...jar].map(([k, v]) => `${k}=${v}`).join('; ') } });
+    for (const line of res.headers.getSetCookie()) {
+      const pair = line.split(';')[0] ?? '';
+      const eq = pair.indexOf('=');
+      const [name, value] = [pair.slice(0, eq).trim(), pair.slice(eq + 1).trim()];
+      if (value === '' || /max-age=0\b|expires=thu, 01 jan 1970/i.test(line)) jar.delete(name);
+      else jar.set(name, value);
+    }
+    return res;
+  };
+  /** Follows redirects from `res` (at `url`) to the first page that is not one. */
+  const follow = async (url: string, first: Response): Promise<{ url: string; res: Response }> => {
+    let [at, res] = [url, first];
+    for (let hops = 0; res.status >= 300 && res.status < 400; hops++) {
+      if (hops > 10) throw new Error('too many redirects');
+      at = new URL(res.headers.get('location') ?? '/', at).href;
+      if (at.startsWith(hubUrl) && !at.startsWith(`${hubUrl}/auth/`)) return { url: at, res };
+      res = await go(at);
+    }
+    return { url: at, res };
+  };
+  const submit = async (page: { url: string; res: Response }, fields: Record<string, string>): Promise<{ url: string; res: Response }> => {
+    const html = await page.res.text();
+    const action = /<form[^>]*action="([^"]+)"/.exec(html)?.[1];
+    if (!action) throw new Error(`no form on ${page.url} (${page.res.status}): ${html.slice(0, 200)}`);
+    const target = new URL(action.replace(/&amp;/g, '&'), page.url).href;
+    return follow(target, await go(target, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams(fields).toString() }));
+  };
+  const loginPage = await follow(`${hubUrl}/auth/login`, await go(`${hubUrl}/auth/login`));
+  const consentPage = await submit(loginPage, { prompt: 'login', login, password: 'any password' });
+  await submit(consentPage, { prompt: 'consent' });
+  const session = jar.get('ahp_session');
+  if (!session) throw new Error(`signing ${login} in set no session cookie`);
+  return `ahp_session=${session}`;
+}

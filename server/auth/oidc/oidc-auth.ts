@@ -40,6 +40,8 @@ export interface OidcAuthInit {
   readonly base?: Authenticator | undefined;
   readonly logger: Logger;
   readonly now?: () => number;
+  /** Refresh a session's access token when it has less than this left (default 30 s; tests shorten it). */
+  readonly refreshMarginMs?: number;
 }
 
 export class OidcAuth {
@@ -52,6 +54,7 @@ export class OidcAuth {
   readonly #now: () => number;
   readonly #logger: Logger;
   readonly #sweep: NodeJS.Timeout;
+  readonly #margin: number;
 
   constructor(init: OidcAuthInit) {
     this.verifier = new TokenVerifier(init.options);
@@ -66,7 +69,8 @@ export class OidcAuth {
       authenticate: (token) => base?.authenticate(token) ?? this.#cached(token),
       knowsUser: (tenant, user) => (base?.knowsUser?.(tenant, user) ?? false) || this.#seenUsers.has(JSON.stringify([tenant, user])),
     };
-    this.#sweep = setInterval(() => void this.#refreshDue(), SWEEP_MS);
+    this.#margin = init.refreshMarginMs ?? REFRESH_MARGIN_MS;
+    this.#sweep = setInterval(() => void this.#refreshDue(), Math.max(100, Math.min(SWEEP_MS, this.#margin / 2)));
     this.#sweep.unref();
   }
 
@@ -97,7 +101,7 @@ export class OidcAuth {
     const session = this.sessions.get(id);
     if (!session) return { kind: 'none' };
     session.lastUsedAt = this.#now();
-    if (session.expiresAt - this.#now() < REFRESH_MARGIN_MS && !(await this.refresh(session))) {
+    if (session.expiresAt - this.#now() < this.#margin && !(await this.refresh(session))) {
       return { kind: 'refused', error: 'token_expired', message: 'your sign-in has expired: sign in again' };
     }
     return { kind: 'ok', principal: session.principal, session: session.id };
@@ -167,7 +171,7 @@ export class OidcAuth {
   }
 
   async #refreshDue(): Promise<void> {
-    for (const session of this.sessions.sweep(this.#now() + REFRESH_MARGIN_MS)) {
+    for (const session of this.sessions.sweep(this.#now() + this.#margin)) {
       // Sessions without a socket refresh on their next request; these keep a live page's sockets open.
       if (session.sockets > 0) await this.refresh(session);
     }
