@@ -88,8 +88,15 @@ describe('OpenID access tokens as bearer JWTs', () => {
       const body = (await sse.json()) as { code?: string; message?: string };
       expect([sse.status, body.code]).toEqual([401, code]);
       expect(body.message).toMatch(code === 'token_expired' ? /expired/ : /audience/);
+      // The CLI says which, in one line, and exits 3 (token refused).
+      const cli = await run(process.execPath, ['dist/cli/main.js', 'run', '--url', hub.wsUrl, '--session', 'oidc-cli', '-p', 'hello'], { env: { ...process.env, AHP_TOKEN: token }, timeout: 30_000 }).then(
+        () => ({ code: 0, stderr: '' }),
+        (e: { code?: number; stderr?: string }) => ({ code: e.code, stderr: e.stderr ?? '' }),
+      );
+      expect(cli.code).toBe(3);
+      expect(cli.stderr).toMatch(code === 'token_expired' ? /^the access token has expired: .* \(token_expired\)\n$/ : /^the access token is for another audience, .* \(token_audience_mismatch\)\n$/);
     }
-  }, 30_000);
+  }, 60_000);
 
   it('a token signed by another key, or from another issuer, is refused by name', async () => {
     const { privateKey } = await generateKeyPair('RS256');
