@@ -304,6 +304,7 @@ export async function startHubServer(config: HubServerConfig): Promise<HubServer
   });
   signIn?.onSessionEnded((session, reason) => ws.closeSession(session.id, reason));
   metrics.gauge('ahp_hub_connections', 'Open WebSocket connections.', () => ws.connectionCount);
+  if (signIn) metrics.gauge('ahp_hub_sign_in_sessions', 'App sign-in sessions (OpenID Connect) held in memory.', () => signIn.sessions.size);
   metrics.gauge('ahp_hub_fanout_queue_bytes', 'Bytes queued to WebSocket clients and not yet written to their sockets.', () => ws.bufferedBytes());
 
   const maxHttpConnections = config.maxHttpConnections ?? 1_000;

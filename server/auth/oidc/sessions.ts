@@ -32,7 +32,16 @@ export interface PendingLogin {
   readonly createdAt: number;
 }
 
-export const SESSION_LIMITS = {
+export interface SessionLimits {
+  readonly maxSessions: number;
+  readonly maxPerUser: number;
+  readonly maxAgeMs: number;
+  readonly idleMs: number;
+  readonly maxPendingLogins: number;
+  readonly pendingLoginMs: number;
+}
+
+export const SESSION_LIMITS: SessionLimits = {
   maxSessions: 10_000,
   maxPerUser: 20,
   /** A session ends this long after sign-in, whatever its refreshes (the cookie's Max-Age too). */
@@ -41,7 +50,7 @@ export const SESSION_LIMITS = {
   idleMs: 2 * 60 * 60 * 1000,
   maxPendingLogins: 1_000,
   pendingLoginMs: 10 * 60 * 1000,
-} as const;
+};
 
 export function randomId(): string {
   return randomBytes(32).toString('base64url');
@@ -54,7 +63,7 @@ export class SessionStore {
   constructor(
     private readonly now: () => number,
     private readonly onEnded: (session: SignInSession) => void,
-    readonly limits: typeof SESSION_LIMITS = SESSION_LIMITS,
+    readonly limits: SessionLimits = SESSION_LIMITS,
   ) {}
 
   get size(): number {
