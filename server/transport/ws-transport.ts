@@ -11,6 +11,7 @@ import { WebSocketServer, WebSocket, type RawData } from 'ws';
 import type { Authenticator, Principal } from '../auth/auth.js';
 import { stillValid, tokenFromRequest } from '../auth/auth.js';
 import { ErrorCode } from '../../shared/protocol/errors.js';
+import { httpStatusOf } from '../../shared/protocol/error-kinds.js';
 import { RECONNECT_NOW_CLOSE_CODE, TOKEN_EXPIRED_CLOSE_CODE } from '../../shared/protocol/close-codes.js';
 import type { EdgeAuth } from '../auth/oidc/oidc-auth.js';
 import { atTime } from '../auth/oidc/at-time.js';
@@ -225,7 +226,7 @@ export class WsTransport {
         (edge) => {
           if (socket.destroyed) return;
           if (edge.kind === 'ok') return void this.#admit(req, socket, head, edge.principal, token, edge);
-          if (edge.kind === 'refused') return refuse(socket, 401, edge.error, edge.message);
+          if (edge.kind === 'refused') return refuse(socket, httpStatusOf(edge.error), edge.error, edge.message);
           refuse(socket, 401, 'unauthorized', 'a valid token is required (Authorization: Bearer <token> or ?token=)');
         },
         (err: unknown) => {
