@@ -11,6 +11,11 @@
  * safe makes this safe: a prefix of the text is exactly what a slower stream would have shown.
  *
  * Text that does not extend what was shown (an edit, a truncation) is rendered from scratch.
+ *
+ * Text the formatter has not reached yet is never missing from the page: it waits after the
+ * formatted blocks as plain text (`RawBacklog`), so a page that is behind shows the whole answer
+ * at once — find-in-page and screen readers see all of it — and each frame turns another slice of
+ * it into formatted blocks. A page that keeps up (a model's pace) never shows raw text.
  */
 import { lexMarkdown, renderTokens } from './markdown.js';
 
@@ -57,6 +62,8 @@ export class StreamingMarkdown {
   /** The chunk finished blocks are appended to, and how much text it holds. */
   #chunk: HTMLElement | undefined;
   #chunkChars = 0;
+  /** Text after what is formatted, as plain text, while the formatter is behind. */
+  readonly #backlog: RawBacklog;
 
   /**
    * @param onGrew called after a frame of its own rendered more text (the chat view keeps the end
@@ -71,7 +78,8 @@ export class StreamingMarkdown {
     this.#tail = document.createElement('div');
     this.#stable.className = 'md-blocks';
     this.#tail.className = 'md-blocks';
-    el.replaceChildren(this.#stable, this.#tail);
+    this.#backlog = new RawBacklog();
+    el.replaceChildren(this.#stable, this.#tail, this.#backlog.el);
   }
 
   /**
@@ -86,6 +94,8 @@ export class StreamingMarkdown {
       if (this.#shownLength < this.#source.length) this.#later();
       return;
     }
+    // Behind the formatter already: the new text joins the plain-text backlog at once.
+    if (this.#backlog.active) this.#showBacklog();
     this.#later();
   }
 
@@ -131,8 +141,17 @@ export class StreamingMarkdown {
     } else {
       this.#tail.replaceChildren(renderTokens(tokens, document));
     }
-    // How much of the part is on screen: read by `npm run bench:app` and the e2e tests.
+    // How much of the part is formatted on screen: read by `npm run bench:app` and the e2e tests.
     this.el.dataset['shownChars'] = String(this.#shownLength);
+    this.#showBacklog();
+  }
+
+  /** The text after what is formatted, as plain text; `data-text-chars` counts all text in the page. */
+  #showBacklog(): void {
+    const source = this.#source;
+    if (this.#shownLength >= source.length || !source.startsWith(this.#stableText)) this.#backlog.clear();
+    else this.#backlog.show(source, this.#shownLength);
+    this.el.dataset['textChars'] = String(this.#backlog.active ? source.length : this.#shownLength);
   }
 
   #appendFinished(blocks: DocumentFragment, chars: number): void {
@@ -145,6 +164,81 @@ export class StreamingMarkdown {
     }
     this.#chunk.append(blocks);
     this.#chunkChars += chars;
+  }
+}
+
+/** Characters of plain backlog per piece; each piece is skipped by layout while off screen. */
+const BACKLOG_PIECE_CHARS = 16_384;
+
+/**
+ * The unformatted rest of a part, `[from, to)` of its text, kept in pieces of plain text so that a
+ * frame's update costs what changed (the front the formatter took, the end the agent added), not
+ * the length of the backlog. Pieces are `content-visibility: auto` (app.css `.md-backlog`): off
+ * screen they are neither laid out nor painted, yet their text stays in the page.
+ */
+class RawBacklog {
+  readonly el: HTMLElement;
+  /** Pieces in order, each a text node in its own block. */
+  readonly #pieces: Text[] = [];
+  #from = 0;
+  #to = 0;
+
+  constructor() {
+    this.el = document.createElement('div');
+    this.el.className = 'md-backlog';
+    this.el.hidden = true;
+  }
+
+  get active(): boolean {
+    return this.#to > this.#from;
+  }
+
+  /** Shows `source.slice(from)`; `source` extends the text last shown (the caller checked). */
+  show(source: string, from: number): void {
+    if (from < this.#from || from > this.#to) this.clear();
+    if (!this.active) {
+      this.#from = from;
+      this.#to = from;
+    }
+    // Drop what the formatter took from the front.
+    let cut = from - this.#from;
+    while (cut > 0 && this.#pieces.length > 0) {
+      const first = this.#pieces[0]!;
+      if (first.length <= cut) {
+        cut -= first.length;
+        first.parentElement!.remove();
+        this.#pieces.shift();
+      } else {
+        first.deleteData(0, cut);
+        cut = 0;
+      }
+    }
+    this.#from = from;
+    // Add what the agent appended at the end.
+    let at = this.#to;
+    while (at < source.length) {
+      let last = this.#pieces[this.#pieces.length - 1];
+      if (!last || last.length >= BACKLOG_PIECE_CHARS) {
+        const block = document.createElement('div');
+        last = document.createTextNode('');
+        block.append(last);
+        this.el.append(block);
+        this.#pieces.push(last);
+      }
+      const take = Math.min(source.length - at, BACKLOG_PIECE_CHARS - last.length);
+      last.appendData(source.slice(at, at + take));
+      at += take;
+    }
+    this.#to = source.length;
+    this.el.hidden = !this.active;
+  }
+
+  clear(): void {
+    this.#pieces.length = 0;
+    this.el.replaceChildren();
+    this.el.hidden = true;
+    this.#from = 0;
+    this.#to = 0;
   }
 }
 

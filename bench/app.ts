@@ -5,8 +5,10 @@
  * headless Chromium (playwright-core). One AHP connection acting as the agent streams a markdown
  * answer (bench/markdown-corpus.ts, ~24-character deltas, as fast as its socket takes them) into a
  * chat the page shows. Per answer size it reports:
- *  - shown after last delta: from the agent's echo of its last delta (the hub has delivered it) to
- *    the moment the page has the whole part on screen (`data-shown-chars` of the part);
+ *  - whole text in page / formatted after last delta: from the agent's echo of its last delta (the
+ *    hub has delivered it) to the moment the page holds the part's whole text (`data-text-chars`:
+ *    formatted, or plain while the formatter catches up) and has formatted all of it
+ *    (`data-shown-chars`);
  *  - longest main-thread task while streaming (PerformanceObserver "longtask", which reports tasks
  *    of 50 ms or more);
  *  - renderer JS heap and DOM nodes afterwards (CDP Performance.getMetrics);
@@ -96,6 +98,9 @@ class Peer {
 
 interface Row {
   what: string;
+  /** Last delta → the whole text in the page (plain where not yet formatted). */
+  inPageAfterLastDeltaMs?: number;
+  /** Last delta → the whole text formatted. */
   shownAfterLastDeltaMs: number | undefined;
   longestTaskMs: number | undefined;
   longTasks: number;
@@ -277,13 +282,18 @@ async function streamedAnswer(browser: import('playwright-core').Browser, base: 
   for (let i = 0; i < chunks.length - 1; i++) await peer.dispatch(chat, { type: 'chat/delta', turnId, partId, content: chunks[i] }, false);
   await peer.dispatch(chat, { type: 'chat/delta', turnId, partId, content: chunks[chunks.length - 1] });
   const lastDeltaAt = Date.now();
-  const shownAt = await page.evaluate(async (want) => {
+  // Two moments: the whole text in the page (formatted, or plain while the formatter catches up:
+  // markdown-stream.ts RawBacklog) and the whole text formatted.
+  const [inPageAt, shownAt] = await page.evaluate(async (want) => {
     const w = globalThis as unknown as { document: { querySelector(s: string): { dataset: Record<string, string | undefined> } | null }; requestAnimationFrame(cb: () => void): void };
     const deadline = Date.now() + 180_000;
-    return new Promise<number>((resolve) => {
+    let inPage = Number.NaN;
+    return new Promise<[number, number]>((resolve) => {
       const check = (): void => {
-        if (w.document.querySelector('.part.md')?.dataset['shownChars'] === String(want)) resolve(Date.now());
-        else if (Date.now() > deadline) resolve(Number.NaN);
+        const part = w.document.querySelector('.part.md');
+        if (Number.isNaN(inPage) && part?.dataset['textChars'] === String(want)) inPage = Date.now();
+        if (part?.dataset['shownChars'] === String(want)) resolve([Number.isNaN(inPage) ? Date.now() : inPage, Date.now()]);
+        else if (Date.now() > deadline) resolve([inPage, Number.NaN]);
         else w.requestAnimationFrame(check);
       };
       check();
@@ -298,6 +308,7 @@ async function streamedAnswer(browser: import('playwright-core').Browser, base: 
   await page.context().close();
   return {
     what: `streamed answer, ${chars.toLocaleString('en')} characters (${chunks.length.toLocaleString('en')} deltas)`,
+    inPageAfterLastDeltaMs: Math.max(0, inPageAt - lastDeltaAt),
     shownAfterLastDeltaMs: shownAt - lastDeltaAt,
     longestTaskMs: longTasks.length ? Math.max(...longTasks) : undefined,
     longTasks: longTasks.length,
@@ -373,10 +384,10 @@ async function main(): Promise<void> {
   for (const r of rows) process.stdout.write(line(r));
 }
 
-const HEADER = '| scenario | shown after last delta ms | longest task ms | tasks ≥ 50 ms | JS heap MiB | DOM nodes | scroll p95 frame ms |\n|---|---|---|---|---|---|---|\n';
+const HEADER = '| scenario | whole text in page after last delta ms | formatted after last delta ms | longest task ms | tasks ≥ 50 ms | JS heap MiB | DOM nodes | scroll p95 frame ms |\n|---|---|---|---|---|---|---|---|\n';
 const f = (v: number | undefined, d = 0): string => (v === undefined ? '< 50 (none reported)' : Number.isFinite(v) ? v.toFixed(d) : 'not shown in 180 s');
 function line(r: Row): string {
-  return `| ${r.what} | ${r.shownAfterLastDeltaMs === undefined ? '—' : f(r.shownAfterLastDeltaMs)} | ${f(r.longestTaskMs)} | ${r.longTasks} | ${f(r.heapMiB, 1)} | ${f(r.domNodes)} | ${f(r.scrollP95Ms, 1)} (${r.scrollFrames.toLocaleString('en')} frames${r.scrolledToEnd ? '' : `, stopped at the ${MAX_SCROLL_FRAMES.toLocaleString('en')}-frame cap`}) |\n`;
+  return `| ${r.what} | ${r.inPageAfterLastDeltaMs === undefined ? '—' : f(r.inPageAfterLastDeltaMs)} | ${r.shownAfterLastDeltaMs === undefined ? '—' : f(r.shownAfterLastDeltaMs)} | ${f(r.longestTaskMs)} | ${r.longTasks} | ${f(r.heapMiB, 1)} | ${f(r.domNodes)} | ${f(r.scrollP95Ms, 1)} (${r.scrollFrames.toLocaleString('en')} frames${r.scrolledToEnd ? '' : `, stopped at the ${MAX_SCROLL_FRAMES.toLocaleString('en')}-frame cap`}) |\n`;
 }
 
 main().catch((err: unknown) => {

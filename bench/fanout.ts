@@ -71,10 +71,13 @@ interface Config {
   out: string;
   unpacedCount: number;
   unpacedSubscribers: number;
+  /** Instead of the scenario table: per N and server, the highest sustained rate that keeps p99 ≤ 100 ms and 100 % delivered. */
+  ceiling: boolean;
+  ceilingP99Ms: number;
 }
 
 const USAGE = `usage: npm run bench -- [flags]
-  --subscribers 100,1000   subscriber counts (comma list)            [100,1000]
+  --subscribers 10,100,1000,10000  subscriber counts (comma list)    [10,100,1000,10000]
   --rate 50                sustained updates/s                       [50]
   --seconds 10             sustained measurement seconds             [10]
   --overload-seconds 5     overload measurement seconds              [5]
@@ -106,12 +109,16 @@ const USAGE = `usage: npm run bench -- [flags]
   --data-root DIR          parent of the hub's temporary SQLite directory [os.tmpdir()]
   --cpu-prof               run server children with --cpu-prof (profiles next to --out, in prof/)
   --quick                  short run: --seconds 4 --overload-seconds 3 --warmup 1 --drain 2
+  --ceiling                instead of the table: per N and server, raise the sustained rate
+                           (doubling from --rate, then bisecting) until p99 > --ceiling-p99 ms or
+                           delivery < 100 %; prints the ceiling table
+  --ceiling-p99 100        the p99 (ms) a ceiling run may not pass
   --out FILE               JSON results                               [dist/bench-results/latest.json]`;
 
 function parseConfig(argv: readonly string[]): Config {
   const here = dirname(fileURLToPath(import.meta.url));
   const c: Config = {
-    subscribers: [100, 1000],
+    subscribers: [10, 100, 1000, 10_000],
     rate: 50,
     seconds: 10,
     overloadSeconds: 5,
@@ -137,6 +144,8 @@ function parseConfig(argv: readonly string[]): Config {
     out: join(here, '..', 'bench-results', 'latest.json'),
     unpacedCount: 10_000,
     unpacedSubscribers: 100,
+    ceiling: false,
+    ceilingP99Ms: 100,
   };
   const num = (name: string, v: string | undefined, min = 0): number => {
     const n = Number(v);
@@ -244,6 +253,12 @@ function parseConfig(argv: readonly string[]): Config {
         c.overloadSeconds = 3;
         c.warmupSeconds = 1;
         c.drainSeconds = 2;
+        break;
+      case '--ceiling':
+        c.ceiling = true;
+        break;
+      case '--ceiling-p99':
+        c.ceilingP99Ms = num('--ceiling-p99', value(), 1);
         break;
       case '--out':
         c.out = value() ?? c.out;
@@ -602,7 +617,7 @@ function verdict(r: Result, errors: string[], cfg: Config): string {
 const f = (v: number, d = 1): string => (Number.isFinite(v) ? v.toFixed(d) : '—');
 const k = (v: number): string => (!Number.isFinite(v) ? '—' : v >= 10_000 ? `${(v / 1000).toFixed(0)}k` : v >= 1000 ? `${(v / 1000).toFixed(1)}k` : v.toFixed(0));
 
-function label(r: Result, cfg: Config): string {
+function label(r: Pick<Result, 'server'> & Partial<Pick<Result, 'load'>>, cfg: Config): string {
   if (r.server === 'hub-coalesced') return `hub, maxLatencyMs ${cfg.coalesceMs}`;
   if (r.server === 'hub' && r.load === 'unpaced') return 'hub, one unpaced agent';
   if (r.server === 'raw' && r.load === 'unpaced') return 'plain ws, one unpaced producer';
@@ -678,8 +693,104 @@ function overloadRateFor(n: number, cfg: Config): number {
   return cfg.overloadRate ?? Math.max(1, Math.min(5000, Math.round(cfg.overloadFrames / n)));
 }
 
+/** One ceiling probe's outcome: whether the rate held, and why not. */
+function ceilingVerdict(r: Result, cfg: Config): string | undefined {
+  if (r.delivered < r.expected) return `${r.deliveredPct.toFixed(1)}% delivered`;
+  if (r.closedSubscribers > 0) return `${r.closedSubscribers} subscribers closed`;
+  if (r.rejected > 0) return `${r.rejected} updates refused`;
+  if (r.p99Ms > cfg.ceilingP99Ms) return `p99 ${r.p99Ms.toFixed(1)} ms`;
+  return undefined;
+}
+
+interface CeilingRow {
+  n: number;
+  server: ServerKind;
+  /** The highest rate that held, its run, and the lowest that did not (undefined: never failed). */
+  rate: number;
+  held: Result | undefined;
+  failedAt: number | undefined;
+  why: string;
+}
+
+/**
+ * Ceiling search per (N, server): double the sustained rate from --rate until a run fails
+ * (p99 over the bound, anything undelivered, closed or refused), then bisect four times between
+ * the last rate that held and the first that failed. A run is one sustained scenario; the machine
+ * must be quiet (--quiet-wait helps on shared machines).
+ */
+async function ceilingSearch(cfg: Config): Promise<CeilingRow[]> {
+  const rows: CeilingRow[] = [];
+  const probe = async (n: number, server: ServerKind, rate: number): Promise<{ r?: Result; why?: string }> => {
+    if (cfg.quietWait > 0) await waitQuiet(cfg.quietWait);
+    process.stderr.write(`… ceiling ${server} N=${n} @ ${rate}/s `);
+    try {
+      const r = await runScenario({ load: 'sustained', server, n, rate, seconds: cfg.seconds, maxLatencyMs: 0 }, cfg);
+      const why = ceilingVerdict(r, cfg);
+      process.stderr.write(`p99 ${f(r.p99Ms, 2)} ms, ${f(r.deliveredPct, 1)}%${why ? ` → fails (${why})` : ''}\n`);
+      return why ? { r, why } : { r };
+    } catch (err) {
+      const why = err instanceof Error ? err.message : String(err);
+      process.stderr.write(`FAILED: ${why}\n`);
+      return { why };
+    }
+  };
+  const maxRate = 100_000;
+  for (const n of cfg.subscribers) {
+    for (const server of cfg.servers.filter((x) => x !== 'hub-coalesced')) {
+      let good = 0;
+      let held: Result | undefined;
+      let bad: number | undefined;
+      let why = `held at ${maxRate}/s (search bound)`;
+      for (let rate = Math.max(1, cfg.rate); rate <= maxRate; rate *= 2) {
+        const p = await probe(n, server, rate);
+        if (p.why === undefined) {
+          good = rate;
+          held = p.r;
+        } else {
+          bad = rate;
+          why = p.why;
+          break;
+        }
+      }
+      for (let step = 0; step < 4 && bad !== undefined && bad - good > 1; step++) {
+        const mid = Math.round((good + bad) / 2);
+        const p = await probe(n, server, mid);
+        if (p.why === undefined) {
+          good = mid;
+          held = p.r;
+        } else {
+          bad = mid;
+          why = p.why;
+        }
+      }
+      rows.push({ n, server, rate: good, held, failedAt: bad, why });
+    }
+  }
+  return rows;
+}
+
+function ceilingTable(rows: CeilingRow[], cfg: Config): string {
+  const lines = [`| subscribers | server | ceiling (upd/s) | deliveries/s at it | p99 at it (ms) | srv CPU at it | first failing rate | why it failed |`, '|---:|---|---:|---:|---:|---:|---:|---|'];
+  for (const r of rows) {
+    const h = r.held;
+    lines.push(
+      `| ${r.n} | ${label({ server: r.server }, cfg)} | ${r.rate === 0 ? `< ${cfg.rate}` : k(r.rate)} | ${h ? k(h.deliveredPerSec) : '—'} | ${h ? f(h.p99Ms, 2) : '—'} | ${h ? `${f(h.serverCpuPct, 0)}%` : '—'} | ${r.failedAt === undefined ? '—' : k(r.failedAt)} | ${r.why} |`,
+    );
+  }
+  return lines.join('\n');
+}
+
 async function main(): Promise<void> {
   const cfg = parseConfig(process.argv.slice(2));
+  if (cfg.ceiling) {
+    process.stdout.write(`# AHP hub ceiling search\n\nsustained runs of ${cfg.seconds}s (warm-up ${cfg.warmupSeconds}s); a rate holds while p99 ≤ ${cfg.ceilingP99Ms} ms and every update reaches every subscriber\n\n`);
+    const rows = await ceilingSearch(cfg);
+    process.stdout.write(ceilingTable(rows, cfg) + '\n');
+    mkdirSync(dirname(cfg.out), { recursive: true });
+    writeFileSync(cfg.out, JSON.stringify({ when: new Date().toISOString(), ceiling: rows }, null, 2) + '\n');
+    process.stdout.write(`JSON: ${cfg.out}\n`);
+    return;
+  }
   const scenarios: Scenario[] = [];
   for (const n of cfg.subscribers) {
     for (const load of cfg.loads) {

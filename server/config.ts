@@ -61,6 +61,8 @@ export interface CliConfig {
   snapshotEvery: number | undefined;
   /** Unwatched sessions idle this long leave memory (HUB_PARK_IDLE_MS; default 60000; 0 = never; session-parking.ts). */
   parkIdleMs: number | undefined;
+  /** WebSocket connections in all (`--max-connections` / HUB_MAX_CONNECTIONS); undefined = fitted to `ulimit -n`. */
+  maxConnections: number | undefined;
   /** Sign-in with OpenID Connect (`--oidc-*`); undefined without `--oidc-issuer`. */
   oidc: OidcFlags | undefined;
 }
@@ -84,6 +86,14 @@ export interface OidcFlags {
 const OIDC_FLAGS = ['oidc-issuer', 'oidc-client-id', 'oidc-client-secret-file', 'oidc-audience', 'oidc-tenant-claim', 'oidc-role-claim', 'oidc-user-claim', 'oidc-default-tenant', 'oidc-tenants', 'oidc-resource', 'public-url'] as const;
 
 export class ConfigError extends Error {}
+
+/** A positive integer flag value, undefined when absent; anything else is a ConfigError. */
+function positiveInteger(name: string, raw: string | undefined): number | undefined {
+  if (raw === undefined) return undefined;
+  const value = Number(raw);
+  if (!Number.isSafeInteger(value) || value < 1) throw new ConfigError(`${name} must be a positive integer, got ${JSON.stringify(raw)}`);
+  return value;
+}
 
 /** A positive integer from the environment, undefined when unset; anything else is a ConfigError. */
 function positiveIntegerEnv(env: NodeJS.ProcessEnv, name: string): number | undefined {
@@ -121,6 +131,7 @@ export function parseArgs(argv: readonly string[], env: NodeJS.ProcessEnv = proc
         'max-agents': { type: 'string' },
         'max-agents-per-tenant': { type: 'string' },
         'max-agents-per-user': { type: 'string' },
+        'max-connections': { type: 'string' },
         help: { type: 'boolean' },
         ...Object.fromEntries(OIDC_FLAGS.map((name) => [name, { type: 'string' as const }])),
       },
@@ -155,6 +166,7 @@ export function parseArgs(argv: readonly string[], env: NodeJS.ProcessEnv = proc
     maxLoadStateChars: positiveIntegerEnv(env, 'HUB_MAX_LOAD_STATE_CHARS'),
     parkIdleMs: env['HUB_PARK_IDLE_MS'] === '0' ? 0 : positiveIntegerEnv(env, 'HUB_PARK_IDLE_MS'),
     agentCaps: agentCapsFrom(flag, env),
+    maxConnections: positiveInteger('--max-connections', flag('max-connections')) ?? positiveIntegerEnv(env, 'HUB_MAX_CONNECTIONS'),
     oidc: oidcFrom(flag),
   };
   if (config.remoteAgentGraceMs !== undefined && (!Number.isInteger(config.remoteAgentGraceMs) || config.remoteAgentGraceMs < 0)) {
@@ -180,7 +192,7 @@ export function parseArgs(argv: readonly string[], env: NodeJS.ProcessEnv = proc
   return config;
 }
 
-export const USAGE = `usage: npm start -- [--host 127.0.0.1] [--port 8787] [--data ./data] [--auth tokens.json] [--log-level info] [--sync normal|full] [--agents agents.json] [--store postgres://user@host/db] [--store-password-file FILE] [--tenant-disk-quota 1g] [--max-agents 64] [--max-agents-per-tenant 32] [--max-agents-per-user 8] [--oidc-issuer URL --oidc-client-id ID [--oidc-client-secret-file FILE] [--oidc-audience AUD] [--oidc-tenant-claim tenant] [--oidc-role-claim role] [--oidc-user-claim sub] [--oidc-default-tenant T] [--oidc-tenants a,b] [--oidc-resource URI] [--public-url https://hub.example]]`;
+export const USAGE = `usage: npm start -- [--host 127.0.0.1] [--port 8787] [--data ./data] [--auth tokens.json] [--log-level info] [--sync normal|full] [--agents agents.json] [--store postgres://user@host/db] [--store-password-file FILE] [--tenant-disk-quota 1g] [--max-agents 64] [--max-agents-per-tenant 32] [--max-agents-per-user 8] [--max-connections N] [--oidc-issuer URL --oidc-client-id ID [--oidc-client-secret-file FILE] [--oidc-audience AUD] [--oidc-tenant-claim tenant] [--oidc-role-claim role] [--oidc-user-claim sub] [--oidc-default-tenant T] [--oidc-tenants a,b] [--oidc-resource URI] [--public-url https://hub.example]]`;
 
 /** The `--oidc-*` flags, checked; undefined without `--oidc-issuer` (then no other may be given). */
 function oidcFrom(flag: (name: string) => string | undefined): OidcFlags | undefined {
@@ -298,18 +310,29 @@ export interface ConnectionCaps {
   readonly maxHttpConnections: number;
 }
 
+/** WebSocket connections when the open-file limit is unknown (no /proc) and no cap was asked for. */
+export const DEFAULT_MAX_CONNECTIONS = 10_000;
+/** The fitted WebSocket cap stops here unless `--max-connections` asks for more (memory, not descriptors, binds beyond). */
+const FITTED_CONNECTIONS_CEILING = 100_000;
+
 /**
  * Caps that fit in the file descriptors the process may open. A cap above `ulimit -n` never
  * engages: the kernel refuses the socket first, the newest connections are the ones dropped, and
  * a flood of half-open requests starves `/healthz`. So a quarter of the descriptors (at most 1,000)
- * go to plain HTTP, the rest but `RESERVED_FILES` and `heldFiles` (what
- * the logs keep open: `FILES_PER_SQLITE_TENANT` per tenant) to WebSockets.
+ * go to plain HTTP, the rest but `RESERVED_FILES` and `heldFiles` (what the logs keep open:
+ * `FILES_PER_SQLITE_TENANT` per tenant) to WebSockets: the WebSocket cap grows with the limit
+ * (`ulimit -n 65536` → 64,472; at most 100,000). `requested` (`--max-connections`) lowers it, or raises it when the
+ * limit is unknown; a request the limit cannot hold is a ConfigError naming the limit to set.
  */
-export function connectionCapsFor(fileLimit: number | undefined, heldFiles = 0): ConnectionCaps {
-  const defaults = { maxConnections: 10_000, maxHttpConnections: 1_000 };
-  if (fileLimit === undefined) return defaults;
+export function connectionCapsFor(fileLimit: number | undefined, heldFiles = 0, requested?: number): ConnectionCaps {
+  const maxHttp = 1_000;
+  if (fileLimit === undefined) return { maxConnections: requested ?? DEFAULT_MAX_CONNECTIONS, maxHttpConnections: maxHttp };
   const usable = Math.max(RESERVED_FILES, fileLimit - RESERVED_FILES - heldFiles);
-  const maxHttpConnections = Math.min(defaults.maxHttpConnections, Math.max(MIN_CONNECTIONS, Math.floor(usable / 4)));
-  const maxConnections = Math.min(defaults.maxConnections, Math.max(MIN_CONNECTIONS, usable - maxHttpConnections));
-  return { maxConnections, maxHttpConnections };
+  const maxHttpConnections = Math.min(maxHttp, Math.max(MIN_CONNECTIONS, Math.floor(usable / 4)));
+  const fitsInFiles = Math.max(MIN_CONNECTIONS, usable - maxHttpConnections);
+  if (requested !== undefined && requested > fitsInFiles) {
+    const needed = requested + maxHttpConnections + RESERVED_FILES + heldFiles;
+    throw new ConfigError(`--max-connections ${requested} does not fit the open-file limit (ulimit -n ${fileLimit} holds ${fitsInFiles} WebSockets); raise it to at least ${needed}`);
+  }
+  return { maxConnections: requested ?? Math.min(FITTED_CONNECTIONS_CEILING, fitsInFiles), maxHttpConnections };
 }

@@ -5,7 +5,7 @@ import { dirname, join } from 'node:path';
 import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { devAuthenticator, loadAuthFile, reloadable, usersWithExampleSecrets } from './auth/auth.js';
-import { agentLimitsWith, ConfigError, connectionCapsFor, FILES_PER_SQLITE_TENANT, minimumOpenFiles, openFileLimit, parseArgs } from './config.js';
+import { agentLimitsWith, ConfigError, connectionCapsFor, DEFAULT_MAX_CONNECTIONS, FILES_PER_SQLITE_TENANT, minimumOpenFiles, openFileLimit, parseArgs } from './config.js';
 import { createLogger } from './log.js';
 import { startHubServer } from './server.js';
 import { defaultFeatures } from './features.js';
@@ -88,8 +88,15 @@ async function main(): Promise<void> {
     );
     process.exit(2);
   }
-  const caps = connectionCapsFor(fileLimit, heldFiles);
-  if (caps.maxConnections < 10_000) {
+  let caps: ReturnType<typeof connectionCapsFor>;
+  try {
+    caps = connectionCapsFor(fileLimit, heldFiles, config.maxConnections);
+  } catch (err) {
+    if (!(err instanceof ConfigError)) throw err;
+    process.stderr.write(err.message + '\n');
+    process.exit(2);
+  }
+  if (config.maxConnections === undefined && caps.maxConnections < DEFAULT_MAX_CONNECTIONS) {
     logger.warn('the open-file limit lowers the connection caps; raise it (ulimit -n) for more', { openFileLimit: fileLimit, ...caps });
   }
   // One process budget for the whole hub: every tenant's agents count against it.

@@ -80,4 +80,43 @@ describe('streamed answers in the browser', () => {
     expect(state.turns.map((t) => t.responseParts[0]?.content)).toEqual(texts);
     expect(hub.pageErrors).toEqual([]);
   }, 180_000);
+
+  it('a long answer opened cold is whole in the page at once, plain until formatted, findable', async () => {
+    const alice = await hub.rpc(TOKENS.alice);
+    const agent = await hub.rpc(TOKENS.agent);
+    const session = 'ahp-session:/long-cold-e2e';
+    const { defaultChat: chat } = await alice.request<{ defaultChat: string }>('createSession', { channel: session, provider: 'remote', title: 'Long' });
+    // 300,000 characters: 49 frames of formatting (SLICE_CHARS), ending in words no markdown changes.
+    const ending = 'the last words of this long answer are plain';
+    const text = `${randomMarkdown(prng(20261204), 300_000)}\n\n${ending}\n`;
+    await alice.dispatchAndWait(chat, { type: 'chat/turnStarted', turnId: 'long', startedAt: new Date().toISOString(), message: { text: 'long', origin: { kind: 'user' } } });
+    await agent.dispatchAndWait(chat, { type: 'chat/responsePart', turnId: 'long', part: { kind: 'markdown', id: 'long-part', content: '' } });
+    for (let at = 0; at < text.length; at += 30_000) await agent.dispatchAndWait(chat, { type: 'chat/delta', turnId: 'long', partId: 'long-part', content: text.slice(at, at + 30_000) });
+    await agent.dispatchAndWait(chat, { type: 'chat/turnComplete', turnId: 'long', duration: 1 });
+    const page = await hub.open(TOKENS.alice, sessionPath(session));
+    const part = page.locator('article.turn .part.md').last();
+    // The first moment the page holds all the text, most of it still waits for the formatter.
+    const firstWhole = await page.waitForFunction(
+      (want) => {
+        const p = [...(globalThis as unknown as { document: { querySelectorAll(s: string): Iterable<{ dataset: Record<string, string | undefined> }> } }).document.querySelectorAll('article.turn .part.md')].pop();
+        return p?.dataset['textChars'] === String(want) ? Number(p.dataset['shownChars']) : false;
+      },
+      text.length,
+      { timeout: 30_000, polling: 'raf' },
+    );
+    expect(await firstWhole.jsonValue()).toBeLessThan(text.length / 2);
+    // Find-in-page reaches the end while it is plain text.
+    expect(await part.evaluate((el, words) => (el.textContent ?? '').includes(words), ending)).toBe(true);
+    expect(await page.evaluate((words) => (globalThis as unknown as { find(s: string): boolean }).find(words), ending)).toBe(true);
+    // Then it is formatted, whole, and no plain text is left.
+    await page.waitForFunction(
+      (want) =>
+        (globalThis as unknown as { document: { querySelector(s: string): { dataset: Record<string, string | undefined> } | null } }).document.querySelector('article.turn:last-of-type .part.md')?.dataset['shownChars'] === String(want),
+      text.length,
+      { timeout: 60_000 },
+    );
+    expect(await part.locator('.md-backlog').evaluate((el) => ({ hidden: (el as unknown as { hidden: boolean }).hidden, text: el.textContent }))).toEqual({ hidden: true, text: '' });
+    expect(await part.evaluate((el, words) => (el.textContent ?? '').trimEnd().endsWith(words), ending)).toBe(true);
+    expect(hub.pageErrors).toEqual([]);
+  }, 120_000);
 });

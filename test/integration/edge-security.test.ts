@@ -17,8 +17,8 @@ import { openWatchedSession, replyQwen } from '../helpers/sse.js';
 import { AUTH_FILE, startTestServer, tempDir, TOKENS, type TestServer } from '../helpers/start-server.js';
 import { startScriptTurn, TWO_QUESTION_REQUEST } from '../helpers/turns.js';
 import { waitFor } from '../helpers/wait-for.js';
-import { ensureBuilt } from '../helpers/hub-process.js';
-import { connectionCapsFor, openFileLimit } from '../../server/config.js';
+import { ensureBuilt, startHubProcess } from '../helpers/hub-process.js';
+import { connectionCapsFor, openFileLimit, parseArgs } from '../../server/config.js';
 
 const closers: Array<() => Promise<void> | void> = [];
 afterEach(async () => {
@@ -253,9 +253,56 @@ describe('connection caps fit the open-file limit', () => {
     expect(connectionCapsFor(1024)).toEqual({ maxConnections: 720, maxHttpConnections: 240 });
     // Descriptors the tenants' logs hold open come off the WebSocket and HTTP shares.
     expect(connectionCapsFor(1024, 40)).toEqual({ maxConnections: 690, maxHttpConnections: 230 });
-    expect(connectionCapsFor(1_048_576)).toEqual({ maxConnections: 10_000, maxHttpConnections: 1_000 });
+    // The WebSocket cap grows with the limit (no fixed 10,000), up to 100,000 unless asked for more.
+    expect(connectionCapsFor(20_000)).toEqual({ maxConnections: 18_936, maxHttpConnections: 1_000 });
+    expect(connectionCapsFor(1_048_576)).toEqual({ maxConnections: 100_000, maxHttpConnections: 1_000 });
     expect(openFileLimit('Limit   Soft Limit   Hard Limit   Units\nMax open files            1024                 4096                 files     \n')).toBe(1024);
     expect(openFileLimit('Max open files            unlimited            unlimited            files\n')).toBeUndefined();
+  });
+
+  it('--max-connections lowers the cap, raises it within the limit, and names the limit a request needs', () => {
+    expect(connectionCapsFor(20_000, 0, 12_000)).toEqual({ maxConnections: 12_000, maxHttpConnections: 1_000 });
+    expect(connectionCapsFor(1_048_576, 0, 250_000)).toEqual({ maxConnections: 250_000, maxHttpConnections: 1_000 });
+    expect(connectionCapsFor(undefined, 0, 20_000)).toEqual({ maxConnections: 20_000, maxHttpConnections: 1_000 });
+    expect(() => connectionCapsFor(20_000, 0, 19_000)).toThrow(/ulimit -n 20000 holds 18936 WebSockets\); raise it to at least 20064/);
+    expect(parseArgs(['--max-connections', '15000']).maxConnections).toBe(15_000);
+    expect(parseArgs([], { HUB_MAX_CONNECTIONS: '12000' }).maxConnections).toBe(12_000);
+    expect(() => parseArgs(['--max-connections', '0'])).toThrow(/--max-connections must be a positive integer/);
+    expect(() => parseArgs(['--max-connections', 'lots'])).toThrow(/--max-connections must be a positive integer/);
+  });
+
+  it('a hub started with --max-connections 3 holds three WebSockets and refuses the fourth with 503', async () => {
+    const data = tempDir();
+    closers.push(() => data.remove());
+    const hub = await startHubProcess(['--data', join(data.dir, 'data'), '--max-connections', '3']);
+    closers.push(() => void hub.child.kill('SIGKILL'));
+    const held: WebSocket[] = [];
+    for (let i = 0; i < 3; i++) {
+      const r = await tryUpgrade(hub.wsUrl);
+      expect(r.status).toBe(101);
+      if (r.ws) held.push(r.ws);
+    }
+    closers.push(() => {
+      for (const ws of held) ws.terminate();
+    });
+    const fourth = await tryUpgrade(hub.wsUrl);
+    expect(fourth.status).toBe(503);
+    expect(fourth.ws === undefined ? fourth.body : '').toContain('too_many_connections');
+  });
+
+  it('--max-connections beyond ulimit -n stops the start with exit status 2 and the limit to set', async () => {
+    ensureBuilt();
+    const data = tempDir();
+    closers.push(() => data.remove());
+    const child = spawn('bash', ['-c', `ulimit -n 1024 && exec "${process.execPath}" dist/server/main.js --port 0 --data "${data.dir}/data" --max-connections 5000`], { stdio: ['ignore', 'pipe', 'pipe'] });
+    closers.push(() => void child.kill('SIGKILL'));
+    let err = '';
+    child.stderr!.on('data', (d: Buffer) => (err += d.toString()));
+    child.stdout!.resume();
+    const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
+    expect(code).toBe(2);
+    // Dev mode's one tenant keeps 4 log files open: 1024 - 64 - 4 = 956 usable, 239 for HTTP.
+    expect(err).toContain('--max-connections 5000 does not fit the open-file limit (ulimit -n 1024 holds 717 WebSockets); raise it to at least 5307');
   });
 
   it("refuses to start, saying how far to raise ulimit -n, when the tenants' logs would not fit in it", async () => {
