@@ -141,6 +141,8 @@ function shell(client: AhpClient, who: { user: string; signedInAs: string; role:
       banner.textContent = 'Connection to the hub lost — reconnecting automatically. What you type is kept here and sent when it is back; anything the hub does not take is marked “Not delivered” with a Resend button.';
       banner.hidden = false;
     } else if (state === 'open' && lost) {
+      // A role changed at the identity provider comes back with the reconnect: draw the app for it.
+      if (((client.initializeResult?._meta?.['hub/principal'] ?? {}) as { role?: string }).role !== role && who.session) return location.reload();
       lost = false;
       banner.className = 'banner banner-ok';
       banner.textContent = 'Reconnected — everything is up to date.';

@@ -124,4 +124,36 @@ describe('browser app: sign-in with the identity provider', () => {
     expect(refused).toMatchObject({ status: 403, body: { code: 'permission_denied' } });
     expect(pageErrors).toEqual([]);
   }, 60_000);
+
+  it('a role lowered at the provider reaches the open app at the next refresh: it becomes read-only', async () => {
+    // A second hub and provider whose sessions refresh every few seconds (their 300 s tokens always count as due).
+    const otherIdp = await TestIdp.listen();
+    try {
+      const signInFast = new OidcAuth({ logger: silentLogger, refreshMarginMs: 299_000, options: { issuer: otherIdp.issuer, clientId: CLIENT_ID, clientSecret: CLIENT_SECRET, defaultTenant: 'acme' } });
+      const hub2 = await startTestServer({ auth: signInFast.authenticator, signIn: signInFast, staticDir: 'dist/app' });
+      try {
+        await otherIdp.configure({ hubUrl: hub2.url, accounts: { pia: { tenant: 'acme', role: 'user' } } });
+        const context = await browser.newContext({ viewport: { width: 1100, height: 900 } });
+        contexts.push(context);
+        const page = await context.newPage();
+        page.on('pageerror', (err) => pageErrors.push(err.message));
+        await page.goto(`${hub2.url}/`);
+        await page.locator('[data-testid=oidc-sign-in]').click(T);
+        await page.locator('input[name=login]').fill('pia');
+        await page.locator('input[name=password]').fill('any password');
+        await page.locator('button[type=submit]').click();
+        await page.locator('button[type=submit]', { hasText: 'Continue' }).click(T);
+        await page.locator('[data-testid=me]', { hasText: 'pia · user' }).waitFor(T);
+        await expect(page.locator('div[data-testid=read-only]').count()).resolves.toBe(0);
+        otherIdp.setAccount('pia', { tenant: 'acme', role: 'viewer' });
+        await page.locator('[data-testid=me]', { hasText: 'pia · viewer' }).waitFor({ timeout: 20_000 });
+        await page.locator('div[data-testid=read-only]').waitFor(T);
+        expect(pageErrors).toEqual([]);
+      } finally {
+        await hub2.stop();
+      }
+    } finally {
+      await otherIdp.stop();
+    }
+  }, 60_000);
 });
