@@ -54,8 +54,8 @@ export function signInProblem(err: unknown, hadToken: boolean): string | undefin
   return 'The hub cannot be reached right now. Check that it is running and that this address is right, then sign in again.';
 }
 
-/** Renders the sign-in form; resolves with the token the user entered. */
-export function signInForm(root: HTMLElement, problem?: string): Promise<string> {
+/** Renders the sign-in form (with the identity provider's button above it, when the hub offers one); resolves with the token the user entered. */
+export function signInForm(root: HTMLElement, problem?: string, provider?: HTMLElement): Promise<string> {
   return new Promise((resolve) => {
     const input = el('input', { attrs: { type: 'password', name: 'token', autocomplete: 'current-password', required: 'required', placeholder: 'access token', 'aria-label': 'Access token' } });
     const form = el(
@@ -73,6 +73,7 @@ export function signInForm(root: HTMLElement, problem?: string): Promise<string>
         },
       },
       el('h1', { text: 'Sign in to the hub' }),
+      provider ?? null,
       el('p', { class: 'muted', text: 'Paste the access token you were given, or open the link that carries it (…/?token=…).' }),
       problem ? el('p', { class: 'error', attrs: { role: 'alert' }, text: problem }) : null,
       el('label', {}, 'Token ', input),

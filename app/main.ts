@@ -7,6 +7,7 @@ import { AhpAuthError, AhpClient, type ConnectionState } from '../shared/client/
 import { SUPPORTED_VERSIONS } from '../shared/protocol/version.js';
 import { AHP_1_1 } from '../shared/protocol/version-features.js';
 import { devTabName, forgetToken, signInForm, signInProblem, takeToken } from './auth.js';
+import { providerSignIn, signInStatus, signOutSession } from './sign-in.js';
 import { el } from './dom.js';
 import { DashboardView } from './dashboard.js';
 import { ChatPage } from './chat-page.js';
@@ -50,6 +51,8 @@ async function connect(token: string | undefined): Promise<AhpClient> {
 
 async function start(): Promise<void> {
   let token = takeToken();
+  // A session cookie (sign-in with the identity provider) signs the socket in without a token.
+  const status = await signInStatus();
   let problem: string | undefined;
   let client: AhpClient | undefined;
   for (;;) {
@@ -60,17 +63,18 @@ async function start(): Promise<void> {
     } catch (err) {
       problem = signInProblem(err, token !== undefined);
       if (err instanceof AhpAuthError) forgetToken();
-      token = await signInForm(root, problem);
+      token = await signInForm(root, problem, status.oidc ? providerSignIn() : undefined);
     }
   }
   const principal = (client.initializeResult?._meta?.['hub/principal'] ?? {}) as { user?: string; role?: string };
-  const devMode = token === undefined;
+  const session = token === undefined && status.signedIn;
+  const devMode = token === undefined && !session;
   const user = devMode ? devTabName() : (principal.user ?? 'me');
   const role = principal.role ?? 'user';
-  shell(client, { user, signedInAs: principal.user ?? user, role, devMode, token });
+  shell(client, { user, signedInAs: principal.user ?? user, role, devMode, token, session });
 }
 
-function shell(client: AhpClient, who: { user: string; signedInAs: string; role: string; devMode: boolean; token: string | undefined }): void {
+function shell(client: AhpClient, who: { user: string; signedInAs: string; role: string; devMode: boolean; token: string | undefined; session: boolean }): void {
   const { user, role, devMode } = who;
   const attention = new Attention(client);
   const canWrite = role !== 'viewer';
@@ -106,7 +110,8 @@ function shell(client: AhpClient, who: { user: string; signedInAs: string; role:
               void pushSignOut({ token: who.token }).finally(() => {
                 forgetToken();
                 client.close();
-                location.href = '/';
+                if (who.session) void signOutSession();
+                else location.href = '/';
               }),
           },
         }),
@@ -126,6 +131,8 @@ function shell(client: AhpClient, who: { user: string; signedInAs: string; role:
       banner.textContent = 'Connection to the hub lost — reconnecting automatically. What you type is kept here and sent when it is back; anything the hub does not take is marked “Not delivered” with a Resend button.';
       banner.hidden = false;
     } else if (state === 'open' && lost) {
+      // A role changed at the identity provider comes back with the reconnect: draw the app for it.
+      if (((client.initializeResult?._meta?.['hub/principal'] ?? {}) as { role?: string }).role !== role && who.session) return location.reload();
       lost = false;
       banner.className = 'banner banner-ok';
       banner.textContent = 'Reconnected — everything is up to date.';

@@ -168,6 +168,8 @@ export async function runHeadless(options: RunOptions, io: HeadlessIo): Promise<
   } catch (err) {
     await stopInput();
     if (err instanceof AhpAuthError) {
+      // An OpenID access token refused by name (expired, wrong audience…): say which, in the hub's words.
+      if (err.code?.startsWith('token_') && err.reason) return finish(EXIT.unauthorized, { subtype: 'error', is_error: true, session, code: err.code, message: `${err.reason} (${err.code})` });
       return finish(EXIT.unauthorized, { subtype: 'error', is_error: true, session, code: 'unauthorized', message: `token missing or invalid: pass --token or set AHP_TOKEN to a token from the hub's token file` });
     }
     if (err instanceof AhpConnectionError && !client.initializeResult) {

@@ -6,7 +6,9 @@
  * --store-password-file FILE (HUB_STORE_PASSWORD_FILE; its password, kept off the command line: store-secret.ts),
  * --tenant-disk-quota SIZE (HUB_TENANT_DISK_QUOTA; bytes, or with k/m/g: each tenant's SQLite log and snapshots),
  * --max-agents N, --max-agents-per-tenant N, --max-agents-per-user N (HUB_MAX_AGENTS, HUB_MAX_AGENTS_PER_TENANT,
- * HUB_MAX_AGENTS_PER_USER; agent process caps, over the agents file's `limits`).
+ * HUB_MAX_AGENTS_PER_USER; agent process caps, over the agents file's `limits`),
+ * --oidc-issuer URL --oidc-client-id ID [--oidc-client-secret-file FILE] and the claim options
+ * (sign-in with OpenID Connect beside the token file: docs/sign-in.md).
  */
 import { readFileSync } from 'node:fs';
 import { isIP } from 'node:net';
@@ -63,7 +65,27 @@ export interface CliConfig {
   parkIdleMs: number | undefined;
   /** WebSocket connections in all (`--max-connections` / HUB_MAX_CONNECTIONS); undefined = fitted to `ulimit -n`. */
   maxConnections: number | undefined;
+  /** Sign-in with OpenID Connect (`--oidc-*`); undefined without `--oidc-issuer`. */
+  oidc: OidcFlags | undefined;
 }
+
+/** The `--oidc-*` flags as given (main.ts reads the secret file and fills the default tenant). */
+export interface OidcFlags {
+  readonly issuer: string;
+  readonly clientId: string;
+  readonly clientSecretFile: string | undefined;
+  readonly audience: string | undefined;
+  readonly tenantClaim: string;
+  readonly roleClaim: string;
+  readonly userClaim: string;
+  /** undefined: the token file's first tenant, else `default`. */
+  readonly defaultTenant: string | undefined;
+  readonly tenants: readonly string[];
+  readonly publicUrl: string | undefined;
+  readonly resource: string | undefined;
+}
+
+const OIDC_FLAGS = ['oidc-issuer', 'oidc-client-id', 'oidc-client-secret-file', 'oidc-audience', 'oidc-tenant-claim', 'oidc-role-claim', 'oidc-user-claim', 'oidc-default-tenant', 'oidc-tenants', 'oidc-resource', 'public-url'] as const;
 
 export class ConfigError extends Error {}
 
@@ -113,6 +135,7 @@ export function parseArgs(argv: readonly string[], env: NodeJS.ProcessEnv = proc
         'max-agents-per-user': { type: 'string' },
         'max-connections': { type: 'string' },
         help: { type: 'boolean' },
+        ...Object.fromEntries(OIDC_FLAGS.map((name) => [name, { type: 'string' as const }])),
       },
     }));
   } catch (err) {
@@ -147,6 +170,7 @@ export function parseArgs(argv: readonly string[], env: NodeJS.ProcessEnv = proc
     agentCaps: agentCapsFrom(flag, env),
     maxConnections: positiveInteger('--max-connections', flag('max-connections')) ?? positiveIntegerEnv(env, 'HUB_MAX_CONNECTIONS'),
     pushSubject: env['HUB_PUSH_SUBJECT'] || undefined,
+    oidc: oidcFrom(flag),
   };
   if (config.pushSubject !== undefined && !/^(mailto:[^\s@]+@[^\s@]+|https:\/\/\S+)$/.test(config.pushSubject)) {
     throw new ConfigError('HUB_PUSH_SUBJECT must be a mailto: address or an https:// URL (the contact push services see)');
@@ -167,14 +191,61 @@ export function parseArgs(argv: readonly string[], env: NodeJS.ProcessEnv = proc
     throw new ConfigError('--store must be a postgres://user@host:port/database URL (without it the hub uses SQLite in --data; the password goes in --store-password-file)');
   }
   if (config.storePasswordFile !== undefined && config.store === undefined) throw new ConfigError('--store-password-file needs --store');
-  if (!config.authFile && !isLoopback(config.host)) {
-    throw new ConfigError(`refusing to listen on ${config.host} without --auth: dev mode (no tokens) is loopback-only`);
+  if (!config.authFile && !config.oidc && !isLoopback(config.host)) {
+    throw new ConfigError(`refusing to listen on ${config.host} without --auth or --oidc-issuer: dev mode (no tokens) is loopback-only`);
   }
   config.dataDir = resolve(config.dataDir);
   return config;
 }
 
-export const USAGE = `usage: npm start -- [--host 127.0.0.1] [--port 8787] [--data ./data] [--auth tokens.json] [--log-level info] [--sync normal|full] [--agents agents.json] [--store postgres://user@host/db] [--store-password-file FILE] [--tenant-disk-quota 1g] [--max-agents 64] [--max-agents-per-tenant 32] [--max-agents-per-user 8] [--max-connections N]`;
+export const USAGE = `usage: npm start -- [--host 127.0.0.1] [--port 8787] [--data ./data] [--auth tokens.json] [--log-level info] [--sync normal|full] [--agents agents.json] [--store postgres://user@host/db] [--store-password-file FILE] [--tenant-disk-quota 1g] [--max-agents 64] [--max-agents-per-tenant 32] [--max-agents-per-user 8] [--max-connections N] [--oidc-issuer URL --oidc-client-id ID [--oidc-client-secret-file FILE] [--oidc-audience AUD] [--oidc-tenant-claim tenant] [--oidc-role-claim role] [--oidc-user-claim sub] [--oidc-default-tenant T] [--oidc-tenants a,b] [--oidc-resource URI] [--public-url https://hub.example]]`;
+
+/** The `--oidc-*` flags, checked; undefined without `--oidc-issuer` (then no other may be given). */
+function oidcFrom(flag: (name: string) => string | undefined): OidcFlags | undefined {
+  const issuer = flag('oidc-issuer');
+  if (issuer === undefined) {
+    const stray = OIDC_FLAGS.find((name) => flag(name) !== undefined);
+    if (stray) throw new ConfigError(`--${stray} needs --oidc-issuer (sign-in with OpenID Connect: docs/sign-in.md)`);
+    return undefined;
+  }
+  const httpUrl = (name: string, value: string): string => {
+    let url: URL;
+    try {
+      url = new URL(value);
+    } catch {
+      throw new ConfigError(`--${name} must be a URL, got ${JSON.stringify(value)}`);
+    }
+    if (url.protocol !== 'https:' && !(url.protocol === 'http:' && isLoopback(url.hostname.replace(/^\[|\]$/g, '')))) {
+      throw new ConfigError(`--${name} must be an https:// URL (plain http only on this machine: 127.0.0.1, localhost)`);
+    }
+    return value;
+  };
+  const clientId = flag('oidc-client-id');
+  if (clientId === undefined) throw new ConfigError("--oidc-issuer needs --oidc-client-id (the hub's client at the identity provider)");
+  const publicUrl = flag('public-url');
+  const tenants = (flag('oidc-tenants') ?? '')
+    .split(',')
+    .map((t) => t.trim())
+    .filter((t) => t !== '');
+  const claim = (name: string, fallback: string): string => {
+    const value = flag(name) ?? fallback;
+    if (!/^[\w:./-]{1,128}$/.test(value)) throw new ConfigError(`--${name} must be a claim name (letters, digits, _ : . / -), got ${JSON.stringify(value)}`);
+    return value;
+  };
+  return {
+    issuer: httpUrl('oidc-issuer', issuer),
+    clientId,
+    clientSecretFile: flag('oidc-client-secret-file'),
+    audience: flag('oidc-audience'),
+    tenantClaim: claim('oidc-tenant-claim', 'tenant'),
+    roleClaim: claim('oidc-role-claim', 'role'),
+    userClaim: claim('oidc-user-claim', 'sub'),
+    defaultTenant: flag('oidc-default-tenant'),
+    tenants,
+    publicUrl: publicUrl === undefined ? undefined : httpUrl('public-url', publicUrl).replace(/\/+$/, ''),
+    resource: flag('oidc-resource'),
+  };
+}
 
 /** Each agent cap given by its flag, else its variable: a whole number from 1 to MAX_AGENT_CAP. */
 function agentCapsFrom(flag: (name: string) => string | undefined, env: NodeJS.ProcessEnv): AgentCapOverrides {

@@ -2,7 +2,7 @@
  * `npm start`: parse flags, start the hub, print `listening on http://HOST:PORT`, drain on SIGTERM.
  */
 import { dirname, join } from 'node:path';
-import { existsSync, mkdirSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { devAuthenticator, loadAuthFile, reloadable, usersWithExampleSecrets } from './auth/auth.js';
 import { agentLimitsWith, ConfigError, connectionCapsFor, DEFAULT_MAX_CONNECTIONS, FILES_PER_SQLITE_TENANT, minimumOpenFiles, openFileLimit, parseArgs } from './config.js';
@@ -17,6 +17,7 @@ import { openPermissions, tenantSegment } from './agents/agent-workspace.js';
 import { DEFAULT_PARK_IDLE_MS } from './hub/session-parking.js';
 import { DEFAULT_TENANT_UIDS, TenantUids } from './agents/agent-confinement.js';
 import { confinementProblems } from './agents/confinement-checks.js';
+import { OidcAuth } from './auth/oidc/oidc-auth.js';
 import { connectionUrl, resolveStoreSecret, scrubProcessCommandLine, type StoreSecret, StoreSecretError } from './store-secret.js';
 
 async function main(): Promise<void> {
@@ -47,7 +48,8 @@ async function main(): Promise<void> {
   }
   const logger = createLogger(config.logLevel);
   const reloadableAuth = config.authFile ? reloadable(loadAuthFile(config.authFile)) : undefined;
-  const auth = reloadableAuth ?? devAuthenticator();
+  const signIn = config.oidc ? oidcAuthOf(config.oidc, reloadableAuth, logger) : undefined;
+  const auth = signIn?.authenticator ?? reloadableAuth ?? devAuthenticator();
   if (config.authFile && openPermissions(config.authFile) !== 0) {
     // Agents run as another user must not read the tokens; refuse rather than hand them over.
     if (agentsFile.agents.some((a) => a.config.confinement !== 'none' || a.config.uid !== undefined)) {
@@ -118,6 +120,7 @@ async function main(): Promise<void> {
       parkIdleMs: config.parkIdleMs ?? DEFAULT_PARK_IDLE_MS,
     },
     auth,
+    signIn,
     logger,
     staticDir: existsSync(appDir) ? appDir : undefined,
     features: defaultFeatures({ push: { dataDir: config.dataDir, subject: config.pushSubject } }),
@@ -153,6 +156,22 @@ async function main(): Promise<void> {
     const closed = server.closeRevoked();
     logger.info('token file reloaded', { file, tenants: auth.tenants.length, closedSockets: closed.sockets, endedStreams: closed.streams });
   });
+}
+
+/** Sign-in with OpenID Connect beside the token file (docs/sign-in.md); exits 2 on an unreadable secret file. */
+function oidcAuthOf(flags: NonNullable<ReturnType<typeof parseArgs>['oidc']>, tokenFile: ReturnType<typeof reloadable> | undefined, logger: ReturnType<typeof createLogger>): OidcAuth {
+  let clientSecret: string | undefined;
+  if (flags.clientSecretFile !== undefined) {
+    try {
+      clientSecret = readFileSync(flags.clientSecretFile, 'utf8').trim();
+    } catch (err) {
+      process.stderr.write(`cannot read --oidc-client-secret-file ${flags.clientSecretFile}: ${(err as Error).message}\n`);
+      process.exit(2);
+    }
+    if (openPermissions(flags.clientSecretFile) !== 0) logger.warn('the OpenID client secret file is readable by other users; chmod 600 it', { file: flags.clientSecretFile });
+  }
+  const defaultTenant = flags.defaultTenant ?? tokenFile?.tenants[0] ?? 'default';
+  return new OidcAuth({ base: tokenFile, logger: logger.child({ component: 'sign-in' }), options: { ...flags, clientSecret, defaultTenant } });
 }
 
 main().catch((err: unknown) => {

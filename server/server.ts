@@ -41,6 +41,9 @@ import { HubMetrics } from './metrics.js';
 import { secureDataDir } from './agents/agent-workspace.js';
 import type { Feature } from './feature-contract.js';
 import { retryWithBackoff } from './retry-backoff.js';
+import type { OidcAuth } from './auth/oidc/oidc-auth.js';
+import { registerSignInRoutes } from './auth/oidc/sign-in-routes.js';
+import { edgeCaller } from './auth/oidc/edge.js';
 
 export type { Feature, FeatureContext } from './feature-contract.js';
 
@@ -62,6 +65,8 @@ export interface HubServerConfig {
   /** A remote agent's turn interrupted by a restart stays open this long for the agent to come back (docs/continuity.md). */
   readonly remoteAgentGraceMs?: number;
   readonly auth: Authenticator;
+  /** Sign-in with OpenID Connect (docs/sign-in.md): its `authenticator` is then the one used, not `auth`. */
+  readonly signIn?: OidcAuth | undefined;
   readonly logger: Logger;
   /** Built browser app to serve at `/`; absent → `/` answers 404. */
   readonly staticDir?: string | undefined;
@@ -124,6 +129,8 @@ export interface HubServer {
 
 export async function startHubServer(config: HubServerConfig): Promise<HubServer> {
   const logger = config.logger;
+  const signIn = config.signIn;
+  const auth = signIn?.authenticator ?? config.auth;
   const now = config.now ?? Date.now;
   const newId = (): string => randomUUID();
   const providersFor = config.providers ?? (() => [demoAgent, remoteAgent]);
@@ -140,7 +147,7 @@ export async function startHubServer(config: HubServerConfig): Promise<HubServer
     throw err;
   }
   // Dev mode makes every caller the admin: only this machine's programs and pages may call.
-  const devGuard = config.auth.enforced ? undefined : (req: IncomingMessage) => loopbackRefusal(req.headers);
+  const devGuard = auth.enforced ? undefined : (req: IncomingMessage) => loopbackRefusal(req.headers);
   // Cluster mode: the ephemeral channel between processes (presence), never the durable log.
   const bus = config.storeUrl ? new PostgresClusterBus({ url: config.storeUrl, onConnectionError: (err) => logger.warn('cluster bus connection lost; reconnecting', errorFields(err)) }) : undefined;
 
@@ -163,7 +170,7 @@ export async function startHubServer(config: HubServerConfig): Promise<HubServer
       defaultProvider: config.defaultProvider,
       limits: config.limits,
       rateLimit: config.rateLimit,
-      auth: config.auth,
+      auth: auth,
       features: config.features ?? [],
       metrics,
       bus,
@@ -189,12 +196,12 @@ export async function startHubServer(config: HubServerConfig): Promise<HubServer
       { firstWaitMs: 500, maxWaitMs: 5_000, waitFirst: true, stopped: () => closing !== undefined, failed: (err) => unavailable.set(tenant, errorMessage(err)) },
     );
   try {
-    for (const tenant of config.auth.tenants) {
+    for (const tenant of auth.tenants) {
       try {
         stacks.set(tenant, await openStack(tenant, node));
       } catch (err) {
         const tooLarge = stateTooLargeToLoad(err);
-        if ((!isStorageIoError(err) && !tooLarge) || (stacks.size === 0 && tenant === config.auth.tenants[config.auth.tenants.length - 1])) throw err;
+        if ((!isStorageIoError(err) && !tooLarge) || (stacks.size === 0 && tenant === auth.tenants[auth.tenants.length - 1])) throw err;
         if (tooLarge) {
           logger.error('a tenant is refused: its log holds more state than this hub can load; the other tenants start', { tenant, heldChars: tooLarge.heldChars, maxChars: tooLarge.maxChars, err: tooLarge.message });
           refusedAtStart.set(tenant, tenantTooLargeToLoad(tenant));
@@ -215,7 +222,7 @@ export async function startHubServer(config: HubServerConfig): Promise<HubServer
     lock?.release();
     throw err;
   }
-  const defaultStack = stacks.get(config.auth.tenants.find((t) => stacks.has(t))!)!;
+  const defaultStack = stacks.get(auth.tenants.find((t) => stacks.has(t))!)!;
   /**
    * The caller's stack. No principal (no valid token) gets the first tenant's routes, which only
    * answer 401 or public routes. A principal always has a stack, or its tenant's storage is
@@ -233,7 +240,8 @@ export async function startHubServer(config: HubServerConfig): Promise<HubServer
   // Routes of the server itself, not of a tenant. No hub-wide counters here: /healthz is public,
   // and a sequence number would tell every caller how busy some tenant is. 503 only while draining;
   // storage failing is `degraded` (see below).
-  const serverRoutes = new HttpRouter(config.auth, logger.child({ component: 'http' }));
+  const serverRoutes = new HttpRouter(auth, logger.child({ component: 'http' }));
+  if (signIn) registerSignInRoutes(serverRoutes, signIn, () => signIn.options.publicUrl ?? `http://${hostForUrl}:${port}`, logger.child({ component: 'sign-in' }));
   /** Set once `drain` began: the load balancer takes this node out, nothing new is taken. */
   let draining = false;
   serverRoutes.add(
@@ -253,7 +261,7 @@ export async function startHubServer(config: HubServerConfig): Promise<HubServer
     { public: true },
   );
   serverRoutes.add('GET', '/metrics', async (_req, res, { principal }) => {
-    if (config.auth.enforced && principal.role !== Role.Admin) throw HttpError.of('permission_denied', 'metrics are for admin tokens only');
+    if (auth.enforced && principal.role !== Role.Admin) throw HttpError.of('permission_denied', 'metrics are for admin tokens only');
     const { contentType, text } = await metrics.render();
     res.writeHead(200, { 'content-type': contentType, 'content-length': Buffer.byteLength(text), 'cache-control': 'no-store' });
     res.end(text);
@@ -266,10 +274,13 @@ export async function startHubServer(config: HubServerConfig): Promise<HubServer
     throw new HttpError(426, 'upgrade_required', 'this is the AHP WebSocket endpoint: connect with a WebSocket upgrade');
   });
 
+  // Known once listening (the sign-in routes' default public address uses them).
+  let port = 0;
+  const hostForUrl = config.host.includes(':') ? `[${config.host}]` : config.host;
   const maxWsConnections = config.maxConnections ?? 10_000;
   const ws = new WsTransport({
     path: '/ahp',
-    auth: config.auth,
+    auth: auth,
     routerFor: (principal) => stackOf(principal).rpc,
     logger: logger.child({ component: 'ws' }),
     maxPayloadBytes: config.maxPayloadBytes ?? 1024 * 1024,
@@ -279,22 +290,26 @@ export async function startHubServer(config: HubServerConfig): Promise<HubServer
     maxConnections: maxWsConnections,
     // One user may hold a tenth of the hub's connections and one tenant half, so neither can fill
     // it (1,000 and 5,000 of the default 10,000). Dev mode has one principal: its cap is the hub's.
-    maxConnectionsPerPrincipal: config.maxConnectionsPerPrincipal ?? (config.auth.enforced ? Math.max(1, Math.floor(maxWsConnections / 10)) : maxWsConnections),
-    maxConnectionsPerTenant: config.maxConnectionsPerTenant ?? (config.auth.enforced ? Math.max(1, Math.floor(maxWsConnections / 2)) : maxWsConnections),
+    maxConnectionsPerPrincipal: config.maxConnectionsPerPrincipal ?? (auth.enforced ? Math.max(1, Math.floor(maxWsConnections / 10)) : maxWsConnections),
+    maxConnectionsPerTenant: config.maxConnectionsPerTenant ?? (auth.enforced ? Math.max(1, Math.floor(maxWsConnections / 2)) : maxWsConnections),
     maxUnsentBytesPerPrincipal: config.maxUnsentBytesPerPrincipal,
     maxUnsentBytesPerTenant: config.maxUnsentBytesPerTenant,
     initializeTimeoutMs: config.initializeTimeoutMs ?? 10_000,
     guard: devGuard,
+    resolve: signIn && ((req, token) => signIn.resolve(token, req.headers)),
+    sessionSockets: signIn,
     refuse: (principal) => (stacks.has(principal.tenant) ? undefined : (refusedAtStart.get(principal.tenant) ?? tenantUnavailable())),
     onServerClose: (code) => metrics.connectionClosedByServer(code),
     onClose: (conn, principal) => stacks.get(principal.tenant)?.hub.disconnect(conn),
   });
+  signIn?.onSessionEnded((session, reason) => ws.closeSession(session.id, reason));
   metrics.gauge('ahp_hub_connections', 'Open WebSocket connections.', () => ws.connectionCount);
+  if (signIn) metrics.gauge('ahp_hub_sign_in_sessions', 'App sign-in sessions (OpenID Connect) held in memory.', () => signIn.sessions.size);
   metrics.gauge('ahp_hub_fanout_queue_bytes', 'Bytes queued to WebSocket clients and not yet written to their sockets.', () => ws.bufferedBytes());
 
   const maxHttpConnections = config.maxHttpConnections ?? 1_000;
   // Streams hold HTTP slots for their lifetime: bounded per principal and tenant, below the HTTP cap.
-  const streams = new StreamSlots({ ...streamSlotLimitsFor(maxHttpConnections, config.auth.enforced), ...config.streamSlots });
+  const streams = new StreamSlots({ ...streamSlotLimitsFor(maxHttpConnections, auth.enforced), ...config.streamSlots });
   metrics.gauge('ahp_hub_sse_streams', 'Open long-lived HTTP streams (SSE events and prompts) of clients.', () => streams.open);
   metrics.gauge('ahp_hub_sse_streams_refused', 'Streams refused at a per-principal, per-tenant or hub cap (too_many_streams), since start.', () => streams.refused);
   const onRequest = (req: IncomingMessage, res: ServerResponse): void => {
@@ -309,7 +324,7 @@ export async function startHubServer(config: HubServerConfig): Promise<HubServer
         // A request without a valid token goes to the first tenant's routes, which answer 401
         // wherever a token is needed: the same answer every tenant's routes would give.
         const token = tokenFromRequest(req.headers, new URL(req.url ?? '/', 'http://localhost'));
-        const caller = { principal: config.auth.authenticate(token), streams: { claim: (p: Principal, r: ServerResponse) => streams.claim(p, r, token) } };
+        const caller = await edgeCaller(auth, signIn, req, token, (p: Principal, r: ServerResponse) => streams.claim(p, r, token));
         if (await serverRoutes.handle(req, res, caller)) return;
         if (draining) return sendError(res, new HttpError(503, 'draining', 'this hub node is shutting down; send the request again to reach another node'));
         if (await stackOf(caller.principal).http.handle(req, res, caller)) return;
@@ -379,13 +394,13 @@ export async function startHubServer(config: HubServerConfig): Promise<HubServer
       resolve();
     });
   });
-  const port = (server.address() as AddressInfo).port;
-  const hostForUrl = config.host.includes(':') ? `[${config.host}]` : config.host;
+  port = (server.address() as AddressInfo).port;
 
   const close = (): Promise<void> => {
     closing ??= (async () => {
       for (const stack of stacks.values()) await stack.stopAgents();
       ws.close();
+      signIn?.close();
       await new Promise<void>((resolve) => {
         server.close(() => resolve());
         server.closeAllConnections?.();
@@ -421,8 +436,8 @@ export async function startHubServer(config: HubServerConfig): Promise<HubServer
     drain,
     closeRevoked: () => {
       // Turns an agent runs for an owner who lost every token are ended too (issue 33.5e).
-      for (const stack of stacks.values()) void stack.endTurnsOfRevokedOwners(config.auth);
-      return { sockets: ws.closeRevoked(), streams: streams.endRevoked(config.auth) };
+      for (const stack of stacks.values()) void stack.endTurnsOfRevokedOwners(auth);
+      return { sockets: ws.closeRevoked(), streams: streams.endRevoked(auth) };
     },
   };
 }

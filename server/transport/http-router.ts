@@ -116,9 +116,10 @@ export class HttpRouter {
   /**
    * Handles the request if a route matches (or the path is a reserved API path); false otherwise.
    * `caller`: who the request's token names, when the server already authenticated it (to pick
-   * the tenant's router), so the token is not hashed and looked up a second time.
+   * the tenant's router), so the token is not hashed and looked up a second time; `refusal`: why
+   * its credential was refused, when the server knows (an expired JWT), answered instead of the plain 401.
    */
-  async handle(req: IncomingMessage, res: ServerResponse, caller?: { readonly principal: Principal | undefined; readonly streams?: StreamClaimer | undefined }): Promise<boolean> {
+  async handle(req: IncomingMessage, res: ServerResponse, caller?: { readonly principal: Principal | undefined; readonly refusal?: HttpError | undefined; readonly streams?: StreamClaimer | undefined }): Promise<boolean> {
     const url = new URL(req.url ?? '/', 'http://localhost');
     const rawSegments = url.pathname.split('/').slice(1);
     let pathMatched = false;
@@ -137,7 +138,7 @@ export class HttpRouter {
         principal = caller ? caller.principal : this.auth.authenticate(tokenFromRequest(req.headers, url));
         if (!principal) {
           // `error` is the field qwen serve's 401 has (and qwen's DaemonClient shows).
-          sendError(res, new HttpError(401, 'unauthorized', 'a valid token is required (Authorization: Bearer <token> or ?token=)', { error: 'Unauthorized' }));
+          sendError(res, caller?.refusal ?? new HttpError(401, 'unauthorized', 'a valid token is required (Authorization: Bearer <token> or ?token=)', { error: 'Unauthorized' }));
           return true;
         }
       }

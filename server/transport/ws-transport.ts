@@ -11,7 +11,10 @@ import { WebSocketServer, WebSocket, type RawData } from 'ws';
 import type { Authenticator, Principal } from '../auth/auth.js';
 import { stillValid, tokenFromRequest } from '../auth/auth.js';
 import { ErrorCode } from '../../shared/protocol/errors.js';
-import { RECONNECT_NOW_CLOSE_CODE } from '../../shared/protocol/close-codes.js';
+import { httpStatusOf } from '../../shared/protocol/error-kinds.js';
+import { RECONNECT_NOW_CLOSE_CODE, TOKEN_EXPIRED_CLOSE_CODE } from '../../shared/protocol/close-codes.js';
+import type { EdgeAuth } from '../auth/oidc/oidc-auth.js';
+import { atTime } from '../auth/oidc/at-time.js';
 import type { Connection } from '../hub/connection.js';
 import { CloseCode } from '../hub/connection.js';
 import { unsentOf } from '../hub/lag-queue.js';
@@ -60,6 +63,10 @@ export interface WsTransportOptions {
   readonly initializeTimeoutMs: number;
   /** Checks an upgrade before authentication (dev mode: loopback Host and Origin only). */
   readonly guard?: ((req: IncomingMessage) => GuardRefusal | undefined) | undefined;
+  /** Who an upgrade the token file does not know is: a bearer JWT or a sign-in cookie (docs/sign-in.md). */
+  readonly resolve?: ((req: IncomingMessage, token: string | undefined) => Promise<EdgeAuth>) | undefined;
+  /** Told of sockets opened and closed with a sign-in session's cookie. */
+  readonly sessionSockets?: { socketOpened(session: string): void; socketClosed(session: string): void } | undefined;
   /** Checks an authenticated upgrade (a tenant whose log cannot be opened: 503). */
   readonly refuse?: ((principal: Principal) => GuardRefusal | undefined) | undefined;
   /** Told the close code of every connection the server closes (slow-consumer counts). */
@@ -170,7 +177,7 @@ export class WsTransport {
   /** Set by `drain`: no new connections. */
   #draining = false;
   /** What each open connection authenticated with: to close it when its token is revoked or its tenant reloads. */
-  readonly #credentials = new Map<WsConnection, { token: string | undefined; principal: Principal }>();
+  readonly #credentials = new Map<WsConnection, { token: string | undefined; principal: Principal; session?: string | undefined; expiresAt?: number | undefined }>();
   /** Open connections per principal key and per tenant (entries removed at zero). */
   readonly #perPrincipal = new Map<string, number>();
   /** Unsent-data budgets of the principals and tenants with open connections. */
@@ -212,28 +219,50 @@ export class WsTransport {
       refuse(socket, refusal.status, refusal.code, refusal.message);
       return true;
     }
-    const principal = this.options.auth.authenticate(tokenFromRequest(req.headers, url));
+    const token = tokenFromRequest(req.headers, url);
+    const principal = this.options.auth.authenticate(token);
+    if (!principal && this.options.resolve) {
+      this.options.resolve(req, token).then(
+        (edge) => {
+          if (socket.destroyed) return;
+          if (edge.kind === 'ok') return void this.#admit(req, socket, head, edge.principal, token, edge);
+          if (edge.kind === 'refused') return refuse(socket, httpStatusOf(edge.error), edge.error, edge.message);
+          refuse(socket, 401, 'unauthorized', 'a valid token is required (Authorization: Bearer <token> or ?token=)');
+        },
+        (err: unknown) => {
+          this.options.logger.error('resolving a sign-in failed', errorFields(err));
+          refuse(socket, 500, 'internal_error', 'internal error');
+        },
+      );
+      return true;
+    }
     if (!principal) {
       refuse(socket, 401, 'unauthorized', 'a valid token is required (Authorization: Bearer <token> or ?token=)');
       return true;
     }
+    this.#admit(req, socket, head, principal, token, undefined);
+    return true;
+  }
+
+  /** The upgrade of an authenticated caller: tenant, caps, then the WebSocket (`edge`: how sign-in named it). */
+  #admit(req: IncomingMessage, socket: Duplex, head: Buffer, principal: Principal, token: string | undefined, edge: (EdgeAuth & { kind: 'ok' }) | undefined): void {
+    if (this.#draining) return refuse(socket, 503, 'draining', 'this hub node is shutting down; connect again to reach another node');
     const tenantRefusal = this.options.refuse?.(principal);
     if (tenantRefusal) {
-      refuse(socket, tenantRefusal.status, tenantRefusal.code, tenantRefusal.message);
-      return true;
+      return refuse(socket, tenantRefusal.status, tenantRefusal.code, tenantRefusal.message);
     }
     if (this.#connections.size >= this.options.maxConnections) {
       refuse(socket, 503, 'too_many_connections', `the hub holds its maximum of ${this.options.maxConnections} connections; try again later`);
-      return true;
+      return;
     }
     const principalKey = keyOf(principal);
     if ((this.#perPrincipal.get(principalKey) ?? 0) >= this.options.maxConnectionsPerPrincipal) {
       refuse(socket, 429, 'too_many_connections', `at most ${this.options.maxConnectionsPerPrincipal} open connections per user; close one first`);
-      return true;
+      return;
     }
     if ((this.#perTenant.get(principal.tenant) ?? 0) >= this.options.maxConnectionsPerTenant) {
       refuse(socket, 429, 'too_many_connections', `at most ${this.options.maxConnectionsPerTenant} open connections per tenant; close one first`);
-      return true;
+      return;
     }
     // Counted from the upgrade on, so a burst of upgrades cannot overshoot the caps.
     increment(this.#perPrincipal, principalKey);
@@ -246,16 +275,17 @@ export class WsTransport {
       decrement(this.#perTenant, principal.tenant);
     };
     socket.once('close', release);
-    const token = tokenFromRequest(req.headers, url);
-    this.#wss.handleUpgrade(req, socket, head, (ws) => this.#accept(ws, socket, principal, release, token));
-    return true;
+    this.#wss.handleUpgrade(req, socket, head, (ws) => this.#accept(ws, socket, principal, release, token, edge));
   }
 
-  #accept(ws: WebSocket, raw: Duplex, principal: Principal, release: () => void, token: string | undefined): void {
+  #accept(ws: WebSocket, raw: Duplex, principal: Principal, release: () => void, token: string | undefined, edge: (EdgeAuth & { kind: 'ok' }) | undefined): void {
     const budget = this.#budgetOf(principal);
     const conn = new WsConnection(ws, raw, this.options.maxBufferedBytes, this.options.onServerClose, budget);
     this.#connections.add(conn);
-    this.#credentials.set(conn, { token, principal });
+    this.#credentials.set(conn, { token, principal, session: edge?.session, expiresAt: edge?.expiresAt });
+    // A bearer JWT's socket lives until the token expires; a session's until the session ends (`closeSession`).
+    const expiry = edge?.expiresAt === undefined ? undefined : atTime(edge.expiresAt, () => conn.close(TOKEN_EXPIRED_CLOSE_CODE, 'the access token expired: get a new one and reconnect'));
+    if (edge?.session) this.options.sessionSockets?.socketOpened(edge.session);
     const router = this.options.routerFor(principal);
     const ctx: RpcContext = { conn, principal, state: router.newConnectionState() };
     // A socket that never initializes holds a slot and memory for nothing: close it after a while.
@@ -287,6 +317,8 @@ export class WsTransport {
     ws.on('close', () => {
       flow.stop();
       clearTimeout(initializeTimer);
+      expiry?.cancel();
+      if (edge?.session) this.options.sessionSockets?.socketClosed(edge.session);
       release();
       this.#connections.delete(conn);
       this.#credentials.delete(conn);
@@ -336,12 +368,18 @@ export class WsTransport {
   /** After a token reload: closes (4401) every connection whose token no longer names its principal; returns how many. */
   closeRevoked(): number {
     let closed = 0;
-    for (const [conn, { token, principal }] of this.#credentials) {
-      if (stillValid(this.options.auth, token, principal)) continue;
+    for (const [conn, { token, principal, session, expiresAt }] of this.#credentials) {
+      // Sign-in sockets are not the token file's: they close at their token's expiry or session's end.
+      if (session !== undefined || expiresAt !== undefined || stillValid(this.options.auth, token, principal)) continue;
       conn.close(TransportCloseCode.TokenRevoked, 'token revoked');
       closed++;
     }
     return closed;
+  }
+
+  /** Closes the sockets opened with a sign-in session that ended (logout, refresh refused, role changed). */
+  closeSession(session: string, reason: string): void {
+    for (const [conn, cred] of this.#credentials) if (cred.session === session) conn.close(TOKEN_EXPIRED_CLOSE_CODE, reason.slice(0, 120));
   }
 
   /**

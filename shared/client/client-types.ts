@@ -65,7 +65,7 @@ export interface AhpClientOptions {
 }
 
 /** One plain HTTP GET of `url`, resolving with the status (see `AhpClientOptions.refusalProbe`). */
-export type RefusalProbe = (url: string) => Promise<{ readonly status: number }>;
+export type RefusalProbe = (url: string) => Promise<{ readonly status: number; readonly code?: string; readonly message?: string }>;
 
 /** Every AHP command carries `params.channel` (§1.1); connection-level ones use ROOT_URI. */
 export interface RequestParams {

@@ -47,9 +47,16 @@ function fetchProbe(): RefusalProbe | undefined {
   const fetchFn = (globalThis as { fetch?: (url: string, init: Record<string, unknown>) => Promise<{ status: number; text(): Promise<string> }> }).fetch;
   if (typeof fetchFn !== 'function') return undefined;
   return async (url) => {
-    const res = await fetchFn(url, { method: 'GET', cache: 'no-store', credentials: 'omit' });
-    await res.text().catch(() => '');
-    return { status: res.status };
+    // Same-origin credentials: a page signed in with the hub's session cookie is asked about as itself.
+    const res = await fetchFn(url, { method: 'GET', cache: 'no-store', credentials: 'same-origin' });
+    const text = await res.text().catch(() => '');
+    let body: { code?: unknown; message?: unknown } = {};
+    try {
+      body = JSON.parse(text) as typeof body;
+    } catch {
+      // not the hub's JSON: the status says enough
+    }
+    return { status: res.status, ...(typeof body.code === 'string' && { code: body.code }), ...(typeof body.message === 'string' && { message: body.message.slice(0, 500) }) };
   };
 }
 
@@ -184,8 +191,8 @@ export class AhpConnection {
     const probeUrl = httpUrlOf(attempt.url);
     if (!probe || !probeUrl) return error;
     try {
-      const { status } = await probe(probeUrl);
-      return status === 401 ? new AhpAuthError(status, { cause: error }) : error;
+      const { status, code, message } = await probe(probeUrl);
+      return status === 401 ? new AhpAuthError(status, { cause: error, ...(code !== undefined && { code }), ...(message !== undefined && { reason: message }) }) : error;
     } catch (cause) {
       return new AhpConnectionError(`cannot reach the hub at ${hostOf(attempt.url)}`, false, { cause });
     }

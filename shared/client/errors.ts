@@ -47,10 +47,16 @@ export class AhpConnectionError extends Error {
 export class AhpAuthError extends AhpConnectionError {
   /** The HTTP status the hub answered (401). */
   readonly status: number;
-  constructor(status: number, options?: { cause?: unknown }) {
+  /** The refusal's kind when the hub named it (`unauthorized`, `token_expired`, `token_audience_mismatch`…; docs/errors.md). */
+  readonly code: string | undefined;
+  /** The hub's words for it (e.g. "the access token has expired: …"), when it said. */
+  readonly reason: string | undefined;
+  constructor(status: number, options?: { cause?: unknown; code?: string; reason?: string }) {
     super('token missing or invalid', true, options);
     this.name = 'AhpAuthError';
     this.status = status;
+    this.code = options?.code;
+    this.reason = options?.reason;
   }
 }
 

@@ -18,3 +18,10 @@ export const RECONNECT_NOW_CLOSE_CODE = 4012;
  * reconnect at once, without back-off; `reconnect` then answers that connection with snapshots.
  */
 export const RESYNC_CLOSE_CODE = 4013;
+
+/**
+ * The bearer token (an OpenID Connect access token) or the sign-in session the connection was
+ * opened with has expired or ended: connecting again with the same token is refused, so get a
+ * new token (or sign in again) first, then reconnect and resume (docs/sign-in.md).
+ */
+export const TOKEN_EXPIRED_CLOSE_CODE = 4402;

@@ -49,6 +49,18 @@ export const ERROR_TABLE = {
   unsupported_protocol_version: { rpc: ErrorCode.UnsupportedProtocolVersion, http: 400 },
   /** A valid token is required. */
   unauthorized: { rpc: ErrorCode.AuthRequired, http: 401 },
+  /** A bearer JWT (OpenID Connect access token) that has expired: get a new one (docs/sign-in.md). */
+  token_expired: { rpc: ErrorCode.AuthRequired, http: 401 },
+  /** A bearer JWT issued for another audience (resource) than this hub's. */
+  token_audience_mismatch: { rpc: ErrorCode.AuthRequired, http: 401 },
+  /** A bearer JWT whose signature does not verify against the issuer's keys (JWKS). */
+  token_signature_invalid: { rpc: ErrorCode.AuthRequired, http: 401 },
+  /** A bearer JWT from an issuer this hub does not trust. */
+  token_issuer_unknown: { rpc: ErrorCode.AuthRequired, http: 401 },
+  /** A bearer JWT that is malformed or whose claims this hub cannot use (tenant, role, subject). */
+  token_invalid: { rpc: ErrorCode.AuthRequired, http: 401 },
+  /** Sign-in with the identity provider cannot be done now (provider unreachable, a failed code exchange). */
+  sign_in_failed: { rpc: ErrorCode.AuthRequired, http: 502 },
   /** Something else (a chat, an input, a permission request) does not exist or is not visible. */
   not_found: { rpc: ErrorCode.NotFound, http: 404 },
   /** The caller's role may not do this (a viewer writing, a non-admin reading metrics). */
