@@ -20,7 +20,7 @@ export default defineConfig({
       reporter: ['text-summary', 'html'],
       // The summary also when a test failed: a red run still says where coverage stands.
       reportOnFailure: true,
-      thresholds: { lines: 86, functions: 85, branches: 76, statements: 83, autoUpdate: (n: number) => Math.floor(n) - 1 },
+      thresholds: { lines: 87, functions: 86, branches: 76, statements: 83, autoUpdate: (n: number) => Math.floor(n) - 1 },
     },
   },
 });
