@@ -176,9 +176,6 @@ export class ChatView {
         this.#turns.delete(id);
       }
     }
-    // Measured before the DOM grows: were we at the end a moment ago?
-    const follow = this.#follow.following || this.#follow.atBottom();
-    const heightBefore = document.documentElement.scrollHeight;
     let previous: HTMLElement | undefined;
     if (first > 0) {
       this.#earlier.textContent = `Show ${first} earlier turn${first === 1 ? '' : 's'}`;
@@ -222,9 +219,9 @@ export class ChatView {
     } else {
       this.#transcript.querySelector('.empty')?.remove();
     }
-    this.#links.addButtons(); // before the reveal measures the end
+    this.#links.addButtons();
     this.#composer.render(chat);
-    if (!this.#prepending) this.#follow.reveal(follow, heightBefore);
+    if (!this.#prepending) this.#follow.reveal(); // reads no layout: the end is followed once the frame settles
     this.#announcer.announce(chat);
     this.#links.afterRender(chat);
   }
@@ -258,7 +255,7 @@ export class ChatView {
 
   /**
    * Builds the `count` turns before the oldest one shown, keeping the turn that was first where it
-   * was on screen (the new ones go above it, out of view).
+   * was on screen (the new ones go above it, out of view), or the end in view while it is followed.
    */
   #showEarlier(count = EARLIER_TURNS): void {
     const view = this.#view;
@@ -266,7 +263,9 @@ export class ChatView {
     const turns = view.state.turns;
     const first = turns.findIndex((t) => t.id === this.#firstShownId);
     if (first <= 0) return;
-    const anchor = this.#turns.get(this.#firstShownId!)?.el;
+    // While the person follows the end (the window filled after the open), the end is kept in view
+    // once the frame is laid out (ChatFollow): measuring the anchor would force two layouts a frame.
+    const anchor = this.#follow.following ? undefined : this.#turns.get(this.#firstShownId!)?.el;
     const before = anchor?.getBoundingClientRect().top;
     this.#firstShownId = turns[Math.max(0, first - count)]!.id;
     this.#prepending = true;
