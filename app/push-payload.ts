@@ -28,6 +28,8 @@ export interface PushRequest {
 export interface PushResolved {
   readonly kind: 'resolved';
   readonly tag: string;
+  /** The request it withdraws; a notification of a newer request under the same tag stays. */
+  readonly requestId?: string;
 }
 
 export type PushPayload = PushRequest | PushResolved;
@@ -36,6 +38,8 @@ export type PushPayload = PushRequest | PushResolved;
 export interface NotificationData {
   readonly url: string;
   readonly actionToken: string | undefined;
+  /** The request shown, so a late withdrawal of an older one of the chat leaves it standing. */
+  readonly requestId?: string | undefined;
 }
 
 /** A push service allows ~4 KB; anything much larger is not from the hub. */
@@ -63,7 +67,10 @@ export function parsePushPayload(text: string | undefined): ParsedPush {
   if (o['v'] !== 1) return { ok: false, reason: `unknown payload version ${JSON.stringify(o['v'])} (expected 1)` };
   const tag = str(o['tag']);
   if (!tag) return { ok: false, reason: 'the push data has no tag' };
-  if (o['kind'] === 'resolved') return { ok: true, payload: { kind: 'resolved', tag } };
+  if (o['kind'] === 'resolved') {
+    const requestId = str(o['requestId']);
+    return { ok: true, payload: { kind: 'resolved', tag, ...(requestId ? { requestId } : {}) } };
+  }
   if (o['kind'] !== 'request') return { ok: false, reason: `unknown kind ${JSON.stringify(o['kind'])}` };
   const title = str(o['title']);
   const url = str(o['url']);

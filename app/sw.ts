@@ -89,7 +89,12 @@ async function onPush(text: string | undefined): Promise<void> {
   }
   const p = parsed.payload;
   if (p.kind === 'resolved') {
-    for (const n of await self.registration.getNotifications({ tag: p.tag })) n.close();
+    // Only the request it names: a push service keeps no order, and the chat's tag may already
+    // show a newer request when an older one's withdrawal arrives.
+    for (const n of await self.registration.getNotifications({ tag: p.tag })) {
+      const shown = readData(n.data).requestId;
+      if (p.requestId === undefined || shown === undefined || shown === p.requestId) n.close();
+    }
     return;
   }
   await show(p);
@@ -103,7 +108,7 @@ function show(p: PushRequest): Promise<void> {
     renotify: true,
     requireInteraction: true,
     icon: '/icon-192.png',
-    data: { url: p.url, actionToken: p.actionToken } satisfies NotificationData,
+    data: { url: p.url, actionToken: p.actionToken, requestId: p.requestId || undefined } satisfies NotificationData,
     actions: p.actions.map((a) => ({ action: a.action, title: a.title })),
   };
   return self.registration.showNotification(p.title, options);
@@ -127,7 +132,8 @@ self.addEventListener('notificationclick', (event) => {
 
 function readData(data: unknown): NotificationData {
   const o = (typeof data === 'object' && data !== null ? data : {}) as Record<string, unknown>;
-  return { url: typeof o['url'] === 'string' ? o['url'] : '/', actionToken: typeof o['actionToken'] === 'string' ? o['actionToken'] : undefined };
+  const str = (k: string) => (typeof o[k] === 'string' ? (o[k] as string) : undefined);
+  return { url: str('url') ?? '/', actionToken: str('actionToken'), requestId: str('requestId') };
 }
 
 /** Approve or Deny from the notification; a refusal is shown, never dropped. */
@@ -147,7 +153,7 @@ async function answer(notification: Notification, data: NotificationData, action
     body: `Not ${action === 'approve' ? 'approved' : 'denied'}: ${problem}. Open the chat to answer there.`,
     tag: notification.tag,
     icon: '/icon-192.png',
-    data: { url: data.url, actionToken: undefined } satisfies NotificationData,
+    data: { url: data.url, actionToken: undefined, requestId: data.requestId } satisfies NotificationData,
   });
 }
 

@@ -43,6 +43,11 @@ describe('push payload', () => {
     expect(parsePushPayload(JSON.stringify({ v: 1, kind: 'resolved', tag: 'chat:ahp-chat:/s1/main' }))).toEqual({ ok: true, payload: { kind: 'resolved', tag: 'chat:ahp-chat:/s1/main' } });
   });
 
+  it('keeps the request a withdrawal names, so a late one spares a newer notification of the chat', () => {
+    const parsed = parsePushPayload(JSON.stringify({ v: 1, kind: 'resolved', tag: 'chat:ahp-chat:/s1/main', requestId: 'req-7' }));
+    expect(parsed).toStrictEqual({ ok: true, payload: { kind: 'resolved', tag: 'chat:ahp-chat:/s1/main', requestId: 'req-7' } });
+  });
+
   it('refuses what is not the hub payload, saying why', () => {
     const reasons = [
       undefined,
