@@ -54,7 +54,7 @@ export function introducedIn(type: string): string | undefined {
   return INTRODUCED.get(type);
 }
 
-/** Features gated by version (AHP 1.1 additions; branch `ahp11` implements them). */
+/** Features gated by version: the AHP 1.1 wire additions (speaksChannelReconnect and the others below ask here). */
 export const FEATURE_INTRODUCED_IN = {
   /** `reconnect { subscriptions: [{channel, lastSeenServerSeq}] }`, one recovery per channel. */
   perChannelReconnect: '1.1.0',
