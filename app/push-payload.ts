@@ -2,26 +2,20 @@
  * The hub's Web Push payload, read by the service worker (app/sw.ts). The hub sends JSON:
  * `{ v: 1, kind: "request" | "resolved", tag: "chat:<chat uri>", title, body, url, session, chat,
  * requestId, requestKind: "permission" | "question", tool?, actions: [{action, title}],
- * actionToken? }` (docs/app.md, "Install and notifications"). Plain checks, no zod: the worker
- * bundle stays a few kilobytes. Imports nothing, so it type-checks with the DOM and the worker libs.
+ * actionToken? }` (the wire shape: shared/protocol/push-payload.ts; docs/app.md, "Install and
+ * notifications"). Plain checks, no zod: the worker bundle stays a few kilobytes. It imports only
+ * types, so it type-checks with the DOM and the worker libs.
  */
+import type { PushActionName, PushButton, PushRequestFields } from '../shared/protocol/push-payload.js';
 
 /** The notification buttons the worker knows how to answer (POST /api/push/actions). */
-export type PushAction = 'approve' | 'deny';
+export type PushAction = PushActionName;
 
-export interface PushRequest {
+/** A request push as the worker keeps it: the wire fields, with absent ones made explicit. */
+export interface PushRequest extends PushRequestFields {
   readonly kind: 'request';
-  readonly tag: string;
-  readonly title: string;
-  readonly body: string;
-  /** Where a click on the notification leads: a path of this origin (the chat at its request). */
-  readonly url: string;
-  readonly session: string;
-  readonly chat: string;
-  readonly requestId: string;
-  readonly requestKind: 'permission' | 'question';
   readonly tool: string | undefined;
-  readonly actions: ReadonlyArray<{ action: PushAction; title: string }>;
+  readonly actions: readonly PushButton[];
   readonly actionToken: string | undefined;
 }
 

@@ -14,7 +14,8 @@
 import type { Logger } from '../log.js';
 import { errorMessage } from '../log.js';
 import { ACTION_TOKEN_TTL_MS, signActionToken } from './action-token.js';
-import { type PushPayload, payloadText, type RequestFacts, requestPayload, resolvedPayload } from './payload.js';
+import type { PushPayload } from '../../shared/protocol/push-payload.js';
+import { payloadText, type RequestFacts, requestPayload, resolvedPayload } from './payload.js';
 import { type PushSender, topicOf } from './sender.js';
 import type { PushSubscriptions, StoredSubscription } from './subscriptions.js';
 

@@ -1,33 +1,11 @@
 /**
- * The push payload: the JSON the service worker (branch `pwa`, app/sw) reads. Its field names are
- * a contract (docs/notifications.md#payload); change them there and in the service worker together.
+ * Builds the push payload (its wire shape: shared/protocol/push-payload.ts), the JSON the service
+ * worker (app/sw.ts) reads; its field names are a contract (docs/notifications.md#payload).
  */
+import { PUSH_PAYLOAD_VERSION, type PushButton, type PushPayload } from '../../shared/protocol/push-payload.js';
 import { sessionIdOf } from '../../shared/protocol/uris.js';
 
-export const PUSH_PAYLOAD_VERSION = 1;
-
-export interface PushAction {
-  readonly action: 'approve' | 'deny';
-  readonly title: string;
-}
-
-export interface PushPayload {
-  readonly v: typeof PUSH_PAYLOAD_VERSION;
-  readonly kind: 'request' | 'resolved';
-  readonly tag: string;
-  readonly title: string;
-  readonly body: string;
-  readonly url: string;
-  readonly session: string;
-  readonly chat: string;
-  readonly requestId: string;
-  readonly requestKind: 'permission' | 'question';
-  readonly tool?: string;
-  readonly actions: readonly PushAction[];
-  readonly actionToken?: string;
-}
-
-export const APPROVE_DENY: readonly PushAction[] = [
+export const APPROVE_DENY: readonly PushButton[] = [
   { action: 'approve', title: 'Approve' },
   { action: 'deny', title: 'Deny' },
 ];

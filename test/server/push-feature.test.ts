@@ -14,7 +14,7 @@ import { type ActionClaims, signActionToken } from '../../server/push/action-tok
 import { PUSH_KEYS_FILE } from '../../server/push/keys.js';
 import { PUSH_DB_FILE } from '../../server/push/subscriptions.js';
 import { ConfigError, parseArgs } from '../../server/config.js';
-import type { PushPayload } from '../../server/push/payload.js';
+import type { PushPayload } from '../../shared/protocol/push-payload.js';
 import { hubPerTest, TOKENS } from '../helpers/start-server.js';
 import type { TestServer } from '../helpers/start-server.js';
 import { startScriptTurn } from '../helpers/turns.js';
