@@ -8,7 +8,7 @@
  * that make anything else fail at once. Everything else — the settings that make the agent ask
  * before a tool, the switches for telemetry and updates — is the example's.
  */
-import { chmodSync, cpSync, mkdirSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { chmodSync, cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { loadAgentsConfig, type ResolvedAcpAgentConfig } from '../../server/agents/acp/agents-config.js';
@@ -17,6 +17,19 @@ import { startMockAnthropic } from './mock-anthropic.js';
 import { startMockGemini } from './mock-gemini.js';
 import { startMockModel } from './mock-model.js';
 import type { ScriptedModel } from './model-script.js';
+
+/**
+ * Where this project installs an example's command: `node_modules/.bin`, except OpenCode, which
+ * comes as its Linux binary package (`opencode-linux-x64`, or `-baseline` for CPUs without AVX2,
+ * the choice `opencode-ai`'s own installer makes). The `opencode-ai` wrapper lists a binary
+ * package for every platform, and `npm ci` refuses a lockfile without them all, yet the registry
+ * these machines use has only the Linux ones.
+ */
+function installedCommand(command: string): string {
+  if (command !== 'opencode') return resolve('node_modules/.bin', command);
+  const avx2 = /\bavx2\b/.test(readFileSync('/proc/cpuinfo', 'utf8'));
+  return resolve('node_modules', avx2 ? 'opencode-linux-x64' : 'opencode-linux-x64-baseline', 'bin', 'opencode');
+}
 
 export const AGENTS_EXAMPLE = resolve('examples/agents.json');
 
@@ -98,7 +111,7 @@ export function realAgentConfig(agent: RealAgent, model: ScriptedModel, startupT
   // (the agents keep state there). One tenant here; docs/agents.md says how to share them.
   chmodSync(root, 0o711);
   allowEveryone(settingsDir);
-  const command = resolve('node_modules/.bin', example.command);
+  const command = installedCommand(example.command);
   const stranger = { uid: DEFAULT_TENANT_UIDS.first + DEFAULT_TENANT_UIDS.count - 1, gid: DEFAULT_TENANT_UIDS.first + DEFAULT_TENANT_UIDS.count - 1 };
   const unconfinedBecause = agentReachability(command, [], undefined, stranger, process.env['PATH'] ?? '');
   const config: ResolvedAcpAgentConfig = {
