@@ -176,6 +176,9 @@ export class ChatView {
         this.#turns.delete(id);
       }
     }
+    // Measured before the DOM grows: were we at the end a moment ago?
+    const follow = this.#follow.following || this.#follow.atBottom();
+    const heightBefore = document.documentElement.scrollHeight;
     let previous: HTMLElement | undefined;
     if (first > 0) {
       this.#earlier.textContent = `Show ${first} earlier turn${first === 1 ? '' : 's'}`;
@@ -219,9 +222,9 @@ export class ChatView {
     } else {
       this.#transcript.querySelector('.empty')?.remove();
     }
-    this.#links.addButtons();
+    this.#links.addButtons(); // before the reveal measures the end
     this.#composer.render(chat);
-    if (!this.#prepending) this.#follow.reveal(); // reads no layout: the end is followed once the frame settles
+    if (!this.#prepending) this.#follow.reveal(follow, heightBefore);
     this.#announcer.announce(chat);
     this.#links.afterRender(chat);
   }
@@ -255,7 +258,7 @@ export class ChatView {
 
   /**
    * Builds the `count` turns before the oldest one shown, keeping the turn that was first where it
-   * was on screen (the new ones go above it, out of view), or the end in view while it is followed.
+   * was on screen (the new ones go above it, out of view).
    */
   #showEarlier(count = EARLIER_TURNS): void {
     const view = this.#view;
@@ -263,9 +266,7 @@ export class ChatView {
     const turns = view.state.turns;
     const first = turns.findIndex((t) => t.id === this.#firstShownId);
     if (first <= 0) return;
-    // While the person follows the end (the window filled after the open), the end is kept in view
-    // once the frame is laid out (ChatFollow): measuring the anchor would force two layouts a frame.
-    const anchor = this.#follow.following ? undefined : this.#turns.get(this.#firstShownId!)?.el;
+    const anchor = this.#turns.get(this.#firstShownId!)?.el;
     const before = anchor?.getBoundingClientRect().top;
     this.#firstShownId = turns[Math.max(0, first - count)]!.id;
     this.#prepending = true;
