@@ -4,6 +4,8 @@
  * prompts and client B that answers; the tool confirmation both see; the transcript export; and
  * a stock AHP client's replica of the chat to compare with the hub's snapshot.
  */
+import { existsSync, statSync } from 'node:fs';
+import { expect } from 'vitest';
 import type { ActionEnvelope } from '../../shared/protocol/messages.js';
 import type { ChatState, ToolCallState } from '../../shared/protocol/state.js';
 import { isPartOfKind } from '../../shared/protocol/state.js';
@@ -14,7 +16,8 @@ import type { TestServer } from '../helpers/start-server.js';
 import { waitFor } from '../helpers/wait-for.js';
 import type { ScriptedModel } from './model-script.js';
 import { type RealAgent, type RealAgentSetup, realAgentConfig } from './real-agents.js';
-import { capturingLogger, chatState, createSessionWith, startAcpHub, startTurn, toolOf, turnParts } from './support.js';
+import { TOOL_PREAMBLE } from './model-script.js';
+import { capturingLogger, chatState, createSessionWith, markdownOf, startAcpHub, startTurn, toolOf, turnParts, waitForEnd } from './support.js';
 
 /** Agent start-up on a loaded 2-core machine takes seconds; every wait allows for it. */
 export const SLOW = 90_000;
@@ -144,4 +147,41 @@ export async function replicasAndSnapshots(h: Hosted, asked: Asked): Promise<Arr
     out.push({ replica: replicaOf(client, asked.chat, baseline, snapshot.fromSeq), snapshot: snapshot.state });
   }
   return out;
+}
+
+/**
+ * B approves the one tool of `asked` once; then the whole turn is checked as every real agent's
+ * approved turn must end: complete, the marker file made (by the tenant's uid when confined), the
+ * tool completed, the text streamed to A, B's confirmation on the tool, the transcript naming the
+ * tool (`transcriptTool`) as Done, and both replicas equal to the hub's snapshots.
+ */
+export async function approveOnceAndCheckTurn(h: Hosted, asked: Asked, marker: string, transcriptTool: RegExp): Promise<void> {
+  const { chat, turnId, toolCallId } = asked;
+  const echo = await h.b.dispatchAndWait(chat, { type: 'chat/toolCallConfirmed', turnId, toolCallId, approved: true, confirmed: 'user-action', selectedOptionId: optionOfKind(asked, 'allow_once').id });
+  expect(echo.rejectionReason).toBeUndefined();
+  const turn = await waitForEnd(h.server, chat, turnId, SLOW);
+  expect(turn.state, `the turn as it ended: ${JSON.stringify(turn.error ?? null)}`).toBe('complete');
+  expect(existsSync(marker)).toBe(true);
+  if (h.setup.unconfinedBecause === undefined) {
+    expect(h.setup.config.confinement).toBe('tenant');
+    expect(statSync(marker).uid).not.toBe(process.getuid?.());
+    expect(statSync(marker).uid).toBe(statSync(h.provider.workspaceOf(asked.session)).uid);
+  }
+  expect(toolOf(chatState(h.server, chat), turnId, toolCallId)).toMatchObject({ status: 'completed', success: true });
+  const text = markdownOf(chatState(h.server, chat), turnId);
+  expect(text).toContain(TOOL_PREAMBLE.trim());
+  expect(text).toContain(h.model.answer);
+  await h.a.waitForEnvelope((e) => e.channel === chat && e.action.type === 'chat/turnComplete' && e.action['turnId'] === turnId, 'A sees the turn complete');
+  const streamed = h.a.envelopes
+    .filter((e) => e.channel === chat && e.action.type === 'chat/delta' && e.action['turnId'] === turnId)
+    .map((e) => String(e.action['content']))
+    .join('');
+  expect(streamed).toContain('All done.');
+  // B's approval is the one the tool carries, and the transcript says what happened.
+  expect(toolActionsSeenBy(h.a, chat, toolCallId).map((a) => a['type'])).toContain('chat/toolCallConfirmed');
+  const md = await transcript(h, asked.session);
+  expect(md).toContain('Please create the marker file.');
+  expect(md).toMatch(transcriptTool);
+  expect(md).toContain(h.model.answer);
+  for (const { replica, snapshot } of await replicasAndSnapshots(h, asked)) expect(replica).toEqual(snapshot);
 }

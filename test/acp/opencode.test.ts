@@ -13,10 +13,9 @@ import { existsSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isPartOfKind } from '../../shared/protocol/state.js';
-import { TOOL_PREAMBLE } from './model-script.js';
 import { OPENCODE } from './more-agents.js';
-import { hostAgent, type Hosted, optionOfKind, promptUntilAsked, replicasAndSnapshots, SLOW, toolActionsSeenBy, transcript } from './agent-scenario.js';
-import { chatState, markdownOf, toolOf, turnParts, waitForEnd } from './support.js';
+import { approveOnceAndCheckTurn, hostAgent, type Hosted, optionOfKind, promptUntilAsked, SLOW, toolActionsSeenBy, transcript } from './agent-scenario.js';
+import { chatState, toolOf, turnParts, waitForEnd } from './support.js';
 
 let h: Hosted;
 /** The first scenario's session: the second one prompts its agent process again (no second start). */
@@ -35,7 +34,7 @@ describe('OpenCode behind the hub (opencode acp from the agents example file, lo
     expect(Object.keys(h.setup.example.env)).toContain('OPENCODE_CONFIG');
     const startedAt = Date.now();
     const asked = await promptUntilAsked(h, 'Please create the marker file.');
-    const { chat, turnId, toolCallId } = asked;
+    const { chat, toolCallId } = asked;
     first = { session: asked.session, chat };
     const firstQuestionMs = Date.now() - startedAt;
     expect(JSON.stringify(asked.pending)).toContain(h.model.command);
@@ -48,33 +47,7 @@ describe('OpenCode behind the hub (opencode acp from the agents example file, lo
     const marker = join(h.provider.workspaceOf(asked.session), 'hub-acp-test.txt');
     expect(existsSync(marker)).toBe(false);
 
-    const echo = await h.b.dispatchAndWait(chat, { type: 'chat/toolCallConfirmed', turnId, toolCallId, approved: true, confirmed: 'user-action', selectedOptionId: optionOfKind(asked, 'allow_once').id });
-    expect(echo.rejectionReason).toBeUndefined();
-    const turn = await waitForEnd(h.server, chat, turnId, SLOW);
-    expect(turn.state, `the turn as it ended: ${JSON.stringify(turn.error ?? null)}`).toBe('complete');
-    expect(existsSync(marker)).toBe(true);
-    if (h.setup.unconfinedBecause === undefined) {
-      expect(h.setup.config.confinement).toBe('tenant');
-      expect(statSync(marker).uid).not.toBe(process.getuid?.());
-      expect(statSync(marker).uid).toBe(statSync(h.provider.workspaceOf(asked.session)).uid);
-    }
-    expect(toolOf(chatState(h.server, chat), turnId, toolCallId)).toMatchObject({ status: 'completed', success: true });
-    const text = markdownOf(chatState(h.server, chat), turnId);
-    expect(text).toContain(TOOL_PREAMBLE.trim());
-    expect(text).toContain(h.model.answer);
-    await h.a.waitForEnvelope((e) => e.channel === chat && e.action.type === 'chat/turnComplete' && e.action['turnId'] === turnId, 'A sees the turn complete');
-    const streamed = h.a.envelopes
-      .filter((e) => e.channel === chat && e.action.type === 'chat/delta' && e.action['turnId'] === turnId)
-      .map((e) => String(e.action['content']))
-      .join('');
-    expect(streamed).toContain('All done.');
-    // B's approval is the one the tool carries, and the transcript says what happened.
-    expect(toolActionsSeenBy(h.a, chat, toolCallId).map((a) => a['type'])).toContain('chat/toolCallConfirmed');
-    const md = await transcript(h, asked.session);
-    expect(md).toContain('Please create the marker file.');
-    expect(md).toMatch(/\*\*Tool bash:\*\* Done\n\ntouch hub-acp-test\.txt\n/);
-    expect(md).toContain(h.model.answer);
-    for (const { replica, snapshot } of await replicasAndSnapshots(h, asked)) expect(replica).toEqual(snapshot);
+    await approveOnceAndCheckTurn(h, asked, marker, /\*\*Tool bash:\*\* Done\n\ntouch hub-acp-test\.txt\n/);
     process.stdout.write(`opencode: prompt → permission request ${firstQuestionMs} ms (includes process start), whole turn ${Date.now() - startedAt} ms\n`);
   }, 180_000);
 
