@@ -5,7 +5,7 @@
  */
 import type { Authenticator } from './auth/auth.js';
 import type { SteeringHost } from './agents/agent-runner.js';
-import type { RpcRegistrar } from './hub/rpc.js';
+import type { RpcRegistrar } from './ahp/rpc.js';
 import type { HubPort } from './hub/hub-port.js';
 import type { Logger } from './log.js';
 import type { HttpRegistrar } from './transport/http-router.js';

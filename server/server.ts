@@ -18,7 +18,7 @@ import type { AgentProvider } from './agents/agent.js';
 import { demoAgent, remoteAgent } from './agents/demo-agent.js';
 import type { Hub, HubLimits } from './hub/hub.js';
 import { DEFAULT_FANOUT_LIMITS } from './hub/fanout.js';
-import type { RateLimit } from './hub/rpc.js';
+import type { RateLimit } from './ahp/rpc.js';
 import type { Logger } from './log.js';
 import { errorFields, errorMessage } from './log.js';
 import { isStorageIoError, stateTooLargeToLoad, tenantTooLargeToLoad, tenantUnavailable } from './tenant-refusals.js';

@@ -14,8 +14,8 @@ import { AgentRunner, DEFAULT_REMOTE_AGENT_GRACE_MS, noSteering } from './agents
 import { DEFAULT_HUB_LIMITS, Hub, type HubLimits, type HubOptions } from './hub/hub.js';
 import { StateTooLargeToLoadError } from './hub/load-guard.js';
 import type { InterruptedTurn } from './hub/recovery.js';
-import { registerAhpMethods, throttledDispatchHandler } from './hub/ahp-methods.js';
-import { RpcRouter, type RateLimit } from './hub/rpc.js';
+import { registerAhpMethods, throttledDispatchHandler } from './ahp/ahp-methods.js';
+import { RpcRouter, type RateLimit } from './ahp/rpc.js';
 import { AgentLeaseKeeper } from './hub/agent-lease-keeper.js';
 import { errorFields, type Logger } from './log.js';
 import { turnDuration } from '../shared/state/selectors.js';

@@ -4,7 +4,7 @@
  * budget on an accepted action (the one stateful check) and sequences it. Because deciding is a
  * plain synchronous call, "first reply wins" needs no lock (AGENTS.md).
  *
- * Stages of a dispatch, each in its module: decode (`rpc.ts`, `ahp-methods.ts`: framing, bounds,
+ * Stages of a dispatch, each in its module: decode (`../ahp/rpc.ts`, `../ahp/ahp-methods.ts`: framing, bounds,
  * params) → authorize (`../auth/authorize.ts`) → decide (here) → sequence
  * (`commit-pipeline.ts` `sequence`) → persist (the pipeline's group commit) → deliver
  * (`fanout.ts`, after the log append). `hub.ts` is the facade that runs them.

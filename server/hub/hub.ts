@@ -2,7 +2,7 @@
  * The hub's facade: the `HubPort` features see and the API the composition root, the JSON-RPC
  * methods and the tests call. It runs a dispatch through its stages, each in its own module:
  *
- *   decode (`rpc.ts` framing and bounds, `ahp-methods.ts` params) → authorize
+ *   decode (`../ahp/rpc.ts` framing and bounds, `../ahp/ahp-methods.ts` params) → authorize
  *   (`../auth/authorize.ts`) → decide (`decide.ts`: pure, state + action → `Decision`; then the
  *   size budget) → sequence (`sequencer.ts`: the action with its roll-up, the hooks' commit
  *   phase) → persist (`commit-pipeline.ts` group commit) → deliver (`fanout.ts`, after the log

@@ -25,7 +25,7 @@ import { turnDuration } from '../../shared/state/selectors.js';
 import type { Principal } from '../auth/auth.js';
 import { authorize, authorizeSessionDeletion, type Operation } from '../auth/authorize.js';
 import { httpStatusOf } from '../../shared/protocol/error-kinds.js';
-import { SERVER_INFO } from '../hub/ahp-methods.js';
+import { SERVER_INFO } from '../ahp/ahp-methods.js';
 import { type Feature, type FeatureContext, refuseStreamWhileStorageFails } from '../feature-contract.js';
 import { HttpError, readJsonBody, sendJson } from '../transport/http-router.js';
 import { openSse } from '../interactions/event-stream.js';

@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { DEV_PRINCIPAL } from '../../server/auth/auth.js';
-import { registerAhpMethods } from '../../server/hub/ahp-methods.js';
+import { registerAhpMethods } from '../../server/ahp/ahp-methods.js';
 import { FakeConnection } from '../helpers/fake-connection.js';
 import { Hub } from '../../server/hub/hub.js';
-import { RpcRouter, type RpcContext } from '../../server/hub/rpc.js';
+import { RpcRouter, type RpcContext } from '../../server/ahp/rpc.js';
 import { silentLogger } from '../../server/log.js';
 import type { AppendResult, LogRecord } from '../../server/storage/action-log.js';
 import { MemoryActionLog } from '../../server/storage/memory-action-log.js';

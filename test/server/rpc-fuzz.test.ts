@@ -6,10 +6,10 @@
 import { describe, expect, it } from 'vitest';
 import { prng } from '../helpers/prng.js';
 import { DEV_PRINCIPAL } from '../../server/auth/auth.js';
-import { registerAhpMethods } from '../../server/hub/ahp-methods.js';
+import { registerAhpMethods } from '../../server/ahp/ahp-methods.js';
 import { FakeConnection } from '../helpers/fake-connection.js';
 import { Hub } from '../../server/hub/hub.js';
-import { RpcRouter } from '../../server/hub/rpc.js';
+import { RpcRouter } from '../../server/ahp/rpc.js';
 import { silentLogger } from '../../server/log.js';
 import { MemoryActionLog } from '../../server/storage/memory-action-log.js';
 import { jsonRpcOutboundSchema } from '../../shared/protocol/messages.js';

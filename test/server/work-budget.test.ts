@@ -6,7 +6,7 @@
 import { describe, expect, it } from 'vitest';
 import { DEV_PRINCIPAL } from '../../server/auth/auth.js';
 import { CloseCode } from '../../server/hub/connection.js';
-import { DEFAULT_RATE_LIMIT, RpcRouter } from '../../server/hub/rpc.js';
+import { DEFAULT_RATE_LIMIT, RpcRouter } from '../../server/ahp/rpc.js';
 import { silentLogger } from '../../server/log.js';
 import { FakeConnection } from '../helpers/fake-connection.js';
 

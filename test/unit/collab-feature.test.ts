@@ -9,7 +9,7 @@ import { CHAT_PRESENCE_DOC, CollabMethod } from '../../shared/protocol/collab.js
 import { ErrorCode } from '../../shared/protocol/errors.js';
 import { Role, type Principal } from '../../server/auth/auth.js';
 import { installCollab, type CollabEngine } from '../../server/collab/feature.js';
-import type { RpcRegistrar } from '../../server/hub/rpc.js';
+import type { RpcRegistrar } from '../../server/ahp/rpc.js';
 import { silentLogger } from '../../server/log.js';
 import { FakeConnection } from '../helpers/fake-connection.js';
 import { FakeHubPort } from '../helpers/fake-hub-port.js';

@@ -16,7 +16,7 @@ import { silentLogger } from '../../server/log.js';
 import { createQwenServeFeature } from '../../server/qwen-serve/feature.js';
 import type { FeatureContext } from '../../server/feature-contract.js';
 import { HttpError, type HttpHandler, type HttpRegistrar } from '../../server/transport/http-router.js';
-import type { RpcRegistrar } from '../../server/hub/rpc.js';
+import type { RpcRegistrar } from '../../server/ahp/rpc.js';
 import { FakeHubPort } from '../helpers/fake-hub-port.js';
 
 const ALICE: Principal = { user: 'alice', tenant: 'default', role: Role.User };

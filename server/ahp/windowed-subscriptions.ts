@@ -12,11 +12,11 @@ import { ErrorCode, ProtocolError } from '../../shared/protocol/errors.js';
 import { ChannelMethod, channelCreditParamsSchema, type GrantedFlowControl, type ReceiveLimits, type WindowedReconnectParams } from '../../shared/protocol/messages-1-1.js';
 import type { Snapshot } from '../../shared/protocol/messages.js';
 import { ROOT_URI } from '../../shared/protocol/uris.js';
-import type { Connection } from './connection.js';
-import { encodeEnvelope, encodeNotification } from './fanout.js';
-import type { Hub } from './hub.js';
+import type { Connection } from '../hub/connection.js';
+import { encodeEnvelope, encodeNotification } from '../hub/fanout.js';
+import type { Hub } from '../hub/hub.js';
 import type { RpcContext, RpcRouter } from './rpc.js';
-import { grantLimits, HOST_RECEIVE, MAX_WINDOWED_PER_CONNECTION, WindowedLink, type WindowedReceiver } from './windowed-delivery.js';
+import { grantLimits, HOST_RECEIVE, MAX_WINDOWED_PER_CONNECTION, WindowedLink, type WindowedReceiver } from '../hub/windowed-delivery.js';
 
 const MAX_RETAINED_CLIENTS = 1_024;
 

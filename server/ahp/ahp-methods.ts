@@ -23,11 +23,10 @@ import {
 } from '../../shared/protocol/messages.js';
 import { reconnect11ParamsSchema, subscribeParams11Schema } from '../../shared/protocol/messages-1-1.js';
 import { ROOT_URI, channelKind } from '../../shared/protocol/uris.js';
-import { advertisesSteeringList, AHP_1_1, speaksChannelReconnect, speaksWindowedDelivery } from '../../shared/protocol/version-features.js';
+import { advertisesSteeringList, AHP_1_1, knowsEveryAction, speaksChannelReconnect, speaksWindowedDelivery } from '../../shared/protocol/version-features.js';
 import { negotiateVersion, parseSemVer, SUPPORTED_VERSIONS } from '../../shared/protocol/version.js';
-import { knowsEveryAction } from '../../shared/protocol/version-features.js';
-import { CloseCode, setConnectionVersion, type Connection } from './connection.js';
-import type { Hub } from './hub.js';
+import { CloseCode, setConnectionVersion, type Connection } from '../hub/connection.js';
+import type { Hub } from '../hub/hub.js';
 import type { RpcContext, RpcRouter } from './rpc.js';
 import { WindowedSubscriptions } from './windowed-subscriptions.js';
 

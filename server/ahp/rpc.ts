@@ -16,7 +16,7 @@ import { jsonRpcInboundSchema, requestIdSchema, type RequestId } from '../../sha
 import type { Principal } from '../auth/auth.js';
 import type { Logger } from '../log.js';
 import { errorFields } from '../log.js';
-import { CloseCode, type Connection } from './connection.js';
+import { CloseCode, type Connection } from '../hub/connection.js';
 
 /** Per-connection protocol state. */
 export interface ConnectionState {
