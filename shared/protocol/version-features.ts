@@ -83,9 +83,9 @@ export function knowsEveryAction(version: string): boolean {
   return cmp(version, NEWEST_ACTION_VERSION) >= 0;
 }
 
-/** True when `version` has `feature`. */
-export function supports(version: string, feature: VersionFeature): boolean {
-  return cmp(version, FEATURE_INTRODUCED_IN[feature]) >= 0;
+/** True when `version` has `feature`; an unparseable or absent version has none (the one comparison for features: `isAtLeast`). */
+export function supports(version: string | undefined, feature: VersionFeature): boolean {
+  return isAtLeast(version, FEATURE_INTRODUCED_IN[feature]);
 }
 
 /**
@@ -116,8 +116,8 @@ export function isAtLeast(version: string | undefined, min: string): boolean {
 export const AHP_1_1 = '1.1.0';
 
 /** Per-channel reconnect cursors and `ChannelRecovery` results. */
-export const speaksChannelReconnect = (version: string | undefined): boolean => isAtLeast(version, FEATURE_INTRODUCED_IN.perChannelReconnect);
+export const speaksChannelReconnect = (version: string | undefined): boolean => supports(version, 'perChannelReconnect');
 /** `flowControl` on subscribe, `channel/frame`, `channel/credit`, `channel/ready`, `channel/reset`, `channel/snapshot`. */
-export const speaksWindowedDelivery = (version: string | undefined): boolean => isAtLeast(version, FEATURE_INTRODUCED_IN.windowedDelivery);
+export const speaksWindowedDelivery = (version: string | undefined): boolean => supports(version, 'windowedDelivery');
 /** `InitializeResult.steeringMessages`: the steering list is advertised as its own capability. */
-export const advertisesSteeringList = (version: string | undefined): boolean => isAtLeast(version, FEATURE_INTRODUCED_IN.steeringList);
+export const advertisesSteeringList = (version: string | undefined): boolean => supports(version, 'steeringList');

@@ -32,6 +32,9 @@ describe('version-features', () => {
     expect(knowsEveryAction('0.9.0')).toBe(true);
     expect(supports('1.0.0', 'perChannelReconnect')).toBe(false);
     expect(supports('1.1.0', 'perChannelReconnect')).toBe(true);
+    // One comparison for every feature: an unparseable or absent version has none.
+    expect(supports('1.x', 'perChannelReconnect')).toBe(false);
+    expect(supports(undefined, 'windowedDelivery')).toBe(false);
     expect(actionForVersion({ type: 'chat/isReadChanged', isRead: true }, '0.8.0')).toBe('resync');
   });
 
