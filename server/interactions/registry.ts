@@ -101,11 +101,12 @@ export class InteractionRegistry {
 
   /** Runs a commit-phase reaction; what it causes (`#later`) waits for that commit's append. */
   #folding(commit: CommitEvent, reaction: () => void): void {
+    const outer = this.#commit;
     this.#commit = commit;
     try {
       reaction();
     } finally {
-      this.#commit = undefined;
+      this.#commit = outer;
     }
   }
 
