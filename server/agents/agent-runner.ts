@@ -6,10 +6,9 @@
  *
  * An agent hears only what is durable: runs start and abort in the hooks' delivered phase, and
  * what a run waits for (an answer, a decision) is found in the commit phase but handed to the
- * run only once that commit is in the log — an agent is never told about an answer a crash could
+ * run only once that commit is in the log (registered on it, `e.afterAppend`) — an agent is never told about an answer a crash could
  * take back.
  */
-import { HeldUntilDurable } from '../hub/held-until-durable.js';
 import type { KnownAction } from '../../shared/protocol/actions.js';
 import type { WireAction } from '../../shared/protocol/messages.js';
 import type { ChatInputRequest, ChatState, Message, ToolCallState } from '../../shared/protocol/state.js';
@@ -126,8 +125,6 @@ function failWaiters(run: Run): void {
 
 export class AgentRunner implements SteeringHost {
   readonly #runs = new Map<string, Run>();
-  /** Waiters satisfied in the commit phase are told once that commit is durable (see the file header). */
-  readonly #held = new HeldUntilDurable();
   /** chat → the timer that ends its interrupted remote-agent turn unless the agent comes back. */
   readonly #graces = new Map<string, NodeJS.Timeout>();
   #unsubscribe: (() => void) | undefined;
@@ -169,7 +166,7 @@ export class AgentRunner implements SteeringHost {
         const run = this.#runs.get(e.chat);
         if (run) this.#abort(run);
       },
-      afterCommit: (e) => this.#held.fold(e.serverSeq, () => this.#onCommit(e)),
+      afterCommit: (e) => this.#onCommit(e),
       afterDurable: (e) => {
         // A remote agent dispatching on its interrupted turn is back, whatever it subscribed to
         // (a timer is a side effect: delivered phase).
@@ -218,13 +215,12 @@ export class AgentRunner implements SteeringHost {
       const wake = w.check(state);
       if (!wake) continue;
       removeWaiter(run, w);
-      this.#held.whenDurable(wake);
+      e.afterAppend(wake);
     }
   }
 
   /** Delivered phase: wake the waiters this commit satisfied; start a run for a turn start. */
   #onDurable(e: CommitEvent): void {
-    this.#held.release(e.serverSeq);
     const action = e.known;
     if (action?.type !== 'chat/turnStarted' || e.remote) return;
     // In a cluster the process that sequenced the turn start runs the agent: at most once. The

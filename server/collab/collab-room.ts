@@ -51,6 +51,15 @@ export class CollabRoom {
   readonly doc = new Y.Doc();
   readonly awareness: awarenessProtocol.Awareness;
   readonly members = new Map<Connection, Member>();
+  /**
+   * The document as members have been sent it: every update but the held ones. Joins and sync
+   * answers are built from it, so nobody is shown text that is not durable yet.
+   */
+  readonly #sent = new Y.Doc();
+  /** Members' updates not sent to the others yet (see `draft-mirror.ts`), oldest first. */
+  #held: Array<{ readonly update: Uint8Array; readonly from: Connection }> = [];
+  /** How many updates were ever held before `#held[0]` (so a mark stays valid as they go). */
+  #released = 0;
   #bytes = 0;
   #closed = false;
   /** Cluster mode: awareness client ids whose presence another process relayed → that process. */
@@ -65,8 +74,11 @@ export class CollabRoom {
     readonly requestId: string,
     readonly session: string,
     private readonly limits: CollabLimits,
-    /** Called when a member's edit changed a text (question id, who). */
-    private readonly onMemberEdit: (questionId: string, principal: Principal) => void,
+    /**
+     * Called when a member changed the document (question id of the text it changed, if any;
+     * who): its update is held until the text is in the log (`release`).
+     */
+    private readonly onMemberEdit: (questionId: string | undefined, principal: Principal) => void,
     /** Called when the document outgrew its budget. */
     private readonly onOverflow: (room: CollabRoom) => void,
     /** Cluster mode: the document's name in the shared update log, the same on every node. */
@@ -76,11 +88,17 @@ export class CollabRoom {
     this.awareness = new awarenessProtocol.Awareness(this.doc);
     // The server has no presence of its own.
     this.awareness.setLocalState(null);
+    // Text is state: a member's update reaches the others only once the text is in the log (held
+    // here, released by the mirror's commit). The server's own updates (drafts merged in the
+    // delivered phase) and other nodes' (read from the shared collab log) are durable: sent now.
     this.doc.on('update', (update: Uint8Array, origin: unknown) => {
       this.#bytes += update.length;
-      const encoder = encoding.createEncoder();
-      syncProtocol.writeUpdate(encoder, update);
-      this.#broadcast(CollabMethod.Sync, encoding.toUint8Array(encoder), isMemberOrigin(origin) ? origin.conn : undefined);
+      if (isMemberOrigin(origin)) {
+        this.#held.push({ update, from: origin.conn });
+        this.onMemberEdit(undefined, origin.principal);
+      } else {
+        this.#send(update, undefined);
+      }
       if (isMemberOrigin(origin) || origin === SERVER_ORIGIN) this.onLocalUpdate?.(update, isMemberOrigin(origin) ? origin.principal : undefined);
       if (this.#bytes > this.limits.maxDocBytes) this.onOverflow(this);
     });
@@ -92,6 +110,7 @@ export class CollabRoom {
         if (name !== undefined) this.onMemberEdit(name, editor);
       }
     });
+    // Presence (awareness) is ephemeral by design: it is never in the log, so it goes out at once.
     this.awareness.on('update', ({ added, updated, removed }: AwarenessChange, origin: unknown) => {
       const changed = [...added, ...updated, ...removed];
       if (changed.length === 0) return;
@@ -112,13 +131,38 @@ export class CollabRoom {
     return this.doc.getText(questionId);
   }
 
+  /** Marks how far the held updates go now: `release(mark)` sends those, not later ones. */
+  heldMark(): number {
+    return this.#released + this.#held.length;
+  }
+
+  /** The text of the updates held before `mark` is in the log: they go to the other members. */
+  release(mark: number): void {
+    const count = mark - this.#released;
+    if (count <= 0 || this.#closed) return;
+    const due = this.#held.slice(0, count);
+    this.#held = this.#held.slice(count);
+    this.#released += due.length;
+    for (const { update, from } of due) this.#send(update, from);
+  }
+
+  /** Records an update as sent and sends it to every member but `except`. */
+  #send(update: Uint8Array, except: Connection | undefined): void {
+    if (this.#closed) return;
+    Y.applyUpdate(this.#sent, update);
+    if (this.members.size === 0) return;
+    const encoder = encoding.createEncoder();
+    syncProtocol.writeUpdate(encoder, update);
+    this.#broadcast(CollabMethod.Sync, encoding.toUint8Array(encoder), except);
+  }
+
   join(conn: Connection, principal: Principal): { state: string; stateVector: string; awareness: string; epoch: string } {
     if (!this.members.has(conn)) this.members.set(conn, { principal, awarenessIds: new Set() });
     const ids = [...this.awareness.getStates().keys()];
     return {
       epoch: this.epoch,
-      state: toBase64(Y.encodeStateAsUpdate(this.doc)),
-      stateVector: toBase64(Y.encodeStateVector(this.doc)),
+      state: toBase64(Y.encodeStateAsUpdate(this.#sent)),
+      stateVector: toBase64(Y.encodeStateVector(this.#sent)),
       awareness: toBase64(awarenessProtocol.encodeAwarenessUpdate(this.awareness, ids)),
     };
   }
@@ -143,7 +187,7 @@ export class CollabRoom {
     switch (type) {
       case syncProtocol.messageYjsSyncStep1:
         encoding.writeVarUint(reply, syncProtocol.messageYjsSyncStep2);
-        syncProtocol.writeSyncStep2(reply, this.doc, decoding.readVarUint8Array(decoder));
+        syncProtocol.writeSyncStep2(reply, this.#sent, decoding.readVarUint8Array(decoder));
         conn.send(notification(CollabMethod.Sync, this.channel, this.requestId, encoding.toUint8Array(reply)));
         return;
       case syncProtocol.messageYjsSyncStep2:
@@ -234,8 +278,10 @@ export class CollabRoom {
     const text = JSON.stringify({ jsonrpc: '2.0', method: CollabMethod.Closed, params: { channel: this.channel, doc: this.requestId, reason } });
     for (const conn of this.members.keys()) conn.send(text);
     this.members.clear();
+    this.#held = [];
     this.awareness.destroy();
     this.doc.destroy();
+    this.#sent.destroy();
   }
 
   #broadcast(method: string, data: Uint8Array, except: Connection | undefined): void {

@@ -15,9 +15,7 @@ import * as Y from 'yjs';
 import { fromBase64, toBase64 } from 'lib0/buffer';
 import { CLUSTER_BUS_SERVICE, type BusMessage, type ClusterBus } from '../cluster-bus/cluster-bus.js';
 import { ErrorCode, ProtocolError } from '../../shared/protocol/errors.js';
-import type { ChatInputRequest, ChatState } from '../../shared/protocol/state.js';
-import { findOpenInputRequest } from '../../shared/state/selectors.js';
-import type { WireAction } from '../../shared/protocol/messages.js';
+import type { ChatInputRequest } from '../../shared/protocol/state.js';
 import { canWrite, type Principal } from '../auth/auth.js';
 import type { Connection } from '../hub/connection.js';
 import type { HubPort } from '../hub/hub-port.js';
@@ -29,6 +27,7 @@ import type { Feature, FeatureContext } from '../feature-contract.js';
 import { CollabRoom, SERVER_ORIGIN } from './collab-room.js';
 import { COLLAB_LOG_SERVICE, type CollabLog } from './collab-log.js';
 import { ClusterText } from './cluster-text.js';
+import { DraftMirror, openRequest } from './draft-mirror.js';
 import { CHAT_PRESENCE_DOC, CollabMethod, dataParamsSchema, joinParamsSchema, leaveParamsSchema, textDiff } from '../../shared/protocol/collab.js';
 import { DEFAULT_COLLAB_LIMITS, type CollabLimits } from './protocol.js';
 import { COLLAB_PRESENCE_SERVICE, presenceService } from './presence.js';
@@ -43,29 +42,12 @@ function roomKey(channel: string, doc: string): string {
   return `${channel}\u0000${doc}`;
 }
 
-/** One question's drafts in flight: its room and question id. */
-function draftKey(room: { readonly channel: string; readonly requestId: string }, questionId: string): string {
-  return `${roomKey(room.channel, room.requestId)}\u0000${questionId}`;
-}
-
-/** The open input request `requestId` of a chat (undefined when the chat is gone). */
-function openRequest(chat: ChatState | undefined, requestId: string): ChatInputRequest | undefined {
-  return chat && findOpenInputRequest(chat, requestId)?.request;
-}
-
 /** The collaboration engine; the feature wires it to JSON-RPC and hub events. Exposed for tests. */
 export class CollabEngine {
   readonly rooms = new Map<string, CollabRoom>();
   readonly #byConn = new Map<Connection, Set<CollabRoom>>();
-  /** Per room: question id → who edited last, waiting to be mirrored. */
-  readonly #dirty = new Map<CollabRoom, Map<string, Principal>>();
-  readonly #timers = new Map<CollabRoom, NodeJS.Timeout>();
-  /**
-   * Drafts this engine is writing (room, question → values), so their own commits are not merged
-   * back into the text. Commits reach the engine in the hooks' delivered phase, after the append,
-   * when members may have typed more: merging that older draft back would delete what they typed since.
-   */
-  readonly #inFlight = new Map<string, string[]>();
+  /** Writes members' text into the drafts; their updates reach the others after that append. */
+  readonly mirror: DraftMirror;
   /** Cluster mode: the ephemeral bus presence travels on, and when each other process was last heard. */
   readonly #bus: ClusterBus | undefined;
   readonly #lastHeard = new Map<string, number>();
@@ -83,6 +65,7 @@ export class CollabEngine {
     bus?: ClusterBus,
     collabLog?: CollabLog,
   ) {
+    this.mirror = new DraftMirror(hub, logger, limits.mirrorDelayMs);
     this.#bus = bus;
     this.#text = bus && collabLog ? new ClusterText(collabLog, bus, logger, roomKey) : undefined;
     if (bus) {
@@ -208,7 +191,7 @@ export class CollabEngine {
       doc,
       session,
       this.limits,
-      (questionId, who) => this.#markDirty(room, questionId, who),
+      (questionId, who) => this.mirror.markDirty(room, questionId, who),
       (r) => this.drop(r, 'document too large'),
       epoch,
     );
@@ -286,9 +269,7 @@ export class CollabEngine {
     if (this.rooms.get(roomKey(room.channel, room.requestId)) !== room) return;
     this.#text?.detach(room, ended && room.requestId !== CHAT_PRESENCE_DOC);
     this.rooms.delete(roomKey(room.channel, room.requestId));
-    clearTimeout(this.#timers.get(room));
-    this.#timers.delete(room);
-    this.#dirty.delete(room);
+    this.mirror.forget(room);
     for (const conn of room.members.keys()) this.#byConn.get(conn)?.delete(room);
     room.close(reason);
   }
@@ -318,7 +299,7 @@ export class CollabEngine {
         return;
       }
       if (next === undefined || !this.#isTextQuestion(room, questionId)) return;
-      if (this.#takeInFlight(room, questionId, next)) return;
+      if (this.mirror.takeInFlight(room, questionId, next)) return;
       const text = room.text(questionId);
       if (text.toString() !== next) room.doc.transact(() => applyDiff(text, next), SERVER_ORIGIN);
     }
@@ -331,14 +312,7 @@ export class CollabEngine {
 
   /** Shutdown: text typed in the last `mirrorDelayMs` reaches the drafts first (the log is still open). */
   close(): Promise<void> {
-    const pending = [...this.#timers.keys()];
-    for (const room of pending) clearTimeout(this.#timers.get(room));
-    this.#timers.clear();
-    if (pending.length === 0) {
-      this.#closeNow();
-      return Promise.resolve();
-    }
-    return Promise.all(pending.map((room) => this.#mirror(room))).then(() => this.#closeNow());
+    return this.mirror.flush().then(() => this.#closeNow());
   }
 
   #closeNow(): void {
@@ -350,16 +324,6 @@ export class CollabEngine {
       // Others remove this process's members' presence now instead of after the expiry.
       this.#bus.publish({ kind: 'bye' });
     }
-  }
-
-  #takeInFlight(room: CollabRoom, questionId: string, value: string): boolean {
-    const key = draftKey(room, questionId);
-    const values = this.#inFlight.get(key);
-    const at = values?.indexOf(value) ?? -1;
-    if (!values || at < 0) return false;
-    values.splice(at, 1);
-    if (values.length === 0) this.#inFlight.delete(key);
-    return true;
   }
 
   #isTextQuestion(room: CollabRoom, questionId: string): boolean {
@@ -374,53 +338,6 @@ export class CollabEngine {
 
   #notJoined(ctx: RpcContext, channel: string, doc: string): void {
     ctx.conn.send(encodeError(null, ErrorCode.NotFound, `not joined to collaborative document ${doc} on ${channel}: send ${CollabMethod.Join} first`));
-  }
-
-  #markDirty(room: CollabRoom, questionId: string, who: Principal): void {
-    let dirty = this.#dirty.get(room);
-    if (!dirty) {
-      dirty = new Map();
-      this.#dirty.set(room, dirty);
-    }
-    dirty.set(questionId, who);
-    if (this.#timers.has(room)) return;
-    const timer = setTimeout(() => {
-      this.#timers.delete(room);
-      void this.#mirror(room);
-    }, this.limits.mirrorDelayMs);
-    timer.unref?.();
-    this.#timers.set(room, timer);
-  }
-
-  /** Writes the merged text of every edited question into the AHP draft, as its last editor. */
-  async #mirror(room: CollabRoom): Promise<void> {
-    const dirty = this.#dirty.get(room);
-    this.#dirty.delete(room);
-    if (!dirty || room.closed) return;
-    const request = openRequest(this.hub.chatEntry(room.channel)?.state, room.requestId);
-    if (!request) return;
-    for (const [questionId, principal] of dirty) {
-      if (!request.questions?.some((q) => q.id === questionId && q.kind === 'text')) continue;
-      const value = room.text(questionId).toString();
-      const current = request.answers?.[questionId];
-      const currentText = current && current.state !== 'skipped' && current.value.kind === 'text' ? (current.value as { value: string }).value : current ? undefined : '';
-      if (currentText === value) continue;
-      const action: WireAction = { type: 'chat/inputAnswerChanged', requestId: room.requestId, questionId };
-      if (value !== '') action['answer'] = { state: 'draft', value: { kind: 'text', value } };
-      const key = draftKey(room, questionId);
-      const inFlight = this.#inFlight.get(key) ?? [];
-      inFlight.push(value);
-      this.#inFlight.set(key, inFlight);
-      try {
-        const result = await this.hub.submitAs(principal, room.channel, action);
-        if (!result.ok) this.logger.debug('collab mirror not applied', { channel: room.channel, doc: room.requestId, questionId, reason: result.message });
-      } catch (err) {
-        this.logger.warn('collab mirror failed', { channel: room.channel, ...errorFields(err) });
-      } finally {
-        // Committed (and taken by onCommitted) or refused: either way no longer in flight.
-        this.#takeInFlight(room, questionId, value);
-      }
-    }
   }
 }
 
@@ -473,7 +390,10 @@ export function installCollab(ctx: Pick<FeatureContext, 'hub' | 'rpc' | 'logger'
   rpc.notification(CollabMethod.Leave, { params: leaveParamsSchema, handle: (c, p) => engine.leave(c.conn, p.channel, p.doc) });
 
   // Every reaction sends frames to members (or drops documents they hold): delivered phase only.
+  // The commit phase only registers, on a draft the mirror wrote, the release of the text frames
+  // it makes durable (`draft-mirror.ts`).
   const off = hub.hook('collab', {
+    afterCommit: (e) => engine.mirror.committed(e),
     afterDurable: (e) => engine.onCommitted(e.channel, e.known, e.remote),
     turnEndedDurable: (e) => engine.onTurnEnded(e.chat),
     chatDisposed: (e) => engine.dropWhere((r) => r.channel === e.chat, 'the chat was disposed', true),

@@ -6,7 +6,55 @@
  * fake port both use it, so the fake cannot drift from the order and the turn-end rule features
  * rely on.
  */
-import { HOOK_ORDER, turnEndReasonOf, type CommitEvent, type HookOwner, type HubHooks, type TurnEndedEvent } from './hub-port.js';
+import type { KnownAction } from '../../shared/protocol/actions.js';
+import type { ActionOrigin, WireAction } from '../../shared/protocol/messages.js';
+import { HOOK_ORDER, turnEndReasonOf, type CommitEvent, type CommitFacts, type HookOwner, type HubHooks, type TurnEndedEvent } from './hub-port.js';
+
+/**
+ * A commit as hooks see it, with the effects its commit phase registered (`afterAppend`): they
+ * are kept here, on the commit, and run first in its delivered phase, which the pipeline runs
+ * after the append (never when it failed). No feature holds effects in a buffer of its own.
+ */
+class Commit implements CommitEvent {
+  readonly channel: string;
+  readonly action: WireAction;
+  readonly known: KnownAction | undefined;
+  readonly serverSeq: number;
+  readonly origin?: ActionOrigin | undefined;
+  readonly remote?: boolean;
+  #effects: Array<() => void> | undefined;
+  #delivered = false;
+
+  constructor(facts: CommitFacts) {
+    this.channel = facts.channel;
+    this.action = facts.action;
+    this.known = facts.known;
+    this.serverSeq = facts.serverSeq;
+    if (facts.origin !== undefined) this.origin = facts.origin;
+    if (facts.remote !== undefined) this.remote = facts.remote;
+  }
+
+  afterAppend(effect: () => void): void {
+    if (this.#delivered) effect();
+    else (this.#effects ??= []).push(effect);
+  }
+
+  /** Delivered phase: the registered effects, in order; one that throws goes to `onError`. */
+  runEffects(onError: (err: unknown) => void): void {
+    this.#delivered = true;
+    const effects = this.#effects;
+    this.#effects = undefined;
+    if (effects) for (const effect of effects) run(effect, onError);
+  }
+}
+
+function run(effect: () => void, onError: (err: unknown) => void): void {
+  try {
+    effect();
+  } catch (err) {
+    onError(err);
+  }
+}
 
 export class HookList {
   #entries: Array<{ readonly owner: HookOwner; readonly hooks: HubHooks }> = [];
@@ -44,15 +92,17 @@ export class HookList {
   }
 
   /**
-   * Announces a commit: runs its commit phase and returns its delivered phase. `chat` is the chat
-   * it was committed to (undefined for other channels) as it is right after the commit,
-   * `turnBefore` that chat's active turn before it: when the commit ended it, owners are told
+   * Announces a commit: runs its commit phase and returns its delivered phase (the effects the
+   * commit phase registered on it, then every owner's `afterDurable` and `turnEndedDurable`).
+   * `chat` is the chat it was committed to (undefined for other channels) as it is right after
+   * the commit, `turnBefore` that chat's active turn before it: when the commit ended it, owners are told
    * `turnEnded` (and later `turnEndedDurable`) after all of them have seen the commit itself.
    *
    * A commit sequenced while another's commit phase runs (a hook dispatched) is announced once
    * that one's is over, so no owner sees a later serverSeq before an earlier one.
    */
-  announceCommit(event: CommitEvent, chat: { readonly uri: string; readonly session: string; readonly activeTurnId: string | undefined } | undefined, turnBefore: string | undefined): () => void {
+  announceCommit(facts: CommitFacts, chat: { readonly uri: string; readonly session: string; readonly activeTurnId: string | undefined } | undefined, turnBefore: string | undefined): () => void {
+    const event = new Commit(facts);
     const ended: TurnEndedEvent | undefined =
       turnBefore !== undefined && chat && chat.activeTurnId !== turnBefore ? { chat: chat.uri, session: chat.session, turnId: turnBefore, reason: turnEndReasonOf(event.action.type), commit: event } : undefined;
     const commitPhase = (): void => {
@@ -71,6 +121,7 @@ export class HookList {
       }
     }
     return () => {
+      event.runEffects(this.onError);
       this.call((h) => h.afterDurable?.(event));
       if (ended) this.call((h) => h.turnEndedDurable?.(ended));
     };

@@ -14,11 +14,13 @@
  * - commit phase (`afterCommit`, then `turnEnded` when the commit ended the chat's active turn):
  *   synchronous, as the action is sequenced, before it is durable. It folds state a feature
  *   decides from and nothing else: no I/O, no dispatch, nothing that leaves the process.
- * - delivered phase (`afterDurable`, then `turnEndedDurable`; `sessionDisposed`, `chatDisposed`):
- *   once the record is in the log, in serverSeq order, right after its envelope went to WebSocket
- *   subscribers. Everything that leaves the process happens here: SSE frames, answers to agents,
- *   collaboration frames, starting or aborting agent runs, follow-up dispatches. Never runs for a
- *   record whose append failed.
+ * - delivered phase (the effects registered with `CommitEvent.afterAppend`, then `afterDurable`,
+ *   then `turnEndedDurable`; `sessionDisposed`, `chatDisposed`): once the record is in the log, in
+ *   serverSeq order, right after its envelope went to WebSocket subscribers. Everything that
+ *   leaves the process happens here: SSE frames, answers to agents, collaboration frames,
+ *   starting or aborting agent runs, follow-up dispatches. Never runs for a record whose append
+ *   failed. A commit-phase hook that causes such an effect registers it on the commit
+ *   (`e.afterAppend(fn)`); no feature keeps a buffer of its own.
  * A dispatch made from a hook is sequenced after the current commit and announced after every
  * owner has seen the current one, so each owner sees serverSeq strictly increasing in each phase.
  *
@@ -59,7 +61,18 @@ export interface CommitEvent {
    * Side effects (running an agent) belong to the process that sequenced the action.
    */
   readonly remote?: boolean;
+  /**
+   * Registers an effect this commit causes (an SSE frame, a follow-up dispatch, waking an agent)
+   * to run in the commit's delivered phase: once the record is in the log and its envelope went
+   * out, before any owner's `afterDurable`, in the order registered. Never runs when the append
+   * failed. Called once the commit is delivered already (from a delivered-phase hook), it runs
+   * at once. This is how a commit-phase hook causes anything that leaves the process.
+   */
+  afterAppend(effect: () => void): void;
 }
+
+/** What the hub knows of a commit before it is announced (the `CommitEvent` without its effects). */
+export type CommitFacts = Omit<CommitEvent, 'afterAppend'>;
 
 /** Why a chat's active turn stopped being active. */
 export type TurnEndReason = 'completed' | 'cancelled' | 'failed' | 'truncated' | 'other';

@@ -14,7 +14,7 @@ import type { Actor, ClientLedger } from './client-ledger.js';
 import type { CommitPipeline } from './commit-pipeline.js';
 import type { Connection } from './connection.js';
 import type { HookList } from './hook-list.js';
-import type { CommitEvent } from './hub-port.js';
+import type { CommitFacts } from './hub-port.js';
 import { chatRollUpActions } from './rollup.js';
 import type { RootCatalogue } from './root-catalogue.js';
 
@@ -70,7 +70,7 @@ export class Sequencer {
    * Runs a commit's commit phase in the owners' hooks and returns its delivered phase, which the
    * pipeline runs once the record is durable (the phases and the turn-end rule live in `HookList`).
    */
-  #announceCommit(event: CommitEvent, turnBefore: string | undefined): () => void {
+  #announceCommit(event: CommitFacts, turnBefore: string | undefined): () => void {
     const chat = this.#d.state.chats.get(event.channel);
     return this.#d.hooks.announceCommit(event, chat && { uri: chat.uri, session: chat.session, activeTurnId: chat.state.activeTurn?.id }, turnBefore);
   }

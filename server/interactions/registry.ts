@@ -17,10 +17,9 @@
  * stream (`permission_already_resolved`); callers get the same `false`/404 either way.
  *
  * The registry folds in the hooks' commit phase (so a reply decided right after finds it up to
- * date) but publishes in the delivered phase: the frames a commit causes are held, tagged with
- * its serverSeq, and go to the SSE streams only once that commit is in the log.
+ * date) but publishes in the delivered phase: the frames and answers a commit causes are
+ * registered on that commit (`CommitEvent.afterAppend`) and go out only once it is in the log.
  */
-import { HeldUntilDurable } from '../hub/held-until-durable.js';
 import type { WireAction } from '../../shared/protocol/messages.js';
 import type { ChatInputRequest, ChatState } from '../../shared/protocol/state.js';
 import { interactionIdOf } from '../../shared/state/status.js';
@@ -57,8 +56,8 @@ export class InteractionRegistry {
   /** chat URI → id of its active turn as last seen (to notice turn ends of any kind). */
   readonly #activeTurns = new Map<string, string>();
   #visits = 0;
-  /** What commit phases cause (frames, automatic answers) waits here for its commit to be durable. */
-  readonly #held = new HeldUntilDurable();
+  /** The commit whose commit phase is being folded: what it causes is registered on it (`#later`). */
+  #commit: CommitEvent | undefined;
   #unsubscribe: (() => void) | undefined;
   #closed = false;
   readonly #watchers = new Set<InteractionWatcher>();
@@ -74,9 +73,8 @@ export class InteractionRegistry {
     this.#unsubscribe = this.hub.hook('interactions', {
       sessionDisposed: (e) => this.#onSessionDisposed(e.session),
       chatDisposed: (e) => this.#onChatDisposed(e.chat, e.session),
-      afterCommit: (e) => this.#held.fold(e.serverSeq, () => this.#onCommit(e)),
-      turnEnded: (e) => this.#held.fold(e.commit.serverSeq, () => this.#onTurnEnded(e)),
-      afterDurable: (e) => this.#held.release(e.serverSeq),
+      afterCommit: (e) => this.#folding(e, () => this.#onCommit(e)),
+      turnEnded: (e) => this.#folding(e.commit, () => this.#onTurnEnded(e)),
     });
   }
 
@@ -101,8 +99,25 @@ export class InteractionRegistry {
     }
   }
 
+  /** Runs a commit-phase reaction; what it causes (`#later`) waits for that commit's append. */
+  #folding(commit: CommitEvent, reaction: () => void): void {
+    const outer = this.#commit;
+    this.#commit = commit;
+    try {
+      reaction();
+    } finally {
+      this.#commit = outer;
+    }
+  }
+
+  /** Inside a commit phase: once that commit is durable; outside (a disposal, delivered already): now. */
+  #later(effect: () => void): void {
+    if (this.#commit) this.#commit.afterAppend(effect);
+    else effect();
+  }
+
   #publish(session: string, event: Parameters<SessionStreams['publish']>[1]): void {
-    this.#held.whenDurable(() => this.streams.publish(session, event));
+    this.#later(() => this.streams.publish(session, event));
   }
 
   /** Pending interactions of a session, oldest first. */
@@ -311,7 +326,7 @@ export class InteractionRegistry {
       }
     if (STREAMING_ONLY_ACTIONS.has(action.type)) return;
     const grant = e.remote ? undefined : agentGrantOf(known, chat.state);
-    if (grant) this.#held.whenDurable(() => void this.#recordAgentGrant(chat.session, grant));
+    if (grant) this.#later(() => void this.#recordAgentGrant(chat.session, grant));
     const only = interactionIdOf(known);
     if (only !== undefined && known!.type.startsWith('chat/tool')) this.#reconcileOne(chat.session, channel, chat.state, `tool:${only}`);
     else if (only !== undefined) this.#reconcileOne(chat.session, channel, chat.state, `input:${only}`);
@@ -377,7 +392,7 @@ export class InteractionRegistry {
     const it = w.input ? questionInteraction(this.#freshRequestId(session, w.input.id), session, chat, turnId, key, w.input) : toolInteraction(this.newId(), session, chat, turnId, key, w.tool!);
     this.#register(it);
     const remembered = it.kind === 'permission' && it.identity !== undefined ? this.#remembered(session, it.identity) : undefined;
-    if (remembered) this.#held.whenDurable(() => setImmediate(() => this.#autoAnswer(it, remembered)));
+    if (remembered) this.#later(() => setImmediate(() => this.#autoAnswer(it, remembered)));
   }
 
   /** Interactions examined while reconciling, since start (a work counter: tests check it grows linearly). */
@@ -393,7 +408,7 @@ export class InteractionRegistry {
     if (!c) this.#byChat.set(it.chat, (c = new Map()));
     c.set(it.key, it);
     this.#resolved.delete(`${it.session}\n${it.requestId}`);
-    this.#held.whenDurable(() => {
+    this.#later(() => {
       it.announced = true;
       this.streams.publish(it.session, { chat: it.chat, turnId: it.turnId, payload: this.requestFrame(it) });
       this.#tell((w) => w.opened(it));
@@ -418,7 +433,7 @@ export class InteractionRegistry {
       turnId: it.turnId,
       payload: qwenNotify('permission_resolved', { requestId: it.requestId, sessionId: sessionIdOf(it.session), outcome }),
     });
-    this.#held.whenDurable(() => this.#tell((w) => w.resolved(it, outcome)));
+    this.#later(() => this.#tell((w) => w.resolved(it, outcome)));
   }
 
   #freshRequestId(session: string, preferred: string | undefined): string {

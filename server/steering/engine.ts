@@ -22,7 +22,6 @@
  * and the last ended turn only. A remote agent (no in-process barrier) consumes an input by
  * dispatching the same `userMessage` part with `_meta['hub/userInput'].inputId`.
  */
-import { HeldUntilDurable } from '../hub/held-until-durable.js';
 import { randomUUID } from 'node:crypto';
 import { ErrorCode, ProtocolError } from '../../shared/protocol/errors.js';
 import type { WireAction } from '../../shared/protocol/messages.js';
@@ -78,8 +77,6 @@ const ref = (t: TurnReceipts | undefined): InputTarget | null => (t ? { historyE
 
 export class SteeringEngine implements SteeringPort {
   readonly quotaPerTurn: number;
-  /** Follow-up dispatches commit phases cause wait here for their commit to be durable. */
-  readonly #held = new HeldUntilDurable();
   /** Steering messages whose removal this process has dispatched (or holds) and not yet seen committed. */
   readonly #removing = new Set<string>();
   /** Acceptances dispatched and not yet durable, per `session\nepoch\nturn`: the ordinals they took and their answers. */
@@ -259,8 +256,7 @@ export class SteeringEngine implements SteeringPort {
 
   /** What the feature registers on the hub for the engine (`hub.hook('steering', engine.hooks)`). */
   readonly hooks: HubHooks = {
-    afterCommit: (e) => this.#held.fold(e.serverSeq, () => this.#onCommit(e)),
-    afterDurable: (e) => this.#held.release(e.serverSeq),
+    afterCommit: (e) => this.#onCommit(e),
   };
 
   /**
@@ -283,7 +279,7 @@ export class SteeringEngine implements SteeringPort {
       // Not in the book at all: a client's look-alike, or evicted; only the hub's own, settled inputs are taken down.
       if (!receipt || receipt.state === 'accepted') continue;
       this.#removing.add(steering.id);
-      this.#held.whenDurable(() => void this.#remove(e.channel, steering.id));
+      e.afterAppend(() => void this.#remove(e.channel, steering.id));
     }
   }
 

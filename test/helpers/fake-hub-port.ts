@@ -19,7 +19,7 @@ import type { Principal } from '../../server/auth/auth.js';
 import type { ChatEntry, SessionEntry } from '../../server/hub/catalogue.js';
 import type { Connection } from '../../server/hub/connection.js';
 import { HookList } from '../../server/hub/hook-list.js';
-import type { CommitEvent, HookOwner, HubHooks, HubPort, RejectionCode, SubmitOutcome } from '../../server/hub/hub-port.js';
+import type { CommitFacts, HookOwner, HubHooks, HubPort, RejectionCode, SubmitOutcome } from '../../server/hub/hub-port.js';
 import type { SessionReader } from '../../server/hub/queries.js';
 
 const AT = '2026-01-01T00:00:00.000Z';
@@ -95,7 +95,7 @@ export class FakeHubPort implements HubPort {
       if (session) session.state = sessionReducer(session.state, action);
     }
     this.committed.push({ channel, action, via, surface });
-    const event: CommitEvent = { channel, action, known: isKnownAction(action) ? action : undefined, serverSeq, remote };
+    const event: CommitFacts = { channel, action, known: isKnownAction(action) ? action : undefined, serverSeq, remote };
     this.#committing++;
     let delivered: () => void;
     try {

@@ -2,8 +2,10 @@
  * The collaboration server over a real hub and real sockets: Y.Docs in this process play the
  * browsers, a plain RpcClient plays an AHP client that knows nothing about Yjs.
  */
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { toBase64 } from 'lib0/buffer';
+import type { LogRecord } from '../../server/storage/action-log.js';
+import { MemoryActionLog } from '../../server/storage/memory-action-log.js';
 import { RpcClient, RpcError } from '../helpers/rpc-client.js';
 import { startTestServer, TOKENS, type TestServer } from '../helpers/start-server.js';
 import { startScriptTurn, TWO_QUESTION_REQUEST } from '../helpers/turns.js';
@@ -68,6 +70,40 @@ describe('collaborative answers over x-collab', () => {
     // A plain AHP client (no Yjs) sees the merged text as the draft.
     const plain = await open(TOKENS.bob);
     await waitFor(async () => ((await draftOf(plain, chat)) === merged ? true : undefined), { what: 'mirrored draft' });
+  });
+
+  it("sends a member's text to the other members only after the draft holding it is in the log", async () => {
+    const { alice, bob, chat } = await openRequest();
+    const a = await Peer.join(alice, chat, 'req-1');
+    const b = await Peer.join(bob, chat, 'req-1');
+    peers.push(a, b);
+    // Every append of the log waits at a gate the test opens; appended drafts are recorded.
+    const appended: LogRecord[] = [];
+    const entered: LogRecord[] = [];
+    let open: (() => void) | undefined;
+    const gate = new Promise<void>((resolve) => (open = resolve));
+    const append = MemoryActionLog.prototype.append;
+    const spy = vi.spyOn(MemoryActionLog.prototype, 'append').mockImplementation(async function (this: MemoryActionLog, head: number, records: readonly LogRecord[]) {
+      entered.push(...records);
+      await gate;
+      const result = await append.call(this, head, records);
+      appended.push(...records);
+      return result;
+    });
+    try {
+      a.text('notes').insert(0, 'durable first');
+      const isDraft = (r: LogRecord) => r.action.type === 'chat/inputAnswerChanged' && JSON.stringify(r.action).includes('durable first');
+      await waitFor(() => entered.some(isDraft) || undefined, { what: 'the mirrored draft to reach the log' });
+      // While the append is held the hub has every chance to send the text to Bob (1 s).
+      const early = await waitFor(() => b.text('notes').toString().includes('durable first') || undefined, { timeoutMs: 1_000 }).catch(() => false);
+      expect(early).toBe(false);
+      open!();
+      await waitFor(() => b.text('notes').toString().includes('durable first') || undefined, { what: "Alice's text at Bob" });
+      expect(appended.some(isDraft)).toBe(true);
+    } finally {
+      open!();
+      spy.mockRestore();
+    }
   });
 
   it('a draft written by a client without Yjs is merged into the text', async () => {

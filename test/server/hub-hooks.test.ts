@@ -120,6 +120,63 @@ describe('hub hooks and submit outcomes', () => {
     await hub.close();
   });
 
+  it('runs the effects a commit phase registers on the commit after its append, before every afterDurable, and at once when registered late', async () => {
+    const log = new MemoryActionLog();
+    const appended: number[] = [];
+    const append = log.append.bind(log);
+    log.append = async (head, records) => {
+      const result = await append(head, records);
+      for (const r of records) appended.push(r.serverSeq);
+      return result;
+    };
+    let n = 0;
+    const hub = await Hub.open({ log, logger: silentLogger, now: () => 1_000, newId: () => `id-${++n}`, agents: [{ provider: 'remote', displayName: 'Remote' }], defaultProvider: 'remote' });
+    const { defaultChat: chat } = await hub.createSession(DEV_PRINCIPAL, { uri: 'ahp-session:/effects' });
+    const steps: string[] = [];
+    hub.hook('leases', { afterDurable: (e) => e.channel === chat && steps.push(`leases afterDurable ${e.serverSeq}`) });
+    hub.hook('collab', {
+      afterCommit: (e) => {
+        if (e.channel !== chat) return;
+        steps.push(`commit ${e.serverSeq}`);
+        e.afterAppend(() => steps.push(`effect ${e.serverSeq} appended=${appended.includes(e.serverSeq)}`));
+      },
+      afterDurable: (e) => {
+        if (e.channel !== chat) return;
+        e.afterAppend(() => steps.push(`late effect ${e.serverSeq}`));
+        steps.push(`collab afterDurable ${e.serverSeq}`);
+      },
+    });
+    const first = await hub.submitAs(DEV_PRINCIPAL, chat, start('t1'));
+    const seq = first.ok ? first.serverSeq : -1;
+    await hub.drain();
+    expect(steps).toEqual([`commit ${seq}`, `effect ${seq} appended=true`, `leases afterDurable ${seq}`, `late effect ${seq}`, `collab afterDurable ${seq}`]);
+    await hub.close();
+  });
+
+  it('never runs the effects registered on a commit whose append failed', async () => {
+    const log = new MemoryActionLog();
+    let n = 0;
+    const hub = await Hub.open({ log, logger: silentLogger, now: () => 1_000, newId: () => `id-${++n}`, agents: [{ provider: 'remote', displayName: 'Remote' }], defaultProvider: 'remote' });
+    const { defaultChat: chat } = await hub.createSession(DEV_PRINCIPAL, { uri: 'ahp-session:/effects-failed' });
+    const ran: number[] = [];
+    const registered: number[] = [];
+    hub.hook('collab', {
+      afterCommit: (e) => {
+        if (e.channel !== chat) return;
+        registered.push(e.serverSeq);
+        e.afterAppend(() => ran.push(e.serverSeq));
+      },
+    });
+    // The disk stays full: the batch goes into doubt and is abandoned (the log's head shows it lacks it).
+    log.append = async () => {
+      throw new Error('disk full');
+    };
+    await expect(hub.submitAs(DEV_PRINCIPAL, chat, start('t1'))).rejects.toThrow(/action log is unavailable/);
+    expect(registered.length).toBe(1);
+    expect(ran).toEqual([]);
+    await hub.close();
+  });
+
   it('refuses with stable codes: NotFound, PermissionDenied, TurnInProgress, InvalidParams', async () => {
     const { hub, chat } = await openHub();
     expect(await hub.submitAs(DEV_PRINCIPAL, 'ahp-chat:/nowhere', start('x'))).toMatchObject({ ok: false, code: ErrorCode.NotFound });

@@ -5,6 +5,8 @@
  * and test/integration/collaborative-answers.test.ts.
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import * as Y from 'yjs';
+import { fromBase64 } from 'lib0/buffer';
 import { CHAT_PRESENCE_DOC, CollabMethod } from '../../shared/protocol/collab.js';
 import { ErrorCode } from '../../shared/protocol/errors.js';
 import { Role, type Principal } from '../../server/auth/auth.js';
@@ -14,9 +16,11 @@ import { silentLogger } from '../../server/log.js';
 import { FakeConnection } from '../helpers/fake-connection.js';
 import { FakeHubPort } from '../helpers/fake-hub-port.js';
 import { TWO_QUESTION_REQUEST } from '../helpers/turns.js';
+import { waitFor } from '../helpers/wait-for.js';
 
 const SESSION = 'ahp-session:/collab';
 const ALICE: Principal = { user: 'alice', tenant: 'default', role: Role.User };
+const BOB: Principal = { user: 'bob', tenant: 'default', role: Role.User };
 const MALLORY: Principal = { user: 'mallory', tenant: 'other', role: Role.User };
 
 describe('collab feature (unit, fake hub port)', () => {
@@ -58,6 +62,24 @@ describe('collab feature (unit, fake hub port)', () => {
     expect(engine.rooms.size).toBe(0);
     const drafts = hub.committed.filter((c) => c.action.type === 'chat/inputAnswerChanged').map((c) => (c.action as { answer?: { value?: { value?: unknown } } }).answer?.value?.value);
     expect(drafts).toEqual(['draft so far, typed just before the stop']);
+  });
+
+  it("holds a member's update from the others and from late joiners until the draft with its text is committed", async () => {
+    const a = new FakeConnection('a');
+    const b = new FakeConnection('b');
+    engine.join(a, ALICE, chat, 'req-1');
+    engine.join(b, BOB, chat, 'req-1');
+    const room = [...engine.rooms.values()][0]!;
+    room.doc.transact(() => room.text('notes').insert(room.text('notes').length, ' and more'), { conn: a, principal: ALICE });
+    const syncs = (c: FakeConnection) => c.messages().filter((m) => m['method'] === CollabMethod.Sync).length;
+    expect(syncs(b)).toBe(0);
+    const late = new Y.Doc();
+    const joined = await engine.join(new FakeConnection('c'), BOB, chat, 'req-1');
+    Y.applyUpdate(late, fromBase64(joined.state));
+    expect(late.getText('notes').toString()).toBe('draft so far');
+    await waitFor(() => syncs(b) || undefined, { what: 'the held update, once its draft is committed' });
+    expect(hub.committed.at(-1)?.action).toMatchObject({ type: 'chat/inputAnswerChanged', answer: { value: { value: 'draft so far and more' } } });
+    expect(syncs(a)).toBe(0);
   });
 
   it('opens a document for an open input request, seeded with the current draft of its text question', () => {
