@@ -6,60 +6,10 @@
  * the pending action resent, and refusals as `AhpError`s carrying their kind.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { DEV_PRINCIPAL } from '../../server/auth/auth.js';
-import { registerAhpMethods } from '../../server/ahp/ahp-methods.js';
-import { RpcRouter } from '../../server/ahp/rpc.js';
-import type { Connection } from '../../server/hub/connection.js';
-import { Hub } from '../../server/hub/hub.js';
-import { silentLogger } from '../../server/log.js';
-import { MemoryActionLog } from '../../server/storage/memory-action-log.js';
-import { AhpClient, AhpConnectionError, AhpError, AhpRequestError, type ChatState, type MemoryLink, memoryTransport } from '../../shared/client/ahp-client.js';
+import type { Hub } from '../../server/hub/hub.js';
+import { AhpClient, AhpConnectionError, AhpError, AhpRequestError, type ChatState } from '../../shared/client/ahp-client.js';
+import { hubOverMemory } from '../helpers/memory-hub.js';
 import { waitFor } from '../helpers/wait-for.js';
-
-interface Served {
-  readonly link: MemoryLink;
-  readonly frames: string[];
-}
-
-/** A real hub behind an in-memory transport: every link the clients open is one hub connection. */
-async function hubOverMemory() {
-  let n = 0;
-  const hub = await Hub.open({ log: new MemoryActionLog(), logger: silentLogger, now: () => Date.parse('2026-12-04T00:00:00.000Z'), newId: () => `id-${++n}`, agents: [{ provider: 'remote', displayName: 'R' }], defaultProvider: 'remote' });
-  const router = new RpcRouter(
-    silentLogger,
-    () => 0,
-    { perSecond: 1e9, burst: 1e9 },
-    undefined,
-    (conn, text) => hub.sendInOrder(conn, text),
-  );
-  registerAhpMethods(router, hub);
-  const links: Served[] = [];
-  const transport = memoryTransport((link) => {
-    const served: Served = { link, frames: [] };
-    links.push(served);
-    const conn: Connection = {
-      id: `mem-${links.length}`,
-      send: (text) => link.send(text),
-      close: (code, reason) => link.close(code, reason),
-      bufferedAmount: 0,
-      get isOpen() {
-        return link.isOpen;
-      },
-    };
-    const ctx = { conn, principal: DEV_PRINCIPAL, state: router.newConnectionState() };
-    // One frame at a time per link, as the WebSocket transport does, so answers keep request order.
-    let queue: Promise<void> = Promise.resolve();
-    link.accept();
-    return {
-      frame: (text) => {
-        served.frames.push(text);
-        queue = queue.then(() => router.handleFrame(ctx, text));
-      },
-      closed: () => hub.disconnect(conn),
-    };
-  });
-  return { hub, transport, links };
-}
 
 const clients: AhpClient[] = [];
 let hubs: Hub[] = [];
