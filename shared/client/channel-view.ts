@@ -78,9 +78,12 @@ export interface ChannelView<S> {
   unsubscribe(): void;
 }
 
+/** What `ViewStore.send` answers: the dispatch's clientSeq and its outcome, or a refusal. */
+export type SentDispatch = { readonly clientSeq: number; readonly result: Promise<DispatchResult> } | { readonly refused: Promise<DispatchResult> };
+
 /** The client state a view belongs to (`ClientState`): where its dispatches and its unsubscribe go. */
 export interface ViewStore {
-  dispatch(view: ChannelViewImpl<unknown>, action: WireAction): Promise<DispatchResult>;
+  send(view: ChannelViewImpl<unknown>, action: WireAction): SentDispatch;
   unsubscribe(channel: string): void;
   readonly logger: AhpClientLogger;
   /** Set once the client is closed for good (a dispatch then rejects with it). */
@@ -157,7 +160,10 @@ export class ChannelViewImpl<S> implements ChannelView<S> {
 
   dispatch(action: WireAction): Promise<DispatchResult> {
     if (this.#status !== 'active' && !this.#store.closedError) return Promise.resolve({ accepted: false, reason: `not subscribed to ${this.channel}` });
-    return this.#store.dispatch(erase(this), action);
+    const sent = this.#store.send(erase(this), action);
+    if ('refused' in sent) return sent.refused;
+    this.#addPending({ clientSeq: sent.clientSeq, action });
+    return sent.result;
   }
 
   unsubscribe(): void {
@@ -166,7 +172,7 @@ export class ChannelViewImpl<S> implements ChannelView<S> {
 
   // ─── Client-internal (not on the ChannelView interface) ──────────────────────
 
-  addPending(pending: PendingAction): void {
+  #addPending(pending: PendingAction): void {
     this.#reconciler.addPending(pending);
     this.emit({ type: 'dispatched', clientSeq: pending.clientSeq, action: pending.action });
   }

@@ -12,7 +12,7 @@
  */
 import { type ActionEnvelope, type InitializeResult, JSONRPC, Method, ServerNotification, type WireAction, actionEnvelopeSchema, subscribeResultSchema } from '../protocol/messages.js';
 import type { ChannelKind } from '../protocol/uris.js';
-import { ChannelViewImpl, type DispatchResult, type ViewStore, erase } from './channel-view.js';
+import { ChannelViewImpl, type DispatchResult, type SentDispatch, type ViewStore, erase } from './channel-view.js';
 import type { AhpClientLogger, ConnectionState, ConnectionStateListener, NotificationListener } from './client-types.js';
 import { AhpConnectionError, AhpProtocolError } from './errors.js';
 import type { WireReducer } from './reconciler.js';
@@ -245,23 +245,23 @@ export class ClientState implements ViewStore {
 
   // ─── Dispatch: state → wire ──────────────────────────────────────────────
 
-  dispatch(view: ChannelViewImpl<unknown>, action: WireAction): Promise<DispatchResult> {
-    if (this.closedError) return Promise.reject(this.closedError);
+  /**
+   * Admits a dispatch of `view` and sends it: its clientSeq and the promise its echo settles, or
+   * the refusal. The view adds it to its pending actions on return, before any frame can arrive
+   * (a transport never reports an event from inside `send`), so the state never calls back into it.
+   */
+  send(view: ChannelViewImpl<unknown>, action: WireAction): SentDispatch {
+    if (this.closedError) return { refused: Promise.reject(this.closedError) };
     // The view checked its own status; one that ended is no longer in the map either.
-    if (this.views.get(view.channel) !== view) {
-      return Promise.resolve({ accepted: false, reason: `not subscribed to ${view.channel}` });
-    }
-    if (this.#dispatchWaiters.size >= this.#maxPending) {
-      return Promise.resolve({ accepted: false, reason: 'too many pending actions' });
-    }
+    if (this.views.get(view.channel) !== view) return { refused: Promise.resolve({ accepted: false, reason: `not subscribed to ${view.channel}` }) };
+    if (this.#dispatchWaiters.size >= this.#maxPending) return { refused: Promise.resolve({ accepted: false, reason: 'too many pending actions' }) };
     const clientSeq = this.#nextClientSeq++;
     const result = new Promise<DispatchResult>((resolve, reject) => {
       this.#dispatchWaiters.set(clientSeq, { channel: view.channel, resolve, reject });
     });
-    view.addPending({ clientSeq, action });
     // Without a wire the action only waits in pending; resendPending sends it after recovery.
     this.#sendDispatch(view.channel, clientSeq, action);
-    return result;
+    return { clientSeq, result };
   }
 
   #sendDispatch(channel: string, clientSeq: number, action: WireAction): void {

@@ -10,7 +10,11 @@
  */
 import { SocketReadyState, type CreateSocket, type WebSocketLike } from './websocket-like.js';
 
-/** What a transport reports to the connection that opened it; every event of one link, in order. */
+/**
+ * What a transport reports to the connection that opened it; every event of one link, in order,
+ * and never from inside a call of `send` (the client relies on that: a dispatch is added to its
+ * view's pending actions right after it is sent).
+ */
 export interface TransportEvents {
   /** The link is open: frames may be sent. */
   opened(): void;
