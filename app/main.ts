@@ -36,8 +36,8 @@ function wsUrl(): string {
 
 async function connect(token: string | undefined): Promise<AhpClient> {
   const client = new AhpClient({
+    // The default transport: the browser's WebSocket to this URL.
     url: wsUrl(),
-    createSocket: (url) => new WebSocket(url),
     clientInfo: { name: 'ahp-hub-web', version: '0.1.0' },
     // The app only talks to this hub: 1.1 gives it per-channel reconnect.
     protocolVersions: [AHP_1_1, ...SUPPORTED_VERSIONS],

@@ -1,5 +1,7 @@
 /**
- * AHP client SDK: one WebSocket JSON-RPC connection to the hub, usable from Node and browsers.
+ * AHP client SDK: one JSON-RPC connection to the hub over a transport it is given, usable from
+ * Node and browsers. The transport is a constructor argument (`options.transport`, transport.ts);
+ * without one the client opens a WebSocket to `url` (the runtime's, or `createSocket`'s).
  *
  *   const client = new AhpClient({ url, createSocket: (u) => new WebSocket(u) });
  *   await client.connect();
@@ -11,7 +13,10 @@
  * Protocol references are to the AHP subset in the README (and upstream's §1.x). Highlights:
  * - Requests are correlated by numeric id, time out, and surface JSON-RPC errors as AhpRequestError.
  * - Each subscribed channel is a ChannelView doing write-ahead reconciliation (§1.6).
- * - When the socket drops (not after close()), the client reconnects with backoff, sends
+ * - Traffic goes one way: transport → connection (connection.ts) → the one client state
+ *   (client-state.ts: status, views, pending dispatches) → listeners; a dispatch goes from the
+ *   state out on the connection whose handshake finished.
+ * - When the link drops (not after close()), the client reconnects with backoff, sends
  *   `initialize` with the same clientId, then `reconnect` (§1.7), applies the replay or
  *   snapshots through the same path as live traffic, and resends still-pending actions with
  *   their original clientSeq.
@@ -19,13 +24,13 @@
  * Extensions (x-input/*, x-collab/*, …) build on the public `request`, `notify` and
  * `onNotification`; nothing here needs to change for a new method.
  */
-import { EPOCH_META_KEY, Method, ServerNotification, createChatResultSchema, createSessionResultSchema, initializeResultSchema, listSessionsResultSchema, type InitializeResult } from '../protocol/messages.js';
+import { EPOCH_META_KEY, Method, createChatResultSchema, createSessionResultSchema, initializeResultSchema, listSessionsResultSchema, type InitializeResult } from '../protocol/messages.js';
 import { ROOT_URI, channelKind, sessionUri } from '../protocol/uris.js';
 import { SUPPORTED_VERSIONS } from '../protocol/version.js';
 import { DEFAULT_BACKOFF, defaultScheduler, type Scheduler } from './backoff.js';
-import type { ChannelView, ChannelViewHost } from './channel-view.js';
+import type { ChannelView } from './channel-view.js';
+import { ClientState } from './client-state.js';
 import type {
-  AhpClientLogger,
   AhpClientOptions,
   ConnectionState,
   ConnectionStateListener,
@@ -40,22 +45,26 @@ import type {
   RpcRequester,
   SubscribeOptions,
 } from './client-types.js';
-import { AhpConnection } from './connection.js';
+import { AhpConnection, type LinkLost } from './connection.js';
 import { defaultReducers, type ChatState, type ReducerRegistry, type RootState, type SessionState } from './default-reducers.js';
 import { AhpConnectionError, AhpProtocolError } from './errors.js';
 import { randomUuid } from './random-id.js';
-import { ReconnectLoop, toError } from './reconnect-loop.js';
-import { recover, type RecoveryContext } from './recovery.js';
-import { ChannelReplicas } from './replicas.js';
+import { ReconnectPolicy, isFatalHandshakeError, toError } from './reconnect-policy.js';
+import { recover } from './recovery.js';
 import type { WireReducer } from './reconciler.js';
 import { SessionInputs } from './session-inputs.js';
+import { webSocketTransport } from './transport.js';
 
-export { AhpAuthError, AhpConnectionError, AhpProtocolError, AhpRequestError, AhpTimeoutError } from './errors.js';
+export { AhpAuthError, AhpConnectionError, AhpError, AhpProtocolError, AhpRequestError, AhpTimeoutError } from './errors.js';
+export type { AhpErrorKind, ClientErrorKind } from './errors.js';
 export type { ChannelChange, ChannelChangeListener, ChannelView, ChannelViewStatus, DispatchResult } from './channel-view.js';
 export type { PendingAction, WireReducer } from './reconciler.js';
 export type { ChatState, ReducerRegistry, RootState, SessionState } from './default-reducers.js';
 export type { BackoffOptions, Scheduler } from './backoff.js';
 export type { CreateSocket, WebSocketLike } from './websocket-like.js';
+export type { ClientTransport, TransportEvents, TransportFactory } from './transport.js';
+export { webSocketTransport } from './transport.js';
+export { memoryTransport, type MemoryLink, type MemoryLinkHandler } from './memory-transport.js';
 export type * from './client-types.js';
 
 const DEFAULT_REQUEST_TIMEOUT_MS = 30_000;
@@ -65,134 +74,79 @@ const DEFAULT_MAX_PENDING_ACTIONS = 1000;
 // ─── Client ──────────────────────────────────────────────────────────────────
 
 /**
- * The facade: connection state and its listeners, the handshake (initialize, then recovery on a
- * reconnect), the reconnect loop, typed helpers and subscriptions. The socket and JSON-RPC live in
- * connection.ts, the views and dispatch bookkeeping in replicas.ts, §1.7 recovery in recovery.ts.
+ * The client: builds the one client state (client-state.ts) and the connection that feeds it,
+ * runs the handshake (initialize, then recovery on a reconnect) and the reconnect timer, and
+ * offers typed helpers and subscriptions. Views and listeners read the state; nothing below
+ * calls back up into this class.
  */
 export class AhpClient implements RpcRequester {
   readonly clientId: string;
 
   readonly #options: AhpClientOptions;
   readonly #scheduler: Scheduler;
-  readonly #logger: AhpClientLogger;
   readonly #reducers: ReducerRegistry;
-  readonly #reconnectLoop: ReconnectLoop;
   readonly #protocolVersions: readonly string[];
+  readonly #state: ClientState;
   readonly #connection: AhpConnection;
-  readonly #replicas: ChannelReplicas;
-  readonly #recovery: RecoveryContext;
-
-  #state: ConnectionState = 'closed';
-  /** Set by close() or a fatal error: nothing reopens the client afterwards. */
-  #closedError: AhpConnectionError | undefined;
+  readonly #reconnect: ReconnectPolicy;
+  #reconnectTimer: unknown;
   #connectPromise: Promise<InitializeResult> | undefined;
-  #initializeResult: InitializeResult | undefined;
-  /** The hub history epoch the replicas' cursor belongs to (docs/continuity.md#epoch); sent with `reconnect`. */
-  #epoch: string | undefined;
-
-  readonly #notificationListeners = new Map<string, Set<NotificationListener>>();
-  readonly #stateListeners = new Set<ConnectionStateListener>();
-
-  readonly #viewHost: ChannelViewHost = {
-    dispatch: (view, action) => this.#replicas.dispatch(view, action),
-    unsubscribe: (channel) => this.unsubscribe(channel),
-    reportError: (message, error) => this.#logger.warn(message, error),
-  };
 
   constructor(options: AhpClientOptions) {
     this.#options = options;
     this.clientId = options.clientId ?? randomUuid();
     this.#scheduler = options.scheduler ?? defaultScheduler;
-    this.#logger = options.logger ?? { warn: () => {} };
+    const logger = options.logger ?? { warn: () => {} };
     this.#reducers = { ...defaultReducers, ...options.reducers };
     this.#protocolVersions = options.protocolVersions ?? SUPPORTED_VERSIONS;
-    const client = this;
-    this.#connection = new AhpConnection({
-      client: options,
+    this.#state = new ClientState({ clientId: this.clientId, maxPending: options.maxPendingActions ?? DEFAULT_MAX_PENDING_ACTIONS, logger });
+    this.#connection = new AhpConnection(this.#state, {
+      url: options.url ?? '',
+      token: options.token,
+      tokenQueryParam: options.tokenQueryParam,
+      refusalProbe: options.refusalProbe,
+      transport: options.transport ?? webSocketTransport('createSocket' in options ? options.createSocket : undefined),
       scheduler: this.#scheduler,
-      logger: this.#logger,
+      logger,
       requestTimeoutMs: options.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS,
-      host: {
-        get closedError() {
-          return client.#closedError;
-        },
-        get connectionState() {
-          return client.#state;
-        },
-        onNotification: (method, params) => this.#onNotification(method, params),
-        onSocketLost: (error, closeCode) => this.#onSocketLost(error, closeCode),
-      },
     });
-    this.#replicas = new ChannelReplicas({
-      clientId: this.clientId,
-      maxPending: options.maxPendingActions ?? DEFAULT_MAX_PENDING_ACTIONS,
-      logger: this.#logger,
-      closedError: () => this.#closedError,
-      isReady: () => this.#connection.ready,
-      sendFrame: (frame) => this.#connection.sendFrame(frame),
-      subscribeRequest: (params) => this.#connection.request(Method.Subscribe, params, { handshake: false }),
-      viewHost: this.#viewHost,
-    });
-    this.#reconnectLoop = new ReconnectLoop({
-      backoff: options.reconnect === false ? undefined : { ...DEFAULT_BACKOFF, ...options.reconnect },
-      scheduler: this.#scheduler,
-      random: options.random ?? Math.random,
-      logger: this.#logger,
-      host: {
-        get closedError() {
-          return client.#closedError;
-        },
-        establish: () => this.#establish('reconnect'),
-        shutdown: (error) => this.#shutdown(error),
-        abandonSocket: (error) => this.#abandonSocket(error),
-        onReconnecting: () => this.#setState('reconnecting'),
-      },
-    });
-    this.#recovery = {
-      clientId: this.clientId,
-      replicas: this.#replicas,
-      logger: this.#logger,
-      handshakeRequest: (method, params) => this.#connection.request(method, params, { handshake: true }),
-      assertCurrent: (generation) => this.#connection.assertCurrent(generation),
-      cursorEpoch: () => this.#epoch,
-    };
+    this.#reconnect = new ReconnectPolicy(options.reconnect === false ? undefined : { ...DEFAULT_BACKOFF, ...options.reconnect }, options.random ?? Math.random);
   }
 
   // ─── Introspection ───────────────────────────────────────────────────────
 
   /** 'closed' before the first connect(), after close(), and after a fatal error. */
   get connectionState(): ConnectionState {
-    return this.#state;
+    return this.#state.status;
   }
 
   /** The hub history epoch the client's cursor belongs to (`initialize`'s `_meta["hub/epoch"]`), if the hub keeps one. */
   get epoch(): string | undefined {
-    return this.#epoch;
+    return this.#state.epoch;
   }
 
   /** Result of the latest successful `initialize` (refreshed on every reconnect). */
   get initializeResult(): InitializeResult | undefined {
-    return this.#initializeResult;
+    return this.#state.initializeResult;
   }
 
   /** Highest serverSeq known to be reflected locally; sent in `reconnect`. */
   get lastSeenServerSeq(): number {
-    return this.#replicas.lastSeenServerSeq;
+    return this.#state.lastSeenServerSeq;
   }
 
   /** Own actions awaiting their echo, across all channels. */
   get pendingActionCount(): number {
-    return this.#replicas.pendingActionCount;
+    return this.#state.pendingActionCount;
   }
 
   /** The live view of a subscribed channel, if any. */
   view(channel: string): ChannelView<unknown> | undefined {
-    return this.#replicas.views.get(channel);
+    return this.#state.views.get(channel);
   }
 
   onConnectionState(listener: ConnectionStateListener): () => void {
-    this.#stateListeners.add(listener);
-    return () => this.#stateListeners.delete(listener);
+    return this.#state.onStatus(listener);
   }
 
   /**
@@ -203,16 +157,7 @@ export class AhpClient implements RpcRequester {
    * 'open'. `action` envelopes are not delivered here; use channel views.
    */
   onNotification(method: string, listener: NotificationListener): () => void {
-    let set = this.#notificationListeners.get(method);
-    if (!set) {
-      set = new Set();
-      this.#notificationListeners.set(method, set);
-    }
-    set.add(listener);
-    return () => {
-      set.delete(listener);
-      if (set.size === 0 && this.#notificationListeners.get(method) === set) this.#notificationListeners.delete(method);
-    };
+    return this.#state.onNotification(method, listener);
   }
 
   // ─── Lifecycle ───────────────────────────────────────────────────────────
@@ -223,17 +168,18 @@ export class AhpClient implements RpcRequester {
    * connect() again to retry); automatic reconnects only start once a connection was established.
    */
   connect(): Promise<InitializeResult> {
-    if (this.#closedError) return Promise.reject(this.#closedError);
+    const closedError = this.#state.closedError;
+    if (closedError) return Promise.reject(closedError);
     if (this.#connectPromise) return this.#connectPromise;
-    this.#setState('connecting');
+    this.#state.setStatus('connecting');
     const attempt = this.#establish('connect').catch(async (error: unknown) => {
       const err = await this.#connection.explainRefusal(toError(error));
-      this.#abandonSocket(err);
+      this.#connection.abandon(err);
       this.#connectPromise = undefined;
-      if (!this.#closedError) {
+      if (!this.#state.closedError) {
         // Nothing will ever send the queued requests: fail them now rather than at their timeout.
         this.#connection.failAllRequests(new AhpConnectionError(`connect failed: ${err.message}`, false, { cause: err }));
-        this.#setState('closed');
+        this.#state.setStatus('closed');
       }
       throw err;
     });
@@ -276,8 +222,8 @@ export class AhpClient implements RpcRequester {
    * handshake. Throws AhpConnectionError if the client is closed or was never connected.
    */
   notify(method: string, params: RequestParams): void {
-    if (this.#closedError) throw this.#closedError;
-    if (this.#state === 'closed') throw new AhpConnectionError('not connected: call connect() first', false);
+    if (this.#state.closedError) throw this.#state.closedError;
+    if (this.#state.status === 'closed') throw new AhpConnectionError('not connected: call connect() first', false);
     this.#connection.notify(method, params);
   }
 
@@ -351,9 +297,9 @@ export class AhpClient implements RpcRequester {
   subscribe(channel: `ahp-chat:/${string}`, options?: SubscribeOptions<ChatState>): Promise<ChannelView<ChatState>>;
   subscribe<S = unknown>(channel: string, options?: SubscribeOptions<S>): Promise<ChannelView<S>>;
   subscribe<S>(channel: string, options: SubscribeOptions<S> = {}): Promise<ChannelView<unknown>> {
-    const existing = this.#replicas.views.get(channel);
+    const existing = this.#state.views.get(channel);
     if (existing) return Promise.resolve(existing);
-    const inFlight = this.#replicas.subscribing.get(channel);
+    const inFlight = this.#state.subscribing.get(channel);
     if (inFlight) return inFlight.promise;
 
     const kind = channelKind(channel);
@@ -365,19 +311,22 @@ export class AhpClient implements RpcRequester {
       ...(options.view && { view: options.view }),
       ...(options.delivery && { delivery: options.delivery }),
     };
-    return this.#replicas.open(channel, kind, reducer, subscribeParams);
+    const response = this.#connection.request(Method.Subscribe, subscribeParams, { handshake: false });
+    return this.#state.open(channel, kind, reducer, subscribeParams, response);
   }
 
   /** Stops following a channel; its view ends ('closed'), unconfirmed dispatches resolve accepted:false. */
   unsubscribe(channel: string): void {
-    this.#replicas.close(channel);
+    this.#state.unsubscribe(channel);
   }
 
   // ─── Internals: handshake and reconnect ──────────────────────────────────
 
   async #establish(mode: 'connect' | 'reconnect'): Promise<InitializeResult> {
     const connection = this.#connection;
-    const generation = await connection.open();
+    const state = this.#state;
+    const { generation, lost } = await connection.open();
+    void lost.then((why) => this.#onLinkLost(why));
 
     const raw = await connection.request(
       Method.Initialize,
@@ -397,75 +346,71 @@ export class AhpClient implements RpcRequester {
       throw new AhpProtocolError(`initialize: server chose ${parsed.data.protocolVersion}, which was not offered`);
     }
     const init: InitializeResult = parsed.data;
-    this.#initializeResult = init;
+    state.initializeResult = init;
 
-    if (mode === 'reconnect') await recover(this.#recovery, generation, init.serverSeq, init.protocolVersion);
-    else this.#replicas.noteServerSeq(init.serverSeq); // nothing subscribed yet, so nothing older can be missed
+    if (mode === 'reconnect') await recover(state, connection, generation, init.serverSeq, init.protocolVersion);
+    else state.noteServerSeq(init.serverSeq); // nothing subscribed yet, so nothing older can be missed
     connection.assertCurrent(generation);
     // Every replica now reflects this history up to init.serverSeq: the cursor is of its epoch.
     const epoch = init._meta?.[EPOCH_META_KEY];
-    this.#epoch = typeof epoch === 'string' ? epoch : undefined;
+    state.epoch = typeof epoch === 'string' ? epoch : undefined;
 
     connection.markReady();
-    this.#reconnectLoop.reset();
-    this.#replicas.resendPending();
+    this.#reconnect.reset();
+    state.resendPending();
     connection.flushOutbox();
-    this.#setState('open');
+    state.setStatus('open');
     return init;
   }
 
-  #onNotification(method: string, params: unknown): void {
-    if (method === ServerNotification.Action) {
-      this.#replicas.onActionNotification(params);
+  /**
+   * The current link closed on its own. If the handshake was still running, its own failure path
+   * decides what happens next (connect() rejects, or another attempt is scheduled).
+   */
+  #onLinkLost({ wasReady, closeCode }: LinkLost): void {
+    if (wasReady && !this.#state.closedError) this.#scheduleReconnect(closeCode);
+  }
+
+  #scheduleReconnect(closeCode?: number): void {
+    const step = this.#reconnect.next(closeCode);
+    if ('giveUp' in step) {
+      this.#shutdown(step.giveUp);
       return;
     }
-    const listeners = this.#notificationListeners.get(method);
-    if (!listeners) return;
-    for (const listener of [...listeners]) {
-      try {
-        listener(params, method);
-      } catch (error) {
-        this.#logger.warn(`listener for ${method} threw`, error);
+    this.#state.setStatus('reconnecting');
+    this.#reconnectTimer = this.#scheduler.setTimeout(() => {
+      this.#reconnectTimer = undefined;
+      void this.#attemptReconnect();
+    }, step.delayMs);
+  }
+
+  async #attemptReconnect(): Promise<void> {
+    if (this.#state.closedError) return;
+    try {
+      await this.#establish('reconnect');
+    } catch (error) {
+      if (this.#state.closedError) return;
+      if (isFatalHandshakeError(error)) {
+        this.#shutdown(new AhpConnectionError(`reconnect failed: ${toError(error).message}`, true, { cause: error }));
+        return;
       }
+      this.#state.logger.warn('reconnect attempt failed', error);
+      this.#connection.abandon(new AhpConnectionError('reconnect attempt failed', false, { cause: error }));
+      this.#scheduleReconnect();
     }
-  }
-
-  /** The current socket closed on its own. */
-  #onSocketLost(error: AhpConnectionError, closeCode: number | undefined): void {
-    const wasReady = this.#connection.ready;
-    this.#abandonSocket(error);
-    // If the handshake was still running, its own failure path decides what happens next
-    // (connect() rejects, or the reconnect loop schedules another attempt).
-    if (wasReady && !this.#closedError) this.#reconnectLoop.schedule(closeCode);
-  }
-
-  /** Forgets the current socket: later events from it are ignored and its requests fail. */
-  #abandonSocket(error: Error): void {
-    this.#replicas.heldEnvelopes = undefined;
-    this.#connection.abandon(error);
   }
 
   #shutdown(error: AhpConnectionError): void {
-    if (this.#closedError) return;
-    this.#closedError = error;
-    this.#reconnectLoop.cancel();
-    this.#abandonSocket(error);
-    this.#connection.failAllRequests(error);
-    this.#replicas.endAll(error);
-    this.#setState('closed');
-  }
-
-  #setState(state: ConnectionState): void {
-    const previous = this.#state;
-    if (previous === state) return;
-    this.#state = state;
-    for (const listener of [...this.#stateListeners]) {
-      try {
-        listener(state, previous);
-      } catch (error) {
-        this.#logger.warn('connection state listener threw', error);
-      }
+    const state = this.#state;
+    if (state.closedError) return;
+    state.closedError = error;
+    if (this.#reconnectTimer !== undefined) {
+      this.#scheduler.clearTimeout(this.#reconnectTimer);
+      this.#reconnectTimer = undefined;
     }
+    this.#connection.abandon(error);
+    this.#connection.failAllRequests(error);
+    state.close(error);
   }
 
   // ─── Internals: subscriptions ────────────────────────────────────────────

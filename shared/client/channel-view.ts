@@ -1,10 +1,12 @@
 /**
  * A subscribed channel as the application sees it: confirmed + optimistic state, change
  * listeners and dispatch. The reconciliation rules live in reconciler.ts; this class adds
- * listener plumbing and lifecycle. Created only by AhpClient.subscribe().
+ * listener plumbing and lifecycle. Created only by the client state (client-state.ts) when a
+ * subscribe's snapshot arrives; it reads and writes through that one state.
  */
 import type { ChannelKind } from '../protocol/uris.js';
 import type { ActionEnvelope, WireAction } from '../protocol/messages.js';
+import type { AhpClientLogger } from './client-types.js';
 import { Reconciler, type EnvelopeOutcome, type PendingAction, type WireReducer } from './reconciler.js';
 
 /** What `dispatch` resolves to. It never rejects for a rejected action. */
@@ -76,11 +78,16 @@ export interface ChannelView<S> {
   unsubscribe(): void;
 }
 
-/** The client-side hooks a view needs; keeps the view free of socket concerns. */
-export interface ChannelViewHost {
-  dispatch(view: ChannelViewImpl<unknown>, action: WireAction): Promise<DispatchResult>;
+/** What `ViewStore.send` answers: the dispatch's clientSeq and its outcome, or a refusal. */
+export type SentDispatch = { readonly clientSeq: number; readonly result: Promise<DispatchResult> } | { readonly refused: Promise<DispatchResult> };
+
+/** The client state a view belongs to (`ClientState`): where its dispatches and its unsubscribe go. */
+export interface ViewStore {
+  send(view: ChannelViewImpl<unknown>, action: WireAction): SentDispatch;
   unsubscribe(channel: string): void;
-  reportError(message: string, error: unknown): void;
+  readonly logger: AhpClientLogger;
+  /** Set once the client is closed for good (a dispatch then rejects with it). */
+  readonly closedError: Error | undefined;
 }
 
 /**
@@ -93,7 +100,7 @@ export class ChannelViewImpl<S> implements ChannelView<S> {
   /** Re-sent when the client has to re-subscribe (reconnect fallback). */
   readonly subscribeParams: Readonly<Record<string, unknown>>;
   readonly #reconciler: Reconciler<S>;
-  readonly #host: ChannelViewHost;
+  readonly #store: ViewStore;
   readonly #changeListeners = new Set<ChannelChangeListener<S>>();
   readonly #goneListeners = new Set<(reason: string) => void>();
   #status: ChannelViewStatus = 'active';
@@ -109,14 +116,14 @@ export class ChannelViewImpl<S> implements ChannelView<S> {
     fromSeq: number;
     snapshotMeta?: Readonly<Record<string, unknown>> | undefined;
     subscribeParams: Readonly<Record<string, unknown>>;
-    host: ChannelViewHost;
+    store: ViewStore;
   }) {
     this.channel = init.channel;
     this.kind = init.kind;
     this.subscribeParams = init.subscribeParams;
-    this.#host = init.host;
+    this.#store = init.store;
     this.#snapshotMeta = init.snapshotMeta;
-    this.#reconciler = new Reconciler(init.reducer, init.state, init.fromSeq, (error, action) => init.host.reportError(`reducer threw on ${action.type} for ${init.channel}; action skipped locally`, error));
+    this.#reconciler = new Reconciler(init.reducer, init.state, init.fromSeq, (error, action) => init.store.logger.warn(`reducer threw on ${action.type} for ${init.channel}; action skipped locally`, error));
   }
 
   get status(): ChannelViewStatus {
@@ -152,16 +159,20 @@ export class ChannelViewImpl<S> implements ChannelView<S> {
   }
 
   dispatch(action: WireAction): Promise<DispatchResult> {
-    return this.#host.dispatch(erase(this), action);
+    if (this.#status !== 'active' && !this.#store.closedError) return Promise.resolve({ accepted: false, reason: `not subscribed to ${this.channel}` });
+    const sent = this.#store.send(erase(this), action);
+    if ('refused' in sent) return sent.refused;
+    this.#addPending({ clientSeq: sent.clientSeq, action });
+    return sent.result;
   }
 
   unsubscribe(): void {
-    this.#host.unsubscribe(this.channel);
+    this.#store.unsubscribe(this.channel);
   }
 
   // ─── Client-internal (not on the ChannelView interface) ──────────────────────
 
-  addPending(pending: PendingAction): void {
+  #addPending(pending: PendingAction): void {
     this.#reconciler.addPending(pending);
     this.emit({ type: 'dispatched', clientSeq: pending.clientSeq, action: pending.action });
   }
@@ -204,7 +215,7 @@ export class ChannelViewImpl<S> implements ChannelView<S> {
     try {
       fn();
     } catch (error) {
-      this.#host.reportError(`listener for ${this.channel} threw`, error);
+      this.#store.logger.warn(`listener for ${this.channel} threw`, error);
     }
   }
 }

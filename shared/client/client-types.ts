@@ -7,6 +7,7 @@ import type { SessionSummary } from '../protocol/state.js';
 import type { BackoffOptions, Scheduler } from './backoff.js';
 import type { ReducerRegistry } from './default-reducers.js';
 import type { WireReducer } from './reconciler.js';
+import type { TransportFactory } from './transport.js';
 import type { CreateSocket } from './websocket-like.js';
 
 export type ConnectionState = 'connecting' | 'open' | 'reconnecting' | 'closed';
@@ -20,11 +21,29 @@ export interface AhpClientLogger {
   warn(message: string, detail?: unknown): void;
 }
 
-export interface AhpClientOptions {
+/**
+ * Where the client connects: a WebSocket `url` (opened with `createSocket`, else the runtime's
+ * own `WebSocket`), or any `transport` (transport.ts), e.g. `memoryTransport` in tests.
+ */
+export type AhpClientOptions = AhpClientSettings & (WebSocketEndpoint | GivenTransport);
+
+export interface WebSocketEndpoint {
   /** e.g. `ws://localhost:8080/ahp`. */
   readonly url: string;
-  /** Builds a socket; called for the first connection and for every reconnect attempt. */
-  readonly createSocket: CreateSocket;
+  /** Builds a socket; called for the first connection and for every reconnect attempt. Default: `new WebSocket(url)` of the runtime (browsers, Node ≥ 22). */
+  readonly createSocket?: CreateSocket;
+  /** Given too, it wins: `createSocket` is then unused. */
+  readonly transport?: TransportFactory;
+}
+
+export interface GivenTransport {
+  /** Builds the link of each connection attempt (the first and every reconnect); gets `url` with the token appended. */
+  readonly transport: TransportFactory;
+  /** Handed to `transport` (and asked about by the refusal probe when it is ws: or wss:). Default ''. */
+  readonly url?: string;
+}
+
+export interface AhpClientSettings {
   /** Opaque id reused across reconnects so the server can recognise our echoes. Default: random UUID. */
   readonly clientId?: string;
   /** Offered to `initialize`, most preferred first. Default: SUPPORTED_VERSIONS. */

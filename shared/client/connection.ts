@@ -1,34 +1,47 @@
 /**
- * The transport half of the client SDK: one WebSocket at a time, JSON-RPC framing, request/response
- * bookkeeping (ids, timeouts, the outbox that holds ordinary traffic until the handshake is done),
- * the token in the URL, and the refusal probe that explains a socket that never opened.
+ * The JSON-RPC half of the client SDK, over one `ClientTransport` at a time (transport.ts):
+ * framing, request/response bookkeeping (ids, timeouts, the outbox that holds ordinary traffic
+ * until the handshake is done), the token in the URL, and the refusal probe that explains a link
+ * that never opened.
  *
- * It knows nothing about channels or recovery: notifications and a socket closing on its own are
- * handed to its `ConnectionHost` (the AhpClient facade), which decides what they mean.
+ * It feeds the client state (client-state.ts) and reads it, never the other way round: a
+ * notification goes to `ClientState.receive`; the state's `closedError` and `status` decide what
+ * a request may do; `markReady` attaches this connection to the state as its `Wire` (the way out
+ * for dispatches) and `abandon` detaches it. A link that closes on its own settles the `lost`
+ * promise `open` returned, which is how the client learns it should reconnect.
  */
 import { JSONRPC, jsonRpcErrorSchema } from '../protocol/messages.js';
 import { ErrorCode } from '../protocol/errors.js';
 import type { Scheduler } from './backoff.js';
-import type { AhpClientLogger, AhpClientOptions, ConnectionState, RefusalProbe } from './client-types.js';
+import type { AhpClientLogger, RefusalProbe } from './client-types.js';
+import type { ClientState, Wire } from './client-state.js';
 import { AhpAuthError, AhpConnectionError, AhpRequestError, AhpTimeoutError } from './errors.js';
-import { SocketReadyState, type WebSocketLike } from './websocket-like.js';
-
-/** What the connection asks of the client it serves. */
-export interface ConnectionHost {
-  /** Set by close() or a fatal error: nothing reopens the client afterwards. */
-  readonly closedError: AhpConnectionError | undefined;
-  readonly connectionState: ConnectionState;
-  onNotification(method: string, params: unknown): void;
-  /** The current socket closed on its own (not through `abandon`). */
-  onSocketLost(error: AhpConnectionError, closeCode: number | undefined): void;
-}
+import type { ClientTransport, TransportEvents, TransportFactory } from './transport.js';
 
 export interface ConnectionOptions {
-  readonly client: AhpClientOptions;
-  readonly host: ConnectionHost;
+  /** The endpoint handed to the transport factory (the token is appended). */
+  readonly url: string;
+  readonly token: string | (() => string | Promise<string>) | undefined;
+  readonly tokenQueryParam: string | undefined;
+  readonly refusalProbe: RefusalProbe | false | undefined;
+  readonly transport: TransportFactory;
   readonly scheduler: Scheduler;
   readonly logger: AhpClientLogger;
   readonly requestTimeoutMs: number;
+}
+
+/** How a link that had opened ended on its own. */
+export interface LinkLost {
+  readonly error: AhpConnectionError;
+  readonly closeCode: number | undefined;
+  /** Its handshake had finished: the client was open on it. */
+  readonly wasReady: boolean;
+}
+
+/** An open link: its generation (checked by `assertCurrent`) and the promise settled if it drops. */
+export interface OpenLink {
+  readonly generation: number;
+  readonly lost: Promise<LinkLost>;
 }
 
 interface OutstandingRequest {
@@ -36,7 +49,7 @@ interface OutstandingRequest {
   readonly resolve: (result: unknown) => void;
   readonly reject: (error: Error) => void;
   readonly timer: unknown;
-  /** False while queued behind the (re)connect handshake. Sent requests die with their socket. */
+  /** False while queued behind the (re)connect handshake. Sent requests die with their link. */
   sent: boolean;
 }
 
@@ -75,68 +88,71 @@ function isRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
-export class AhpConnection {
-  readonly #options: AhpClientOptions;
-  readonly #host: ConnectionHost;
+export class AhpConnection implements Wire {
+  readonly #state: ClientState;
+  readonly #options: ConnectionOptions;
   readonly #scheduler: Scheduler;
   readonly #logger: AhpClientLogger;
   readonly #requestTimeoutMs: number;
 
-  #socket: WebSocketLike | undefined;
-  /** Bumped whenever a socket is abandoned, so late events from it are ignored. */
+  #link: ClientTransport | undefined;
+  /** Bumped whenever a link is abandoned, so late events from it are ignored. */
   #generation = 0;
-  /** Handshake (initialize + recovery) finished on the current socket: ordinary traffic may flow. */
-  #ready = false;
-  /** The latest socket's URL and whether it ever opened (what `explainRefusal` asks about). */
+  /** The latest link's URL and whether it ever opened (what `explainRefusal` asks about). */
   #attempt: { readonly url: string; opened: boolean } | undefined;
   #openWaiter: { resolve: () => void; reject: (error: Error) => void; timer: unknown } | undefined;
+  /** Settles the current link's `lost` promise. */
+  #reportLost: ((lost: LinkLost) => void) | undefined;
 
   #nextRequestId = 1;
   readonly #requests = new Map<number, OutstandingRequest>();
   /** Frames written while not ready, flushed in order after the handshake. */
   #outbox: Array<{ readonly frame: string; readonly requestId?: number }> = [];
 
-  constructor(options: ConnectionOptions) {
-    this.#options = options.client;
-    this.#host = options.host;
+  constructor(state: ClientState, options: ConnectionOptions) {
+    this.#state = state;
+    this.#options = options;
     this.#scheduler = options.scheduler;
     this.#logger = options.logger;
     this.#requestTimeoutMs = options.requestTimeoutMs;
   }
 
-  /** The handshake finished on the current socket. */
-  get ready(): boolean {
-    return this.#ready;
-  }
+  // ─── Link lifecycle ──────────────────────────────────────────────────────
 
-  // ─── Socket lifecycle ────────────────────────────────────────────────────
-
-  /** Opens a new socket and waits for it to open; resolves with its generation. */
-  async open(): Promise<number> {
+  /** Opens a new link and waits for it to open. */
+  async open(): Promise<OpenLink> {
     const generation = ++this.#generation;
-    const url = await this.#socketUrl();
+    const url = await this.#linkUrl();
     this.assertCurrent(generation);
     this.#attempt = { url, opened: false };
-    const socket = this.#options.createSocket(url);
-    this.#socket = socket;
-    this.#attach(socket, generation);
-    await this.#waitForOpen(socket);
+    const link = this.#options.transport(url);
+    this.#link = link;
+    const lost = new Promise<LinkLost>((resolve) => {
+      this.#reportLost = resolve;
+    });
+    const opened = this.#waitForOpen();
+    try {
+      link.open(this.#eventsOf(generation));
+    } catch (error) {
+      this.abandon(error instanceof Error ? error : new Error(String(error)));
+    }
+    await opened;
     this.assertCurrent(generation);
-    return generation;
+    return { generation, lost };
   }
 
-  /** Handshake done: ordinary traffic may flow (call `flushOutbox` after resending dispatches). */
+  /** Handshake done: this connection is the state's way out (call `flushOutbox` after resending dispatches). */
   markReady(): void {
-    this.#ready = true;
+    this.#state.attachWire(this);
   }
 
   assertCurrent(generation: number): void {
-    const closedError = this.#host.closedError;
+    const closedError = this.#state.closedError;
     if (closedError) throw closedError;
     if (generation !== this.#generation) throw new AhpConnectionError('connection lost during handshake', false);
   }
 
-  async #socketUrl(): Promise<string> {
+  async #linkUrl(): Promise<string> {
     const { url, token } = this.#options;
     if (token === undefined) return url;
     const value = typeof token === 'function' ? await token() : token;
@@ -144,31 +160,33 @@ export class AhpConnection {
     return `${url}${url.includes('?') ? '&' : '?'}${encodeURIComponent(param)}=${encodeURIComponent(value)}`;
   }
 
-  #attach(socket: WebSocketLike, generation: number): void {
-    socket.onopen = () => {
-      if (generation !== this.#generation) return;
-      if (this.#attempt) this.#attempt.opened = true;
-      const waiter = this.#openWaiter;
-      this.#openWaiter = undefined;
-      if (waiter) {
-        this.#scheduler.clearTimeout(waiter.timer);
-        waiter.resolve();
-      }
+  #eventsOf(generation: number): TransportEvents {
+    return {
+      opened: () => {
+        if (generation !== this.#generation) return;
+        if (this.#attempt) this.#attempt.opened = true;
+        const waiter = this.#openWaiter;
+        this.#openWaiter = undefined;
+        if (waiter) {
+          this.#scheduler.clearTimeout(waiter.timer);
+          waiter.resolve();
+        }
+      },
+      message: (data) => {
+        if (generation === this.#generation) this.#onFrame(data);
+      },
+      closed: (code, reason) => {
+        if (generation !== this.#generation) return;
+        const error = new AhpConnectionError(`connection lost (code ${code ?? 'unknown'}${reason ? `: ${reason}` : ''})`, false);
+        const wasReady = this.#state.ready;
+        const report = this.#reportLost;
+        this.abandon(error);
+        report?.({ error, closeCode: code, wasReady });
+      },
     };
-    socket.onmessage = (event) => {
-      if (generation === this.#generation) this.#onFrame(event.data);
-    };
-    socket.onclose = (event) => {
-      if (generation !== this.#generation) return;
-      const reason = typeof event.reason === 'string' && event.reason ? `: ${event.reason}` : '';
-      this.#host.onSocketLost(new AhpConnectionError(`connection lost (code ${event.code ?? 'unknown'}${reason})`, false), event.code);
-    };
-    // Both browsers and `ws` follow an error with a close event; recovery is driven from there.
-    socket.onerror = () => {};
   }
 
-  #waitForOpen(socket: WebSocketLike): Promise<void> {
-    if (socket.readyState === SocketReadyState.Open) return Promise.resolve();
+  #waitForOpen(): Promise<void> {
     return new Promise<void>((resolve, reject) => {
       const timer = this.#scheduler.setTimeout(() => {
         if (this.#openWaiter?.timer !== timer) return;
@@ -180,13 +198,13 @@ export class AhpConnection {
   }
 
   /**
-   * Why the first connection failed, in words a person can act on: a socket that closed before
+   * Why the first connection failed, in words a person can act on: a link that closed before
    * opening is asked about once over plain HTTP (see `refusalProbe`). Anything else, or a probe
    * that answers something other than 401, leaves the error as it was.
    */
   async explainRefusal(error: Error): Promise<Error> {
     const attempt = this.#attempt;
-    if (!attempt || attempt.opened || !(error instanceof AhpConnectionError) || this.#host.closedError) return error;
+    if (!attempt || attempt.opened || !(error instanceof AhpConnectionError) || this.#state.closedError) return error;
     const probe = this.#options.refusalProbe === false ? undefined : (this.#options.refusalProbe ?? fetchProbe());
     const probeUrl = httpUrlOf(attempt.url);
     if (!probe || !probeUrl) return error;
@@ -198,19 +216,14 @@ export class AhpConnection {
     }
   }
 
-  /** Forgets the current socket: later events from it are ignored and its sent requests fail. */
+  /** Forgets the current link: later events from it are ignored and its sent requests fail. */
   abandon(error: Error): void {
-    const socket = this.#socket;
-    this.#socket = undefined;
+    const link = this.#link;
+    this.#link = undefined;
+    this.#reportLost = undefined;
     this.#generation++;
-    this.#ready = false;
-    if (socket && socket.readyState !== SocketReadyState.Closed && socket.readyState !== SocketReadyState.Closing) {
-      try {
-        socket.close(NORMAL_CLOSURE);
-      } catch {
-        // Already unusable; nothing else to release.
-      }
-    }
+    this.#state.detachWire();
+    link?.close(NORMAL_CLOSURE);
     const waiter = this.#openWaiter;
     this.#openWaiter = undefined;
     if (waiter) {
@@ -244,12 +257,12 @@ export class AhpConnection {
    */
   request(method: string, params: Record<string, unknown>, opts: { handshake: boolean; timeoutMs?: number | undefined }): Promise<unknown> {
     return new Promise<unknown>((resolve, reject) => {
-      const closedError = this.#host.closedError;
+      const closedError = this.#state.closedError;
       if (closedError) {
         reject(closedError);
         return;
       }
-      if (!opts.handshake && this.#host.connectionState === 'closed') {
+      if (!opts.handshake && this.#state.status === 'closed') {
         reject(new AhpConnectionError('not connected: call connect() first', false));
         return;
       }
@@ -262,7 +275,7 @@ export class AhpConnection {
       }, timeoutMs);
       const request: OutstandingRequest = { method, resolve, reject, timer, sent: false };
       this.#requests.set(id, request);
-      if (opts.handshake || this.#ready) {
+      if (opts.handshake || this.#state.ready) {
         request.sent = true;
         this.sendFrame(frame);
       } else {
@@ -274,13 +287,8 @@ export class AhpConnection {
   /** A JSON-RPC notification: sent now when ready, else queued behind the handshake. */
   notify(method: string, params: Record<string, unknown>): void {
     const frame = JSON.stringify({ jsonrpc: JSONRPC, method, params });
-    if (this.#ready) this.sendFrame(frame);
+    if (this.#state.ready) this.sendFrame(frame);
     else this.#outbox.push({ frame });
-  }
-
-  /** A JSON-RPC notification sent only if the handshake is done (dropped otherwise). */
-  notifyIfReady(method: string, params: Record<string, unknown>): void {
-    if (this.#ready) this.sendFrame(JSON.stringify({ jsonrpc: JSONRPC, method, params }));
   }
 
   flushOutbox(): void {
@@ -297,12 +305,12 @@ export class AhpConnection {
   }
 
   sendFrame(frame: string): void {
-    const socket = this.#socket;
-    if (!socket) return;
+    const link = this.#link;
+    if (!link) return;
     try {
-      socket.send(frame);
+      link.send(frame);
     } catch (error) {
-      // The socket is going away; its close event drives recovery (and fails sent requests).
+      // The link is going away; its close event drives recovery (and fails sent requests).
       this.#logger.warn('send failed', error);
     }
   }
@@ -325,7 +333,7 @@ export class AhpConnection {
     }
     const { id, method } = message;
     if (typeof method === 'string') {
-      if (id === undefined || id === null) this.#host.onNotification(method, message.params);
+      if (id === undefined || id === null) this.#state.receive(method, message.params);
       // AHP defines no server → client requests; answer as a well-behaved JSON-RPC peer would.
       else this.sendFrame(JSON.stringify({ jsonrpc: JSONRPC, id, error: { code: ErrorCode.MethodNotFound, message: `unknown method ${method}` } }));
       return;

@@ -7,7 +7,7 @@
  * tests exercise the reconciliation machinery, not the chat reducer.
  */
 import { describe, expect, it } from 'vitest';
-import { AhpClient, AhpConnectionError, AhpRequestError, AhpTimeoutError, type AhpClientOptions, type ChannelChange, type ConnectionState, type Scheduler, type WebSocketLike } from '../../shared/client/ahp-client.js';
+import { AhpClient, AhpConnectionError, AhpError, AhpRequestError, AhpTimeoutError, type AhpClientOptions, type ChannelChange, type ConnectionState, type Scheduler, type WebSocketLike } from '../../shared/client/ahp-client.js';
 import { backoffDelay } from '../../shared/client/backoff.js';
 import { RECONNECT_NOW_CLOSE_CODE } from '../../shared/protocol/close-codes.js';
 import { Reconciler } from '../../shared/client/reconciler.js';
@@ -397,6 +397,9 @@ describe('AhpClient handshake and requests', () => {
     const error = await client.request('x-test/fail', { channel: ROOT_URI }).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(AhpRequestError);
     expect(error).toMatchObject({ code: -32009, message: 'permission denied', data: { request: 'r1' }, method: 'x-test/fail' });
+    // The one base: the kind the code means, since the hub named none in data.kind.
+    expect(error).toBeInstanceOf(AhpError);
+    expect(error).toMatchObject({ kind: 'permission_denied' });
   });
 
   it('times out a request that gets no answer', async () => {
@@ -407,6 +410,7 @@ describe('AhpClient handshake and requests', () => {
     await waitFor(() => hub.requests('x-test/silent').length === 1, 'request sent');
     scheduler.run((ms) => ms === REQUEST_TIMEOUT_MS);
     await expect(pending).rejects.toBeInstanceOf(AhpTimeoutError);
+    await expect(pending).rejects.toMatchObject({ kind: 'timeout' });
   });
 
   it('validates results when given a schema', async () => {
@@ -419,7 +423,7 @@ describe('AhpClient handshake and requests', () => {
         throw new Error('bad');
       },
     };
-    await expect(client.request('x-test/n', { channel: ROOT_URI }, { schema })).rejects.toMatchObject({ name: 'AhpProtocolError' });
+    await expect(client.request('x-test/n', { channel: ROOT_URI }, { schema })).rejects.toMatchObject({ name: 'AhpProtocolError', kind: 'unexpected_response' });
   });
 
   it('createSession generates a session URI and returns the default chat', async () => {
@@ -766,7 +770,7 @@ describe('AhpClient reconnect', () => {
     client.close();
     const error = await pending.catch((e: unknown) => e);
     expect(error).toBeInstanceOf(AhpConnectionError);
-    expect(error).toMatchObject({ permanent: true });
+    expect(error).toMatchObject({ permanent: true, kind: 'client_closed' });
     await tick();
     expect(client.connectionState).toBe('closed');
     expect(scheduler.delays().filter(isBackoff)).toEqual([]);
