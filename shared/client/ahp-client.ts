@@ -50,7 +50,7 @@ import { ChannelReplicas } from './replicas.js';
 import type { WireReducer } from './reconciler.js';
 import { SessionInputs } from './session-inputs.js';
 
-export { AhpAuthError, AhpConnectionError, AhpProtocolError, AhpRequestError, AhpTimeoutError } from './errors.js';
+export { AhpAuthError, AhpConnectionError, AhpError, AhpProtocolError, AhpRequestError, AhpTimeoutError } from './errors.js';
 export type { ChannelChange, ChannelChangeListener, ChannelView, ChannelViewStatus, DispatchResult } from './channel-view.js';
 export type { PendingAction, WireReducer } from './reconciler.js';
 export type { ChatState, ReducerRegistry, RootState, SessionState } from './default-reducers.js';

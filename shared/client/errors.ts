@@ -3,10 +3,20 @@
  * `{accepted: false, reason}` for those (AHP §1.5, §1.8).
  */
 import type { JsonRpcError } from '../protocol/messages.js';
-import { kindOfRpcError, type ErrorKind } from '../protocol/error-kinds.js';
+import { isErrorKind, kindOfRpcError, type ErrorKind } from '../protocol/error-kinds.js';
+
+/**
+ * The one base of every error the client throws: catch `AhpError` for "the hub or the link said
+ * no". `kind` is the refusal's kind of the one table (shared/protocol/error-kinds.ts) when the hub
+ * named one (a JSON-RPC error, a refused upgrade), undefined for failures of the link itself
+ * (timeouts, a dropped socket, a malformed answer).
+ */
+export abstract class AhpError extends Error {
+  abstract readonly kind: ErrorKind | undefined;
+}
 
 /** The server answered a request with a JSON-RPC error (codes in shared/protocol/errors.ts). */
-export class AhpRequestError extends Error {
+export class AhpRequestError extends AhpError {
   readonly code: number;
   readonly data: unknown;
   /** What was refused, from the one table (`error.data.kind`, shared/protocol/error-kinds.ts): branch on this. */
@@ -29,12 +39,15 @@ export class AhpRequestError extends Error {
  * exhausted); false when the socket merely dropped and the client is reconnecting — the request
  * may or may not have reached the server, so retry only if it is idempotent.
  */
-export class AhpConnectionError extends Error {
+export class AhpConnectionError extends AhpError {
   readonly permanent: boolean;
-  constructor(message: string, permanent: boolean, options?: { cause?: unknown }) {
+  /** The kind of the hub's refusal, when it named one (`AhpAuthError`); undefined when the link failed. */
+  readonly kind: ErrorKind | undefined;
+  constructor(message: string, permanent: boolean, options?: { cause?: unknown; kind?: ErrorKind }) {
     super(message, options);
     this.name = 'AhpConnectionError';
     this.permanent = permanent;
+    this.kind = options?.kind;
   }
 }
 
@@ -52,7 +65,8 @@ export class AhpAuthError extends AhpConnectionError {
   /** The hub's words for it (e.g. "the access token has expired: …"), when it said. */
   readonly reason: string | undefined;
   constructor(status: number, options?: { cause?: unknown; code?: string; reason?: string }) {
-    super('token missing or invalid', true, options);
+    // The body's code is the kind (`token_expired`…) for every refusal of the upgrade's 401.
+    super('token missing or invalid', true, { ...(options?.cause !== undefined && { cause: options.cause }), kind: isErrorKind(options?.code) ? options.code : 'unauthorized' });
     this.name = 'AhpAuthError';
     this.status = status;
     this.code = options?.code;
@@ -61,7 +75,8 @@ export class AhpAuthError extends AhpConnectionError {
 }
 
 /** No response within the request timeout. The request may still be processed by the server. */
-export class AhpTimeoutError extends Error {
+export class AhpTimeoutError extends AhpError {
+  readonly kind: undefined = undefined;
   readonly method: string;
   readonly timeoutMs: number;
   constructor(method: string, timeoutMs: number) {
@@ -73,7 +88,8 @@ export class AhpTimeoutError extends Error {
 }
 
 /** The server sent something that does not match the protocol (bad result shape, bad version). */
-export class AhpProtocolError extends Error {
+export class AhpProtocolError extends AhpError {
+  readonly kind: undefined = undefined;
   constructor(message: string, options?: { cause?: unknown }) {
     super(message, options);
     this.name = 'AhpProtocolError';
