@@ -17,7 +17,6 @@ import { randomUUID } from 'node:crypto';
 import WebSocket from 'ws';
 import { AhpAuthError, AhpClient, AhpConnectionError, AhpRequestError, type ChannelView, type ChatState } from '../shared/client/ahp-client.js';
 import { inputRefusal, SessionInputs, type InputTarget } from '../shared/client/session-inputs.js';
-import { ErrorCode } from '../shared/protocol/errors.js';
 import { findEndedTurn } from '../shared/state/selectors.js';
 import type { RunOptions } from './args.js';
 import { parseFrame, type ControlFrame, type FrameId } from './frames.js';
@@ -75,7 +74,7 @@ export async function runHeadless(options: RunOptions, io: HeadlessIo): Promise<
       const s = await client.subscribe(session as `ahp-session:/${string}`);
       defaultChat = s.state.defaultChat;
     } catch (err) {
-      if (!(err instanceof AhpRequestError && err.code === ErrorCode.SessionNotFound)) throw err;
+      if (!(err instanceof AhpRequestError && err.kind === 'session_not_found')) throw err;
       const created = await client.createSession({ session, title: options.prompt.slice(0, 80) });
       session = created.session;
       defaultChat = created.defaultChat;

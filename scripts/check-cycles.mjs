@@ -4,7 +4,11 @@
 //      `export … from` and `import('…')` counts; `.js` specifiers resolve to the `.ts` beside them;
 //   2. no file over 400 lines in app/, none over 500 in the other product folders;
 //   3. every repository path and code name docs/architecture.md and AGENTS.md name in backticks
-//      exists (a `Type.member` in the file that declares the type).
+//      exists (a `Type.member` in the file that declares the type);
+//   4. no HTTP status number (100–599) written as a status outside the error table and its
+//      renderer (`STATUS_HOMES`): an argument of `writeHead`, `refuse`, `respond`, `send…` or an
+//      error's constructor, a `status`/`statusCode` property, an assignment to `.statusCode`, or
+//      the return of a function named `…Status` (reading a status another server answered is not checked).
 // Exits 1 with one line per finding. `--json` prints the figures instead (files, edges, cycles,
 // problems); `--root DIR` checks another checkout (test/unit/check-cycles.test.ts).
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
@@ -122,6 +126,46 @@ function loopThrough(graph, comp) {
   return comp;
 }
 
+/** The only files that may write an HTTP status number: the error table and the HTTP renderer. */
+const STATUS_HOMES = new Set(['shared/protocol/error-kinds.ts', 'server/transport/http-reply.ts']);
+/** Calls whose numeric arguments are statuses: `res.writeHead(404)`, `refuse(socket, 503, …)`, `sendJson(res, 200, …)`, `new HttpError(400, …)`. */
+const STATUS_CALL = /^(writeHead|refuse|respond|send\w*|\w*Error)$/;
+const STATUS_PROPERTY = /^(status|statusCode)$/;
+/** The folders that answer HTTP (scripts/ and app/ only read statuses: conformance faults, fetch results). */
+const STATUS_FOLDERS = new Set(['server', 'shared', 'cli']);
+
+/** `file:line: 404` for every HTTP status literal used as a status outside `STATUS_HOMES`. */
+function statusLiterals(file, text) {
+  if (STATUS_HOMES.has(file) || !STATUS_FOLDERS.has(file.split('/')[0]) || !file.endsWith('.ts')) return [];
+  const sf = ts.createSourceFile(file, text, ts.ScriptTarget.Latest, true);
+  const found = [];
+  const isStatus = (node) => {
+    const n = Number(node.text);
+    return Number.isInteger(n) && n >= 100 && n <= 599;
+  };
+  const nameOf = (expr) => (ts.isIdentifier(expr) ? expr.text : ts.isPropertyAccessExpression(expr) ? expr.name.text : '');
+  const visit = (node) => {
+    if (ts.isNumericLiteral(node) && isStatus(node)) {
+      const parent = node.parent;
+      let used = false;
+      if ((ts.isCallExpression(parent) || ts.isNewExpression(parent)) && parent.arguments?.includes(node)) used = STATUS_CALL.test(nameOf(parent.expression));
+      else if (ts.isPropertyAssignment(parent) && parent.initializer === node) used = STATUS_PROPERTY.test(parent.name.getText(sf));
+      else if (ts.isBinaryExpression(parent) && parent.right === node && parent.operatorToken.kind === ts.SyntaxKind.EqualsToken) used = /statusCode$/.test(parent.left.getText(sf));
+      else if (ts.isConditionalExpression(parent) && ts.isCallExpression(parent.parent) && STATUS_CALL.test(nameOf(parent.parent.expression))) used = true;
+      else if (ts.isReturnStatement(parent)) {
+        // A function that maps something to a status (`replyErrorStatus`) returns one.
+        let fn = parent.parent;
+        while (fn && !ts.isFunctionLike(fn)) fn = fn.parent;
+        used = fn !== undefined && /status$/i.test(fn.name?.getText(sf) ?? '');
+      }
+      if (used) found.push(`${file}:${sf.getLineAndCharacterOfPosition(node.getStart(sf)).line + 1}: ${node.text}`);
+    }
+    ts.forEachChild(node, visit);
+  };
+  visit(sf);
+  return found;
+}
+
 /** The pages whose backticked paths and code names must exist. */
 const NAMING_PAGES = ['docs/architecture.md', 'AGENTS.md'];
 
@@ -210,6 +254,7 @@ for (const f of files) {
   }
   edges += out.size;
   graph.set(f, out);
+  for (const at of statusLiterals(f, text)) problems.push(`status: ${at} is an HTTP status written outside the error table and its renderer: throw or send a ProtocolError of a kind, or use a helper of server/transport/http-reply.ts`);
   const lines = text.split('\n').length - (text.endsWith('\n') ? 1 : 0);
   const max = MAX_LINES[f.split('/')[0]] ?? MAX_LINES.default;
   if (lines > max) problems.push(`size: ${f} has ${lines} lines (limit ${max}): split it by job`);

@@ -9,7 +9,7 @@ import type { RpcRegistrar } from './ahp/rpc.js';
 import type { HubPort } from './hub/hub-port.js';
 import type { Logger } from './log.js';
 import type { HttpRegistrar } from './transport/http-router.js';
-import { HttpError } from './transport/http-error.js';
+import { ProtocolError } from '../shared/protocol/errors.js';
 import { STORAGE_UNAVAILABLE_REASON } from './hub/commit-pipeline.js';
 import type { HubMetrics } from './metrics.js';
 
@@ -51,5 +51,5 @@ export interface Feature {
  */
 export function refuseStreamWhileStorageFails(hub: HubPort): void {
   if (hub.storageProblem === undefined) return;
-  throw HttpError.of('storage_unavailable', `${STORAGE_UNAVAILABLE_REASON}: event streams are not opened while this tenant's storage fails; try again shortly`);
+  throw new ProtocolError('storage_unavailable', `${STORAGE_UNAVAILABLE_REASON}: event streams are not opened while this tenant's storage fails; try again shortly`);
 }

@@ -30,7 +30,7 @@ import { memoryTenantLogs, sqliteTenantLogs, tenantDir, tenantLogsOf, type Tenan
 import { migrateSingleLogDataDir } from './migrate-data-dir.js';
 import { TenantStack } from './tenant-stack.js';
 import { drainNode } from './drain.js';
-import { HttpError, HttpRouter, sendError, sendJson, sendNoRoute } from './transport/http-router.js';
+import { HttpRouter, ProtocolError, sendError, sendJson, sendJsonAs, sendNoRoute, startOk } from './transport/http-router.js';
 import { serveStatic } from './transport/static-files.js';
 import { TransportCloseCode, WsTransport } from './transport/ws-transport.js';
 import { capHttpConnections } from './transport/http-connection-cap.js';
@@ -182,7 +182,7 @@ export async function startHubServer(config: HubServerConfig): Promise<HubServer
   // hub starts without them, refuses their requests with 503 storage_unavailable and keeps trying.
   const unavailable = new Map<string, string>();
   // Tenants whose log holds more state than this hub may load: refused until a restart (tenant-refusals.ts).
-  const refusedAtStart = new Map<string, HttpError>();
+  const refusedAtStart = new Map<string, ProtocolError>();
   const openWhenPossible = (tenant: string): Promise<void> =>
     retryWithBackoff(
       async () => {
@@ -248,30 +248,29 @@ export async function startHubServer(config: HubServerConfig): Promise<HubServer
     'GET',
     '/healthz',
     (_req, res) => {
-      if (draining) return sendJson(res, 503, { status: 'draining', message: 'this hub node is shutting down; its clients move to the other nodes' });
+      if (draining) return sendJsonAs(res, 'draining', { status: 'draining', message: 'this hub node is shutting down; its clients move to the other nodes' });
       // The reason names the database and the tenant's partition: it goes to the process log, while
       // this public answer stays generic.
       const problem = [...unavailable.values()][0] ?? [...stacks.values()].map((s) => s.hub.storageProblem).find((p) => p !== undefined);
       // Up, with storage failing (issue 33.6): still 200, since the node answers every request (with
       // named refusals) and a load balancer must not take every node out when the database is
       // away for all of them; one that prefers healthy nodes checks `status` (docs/operations.md).
-      if (problem !== undefined) sendJson(res, 200, { status: 'degraded', storage: 'failing', message: 'an action log cannot take writes: writes are refused by name; the hub log says why' });
-      else sendJson(res, 200, { status: 'ok' });
+      if (problem !== undefined) sendJson(res, { status: 'degraded', storage: 'failing', message: 'an action log cannot take writes: writes are refused by name; the hub log says why' });
+      else sendJson(res, { status: 'ok' });
     },
     { public: true },
   );
   serverRoutes.add('GET', '/metrics', async (_req, res, { principal }) => {
-    if (auth.enforced && principal.role !== Role.Admin) throw HttpError.of('permission_denied', 'metrics are for admin tokens only');
+    if (auth.enforced && principal.role !== Role.Admin) throw new ProtocolError('permission_denied', 'metrics are for admin tokens only');
     const { contentType, text } = await metrics.render();
-    res.writeHead(200, { 'content-type': contentType, 'content-length': Buffer.byteLength(text), 'cache-control': 'no-store' });
-    res.end(text);
+    startOk(res, { 'content-type': contentType, 'content-length': Buffer.byteLength(text), 'cache-control': 'no-store' }).end(text);
   });
 
   // A plain GET of the WebSocket endpoint answers what its upgrade would for the same token: 401
   // when it is missing or invalid (a browser never sees a refused upgrade's status, so clients ask
   // here; see AhpClientOptions.refusalProbe), 426 when the token is fine.
   serverRoutes.add('GET', '/ahp', () => {
-    throw new HttpError(426, 'upgrade_required', 'this is the AHP WebSocket endpoint: connect with a WebSocket upgrade');
+    throw new ProtocolError('upgrade_required', 'this is the AHP WebSocket endpoint: connect with a WebSocket upgrade');
   });
 
   // Known once listening (the sign-in routes' default public address uses them).
@@ -316,9 +315,9 @@ export async function startHubServer(config: HubServerConfig): Promise<HubServer
     void (async () => {
       try {
         const refusal = devGuard?.(req);
-        if (refusal) return sendError(res, new HttpError(refusal.status, refusal.code, refusal.message));
+        if (refusal) return sendError(res, refusal);
         if (!hasDecodablePath(req.url)) {
-          return sendError(res, new HttpError(400, 'invalid_url', 'the request path is not valid percent-encoding'));
+          return sendError(res, new ProtocolError('invalid_url', 'the request path is not valid percent-encoding'));
         }
         // Authenticated once, here: the tenant picks the routes, and the routers reuse the answer.
         // A request without a valid token goes to the first tenant's routes, which answer 401
@@ -326,14 +325,14 @@ export async function startHubServer(config: HubServerConfig): Promise<HubServer
         const token = tokenFromRequest(req.headers, new URL(req.url ?? '/', 'http://localhost'));
         const caller = await edgeCaller(auth, signIn, req, token, (p: Principal, r: ServerResponse) => streams.claim(p, r, token));
         if (await serverRoutes.handle(req, res, caller)) return;
-        if (draining) return sendError(res, new HttpError(503, 'draining', 'this hub node is shutting down; send the request again to reach another node'));
+        if (draining) return sendError(res, new ProtocolError('draining', 'this hub node is shutting down; send the request again to reach another node'));
         if (await stackOf(caller.principal).http.handle(req, res, caller)) return;
         if (config.staticDir && req.method === 'GET' && (await serveStatic(config.staticDir, req, res))) return;
         sendNoRoute(res, req.method, new URL(req.url ?? '/', 'http://x').pathname);
       } catch (err) {
-        if (err instanceof HttpError && !res.headersSent) return sendError(res, err);
+        if (err instanceof ProtocolError && !res.headersSent) return sendError(res, err);
         logger.error('request failed', errorFields(err));
-        if (!res.headersSent) sendError(res, new HttpError(500, 'internal_error', 'internal error'));
+        if (!res.headersSent) sendError(res, new ProtocolError('internal_error', 'internal error'));
         else res.destroy();
       }
     })();

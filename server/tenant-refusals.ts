@@ -7,20 +7,19 @@
  */
 import { StateTooLargeToLoadError } from './hub/load-guard.js';
 import { STORAGE_UNAVAILABLE_REASON } from './hub/commit-pipeline.js';
-import { HttpError } from './transport/http-router.js';
+import { ProtocolError } from '../shared/protocol/errors.js';
 
 /** 503 for a tenant whose log could not be opened (yet). */
-export function tenantUnavailable(): HttpError {
-  return new HttpError(503, 'storage_unavailable', `${STORAGE_UNAVAILABLE_REASON}: this tenant's log cannot be opened right now; try again later`);
+export function tenantUnavailable(): ProtocolError {
+  return new ProtocolError('storage_unavailable', `${STORAGE_UNAVAILABLE_REASON}: this tenant's log cannot be opened right now; try again later`);
 }
 
 /** The stable code of a tenant refused at start for holding more state than the hub may load. */
 export const TENANT_TOO_LARGE_TO_LOAD = 'tenant_too_large_to_load';
 
 /** 503 for a tenant the start refused (StateTooLargeToLoadError); the sizes stay in the process log. */
-export function tenantTooLargeToLoad(tenant: string): HttpError {
-  return new HttpError(
-    503,
+export function tenantTooLargeToLoad(tenant: string): ProtocolError {
+  return new ProtocolError(
     TENANT_TOO_LARGE_TO_LOAD,
     `tenant ${JSON.stringify(tenant)} is not served: its log holds more session and chat state than this hub can load. ` + "The hub's operator must give it more memory or move the tenant's log aside, then restart it; the hub log says more",
   );

@@ -23,7 +23,6 @@ import WebSocket from 'ws';
 import { AhpClient, AhpRequestError, type ChannelView, type ChatState } from '../../shared/client/ahp-client.js';
 import { SessionInputs, type InputSubmission, type InputTarget } from '../../shared/client/session-inputs.js';
 import { isKnownAction, type InputCompletedAction, type ToolCallConfirmedAction } from '../../shared/protocol/actions.js';
-import { ErrorCode } from '../../shared/protocol/errors.js';
 import { asSessionUri, sessionIdOf } from '../../shared/protocol/uris.js';
 import { findEndedTurn, openInteractions, turnDuration } from '../../shared/state/selectors.js';
 import type { WireAction } from '../../shared/protocol/messages.js';
@@ -80,7 +79,7 @@ export async function startAcpBridge(options: BridgeOptions): Promise<Bridge> {
   try {
     defaultChat = (await client.subscribe(sessionUri as `ahp-session:/${string}`)).state.defaultChat;
   } catch (err) {
-    if (!(err instanceof AhpRequestError && err.code === ErrorCode.SessionNotFound)) throw err;
+    if (!(err instanceof AhpRequestError && err.kind === 'session_not_found')) throw err;
     defaultChat = (await client.createSession({ session: sessionUri, title: 'ACP editor session' })).defaultChat;
   }
   if (!defaultChat) throw new Error(`session ${sessionUri} has no default chat`);

@@ -4,7 +4,7 @@
  */
 
 import { z } from 'zod';
-import { ErrorCode, ProtocolError } from '../../shared/protocol/errors.js';
+import { ProtocolError } from '../../shared/protocol/errors.js';
 import type { ErrorKind } from '../../shared/protocol/error-kinds.js';
 import {
   createChatParamsSchema,
@@ -33,7 +33,7 @@ import { WindowedSubscriptions } from './windowed-subscriptions.js';
 export const SERVER_INFO = { name: 'ahp-hub', version: '0.1.0' };
 
 function requireRoot(channel: string, method: string): void {
-  if (channel !== ROOT_URI) throw new ProtocolError(ErrorCode.InvalidParams, `${method} is a root command: channel must be ${ROOT_URI}`);
+  if (channel !== ROOT_URI) throw new ProtocolError('invalid_params', `${method} is a root command: channel must be ${ROOT_URI}`);
 }
 
 function clientOf(ctx: RpcContext, conn: Connection = ctx.conn) {
@@ -53,10 +53,10 @@ function unsupportedVersionMessage(offered: readonly string[]): string {
 function claimOrRefuse(hub: Hub, ctx: RpcContext, clientId: string): void {
   const claim = hub.claimClientId(ctx.principal, clientId, ctx.conn);
   if (claim === 'in_use') {
-    throw new ProtocolError(ErrorCode.AlreadyExists, 'clientId is in use by another principal: generate a fresh random clientId', { code: 'client_id_in_use' });
+    throw new ProtocolError('already_exists', 'clientId is in use by another principal: generate a fresh random clientId', { code: 'client_id_in_use' });
   }
   if (claim === 'client_id_quota') {
-    throw new ProtocolError(ErrorCode.QuotaExceeded, 'quota exceeded (client_id_quota): this principal has made too many fresh clientIds within the last minutes; reconnect with a clientId it used before', { code: 'client_id_quota' });
+    throw new ProtocolError('quota_exceeded', 'quota exceeded (client_id_quota): this principal has made too many fresh clientIds within the last minutes; reconnect with a clientId it used before', { code: 'client_id_quota' });
   }
 }
 
@@ -87,13 +87,13 @@ export function registerAhpMethods(router: RpcRouter, hub: Hub): void {
     beforeInitialize: true,
     handle(ctx, params): InitializeResult {
       requireRoot(params.channel, Method.Initialize);
-      if (ctx.state.protocolVersion !== undefined) throw new ProtocolError(ErrorCode.InvalidRequest, 'already initialized: initialize is sent once per connection');
+      if (ctx.state.protocolVersion !== undefined) throw new ProtocolError('invalid_request', 'already initialized: initialize is sent once per connection');
       const version = negotiateVersion(params.protocolVersions);
       if (!version) {
         // AHP: answer -32005 with our versions, then close; there is no renegotiation.
         // The error answer is queued when the handler returns; close only after it has gone out.
         setImmediate(() => hub.afterDelivered(() => ctx.conn.close(CloseCode.UnsupportedVersion, 'unsupported protocol version')));
-        throw new ProtocolError(ErrorCode.UnsupportedProtocolVersion, unsupportedVersionMessage(params.protocolVersions), { supportedVersions: [...SUPPORTED_VERSIONS] });
+        throw new ProtocolError('unsupported_protocol_version', unsupportedVersionMessage(params.protocolVersions), { supportedVersions: [...SUPPORTED_VERSIONS] });
       }
       claimOrRefuse(hub, ctx, params.clientId);
       ctx.state.protocolVersion = version;
@@ -169,9 +169,9 @@ export function registerAhpMethods(router: RpcRouter, hub: Hub): void {
         setConnectionVersion(ctx.conn, version);
         ctx.state.clientId = params.clientId;
       } else if (params.clientId !== ctx.state.clientId) {
-        throw new ProtocolError(ErrorCode.InvalidParams, 'clientId must be the one sent in initialize on this connection');
+        throw new ProtocolError('invalid_params', 'clientId must be the one sent in initialize on this connection');
       } else if (perChannel && !speaksChannelReconnect(ctx.state.protocolVersion)) {
-        throw new ProtocolError(ErrorCode.InvalidParams, `per-channel reconnect cursors need protocol 1.1; this connection negotiated ${ctx.state.protocolVersion}: send lastSeenServerSeq with a list of channel URIs`);
+        throw new ProtocolError('invalid_params', `per-channel reconnect cursors need protocol 1.1; this connection negotiated ${ctx.state.protocolVersion}: send lastSeenServerSeq with a list of channel URIs`);
       }
       // Cluster: the cursor may come from a node that was ahead of this one.
       const furthest = perChannel ? Math.max(0, ...params.subscriptions.map((s) => s.lastSeenServerSeq)) : params.lastSeenServerSeq;
@@ -197,7 +197,7 @@ export function registerAhpMethods(router: RpcRouter, hub: Hub): void {
       const all = hub.listSessions(ctx.principal);
       const offset = params.cursor === undefined ? 0 : Number.parseInt(params.cursor, 10);
       if (!Number.isSafeInteger(offset) || offset < 0 || String(offset) !== (params.cursor ?? '0')) {
-        throw new ProtocolError(ErrorCode.InvalidParams, 'unrecognised pagination cursor');
+        throw new ProtocolError('invalid_params', 'unrecognised pagination cursor');
       }
       const limit = params.limit ?? all.length;
       const items = all.slice(offset, offset + limit);
@@ -217,7 +217,7 @@ export function registerAhpMethods(router: RpcRouter, hub: Hub): void {
   router.request(Method.DisposeSession, {
     params: disposeSessionParamsSchema,
     async handle(ctx, params) {
-      if (channelKind(params.channel) !== 'session') throw new ProtocolError(ErrorCode.InvalidParams, 'channel must be a session URI');
+      if (channelKind(params.channel) !== 'session') throw new ProtocolError('invalid_params', 'channel must be a session URI');
       await hub.disposeSession(ctx.principal, params.channel);
       return {};
     },

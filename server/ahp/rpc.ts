@@ -8,7 +8,7 @@
  * knows nothing about what they do.
  */
 import type { z } from 'zod';
-import { ErrorCode, ProtocolError } from '../../shared/protocol/errors.js';
+import { ProtocolError } from '../../shared/protocol/errors.js';
 import { withKind, type ErrorKind } from '../../shared/protocol/error-kinds.js';
 import { checkJsonBounds } from '../../shared/protocol/json-bounds.js';
 import { describeIssues } from '../../shared/protocol/describe-issues.js';
@@ -86,9 +86,10 @@ export function encodeResult(id: RequestId | null, result: unknown): string {
   return JSON.stringify({ jsonrpc: '2.0', id, result: result ?? null });
 }
 
-export function encodeError(id: RequestId | null, code: number, message: string, data?: unknown): string {
+/** The JSON-RPC rendering of the one error carrier: its table code, its message, `data` naming its coarse kind. */
+export function encodeError(id: RequestId | null, err: ProtocolError): string {
   // Every error names its kind (`error.data.kind`, shared/protocol/error-kinds.ts).
-  const error = { code, message, data: withKind(code, data) };
+  const error = { code: err.code, message: err.message, data: withKind(err.kind, err.data) };
   return JSON.stringify({ jsonrpc: '2.0', id, error });
 }
 
@@ -164,7 +165,7 @@ export class RpcRouter {
     try {
       json = JSON.parse(text);
     } catch {
-      this.sendResponse(ctx.conn, encodeError(null, ErrorCode.ParseError, 'parse error: the frame is not valid JSON'));
+      this.sendResponse(ctx.conn, encodeError(null, new ProtocolError('invalid_json', 'parse error: the frame is not valid JSON')));
       return;
     }
     // Before anything looks at the message: a value nested thousands deep (or a megabyte-long
@@ -180,7 +181,7 @@ export class RpcRouter {
       // Echo the id only when it is a valid one; an unusable id (object, too long) answers with null.
       const safeId = requestIdSchema.safeParse(id).success ? (id as RequestId) : null;
       const hint = Array.isArray(json) ? 'batches are not supported; send one message per frame' : describeIssues(parsed.error.issues, 'rpc');
-      this.sendResponse(ctx.conn, encodeError(safeId, ErrorCode.InvalidRequest, `invalid request: ${hint}`));
+      this.sendResponse(ctx.conn, encodeError(safeId, new ProtocolError('invalid_request', `invalid request: ${hint}`)));
       return;
     }
     const msg = parsed.data;
@@ -194,8 +195,10 @@ export class RpcRouter {
         ctx.conn,
         encodeError(
           msg.id,
-          ErrorCode.LimitExceeded,
-          `rate limit exceeded: this connection sent more than its budget (${this.rateLimit.perSecond} units of ${this.rateLimit.bytesPerUnit ?? DEFAULT_BYTES_PER_UNIT} bytes per second) even after being slowed down`,
+          new ProtocolError(
+            'limit_exceeded',
+            `rate limit exceeded: this connection sent more than its budget (${this.rateLimit.perSecond} units of ${this.rateLimit.bytesPerUnit ?? DEFAULT_BYTES_PER_UNIT} bytes per second) even after being slowed down`,
+          ),
         ),
       );
       return;
@@ -205,18 +208,18 @@ export class RpcRouter {
 
   async #handleRequest(ctx: RpcContext, id: RequestId, method: string, rawParams: unknown): Promise<string> {
     const handler = this.#requests.get(method);
-    if (!handler) return encodeError(id, ErrorCode.MethodNotFound, `method not found: ${method}`);
+    if (!handler) return encodeError(id, new ProtocolError('method_not_found', `method not found: ${method}`));
     if (!handler.beforeInitialize && ctx.state.protocolVersion === undefined) {
-      return encodeError(id, ErrorCode.NotInitialized, `${method} before initialize: send initialize first`);
+      return encodeError(id, new ProtocolError('not_initialized', `${method} before initialize: send initialize first`));
     }
     const params = handler.params.safeParse(rawParams);
-    if (!params.success) return encodeError(id, ErrorCode.InvalidParams, `invalid params for ${method}: ${describeIssues(params.error.issues, 'rpc')}`);
+    if (!params.success) return encodeError(id, new ProtocolError('invalid_params', `invalid params for ${method}: ${describeIssues(params.error.issues, 'rpc')}`));
     try {
       return encodeResult(id, await handler.handle(ctx, params.data));
     } catch (err) {
-      if (err instanceof ProtocolError) return encodeError(id, err.code, err.message, err.data);
+      if (err instanceof ProtocolError) return encodeError(id, err);
       this.logger.error('request handler failed', { method, ...errorFields(err) });
-      return encodeError(id, ErrorCode.InternalError, `internal error while handling ${method}`);
+      return encodeError(id, new ProtocolError('internal_error', `internal error while handling ${method}`));
     }
   }
 
@@ -225,29 +228,29 @@ export class RpcRouter {
     // JSON-RPC sends no response to notifications; an error with id null is the one way to tell
     // the client its notification was not taken, rather than dropping it silently.
     if (!handler) {
-      this.sendResponse(ctx.conn, encodeError(null, ErrorCode.MethodNotFound, `notification method not found: ${method}`));
+      this.sendResponse(ctx.conn, encodeError(null, new ProtocolError('method_not_found', `notification method not found: ${method}`)));
       return;
     }
     if (ctx.state.protocolVersion === undefined) {
-      this.sendResponse(ctx.conn, encodeError(null, ErrorCode.NotInitialized, `${method} before initialize: send initialize first`));
+      this.sendResponse(ctx.conn, encodeError(null, new ProtocolError('not_initialized', `${method} before initialize: send initialize first`)));
       return;
     }
     const params = handler.params.safeParse(rawParams);
     if (!params.success) {
-      this.sendResponse(ctx.conn, encodeError(null, ErrorCode.InvalidParams, `invalid params for ${method}: ${describeIssues(params.error.issues, 'rpc')}`));
+      this.sendResponse(ctx.conn, encodeError(null, new ProtocolError('invalid_params', `invalid params for ${method}: ${describeIssues(params.error.issues, 'rpc')}`)));
       return;
     }
     if (throttled) {
-      if (this.onRefusedNotification?.(ctx, method, params.data) !== true) this.sendResponse(ctx.conn, encodeError(null, ErrorCode.LimitExceeded, `rate limit exceeded: ${method} was not processed`));
+      if (this.onRefusedNotification?.(ctx, method, params.data) !== true) this.sendResponse(ctx.conn, encodeError(null, new ProtocolError('limit_exceeded', `rate limit exceeded: ${method} was not processed`)));
       return;
     }
     try {
       handler.handle(ctx, params.data);
     } catch (err) {
       // A refusal the handler names (e.g. channel/credit past what was sent) goes back as is.
-      if (err instanceof ProtocolError) return this.sendResponse(ctx.conn, encodeError(null, err.code, err.message, err.data));
+      if (err instanceof ProtocolError) return this.sendResponse(ctx.conn, encodeError(null, err));
       this.logger.error('notification handler failed', { method, ...errorFields(err) });
-      this.sendResponse(ctx.conn, encodeError(null, ErrorCode.InternalError, `internal error while handling ${method}`));
+      this.sendResponse(ctx.conn, encodeError(null, new ProtocolError('internal_error', `internal error while handling ${method}`)));
     }
   }
 
@@ -258,7 +261,7 @@ export class RpcRouter {
     // A notification (a dispatch) gets its refusal the way its method reports refusals, so the
     // sender's pending action resolves; the hook never echoes the offending value.
     if (id === null && this.onRefusedNotification?.(ctx, method, message['params'], reason, 'invalid_request') === true) return;
-    this.sendResponse(ctx.conn, encodeError(id, ErrorCode.InvalidRequest, `invalid request: ${reason}`, { code }));
+    this.sendResponse(ctx.conn, encodeError(id, new ProtocolError('invalid_request', `invalid request: ${reason}`, { code })));
   }
 
   #refill(state: ConnectionState): void {

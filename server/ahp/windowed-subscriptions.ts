@@ -8,7 +8,7 @@
  * a reconnect can re-open the same window; bounded to `MAX_RETAINED_CLIENTS` clientIds (oldest
  * forgotten first) of at most `MAX_WINDOWED_PER_CONNECTION` channels each.
  */
-import { ErrorCode, ProtocolError } from '../../shared/protocol/errors.js';
+import { ProtocolError } from '../../shared/protocol/errors.js';
 import { ChannelMethod, channelCreditParamsSchema, type GrantedFlowControl, type ReceiveLimits, type WindowedReconnectParams } from '../../shared/protocol/messages-1-1.js';
 import type { Snapshot } from '../../shared/protocol/messages.js';
 import { ROOT_URI } from '../../shared/protocol/uris.js';
@@ -42,7 +42,7 @@ export class WindowedSubscriptions {
       params: channelCreditParamsSchema,
       handle: (ctx, params) => {
         const receiver = this.#links.get(ctx.conn)?.receivers.get(params.channel);
-        if (!receiver) throw new ProtocolError(ErrorCode.InvalidParams, `channel/credit: ${params.channel} is not a windowed subscription of this connection`);
+        if (!receiver) throw new ProtocolError('invalid_params', `channel/credit: ${params.channel} is not a windowed subscription of this connection`);
         receiver.credit(params.consumedBytes);
       },
     });

@@ -6,7 +6,7 @@
  * what the role may not do. Tenant visibility is not a role question: it stays with the lookups
  * (`visibleSession`), which answer "not found".
  */
-import { rpcCodeOf, type ErrorKind } from '../../shared/protocol/error-kinds.js';
+import type { ErrorKind } from '../../shared/protocol/error-kinds.js';
 import { ProtocolError } from '../../shared/protocol/errors.js';
 import { canWrite, Role, type Principal } from './auth.js';
 
@@ -52,11 +52,11 @@ export function authorizeSessionDeletion(principal: Principal, owner: string): A
 /** `authorizeSessionDeletion` for JSON-RPC methods: a refusal is thrown as the kind's ProtocolError. */
 export function assertMayDeleteSession(principal: Principal, owner: string): void {
   const refused = authorizeSessionDeletion(principal, owner);
-  if (refused) throw new ProtocolError(rpcCodeOf(refused.kind), refused.message);
+  if (refused) throw new ProtocolError(refused.kind, refused.message);
 }
 
 /** `authorize` for JSON-RPC methods: a refusal is thrown as the kind's ProtocolError. */
 export function assertAuthorized(principal: Principal, operation: Operation): void {
   const refused = authorize(principal, operation);
-  if (refused) throw new ProtocolError(rpcCodeOf(refused.kind), refused.message);
+  if (refused) throw new ProtocolError(refused.kind, refused.message);
 }

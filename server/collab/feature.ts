@@ -14,7 +14,7 @@ import type { KnownAction } from '../../shared/protocol/actions.js';
 import * as Y from 'yjs';
 import { fromBase64, toBase64 } from 'lib0/buffer';
 import { CLUSTER_BUS_SERVICE, type BusMessage, type ClusterBus } from '../cluster-bus/cluster-bus.js';
-import { ErrorCode, ProtocolError } from '../../shared/protocol/errors.js';
+import { ProtocolError } from '../../shared/protocol/errors.js';
 import type { ChatInputRequest } from '../../shared/protocol/state.js';
 import { canWrite, type Principal } from '../auth/auth.js';
 import type { Connection } from '../hub/connection.js';
@@ -164,7 +164,7 @@ export class CollabEngine {
     return opening.then((opened) => {
       // The request may have been answered (or the member gone) while the history was read.
       this.#joinable(principal, channel, doc);
-      if (opened.closed) throw new ProtocolError(ErrorCode.NotFound, `no open input request ${doc} on ${channel}`);
+      if (opened.closed) throw new ProtocolError('not_found', `no open input request ${doc} on ${channel}`);
       this.#assertRoomFor(conn, opened);
       return this.#enter(conn, principal, opened);
     });
@@ -174,14 +174,14 @@ export class CollabEngine {
     const chat = this.hub.visibleChat(principal, channel);
     const presenceOnly = doc === CHAT_PRESENCE_DOC;
     const request = chat && !presenceOnly ? openRequest(chat.state, doc) : undefined;
-    if (!chat || (!request && !presenceOnly)) throw new ProtocolError(ErrorCode.NotFound, `no open input request ${doc} on ${channel}`);
+    if (!chat || (!request && !presenceOnly)) throw new ProtocolError('not_found', `no open input request ${doc} on ${channel}`);
     return { chat, request };
   }
 
   #assertRoomFor(conn: Connection, room: CollabRoom | undefined): void {
     const mine = this.#byConn.get(conn);
     if (!(room && mine?.has(room)) && (mine?.size ?? 0) >= this.limits.maxDocsPerConnection) {
-      throw new ProtocolError(ErrorCode.LimitExceeded, `at most ${this.limits.maxDocsPerConnection} collaborative documents per connection`);
+      throw new ProtocolError('limit_exceeded', `at most ${this.limits.maxDocsPerConnection} collaborative documents per connection`);
     }
   }
 
@@ -245,7 +245,7 @@ export class CollabEngine {
       room.sync(ctx.conn, data, canWrite(ctx.principal) && room.requestId !== CHAT_PRESENCE_DOC);
     } catch (err) {
       this.logger.warn('bad collab sync message', { channel, doc, ...errorFields(err) });
-      ctx.conn.send(encodeError(null, ErrorCode.InvalidParams, `invalid ${CollabMethod.Sync} payload`));
+      ctx.conn.send(encodeError(null, new ProtocolError('invalid_params', `invalid ${CollabMethod.Sync} payload`)));
     }
   }
 
@@ -258,7 +258,7 @@ export class CollabEngine {
     } catch {
       problem = 'malformed awareness update';
     }
-    if (problem) ctx.conn.send(encodeError(null, ErrorCode.InvalidParams, `${CollabMethod.Awareness} refused: ${problem}`));
+    if (problem) ctx.conn.send(encodeError(null, new ProtocolError('invalid_params', `${CollabMethod.Awareness} refused: ${problem}`)));
   }
 
   /**
@@ -337,7 +337,7 @@ export class CollabEngine {
   }
 
   #notJoined(ctx: RpcContext, channel: string, doc: string): void {
-    ctx.conn.send(encodeError(null, ErrorCode.NotFound, `not joined to collaborative document ${doc} on ${channel}: send ${CollabMethod.Join} first`));
+    ctx.conn.send(encodeError(null, new ProtocolError('not_found', `not joined to collaborative document ${doc} on ${channel}: send ${CollabMethod.Join} first`)));
   }
 }
 
@@ -361,7 +361,7 @@ export function applyDiff(text: Y.Text, next: string): void {
 }
 
 function decode(data: string, limits: CollabLimits): Uint8Array {
-  if (data.length > limits.maxMessageChars) throw new ProtocolError(ErrorCode.LimitExceeded, `collab payload larger than ${limits.maxMessageChars} characters`);
+  if (data.length > limits.maxMessageChars) throw new ProtocolError('limit_exceeded', `collab payload larger than ${limits.maxMessageChars} characters`);
   return fromBase64(data);
 }
 
@@ -380,7 +380,7 @@ export function installCollab(ctx: Pick<FeatureContext, 'hub' | 'rpc' | 'logger'
     try {
       bytes = decode(p.data, limits);
     } catch (err) {
-      c.conn.send(encodeError(null, ErrorCode.LimitExceeded, err instanceof Error ? err.message : 'collab payload refused'));
+      c.conn.send(encodeError(null, new ProtocolError('limit_exceeded', err instanceof Error ? err.message : 'collab payload refused')));
       return;
     }
     handler(c, p.channel, p.doc, bytes);

@@ -6,7 +6,7 @@
  * facade that calls these. What follows a disposal (here or by another process: `sessionGone`,
  * `chatGone`) is here too.
  */
-import { ErrorCode, ProtocolError } from '../../shared/protocol/errors.js';
+import { ProtocolError } from '../../shared/protocol/errors.js';
 import { CHAT_SCHEME, channelKind } from '../../shared/protocol/uris.js';
 import type { AgentInfo } from '../agents/agent.js';
 import type { Principal } from '../auth/auth.js';
@@ -55,21 +55,21 @@ export class CatalogueCommands {
     this.#d.admission.assertQuota();
     assertAuthorized(principal, 'createSession');
     if (channelKind(params.uri) !== 'session') {
-      throw new ProtocolError(ErrorCode.InvalidParams, 'channel must be an ahp-session:/<id> URI');
+      throw new ProtocolError('invalid_params', 'channel must be an ahp-session:/<id> URI');
     }
     if (this.#d.state.sessions.has(params.uri)) {
       // The server gives each tenant a hub of its own (tenant-stack.ts), so this is always one
       // of the caller's own tenant's sessions: it says nothing about anyone else's.
-      throw new ProtocolError(ErrorCode.SessionAlreadyExists, `session ${params.uri} already exists`);
+      throw new ProtocolError('session_exists', `session ${params.uri} already exists`);
     }
     const provider = params.provider ?? this.#d.defaultProvider;
     if (!this.#d.agents.some((a) => a.provider === provider)) {
-      throw new ProtocolError(ErrorCode.ProviderNotFound, `no agent provider ${JSON.stringify(provider)}`);
+      throw new ProtocolError('provider_not_found', `no agent provider ${JSON.stringify(provider)}`);
     }
     let count = 0;
     for (const s of this.#d.state.sessions.values()) if (s.tenant === principal.tenant) count++;
     if (count >= this.#d.limits.maxSessionsPerTenant) {
-      throw new ProtocolError(ErrorCode.LimitExceeded, `at most ${this.#d.limits.maxSessionsPerTenant} sessions per tenant`);
+      throw new ProtocolError('limit_exceeded', `at most ${this.#d.limits.maxSessionsPerTenant} sessions per tenant`);
     }
     this.#refuseOverQuota(this.#d.channelBudget.chargeNew(principal.user, NEW_CHANNEL_CHARS * 2));
     const createdAt = new Date(this.#d.now()).toISOString();
@@ -96,7 +96,7 @@ export class CatalogueCommands {
     const turn = this.#d.admission.enter();
     if (turn) await turn;
     const session = this.#d.visibleSession(principal, uri);
-    if (!session) throw new ProtocolError(ErrorCode.SessionNotFound, `session ${uri} not found`);
+    if (!session) throw new ProtocolError('session_not_found', `session ${uri} not found`);
     assertMayDeleteSession(principal, session.owner);
     const chats = [...session.chats];
     this.#sequenceLifecycle({ type: CatalogueAction.SessionDisposed, session: uri });
@@ -109,14 +109,14 @@ export class CatalogueCommands {
     if (turn) await turn;
     this.#d.admission.assertQuota();
     const session = this.#d.visibleSession(principal, sessionUri);
-    if (!session) throw new ProtocolError(ErrorCode.SessionNotFound, `session ${sessionUri} not found`);
+    if (!session) throw new ProtocolError('session_not_found', `session ${sessionUri} not found`);
     assertAuthorized(principal, 'createChat');
     if (session.chats.size >= this.#d.limits.maxChatsPerSession) {
-      throw new ProtocolError(ErrorCode.LimitExceeded, `at most ${this.#d.limits.maxChatsPerSession} chats per session`);
+      throw new ProtocolError('limit_exceeded', `at most ${this.#d.limits.maxChatsPerSession} chats per session`);
     }
     const chat = params.chat ?? CHAT_SCHEME + this.#d.newId();
-    if (channelKind(chat) !== 'chat') throw new ProtocolError(ErrorCode.InvalidParams, 'chat must be an ahp-chat:/<id> URI');
-    if (this.#d.state.chats.has(chat)) throw new ProtocolError(ErrorCode.AlreadyExists, `chat ${chat} already exists`);
+    if (channelKind(chat) !== 'chat') throw new ProtocolError('invalid_params', 'chat must be an ahp-chat:/<id> URI');
+    if (this.#d.state.chats.has(chat)) throw new ProtocolError('already_exists', `chat ${chat} already exists`);
     this.#refuseOverQuota(this.#d.channelBudget.chargeNew(session.owner, NEW_CHANNEL_CHARS));
     this.#createChatRecord(sessionUri, chat, params.title ?? 'Chat', new Date(this.#d.now()).toISOString());
     this.#d.channelBudget.opened(chat);
@@ -130,11 +130,11 @@ export class CatalogueCommands {
     const turn = this.#d.admission.enter();
     if (turn) await turn;
     const chat = this.#d.visibleChat(principal, chatUri);
-    if (!chat) throw new ProtocolError(ErrorCode.NotFound, `chat ${chatUri} not found`);
+    if (!chat) throw new ProtocolError('not_found', `chat ${chatUri} not found`);
     assertAuthorized(principal, 'disposeChat');
     const session = this.#d.state.sessions.get(chat.session)!;
     if (session.state.defaultChat === chatUri) {
-      throw new ProtocolError(ErrorCode.InvalidParams, 'the default chat is disposed with its session');
+      throw new ProtocolError('invalid_params', 'the default chat is disposed with its session');
     }
     for (const entry of session.state.inputNeeded ?? []) {
       if (entry.chat === chatUri) this.#d.pipeline.sequence(session.uri, { type: 'session/inputNeededRemoved', id: entry.id });
@@ -150,7 +150,7 @@ export class CatalogueCommands {
   #refuseOverQuota(refusal: StateRefusal | undefined): void {
     if (!refusal) return;
     this.#d.observer?.quotaRefused?.(refusal.kind);
-    throw new ProtocolError(ErrorCode.QuotaExceeded, refusal.reason);
+    throw new ProtocolError('quota_exceeded', refusal.reason);
   }
 
   /** Sequences a session or chat lifecycle record (the internal catalogue channel; never sent). */

@@ -11,7 +11,7 @@
  */
 import { CLIENT_DISPATCHABLE_ACTIONS, parseAction } from '../../shared/protocol/actions.js';
 import { rpcCodeOf, type ErrorKind } from '../../shared/protocol/error-kinds.js';
-import { ErrorCode, ProtocolError } from '../../shared/protocol/errors.js';
+import { ProtocolError } from '../../shared/protocol/errors.js';
 import { checkJsonBounds } from '../../shared/protocol/json-bounds.js';
 import type { WireAction } from '../../shared/protocol/messages.js';
 import { channelKind } from '../../shared/protocol/uris.js';
@@ -52,7 +52,7 @@ export function optionalRejection(kind: ErrorKind, reason: string | undefined): 
 
 /** A write turn that failed (the hub's write turn throws a ProtocolError) as a rejection. */
 export function rejectionOf(err: unknown): Rejection {
-  const kind = err instanceof ProtocolError && err.code === ErrorCode.InternalError ? 'internal_error' : 'storage_unavailable';
+  const kind = err instanceof ProtocolError && err.kind === 'internal_error' ? 'internal_error' : 'storage_unavailable';
   return rejection(kind, errorMessage(err));
 }
 
@@ -138,9 +138,9 @@ export function decideServer(state: HubState, channel: string, action: WireActio
   if (!parsed.ok) throw new Error(`invalid server action ${action.type}: ${parsed.message}`);
   const chat = state.chats.get(channel);
   const session = state.sessionOf(channel);
-  if (!chat && !state.sessions.has(channel)) throw new ProtocolError(ErrorCode.NotFound, `no channel ${channel}`);
+  if (!chat && !state.sessions.has(channel)) throw new ProtocolError('not_found', `no channel ${channel}`);
   const reason = validateAgentAction(parsed.action as WireAction, chat?.state, session && { session: session.uri, chats: session.chats });
-  if (reason !== undefined) throw new ProtocolError(ErrorCode.InvalidParams, reason);
+  if (reason !== undefined) throw new ProtocolError('invalid_params', reason);
   return parsed.action as WireAction;
 }
 

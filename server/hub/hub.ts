@@ -423,7 +423,7 @@ export class Hub implements HubPort {
     const full = this.#channelBudget.charge(channel, decided);
     if (full) {
       const refusal = budgetRejection(full, this.#observer);
-      throw new ProtocolError(refusal.code, refusal.reason);
+      throw new ProtocolError(refusal.kind, refusal.reason);
     }
     const seq = this.#sequencer.accept(channel, decided, undefined);
     await this.#pipeline.durable();

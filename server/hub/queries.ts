@@ -3,7 +3,7 @@
  * exist for them), the default chat the catalogue vouches for, session lists and snapshots. Pure
  * functions of `HubState`; the hub's facade methods call them.
  */
-import { ErrorCode, ProtocolError } from '../../shared/protocol/errors.js';
+import { ProtocolError } from '../../shared/protocol/errors.js';
 import type { Snapshot } from '../../shared/protocol/messages.js';
 import { channelKind, ROOT_URI } from '../../shared/protocol/uris.js';
 import type { Principal } from '../auth/auth.js';
@@ -66,17 +66,17 @@ export function snapshotIn(state: HubState, principal: Principal, channel: strin
   if (kind === 'root') return { resource: ROOT_URI, state: state.root, fromSeq };
   if (kind === 'session') {
     const s = visibleSessionIn(state, principal, channel);
-    if (!s) throw new ProtocolError(ErrorCode.SessionNotFound, `session ${channel} not found`);
+    if (!s) throw new ProtocolError('session_not_found', `session ${channel} not found`);
     // Who created it, beside the state (replicas stay equal): the app offers Delete to them and admins.
     return { resource: channel, state: s.state, fromSeq, _meta: { 'hub/owner': s.owner } };
   }
   if (kind === 'chat') {
     const c = visibleChatIn(state, principal, channel);
-    if (!c) throw new ProtocolError(ErrorCode.NotFound, `chat ${channel} not found`);
+    if (!c) throw new ProtocolError('not_found', `chat ${channel} not found`);
     // Who answered stays beside the state (see shared/state/answered-by.ts).
     // Who answered and who stopped stay beside the state (see shared/state/answered-by.ts).
     const meta = chatSnapshotMeta(c);
     return meta ? { resource: channel, state: c.state, fromSeq, _meta: meta } : { resource: channel, state: c.state, fromSeq };
   }
-  throw new ProtocolError(ErrorCode.InvalidParams, `unsupported channel URI ${JSON.stringify(channel)}`);
+  throw new ProtocolError('invalid_params', `unsupported channel URI ${JSON.stringify(channel)}`);
 }

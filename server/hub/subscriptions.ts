@@ -8,7 +8,7 @@
  * envelopes it missed; otherwise fresh snapshots. Either way the connection rejoins each channel
  * at the live edge, so it gets every envelope after what it was given exactly once.
  */
-import { ErrorCode, ProtocolError } from '../../shared/protocol/errors.js';
+import { ProtocolError } from '../../shared/protocol/errors.js';
 import type { ActionEnvelope, ReconnectParams, ReconnectResult, Snapshot } from '../../shared/protocol/messages.js';
 import type { ChannelReconnectParams, ChannelReconnectResult, ChannelRecovery } from '../../shared/protocol/messages-1-1.js';
 import { actionForVersion, knowsEveryAction } from '../../shared/protocol/version-features.js';
@@ -86,7 +86,7 @@ export class Subscriptions implements Receivers {
       this.#channelsByConn.set(conn, channels);
     }
     if (!channels.has(channel) && channels.size >= this.maxPerConnection) {
-      throw new ProtocolError(ErrorCode.LimitExceeded, `at most ${this.maxPerConnection} subscriptions per connection`);
+      throw new ProtocolError('limit_exceeded', `at most ${this.maxPerConnection} subscriptions per connection`);
     }
     channels.add(channel);
     if (channel === ROOT_URI) {

@@ -18,7 +18,7 @@
  * waits counts as the connection's unsent data in the per-principal and per-tenant budgets
  * (`unsentOf`), and frames go out through `sendOrCloseSlow` like everything else.
  */
-import { ErrorCode, ProtocolError } from '../../shared/protocol/errors.js';
+import { ProtocolError } from '../../shared/protocol/errors.js';
 import { ChannelMethod, type ReceiveLimits } from '../../shared/protocol/messages-1-1.js';
 import type { Connection } from './connection.js';
 import { encodeNotification, sendOrCloseSlow, type FanoutLimits } from './fanout.js';
@@ -40,7 +40,7 @@ export function grantLimits(asked: ReceiveLimits): ReceiveLimits {
   const windowBytes = Math.min(asked.windowBytes, MAX_GRANTED.windowBytes);
   const maximumFrameBytes = Math.min(asked.maximumFrameBytes, windowBytes, MAX_GRANTED.maximumFrameBytes);
   if (windowBytes < MIN_WINDOW_BYTES || maximumFrameBytes < MIN_WINDOW_BYTES) {
-    throw new ProtocolError(ErrorCode.InvalidParams, `flowControl.receive: windowBytes and maximumFrameBytes must be at least ${MIN_WINDOW_BYTES} (UTF-16 bytes, 2 per code unit)`);
+    throw new ProtocolError('invalid_params', `flowControl.receive: windowBytes and maximumFrameBytes must be at least ${MIN_WINDOW_BYTES} (UTF-16 bytes, 2 per code unit)`);
   }
   return { windowBytes, maximumFrameBytes, maximumMessageBytes: Math.min(asked.maximumMessageBytes, MAX_GRANTED.maximumMessageBytes) };
 }
@@ -117,7 +117,7 @@ export class WindowedReceiver implements Connection {
   /** `channel/credit`: cumulative; older or equal positions change nothing. */
   credit(consumedBytes: number): void {
     if (consumedBytes > this.#sentBytes) {
-      throw new ProtocolError(ErrorCode.InvalidParams, `channel/credit: consumedBytes ${consumedBytes} is past the ${this.#sentBytes} bytes sent on ${this.channel}`);
+      throw new ProtocolError('invalid_params', `channel/credit: consumedBytes ${consumedBytes} is past the ${this.#sentBytes} bytes sent on ${this.channel}`);
     }
     if (consumedBytes <= this.#consumedBytes) return;
     this.#consumedBytes = consumedBytes;
@@ -184,7 +184,7 @@ export class WindowedLink {
 
   open(channel: string, limits: ReceiveLimits): WindowedReceiver {
     if (!this.receivers.has(channel) && this.receivers.size >= MAX_WINDOWED_PER_CONNECTION) {
-      throw new ProtocolError(ErrorCode.LimitExceeded, `at most ${MAX_WINDOWED_PER_CONNECTION} windowed subscriptions per connection`);
+      throw new ProtocolError('limit_exceeded', `at most ${MAX_WINDOWED_PER_CONNECTION} windowed subscriptions per connection`);
     }
     const receiver = new WindowedReceiver(this, channel, limits);
     this.receivers.set(channel, receiver);

@@ -4,7 +4,7 @@
  * cluster mode — holding the write turn. The hub's commands, `submitAs` and server dispatches all
  * enter through here, so the refusals and their kinds are written once.
  */
-import { ErrorCode, ProtocolError } from '../../shared/protocol/errors.js';
+import { ProtocolError } from '../../shared/protocol/errors.js';
 import type { ActionLog, LogRecord, SharedActionLog } from '../storage/action-log.js';
 import { errorMessage, type Logger } from '../log.js';
 import { STORAGE_UNAVAILABLE_REASON, type CommitPipeline } from './commit-pipeline.js';
@@ -58,7 +58,7 @@ export class WriteAdmission {
     try {
       await this.hostNow().gate!.turn();
     } catch (err) {
-      throw new ProtocolError(this.hostNow().closed ? ErrorCode.InternalError : ErrorCode.StorageUnavailable, errorMessage(err));
+      throw new ProtocolError(this.hostNow().closed ? 'internal_error' : 'storage_unavailable', errorMessage(err));
     }
   }
 
@@ -71,7 +71,7 @@ export class WriteAdmission {
 
   assertWritable(): void {
     const refusal = this.writeRefusal();
-    if (refusal !== undefined) throw new ProtocolError(ErrorCode.StorageUnavailable, refusal);
+    if (refusal !== undefined) throw new ProtocolError('storage_unavailable', refusal);
   }
 
   /**
@@ -107,7 +107,7 @@ export class WriteAdmission {
 
   assertQuota(): void {
     const refusal = this.quotaRefusal();
-    if (refusal !== undefined) throw new ProtocolError(ErrorCode.StorageQuotaExceeded, refusal);
+    if (refusal !== undefined) throw new ProtocolError('storage_quota_exceeded', refusal);
   }
 
   /**
@@ -123,8 +123,8 @@ export class WriteAdmission {
   }
 
   assertOpen(): void {
-    if (this.hostNow().closed && this.hostNow().failed) throw new ProtocolError(ErrorCode.StorageUnavailable, `${STORAGE_UNAVAILABLE_REASON}: this tenant is being reloaded from its log`);
-    if (this.hostNow().closed) throw new ProtocolError(ErrorCode.InternalError, 'the hub is shutting down');
+    if (this.hostNow().closed && this.hostNow().failed) throw new ProtocolError('storage_unavailable', `${STORAGE_UNAVAILABLE_REASON}: this tenant is being reloaded from its log`);
+    if (this.hostNow().closed) throw new ProtocolError('internal_error', 'the hub is shutting down');
   }
 }
 

@@ -36,7 +36,7 @@ export function isCanonicalIndexKey(key: string): boolean {
   return CANONICAL_INDEX.test(key) && Number.isSafeInteger(Number(key));
 }
 
-export type AnswerMapping = { ok: true; answers: ChatInputAnswers } | { ok: false; code: 'INVALID_ANSWER_KEY' | 'INVALID_ANSWER'; message: string };
+export type AnswerMapping = { ok: true; answers: ChatInputAnswers } | { ok: false; code: 'invalid_answer_key' | 'invalid_answer'; message: string };
 
 /** Maps `{index: text}` onto the request's questions; every key must be in range and every value must fit. */
 export function mapIndexedAnswers(questions: readonly ChatInputQuestion[], indexed: Readonly<Record<string, string>>): AnswerMapping {
@@ -47,14 +47,14 @@ export function mapIndexedAnswers(questions: readonly ChatInputQuestion[], index
     if (!isCanonicalIndexKey(key) || !question) {
       return {
         ok: false,
-        code: 'INVALID_ANSWER_KEY',
+        code: 'invalid_answer_key',
         message: `Answers key "${key}" is not a question index: this request has ${questions.length} question(s), keyed "0"${questions.length > 1 ? `..."${questions.length - 1}"` : ''}`,
       };
     }
     const parsed = parseAnswer(question, text);
-    if (typeof parsed === 'string') return { ok: false, code: 'INVALID_ANSWER', message: `Answers["${key}"] (question ${question.id}): ${parsed}` };
+    if (typeof parsed === 'string') return { ok: false, code: 'invalid_answer', message: `Answers["${key}"] (question ${question.id}): ${parsed}` };
     const problem = validateAnswerValue(question, parsed);
-    if (problem) return { ok: false, code: 'INVALID_ANSWER', message: `Answers["${key}"]: ${problem}` };
+    if (problem) return { ok: false, code: 'invalid_answer', message: `Answers["${key}"]: ${problem}` };
     answers[question.id] = parsed;
   }
   return { ok: true, answers };

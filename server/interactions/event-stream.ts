@@ -16,6 +16,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { randomBytes } from 'node:crypto';
 import type { StreamSlot } from '../transport/stream-slots.js';
+import { startOk } from '../transport/http-reply.js';
 
 export interface StreamLimits {
   /** SSE/prompt listeners per session. */
@@ -188,7 +189,7 @@ export function sseMessage(text: string, id?: string): string {
  * `slot` (the caller's stream slot, `HttpContext.claimStream`) is released when the stream ends.
  */
 export function openSse(req: IncomingMessage, res: ServerResponse, limits: StreamLimits, onClose: () => void, slot: StreamSlot): { write(text: string): boolean; close(): void; readonly closed: boolean } {
-  res.writeHead(200, {
+  startOk(res, {
     'content-type': 'text/event-stream; charset=utf-8',
     'cache-control': 'no-cache',
     connection: 'keep-alive',

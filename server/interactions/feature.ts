@@ -14,19 +14,19 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { ErrorCode, ProtocolError } from '../../shared/protocol/errors.js';
-import { kindOfRpcError } from '../../shared/protocol/error-kinds.js';
+import { dataWorksCode } from '../../shared/protocol/error-kinds.js';
 import type { SubmitOutcome } from '../hub/hub-port.js';
 import { asSessionUri } from '../../shared/protocol/uris.js';
 import { StateLimits } from '../../shared/protocol/state.js';
 import type { Principal } from '../auth/auth.js';
 import { authorize } from '../auth/authorize.js';
 import { type Feature, type FeatureContext, refuseStreamWhileStorageFails } from '../feature-contract.js';
-import { HttpError, readJsonBody, sendJson, type HttpContext } from '../transport/http-router.js';
+import { readJsonBody, sendJson, sendJsonAs, type HttpContext } from '../transport/http-router.js';
 import { JSONRPC } from '../../shared/protocol/messages.js';
 import { openSse, SessionStreams, sseMessage, type StreamEvent, type StreamLimits, type StreamListener } from './event-stream.js';
 import type { ReplyResult } from './interaction-model.js';
 import { InteractionRegistry } from './registry.js';
-import { checkPermissionRequestId, isParamError, parseDataWorks, parseQwen, REPLY_ERRORS, replyErrorStatus, replyHttpError, type ParamError } from './replies.js';
+import { checkPermissionRequestId, dataWorksError, isParamError, parseDataWorks, parseQwen, replyHttpError, type ParamError } from './replies.js';
 
 export interface InteractionsOptions {
   /** False answers every reply with DAEMON_PERMISSION_UNAVAILABLE (-32601) / HTTP 501. Default true. */
@@ -65,10 +65,10 @@ export function createInteractionsFeature(options: InteractionsOptions = {}): Fe
       // ─── SSE: session events ────────────────────────────────────────────────
       ctx.http.add('GET', '/v2/sessions/{sessionId}/events', (req, res, hc) => {
         const session = visibleSession(hc.principal, hc.params['sessionId']!);
-        if (!session) throw new HttpError(404, 'session_not_found', `no session ${hc.params['sessionId']}`);
+        if (!session) throw new ProtocolError('session_not_found', `no session ${hc.params['sessionId']}`);
         refuseStreamWhileStorageFails(ctx.hub);
         if (streams.listenerCount(session) >= streams.limits.maxListenersPerSession) {
-          throw new HttpError(429, 'too_many_listeners', `at most ${streams.limits.maxListenersPerSession} event streams per session`);
+          throw new ProtocolError('too_many_listeners', `at most ${streams.limits.maxListenersPerSession} event streams per session`);
         }
         const header = req.headers['last-event-id'];
         const lastEventId = (Array.isArray(header) ? header[0] : header) ?? hc.url.searchParams.get('lastEventId') ?? undefined;
@@ -94,14 +94,14 @@ export function createInteractionsFeature(options: InteractionsOptions = {}): Fe
       ctx.http.add('POST', '/v2/sessions/{sessionId}/prompt', async (req, res, hc) => {
         const body = await readJsonBody(req);
         const session = visibleSession(hc.principal, hc.params['sessionId']!);
-        if (!session) throw new HttpError(404, 'session_not_found', `no session ${hc.params['sessionId']}`);
+        if (!session) throw new ProtocolError('session_not_found', `no session ${hc.params['sessionId']}`);
         const { text, rpcId } = parsePrompt(body, ctx.newId);
         const refused = authorize(hc.principal, 'prompt');
-        if (refused) throw HttpError.of(refused.kind, refused.message);
+        if (refused) throw new ProtocolError(refused.kind, refused.message);
         const chat = ctx.hub.defaultChatOf(session);
-        if (!chat) throw new HttpError(409, 'no_default_chat', 'the session has no default chat to prompt');
+        if (!chat) throw new ProtocolError('no_default_chat', 'the session has no default chat to prompt');
         if (streams.listenerCount(session) >= streams.limits.maxListenersPerSession) {
-          throw new HttpError(429, 'too_many_listeners', `at most ${streams.limits.maxListenersPerSession} event streams per session`);
+          throw new ProtocolError('too_many_listeners', `at most ${streams.limits.maxListenersPerSession} event streams per session`);
         }
         // The stream's slot is taken before the turn starts: a refused stream must not leave a turn behind.
         const slot = hc.claimStream();
@@ -136,7 +136,7 @@ export function createInteractionsFeature(options: InteractionsOptions = {}): Fe
         // Listen before starting: the start commits synchronously and its events must not be missed.
         if (!streams.attach(session, listener)) {
           slot.release();
-          throw new HttpError(429, 'too_many_listeners', 'too many event streams on this session');
+          throw new ProtocolError('too_many_listeners', 'too many event streams on this session');
         }
         let started: SubmitOutcome;
         try {
@@ -150,17 +150,16 @@ export function createInteractionsFeature(options: InteractionsOptions = {}): Fe
           streams.detach(session, listener);
           slot.release();
           // The hub refused before deciding (storage away, over the disk quota, shutting down).
-          const kind = err instanceof ProtocolError ? kindOfRpcError(err) : 'internal_error';
-          throw HttpError.of(kind, err instanceof ProtocolError ? err.message : 'the hub cannot start turns right now');
+          throw err instanceof ProtocolError ? new ProtocolError(err.kind, err.message) : new ProtocolError('internal_error', 'the hub cannot start turns right now');
         }
         if (!started.ok) {
           streams.detach(session, listener);
           slot.release();
-          if (started.code === ErrorCode.NotFound) throw new HttpError(404, 'session_not_found', `no session ${hc.params['sessionId']}`);
+          if (started.code === ErrorCode.NotFound) throw new ProtocolError('session_not_found', `no session ${hc.params['sessionId']}`);
           if (started.code === ErrorCode.TurnInProgress) {
-            throw new HttpError(409, 'turn_in_progress', `a turn is already running in this session; wait for it to end or cancel it (${started.message}). The prompt was not queued.`);
+            throw new ProtocolError('turn_in_progress', `a turn is already running in this session; wait for it to end or cancel it (${started.message}). The prompt was not queued.`);
           }
-          throw new HttpError(400, 'prompt_rejected', started.message);
+          throw new ProtocolError('prompt_rejected', started.message);
         }
         sse = openSse(
           req,
@@ -182,47 +181,50 @@ export function createInteractionsFeature(options: InteractionsOptions = {}): Fe
       // ─── DataWorks reply ────────────────────────────────────────────────────
       ctx.http.add('POST', '/v2/agent-sessions/reply', async (req, res, hc) => {
         const serverRequestId = ctx.newId();
-        const respond = (status: number, id: string | number | null, outcome: { Result: { Accepted: boolean } } | { Error: Record<string, unknown> }): void =>
-          sendJson(res, status, { JsonRpcResponse: { Id: id, Jsonrpc: JSONRPC, ...outcome, Timestamp: ctx.now() }, RequestId: serverRequestId });
-        const fail = (id: string | number | null, e: ParamError, status = replyErrorStatus(e.errorCode)): void => respond(status, id, { Error: { Code: REPLY_ERRORS[e.errorCode], ErrorCode: e.errorCode, Message: e.message, Data: {} } });
+        const envelope = (id: string | number | null, outcome: { Result: { Accepted: boolean } } | { Error: Record<string, unknown> }) => ({
+          JsonRpcResponse: { Id: id, Jsonrpc: JSONRPC, ...outcome, Timestamp: ctx.now() },
+          RequestId: serverRequestId,
+        });
+        // A refusal is answered with its kind's status, the envelope naming the kind it shows as there.
+        const fail = (id: string | number | null, e: ParamError): void => sendJsonAs(res, e.kind, envelope(id, { Error: dataWorksError(e) }));
         let body: unknown;
         try {
           body = await readJsonBody(req);
         } catch (err) {
-          if (!(err instanceof HttpError)) throw err;
-          // An oversized or non-JSON body keeps its HTTP meaning (413, 415) inside the DataWorks envelope.
-          const status = err.status === 413 || err.status === 415 ? err.status : undefined;
-          return fail(null, { errorCode: err.code === 'invalid_json' ? 'INVALID_JSON' : 'INVALID_REQUEST', message: err.message }, status);
+          if (!(err instanceof ProtocolError)) throw err;
+          // An oversized or non-JSON body keeps its HTTP meaning (413, 415) inside the DataWorks
+          // envelope, where it shows as INVALID_REQUEST (the table's `dataWorksAs`).
+          return fail(null, { kind: err.kind, message: err.message });
         }
         const { id, parsed } = parseDataWorks(body);
-        if (!repliesEnabled) return fail(id, { errorCode: 'DAEMON_PERMISSION_UNAVAILABLE', message: 'permission replies are not enabled on this hub' });
+        if (!repliesEnabled) return fail(id, { kind: 'daemon_permission_unavailable', message: 'permission replies are not enabled on this hub' });
         if (isParamError(parsed)) return fail(id, parsed);
         const result = await registry.reply(hc.principal, asSessionUri(parsed.sessionId), parsed.permissionRequestId, parsed.reply, 'HTTP reply');
-        if (result.kind === 'error') return fail(id, { errorCode: result.code, message: result.message });
-        respond(200, id, { Result: { Accepted: result.kind === 'accepted' } });
+        if (result.kind === 'error') return fail(id, { kind: result.code, message: result.message });
+        sendJson(res, envelope(id, { Result: { Accepted: result.kind === 'accepted' } }));
       });
 
       // ─── Qwen reply ─────────────────────────────────────────────────────────
       ctx.http.add('POST', '/session/{sessionId}/permission/{requestId}', async (req: IncomingMessage, res: ServerResponse, hc: HttpContext) => {
         const body = await readJsonBody(req);
-        if (!repliesEnabled) throw new HttpError(501, 'daemon_permission_unavailable', 'permission replies are not enabled on this hub');
+        if (!repliesEnabled) throw new ProtocolError('daemon_permission_unavailable', 'permission replies are not enabled on this hub');
         const badId = checkPermissionRequestId(hc.params['requestId'], 'requestId');
         if (badId) throw qwenError(badId);
         const reply = parseQwen(body);
         if (isParamError(reply)) throw qwenError(reply);
         const result: ReplyResult = await registry.reply(hc.principal, asSessionUri(hc.params['sessionId']!), hc.params['requestId']!, reply, 'Qwen route');
-        if (result.kind === 'accepted') return sendJson(res, 200, { accepted: true });
+        if (result.kind === 'accepted') return sendJson(res, { accepted: true });
         if (result.kind === 'notAccepted') {
-          throw new HttpError(404, 'permission_request_not_found', 'no pending permission request with that id in that session (unknown, already resolved, expired, or no such session)');
+          throw new ProtocolError('permission_request_not_found', 'no pending permission request with that id in that session (unknown, already resolved, expired, or no such session)');
         }
-        throw qwenError({ errorCode: result.code, message: result.message });
+        throw qwenError({ kind: result.code, message: result.message });
       });
 
       // A requestId of "." or ".." is a dot-segment: URL parsing (ours and every client's)
       // normalises it away, leaving these paths. Say why instead of a bare "no route".
       for (const pattern of ['/session/{sessionId}/permission', '/session/{sessionId}/permission/', '/session/{sessionId}/']) {
         ctx.http.add('POST', pattern, () => {
-          throw qwenError({ errorCode: 'INVALID_PERMISSION_REQUEST_ID', message: 'the permission request id is missing from the path (ids may not be empty, "." or "..": those are removed as dot-segments)' });
+          throw qwenError({ kind: 'invalid_permission_request_id', message: 'the permission request id is missing from the path (ids may not be empty, "." or "..": those are removed as dot-segments)' });
         });
       }
 
@@ -239,27 +241,27 @@ export function createInteractionsFeature(options: InteractionsOptions = {}): Fe
 export const interactionsFeature: Feature = createInteractionsFeature();
 
 /** Qwen-style HTTP error; this route also names the upper-case `errorCode` (DataWorks' spelling). */
-function qwenError(e: ParamError): HttpError {
-  return replyHttpError(e, { errorCode: e.errorCode });
+function qwenError(e: ParamError): ProtocolError {
+  return replyHttpError(e, { errorCode: dataWorksCode(e.kind) });
 }
 
 /** `{"prompt": [{"type": "text", "text": "..."}], "id"?}` → the message text (text blocks joined by blank lines). */
 export function parsePrompt(body: unknown, newId: () => string): { text: string; rpcId: string | number } {
-  if (typeof body !== 'object' || body === null || Array.isArray(body)) throw new HttpError(400, 'invalid_prompt', 'the body must be {"prompt": [{"type": "text", "text": "..."}]}');
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) throw new ProtocolError('invalid_prompt', 'the body must be {"prompt": [{"type": "text", "text": "..."}]}');
   const b = body as Record<string, unknown>;
   const prompt = b['prompt'];
-  if (!Array.isArray(prompt) || prompt.length === 0) throw new HttpError(400, 'invalid_prompt', 'prompt must be a non-empty array of content blocks');
+  if (!Array.isArray(prompt) || prompt.length === 0) throw new ProtocolError('invalid_prompt', 'prompt must be a non-empty array of content blocks');
   const texts: string[] = [];
   for (const [i, block] of prompt.entries()) {
     const blk = block as { type?: unknown; text?: unknown } | null;
     if (!blk || typeof blk !== 'object' || blk.type !== 'text' || typeof blk.text !== 'string') {
-      throw new HttpError(400, 'unsupported_content', `prompt[${i}] must be a text block {"type": "text", "text": "..."}; other content types are not supported`);
+      throw new ProtocolError('prompt_unsupported_content', `prompt[${i}] must be a text block {"type": "text", "text": "..."}; other content types are not supported`);
     }
     texts.push(blk.text);
   }
   const text = texts.join('\n\n');
-  if (text.trim() === '') throw new HttpError(400, 'invalid_prompt', 'the prompt text is empty');
-  if (text.length > StateLimits.text) throw new HttpError(413, 'prompt_too_large', `the prompt is longer than ${StateLimits.text} characters`);
+  if (text.trim() === '') throw new ProtocolError('invalid_prompt', 'the prompt text is empty');
+  if (text.length > StateLimits.text) throw new ProtocolError('prompt_too_large', `the prompt is longer than ${StateLimits.text} characters`);
   const id = b['id'];
   return { text, rpcId: typeof id === 'string' || typeof id === 'number' ? id : newId() };
 }

@@ -52,7 +52,8 @@ export interface Reply {
   readonly answers?: Readonly<Record<string, string>> | undefined;
 }
 
-export type ReplyErrorCode = 'INVALID_OPTION_ID' | 'INVALID_ANSWER_KEY' | 'INVALID_ANSWER' | 'MISSING_REQUIRED_ANSWER' | 'ANSWERS_NOT_EXPECTED' | 'PERMISSION_DENIED' | 'INTERNAL_ERROR';
+/** The kinds (shared/protocol/error-kinds.ts) a reply to a pending request can be refused with. */
+export type ReplyErrorCode = 'invalid_option_id' | 'invalid_answer_key' | 'invalid_answer' | 'missing_required_answer' | 'answers_not_expected' | 'permission_denied' | 'reply_not_applied';
 
 export type ReplyResult = { kind: 'accepted' } | { kind: 'notAccepted' } | { kind: 'error'; code: ReplyErrorCode; message: string };
 
@@ -75,11 +76,11 @@ export function replyAction(it: Interaction, reply: Reply, openPart: () => ChatI
   const optionId = reply.outcome.optionId;
   const option = offeredOption(it.options, optionId);
   if (!option) {
-    return { code: 'INVALID_OPTION_ID', message: `option "${optionId}" was not offered for this request; offered: ${it.options.map((o) => o.optionId).join(', ')}` };
+    return { code: 'invalid_option_id', message: `option "${optionId}" was not offered for this request; offered: ${it.options.map((o) => o.optionId).join(', ')}` };
   }
   const allow = option.kind === 'allow_once' || option.kind === 'allow_always';
   if (it.kind === 'permission') {
-    if (answersGiven) return { code: 'ANSWERS_NOT_EXPECTED', message: 'Answers are only accepted for ask_user_question requests; omit them for a tool permission' };
+    if (answersGiven) return { code: 'answers_not_expected', message: 'Answers are only accepted for ask_user_question requests; omit them for a tool permission' };
     const ahpOption = it.ahpOptions.get(option.optionId);
     const action: WireAction = allow
       ? { type: 'chat/toolCallConfirmed', turnId: it.turnId, toolCallId: it.toolCallId!, approved: true, confirmed: 'user-action' }
@@ -94,7 +95,7 @@ export function replyAction(it: Interaction, reply: Reply, openPart: () => ChatI
     const merged = { ...(part?.answers ?? {}), ...mapped.answers };
     const missing = it.questions.findIndex((q) => q.required === true && (!Object.hasOwn(merged, q.id) || merged[q.id]?.state !== 'submitted'));
     if (missing !== -1) {
-      return { code: 'MISSING_REQUIRED_ANSWER', message: `question ${missing} (${it.questions[missing]!.id}) is required: give Answers["${missing}"]` };
+      return { code: 'missing_required_answer', message: `question ${missing} (${it.questions[missing]!.id}) is required: give Answers["${missing}"]` };
     }
   }
   const action: WireAction = { type: 'chat/inputCompleted', requestId: it.inputRequestId!, response: allow ? 'accept' : 'decline' };

@@ -163,7 +163,7 @@ export class InteractionRegistry {
   /** `surface` names where the reply came from; the hub records it with the user (`hub/answeredBy`). */
   async reply(principal: Principal, session: string, requestId: string, reply: Reply, surface = 'HTTP reply'): Promise<ReplyResult> {
     const refused = authorize(principal, 'answerPermission');
-    if (refused) return { kind: 'error', code: 'PERMISSION_DENIED', message: refused.message };
+    if (refused) return { kind: 'error', code: 'permission_denied', message: refused.message };
     if (!this.hub.visibleSession(principal, session)) return { kind: 'notAccepted' };
     const found = this.lookup(session, requestId);
     if (found.state !== 'pending') {
@@ -184,7 +184,7 @@ export class InteractionRegistry {
     } catch (err) {
       it.claimed = undefined;
       this.logger.warn('permission reply could not be applied', errorFields(err));
-      return { kind: 'error', code: 'INTERNAL_ERROR', message: 'the hub cannot apply replies right now' };
+      return { kind: 'error', code: 'reply_not_applied', message: 'the hub cannot apply replies right now' };
     } finally {
       if (this.#bySession.get(session)?.get(requestId) === it) it.claimed = undefined;
     }
@@ -193,7 +193,7 @@ export class InteractionRegistry {
       result = await submitted;
     } catch (err) {
       this.logger.warn('permission reply could not be applied', errorFields(err));
-      return { kind: 'error', code: 'INTERNAL_ERROR', message: 'the hub cannot apply replies right now' };
+      return { kind: 'error', code: 'reply_not_applied', message: 'the hub cannot apply replies right now' };
     }
     if (!result.ok) {
       this.logger.debug('permission reply not accepted', { requestId, reason: result.message });

@@ -15,66 +15,35 @@
  */
 import { isCanonicalIndexKey, MAX_ANSWER_KEYS, MAX_ANSWER_LENGTH } from './answers.js';
 import type { Reply } from './interaction-model.js';
-import { HttpError } from '../transport/http-error.js';
-import { ERROR_TABLE } from '../../shared/protocol/error-kinds.js';
+import { dataWorksCode, dataWorksKindOf, rpcCodeOf, type ErrorKind } from '../../shared/protocol/error-kinds.js';
+import { ProtocolError } from '../../shared/protocol/errors.js';
 
-/** Stable business error codes (`ErrorCode`) with their JSON-RPC codes. */
-export const REPLY_ERRORS = {
-  INVALID_JSON: -32700,
-  INVALID_REQUEST: -32600,
-  MISSING_ID: -32600,
-  MISSING_PARAMS: -32602,
-  INVALID_SESSION_ID: -32602,
-  INVALID_PERMISSION_REQUEST_ID: -32602,
-  MISSING_OUTCOME: -32602,
-  INVALID_OUTCOME: -32602,
-  MISSING_OPTION_ID: -32602,
-  INVALID_OPTION_ID: -32602,
-  INVALID_ANSWERS: -32602,
-  INVALID_ANSWER_KEY: -32602,
-  INVALID_ANSWER: -32602,
-  MISSING_REQUIRED_ANSWER: -32602,
-  ANSWERS_NOT_EXPECTED: -32602,
-  PERMISSION_DENIED: ERROR_TABLE.permission_denied.rpc,
-  DAEMON_PERMISSION_UNAVAILABLE: -32601,
-  INTERNAL_ERROR: -32603,
-} as const satisfies Record<string, number>;
-export type ReplyErrorName = keyof typeof REPLY_ERRORS;
-
+/**
+ * A reply the checks refuse: a kind of the one table (shared/protocol/error-kinds.ts), whose
+ * DataWorks name is the kind in UPPER_SNAKE (`missing_option_id` → `MISSING_OPTION_ID`) and whose
+ * statuses and JSON-RPC codes come from there.
+ */
 export interface ParamError {
-  readonly errorCode: ReplyErrorName;
+  readonly kind: ErrorKind;
   readonly message: string;
 }
 
-/**
- * The HTTP status of a reply error, on every reply route (the DataWorks envelope's status and
- * the Qwen-style routes' status): refused permission 403, replies switched off 501, the hub
- * unable to apply 503, anything wrong with the request 400.
- */
-export function replyErrorStatus(code: ReplyErrorName): number {
-  switch (code) {
-    case 'PERMISSION_DENIED':
-      return ERROR_TABLE.permission_denied.http;
-    case 'DAEMON_PERMISSION_UNAVAILABLE':
-      return 501;
-    case 'INTERNAL_ERROR':
-      return 503;
-    default:
-      return 400;
-  }
+/** The DataWorks envelope's `Error` for a refusal: the JSON-RPC code and the UPPER_SNAKE name of the kind it shows as. */
+export function dataWorksError(e: ParamError): { Code: number; ErrorCode: string; Message: string; Data: Record<string, never> } {
+  return { Code: rpcCodeOf(dataWorksKindOf(e.kind)), ErrorCode: dataWorksCode(e.kind), Message: e.message, Data: {} };
 }
 
 /**
- * An HTTP error in qwen serve's style: the message is also in `error`, the field qwen's own
- * client reads (`extra` fields come before it).
+ * An error in qwen serve's style: the message is also in `error`, the field qwen's own client
+ * reads (`extra` fields come before it).
  */
-export function qwenHttpError(status: number, code: string, message: string, extra: Readonly<Record<string, unknown>> = {}): HttpError {
-  return new HttpError(status, code, message, { ...extra, error: message });
+export function qwenError(kind: ErrorKind, message: string, extra: Readonly<Record<string, unknown>> = {}): ProtocolError {
+  return new ProtocolError(kind, message, { ...extra, error: message });
 }
 
-/** A reply error as a Qwen-style HTTP error, with the lower-cased name as `code` (`invalid_option_id`). */
-export function replyHttpError(e: ParamError, extra: Readonly<Record<string, unknown>> = {}): HttpError {
-  return qwenHttpError(replyErrorStatus(e.errorCode), e.errorCode.toLowerCase(), e.message, extra);
+/** A reply refusal as a Qwen-style error: its `code` is the kind's (`invalid_option_id`). */
+export function replyHttpError(e: ParamError, extra: Readonly<Record<string, unknown>> = {}): ProtocolError {
+  return qwenError(e.kind, e.message, extra);
 }
 
 const MAX_ID = 256;
@@ -85,45 +54,45 @@ function isObject(v: unknown): v is Record<string, unknown> {
 
 /** `.`/`..` would be dot-segments in `/session/:id/permission/:requestId` and change the route. */
 export function checkPermissionRequestId(value: unknown, field: string): ParamError | undefined {
-  if (typeof value !== 'string' || value === '') return { errorCode: 'INVALID_PERMISSION_REQUEST_ID', message: `${field} is required: the params.data.requestId of a permission_request event` };
-  if (value === '.' || value === '..') return { errorCode: 'INVALID_PERMISSION_REQUEST_ID', message: `${field} may not be "." or ".."` };
-  if (value.length > MAX_ID) return { errorCode: 'INVALID_PERMISSION_REQUEST_ID', message: `${field} is longer than ${MAX_ID} characters` };
+  if (typeof value !== 'string' || value === '') return { kind: 'invalid_permission_request_id', message: `${field} is required: the params.data.requestId of a permission_request event` };
+  if (value === '.' || value === '..') return { kind: 'invalid_permission_request_id', message: `${field} may not be "." or ".."` };
+  if (value.length > MAX_ID) return { kind: 'invalid_permission_request_id', message: `${field} is longer than ${MAX_ID} characters` };
   return undefined;
 }
 
 /** Outcome + answers, shared by both shapes (`names` are the shape's field names). */
 export function parseReplyBody(outcomeObj: unknown, answers: unknown, names: { outcome: string; kind: string; optionId: string; answers: string }): Reply | ParamError {
-  if (!isObject(outcomeObj)) return { errorCode: 'MISSING_OUTCOME', message: `${names.outcome} is required: {"${names.kind}": "selected", "${names.optionId}": ...} or {"${names.kind}": "cancelled"}` };
+  if (!isObject(outcomeObj)) return { kind: 'missing_outcome', message: `${names.outcome} is required: {"${names.kind}": "selected", "${names.optionId}": ...} or {"${names.kind}": "cancelled"}` };
   const kind = outcomeObj[names.kind];
   if (kind !== 'selected' && kind !== 'cancelled') {
-    return { errorCode: 'INVALID_OUTCOME', message: `${names.outcome}.${names.kind} must be "selected" or "cancelled"${kind === undefined ? '' : `, not ${JSON.stringify(kind).slice(0, 60)}`}` };
+    return { kind: 'invalid_outcome', message: `${names.outcome}.${names.kind} must be "selected" or "cancelled"${kind === undefined ? '' : `, not ${JSON.stringify(kind).slice(0, 60)}`}` };
   }
   let parsedAnswers: Record<string, string> | undefined;
   if (answers !== undefined && answers !== null) {
-    if (!isObject(answers)) return { errorCode: 'INVALID_ANSWERS', message: `${names.answers} must be an object of question index → answer text, e.g. {"0": "..."}` };
+    if (!isObject(answers)) return { kind: 'invalid_answers', message: `${names.answers} must be an object of question index → answer text, e.g. {"0": "..."}` };
     const entries = Object.entries(answers);
-    if (entries.length > MAX_ANSWER_KEYS) return { errorCode: 'INVALID_ANSWERS', message: `${names.answers} has more than ${MAX_ANSWER_KEYS} entries` };
+    if (entries.length > MAX_ANSWER_KEYS) return { kind: 'invalid_answers', message: `${names.answers} has more than ${MAX_ANSWER_KEYS} entries` };
     parsedAnswers = {};
     for (const [key, value] of entries) {
       if (!isCanonicalIndexKey(key)) {
-        return { errorCode: 'INVALID_ANSWER_KEY', message: `${names.answers} key ${JSON.stringify(key)} is not a question index: use "0", "1", ... (no leading zeros, signs or decimals)` };
+        return { kind: 'invalid_answer_key', message: `${names.answers} key ${JSON.stringify(key)} is not a question index: use "0", "1", ... (no leading zeros, signs or decimals)` };
       }
-      if (typeof value !== 'string') return { errorCode: 'INVALID_ANSWERS', message: `${names.answers}["${key}"] must be a string` };
-      if (value.length > MAX_ANSWER_LENGTH) return { errorCode: 'INVALID_ANSWERS', message: `${names.answers}["${key}"] is longer than ${MAX_ANSWER_LENGTH} characters` };
+      if (typeof value !== 'string') return { kind: 'invalid_answers', message: `${names.answers}["${key}"] must be a string` };
+      if (value.length > MAX_ANSWER_LENGTH) return { kind: 'invalid_answers', message: `${names.answers}["${key}"] is longer than ${MAX_ANSWER_LENGTH} characters` };
       parsedAnswers[key] = value;
     }
   }
   if (kind === 'cancelled') return { outcome: { outcome: 'cancelled' } };
   const optionId = outcomeObj[names.optionId];
   if (typeof optionId !== 'string' || optionId === '') {
-    return { errorCode: 'MISSING_OPTION_ID', message: `${names.outcome}.${names.optionId} is required and may not be empty when ${names.kind} is "selected": use an optionId from the permission_request options` };
+    return { kind: 'missing_option_id', message: `${names.outcome}.${names.optionId} is required and may not be empty when ${names.kind} is "selected": use an optionId from the permission_request options` };
   }
-  if (optionId.length > MAX_ID) return { errorCode: 'INVALID_OPTION_ID', message: `${names.outcome}.${names.optionId} is longer than ${MAX_ID} characters` };
+  if (optionId.length > MAX_ID) return { kind: 'invalid_option_id', message: `${names.outcome}.${names.optionId} is longer than ${MAX_ID} characters` };
   return parsedAnswers ? { outcome: { outcome: 'selected', optionId }, answers: parsedAnswers } : { outcome: { outcome: 'selected', optionId } };
 }
 
 export function isParamError(v: Reply | ParamError | object): v is ParamError {
-  return 'errorCode' in v;
+  return 'kind' in v;
 }
 
 export interface DataWorksReply {
@@ -134,18 +103,18 @@ export interface DataWorksReply {
 
 /** Checks a DataWorks envelope. `id` is what to echo (the given `Id` when it is a string or number). */
 export function parseDataWorks(body: unknown): { id: string | number | null; parsed: DataWorksReply | ParamError } {
-  if (!isObject(body)) return { id: null, parsed: { errorCode: 'INVALID_REQUEST', message: 'the body must be a JSON object {"Id", "Params"}' } };
+  if (!isObject(body)) return { id: null, parsed: { kind: 'invalid_request', message: 'the body must be a JSON object {"Id", "Params"}' } };
   const rawId = body['Id'];
   const id = typeof rawId === 'string' || typeof rawId === 'number' ? rawId : null;
-  if (body['Jsonrpc'] !== undefined && body['Jsonrpc'] !== '2.0') return { id, parsed: { errorCode: 'INVALID_REQUEST', message: 'Jsonrpc must be "2.0" when given' } };
+  if (body['Jsonrpc'] !== undefined && body['Jsonrpc'] !== '2.0') return { id, parsed: { kind: 'invalid_request', message: 'Jsonrpc must be "2.0" when given' } };
   if (typeof rawId !== 'string' || rawId === '' || rawId.length > MAX_ID) {
-    return { id, parsed: { errorCode: 'MISSING_ID', message: `Id is required: a non-empty string of at most ${MAX_ID} characters, echoed in the response` } };
+    return { id, parsed: { kind: 'missing_id', message: `Id is required: a non-empty string of at most ${MAX_ID} characters, echoed in the response` } };
   }
   const params = body['Params'];
-  if (!isObject(params)) return { id, parsed: { errorCode: 'MISSING_PARAMS', message: 'Params is required: {"SessionId", "PermissionRequestId", "Outcome", "Answers"?}' } };
+  if (!isObject(params)) return { id, parsed: { kind: 'missing_params', message: 'Params is required: {"SessionId", "PermissionRequestId", "Outcome", "Answers"?}' } };
   const sessionId = params['SessionId'];
   if (typeof sessionId !== 'string' || sessionId === '' || sessionId.length > 512) {
-    return { id, parsed: { errorCode: 'INVALID_SESSION_ID', message: 'Params.SessionId is required: the id returned when the session was created' } };
+    return { id, parsed: { kind: 'invalid_session_id', message: 'Params.SessionId is required: the id returned when the session was created' } };
   }
   const badRequestId = checkPermissionRequestId(params['PermissionRequestId'], 'Params.PermissionRequestId');
   if (badRequestId) return { id, parsed: badRequestId };
@@ -156,6 +125,6 @@ export function parseDataWorks(body: unknown): { id: string | number | null; par
 
 /** Checks a Qwen body (`requestId` comes from the path). */
 export function parseQwen(body: unknown): Reply | ParamError {
-  if (!isObject(body)) return { errorCode: 'INVALID_REQUEST', message: 'the body must be a JSON object {"outcome": {...}}' };
+  if (!isObject(body)) return { kind: 'invalid_request', message: 'the body must be a JSON object {"outcome": {...}}' };
   return parseReplyBody(body['outcome'], body['answers'], { outcome: 'outcome', kind: 'outcome', optionId: 'optionId', answers: 'answers' });
 }

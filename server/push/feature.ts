@@ -21,10 +21,9 @@ import type { Feature, FeatureContext } from '../feature-contract.js';
 import { INTERACTIONS_SERVICE, type InteractionsService } from '../interactions/feature.js';
 import type { Interaction } from '../interactions/interaction-model.js';
 import type { InteractionRegistry } from '../interactions/registry.js';
-import { replyErrorStatus } from '../interactions/replies.js';
 import { COLLAB_PRESENCE_SERVICE, type PresenceService } from '../collab/presence.js';
 import type { HubPort } from '../hub/hub-port.js';
-import { HttpError, readJsonBody, sendJson } from '../transport/http-router.js';
+import { ProtocolError, readJsonBody, sendCreated, sendJson, sendNoContent } from '../transport/http-router.js';
 import { verifyActionToken } from './action-token.js';
 import { loadOrCreatePushKeys, type PushKeys } from './keys.js';
 import { type NotifierLimits, type OpenRequest, PushNotifier } from './notifier.js';
@@ -91,7 +90,7 @@ export function createPushFeature(options: PushOptions = {}): Feature {
       if (ctx.hub.sharesLog) {
         // Every node would push the same request, each from its own subscriptions: not yet (docs/notifications.md).
         const off = (): never => {
-          throw new HttpError(501, 'push_unavailable', 'push notifications are not available in cluster mode yet (docs/notifications.md)');
+          throw new ProtocolError('push_unavailable', 'push notifications are not available in cluster mode yet (docs/notifications.md)');
         };
         for (const [method, path] of [
           ['GET', '/api/push/key'],
@@ -136,31 +135,31 @@ export function createPushFeature(options: PushOptions = {}): Feature {
       ctx.metrics.gauge('ahp_hub_push_gone', 'Subscriptions removed because the push service answered 404/410, since start.', () => notifier.counters.gone);
       ctx.metrics.gauge('ahp_hub_push_rate_limited', 'Notifications not sent because a user reached the push rate limit, since start.', () => notifier.counters.rateLimited);
 
-      ctx.http.add('GET', '/api/push/key', (_req, res) => sendJson(res, 200, { publicKey: s.keys.publicKey }));
+      ctx.http.add('GET', '/api/push/key', (_req, res) => sendJson(res, { publicKey: s.keys.publicKey }));
 
       ctx.http.add('POST', '/api/push/subscriptions', async (req, res, hc) => {
         refuseAgents(hc.principal);
         const body = await readJsonBody(req, SUBSCRIPTION_BODY_LIMIT);
         const bounds = checkJsonBounds(body);
-        if (bounds) throw new HttpError(400, 'push_subscription_invalid', bounds.message);
+        if (bounds) throw new ProtocolError('push_subscription_invalid', bounds.message);
         const parsed = parseSubscriptionBody(body);
-        if (!parsed.ok) throw new HttpError(400, 'push_subscription_invalid', `not a PushSubscription: ${parsed.message}`);
+        if (!parsed.ok) throw new ProtocolError('push_subscription_invalid', `not a PushSubscription: ${parsed.message}`);
         const added = s.store.add(hc.principal, parsed.value, ctx.now());
         if (!added.ok) {
-          throw new HttpError(429, 'push_subscriptions_exceeded', added.limit === 'user' ? `at most ${added.max} push subscriptions (devices) per user: remove one first` : `this tenant holds its limit of ${added.max} push subscriptions`);
+          throw new ProtocolError('push_subscriptions_exceeded', added.limit === 'user' ? `at most ${added.max} push subscriptions (devices) per user: remove one first` : `this tenant holds its limit of ${added.max} push subscriptions`);
         }
-        sendJson(res, added.created ? 201 : 200, { id: added.subscription.id });
+        if (added.created) sendCreated(res, { id: added.subscription.id });
+        else sendJson(res, { id: added.subscription.id });
       });
 
       ctx.http.add('GET', '/api/push/subscriptions', (_req, res, hc) => {
         const subs = s.store.ofUser(hc.principal.tenant, hc.principal.user);
-        sendJson(res, 200, { subscriptions: subs.map((x) => ({ id: x.id, endpoint: x.endpoint, createdAt: new Date(x.createdAt).toISOString() })) });
+        sendJson(res, { subscriptions: subs.map((x) => ({ id: x.id, endpoint: x.endpoint, createdAt: new Date(x.createdAt).toISOString() })) });
       });
 
       ctx.http.add('DELETE', '/api/push/subscriptions/{id}', (_req, res, hc) => {
-        if (!s.store.removeOwn(hc.principal.tenant, hc.principal.user, hc.params['id']!)) throw new HttpError(404, 'push_subscription_not_found', `you have no push subscription ${hc.params['id']}`);
-        res.writeHead(204, { 'cache-control': 'no-store' });
-        res.end();
+        if (!s.store.removeOwn(hc.principal.tenant, hc.principal.user, hc.params['id']!)) throw new ProtocolError('push_subscription_not_found', `you have no push subscription ${hc.params['id']}`);
+        sendNoContent(res, { 'cache-control': 'no-store' });
       });
 
       ctx.http.add(
@@ -169,9 +168,9 @@ export function createPushFeature(options: PushOptions = {}): Feature {
         async (req, res) => {
           const body = await readJsonBody(req, ACTION_BODY_LIMIT);
           const parsed = actionBodySchema.safeParse(body);
-          if (!parsed.success) throw new HttpError(400, 'invalid_params', 'send { "token": "<actionToken from the notification>", "action": "approve" | "deny" }');
+          if (!parsed.success) throw new ProtocolError('invalid_params', 'send { "token": "<actionToken from the notification>", "action": "approve" | "deny" }');
           const outcome = await answerFromNotification(parsed.data.token, parsed.data.action, s, tenants);
-          sendJson(res, 200, outcome);
+          sendJson(res, outcome);
         },
         { public: true },
       );
@@ -193,7 +192,7 @@ export function createPushFeature(options: PushOptions = {}): Feature {
 }
 
 function refuseAgents(p: Principal): void {
-  if (p.role === 'agent') throw HttpError.of('permission_denied', 'agent tokens cannot subscribe to push notifications');
+  if (p.role === 'agent') throw new ProtocolError('permission_denied', 'agent tokens cannot subscribe to push notifications');
 }
 
 /** Approve / Deny from a notification: the token names who answers which request from which device. */
@@ -206,27 +205,26 @@ export async function answerFromNotification(
   const t = tenants.values().next().value as TenantPush | undefined;
   const checked = verifyActionToken(s.keys.tokenKey, token, t?.ctx.now() ?? Date.now());
   if (!checked.ok) {
-    throw checked.reason === 'expired' ? new HttpError(401, 'push_token_expired', 'this notification has expired: open the chat to answer') : new HttpError(401, 'push_token_invalid', 'the action token is not one this hub issued');
+    throw checked.reason === 'expired' ? new ProtocolError('push_token_expired', 'this notification has expired: open the chat to answer') : new ProtocolError('push_token_invalid', 'the action token is not one this hub issued');
   }
   const c = checked.claims;
   const here = tenants.get(c.tenant);
-  if (!here) throw new HttpError(401, 'push_token_invalid', 'the action token is not one this hub issued');
+  if (!here) throw new ProtocolError('push_token_invalid', 'the action token is not one this hub issued');
   const sub = s.store.get(c.sub);
-  if (!sub || sub.tenant !== c.tenant || sub.user !== c.user) throw HttpError.of('permission_denied', 'this device is no longer subscribed: open the chat to answer');
-  if (sub.role === 'viewer') throw HttpError.of('permission_denied', 'read-only access: viewers cannot answer permission requests');
-  if (here.ctx.auth.knowsUser && !here.ctx.auth.knowsUser(c.tenant, c.user)) throw HttpError.of('permission_denied', 'this user has no token on this hub any more');
-  if (!here.registry) throw new HttpError(501, 'not_enabled', 'permission replies are not enabled on this hub');
+  if (!sub || sub.tenant !== c.tenant || sub.user !== c.user) throw new ProtocolError('permission_denied', 'this device is no longer subscribed: open the chat to answer');
+  if (sub.role === 'viewer') throw new ProtocolError('permission_denied', 'read-only access: viewers cannot answer permission requests');
+  if (here.ctx.auth.knowsUser && !here.ctx.auth.knowsUser(c.tenant, c.user)) throw new ProtocolError('permission_denied', 'this user has no token on this hub any more');
+  if (!here.registry) throw new ProtocolError('not_enabled', 'permission replies are not enabled on this hub');
   const found = here.registry.lookup(c.session, c.req);
-  if (found.state !== 'pending' || found.interaction.chat !== c.chat) throw new HttpError(409, 'already_answered', 'this request was already answered (or is no longer open)');
+  if (found.state !== 'pending' || found.interaction.chat !== c.chat) throw new ProtocolError('already_answered', 'this request was already answered (or is no longer open)');
   const it = found.interaction;
-  if (it.kind !== 'permission') throw new HttpError(409, 'action_refused', 'a question is answered in the app, not from the notification');
+  if (it.kind !== 'permission') throw new ProtocolError('action_refused', 'a question is answered in the app, not from the notification');
   const kinds = action === 'approve' ? ['allow_once', 'allow_always'] : ['reject_once', 'reject_always'];
   const option = kinds.map((k) => it.options.find((o) => o.kind === k)).find((o) => o !== undefined);
-  if (!option) throw new HttpError(409, 'action_refused', `this request offers no ${action} option`);
+  if (!option) throw new ProtocolError('action_refused', `this request offers no ${action} option`);
   const principal: Principal = { user: sub.user, tenant: sub.tenant, role: sub.role as Principal['role'] };
   const result = await here.registry.reply(principal, c.session, c.req, { outcome: { outcome: 'selected', optionId: option.optionId } }, `push notification (device ${sub.id})`);
   if (result.kind === 'accepted') return { ok: true, action, requestId: c.req };
-  if (result.kind === 'notAccepted') throw new HttpError(409, 'already_answered', 'this request was already answered (or is no longer open)');
-  if (result.code === 'PERMISSION_DENIED') throw HttpError.of('permission_denied', result.message);
-  throw new HttpError(replyErrorStatus(result.code), result.code.toLowerCase(), result.message);
+  if (result.kind === 'notAccepted') throw new ProtocolError('already_answered', 'this request was already answered (or is no longer open)');
+  throw new ProtocolError(result.code, result.message);
 }

@@ -19,18 +19,17 @@
  * Errors are JSON `{error, code, message}` (`error` is what qwen's client shows). Auth is the
  * hub's: `Authorization: Bearer <token>`, same tenancy; `/health` is public.
  */
-import { ProtocolError, ErrorCode } from '../../shared/protocol/errors.js';
+import { ProtocolError } from '../../shared/protocol/errors.js';
 import { asSessionUri, sessionIdOf, sessionUri } from '../../shared/protocol/uris.js';
 import { turnDuration } from '../../shared/state/selectors.js';
 import type { Principal } from '../auth/auth.js';
 import { authorize, authorizeSessionDeletion, type Operation } from '../auth/authorize.js';
-import { httpStatusOf } from '../../shared/protocol/error-kinds.js';
 import { SERVER_INFO } from '../ahp/ahp-methods.js';
 import { type Feature, type FeatureContext, refuseStreamWhileStorageFails } from '../feature-contract.js';
-import { HttpError, readJsonBody, sendJson } from '../transport/http-router.js';
+import { readJsonBody, sendAccepted, sendJson, sendJsonAs, sendNoContent } from '../transport/http-router.js';
 import { openSse } from '../interactions/event-stream.js';
 import { INTERACTIONS_SERVICE, parsePrompt, type InteractionsService } from '../interactions/feature.js';
-import { checkPermissionRequestId, isParamError, parseQwen, qwenHttpError, replyHttpError } from '../interactions/replies.js';
+import { checkPermissionRequestId, isParamError, parseQwen, qwenError, replyHttpError } from '../interactions/replies.js';
 import { QwenSessionLog, qwenSseMessage, type QwenFrame } from './event-log.js';
 
 export interface QwenServeOptions {
@@ -96,12 +95,12 @@ export function createQwenServeFeature(options: QwenServeOptions = {}): Feature 
       };
       const requireSession = (principal: Principal, rawId: string): string => {
         const uri = visible(principal, rawId);
-        if (!uri) throw qwenHttpError(404, 'session_not_found', `no session ${rawId}`);
+        if (!uri) throw qwenError('session_not_found', `no session ${rawId}`);
         return uri;
       };
       const requireWriter = (principal: Principal, operation: Operation): void => {
         const refused = authorize(principal, operation);
-        if (refused) throw qwenHttpError(httpStatusOf(refused.kind), refused.kind, refused.message);
+        if (refused) throw qwenError(refused.kind, refused.message);
       };
 
       /** The session's event log, created (and attached to the interaction streams) on first use. */
@@ -114,7 +113,7 @@ export function createQwenServeFeature(options: QwenServeOptions = {}): Feature 
         }
         const log = new QwenSessionLog(sessionIdOf(session), { bufferedFrames, now: ctx.now });
         if (!streams.attach(session, log.streamListener)) {
-          throw qwenHttpError(429, 'too_many_listeners', 'too many event streams on this session');
+          throw qwenError('too_many_listeners', 'too many event streams on this session');
         }
         log.onTurnEnd = () => setImmediate(() => startNextQueued(session, log));
         log.onClosed = () => {
@@ -133,7 +132,7 @@ export function createQwenServeFeature(options: QwenServeOptions = {}): Feature 
 
       const defaultChatOf = (session: string): string => {
         const chat = ctx.hub.defaultChatOf(session);
-        if (!chat) throw qwenHttpError(409, 'no_default_chat', 'the session has no default chat to prompt');
+        if (!chat) throw qwenError('no_default_chat', 'the session has no default chat to prompt');
         return chat;
       };
       const turnRunning = (session: string): boolean => {
@@ -177,10 +176,10 @@ export function createQwenServeFeature(options: QwenServeOptions = {}): Feature 
       for (const prefix of API_PREFIXES) ctx.http.reserveApiPrefix(prefix);
 
       // ─── Daemon metadata ──────────────────────────────────────────────────────
-      ctx.http.add('GET', '/health', (_req, res) => sendJson(res, 200, { status: 'ok' }), { public: true });
+      ctx.http.add('GET', '/health', (_req, res) => sendJson(res, { status: 'ok' }), { public: true });
 
       ctx.http.add('GET', '/capabilities', (_req, res) => {
-        sendJson(res, 200, {
+        sendJson(res, {
           v: 1,
           mode: 'native',
           serverInfo: SERVER_INFO,
@@ -197,11 +196,11 @@ export function createQwenServeFeature(options: QwenServeOptions = {}): Feature 
       // ─── Sessions ─────────────────────────────────────────────────────────────
       ctx.http.add('POST', '/session', async (req, res, hc) => {
         const body = await readJsonBody(req);
-        if (typeof body !== 'object' || body === null || Array.isArray(body)) throw qwenHttpError(400, 'invalid_request', 'the body must be a JSON object');
+        if (typeof body !== 'object' || body === null || Array.isArray(body)) throw qwenError('invalid_request', 'the body must be a JSON object');
         const b = body as Record<string, unknown>;
         const requested = b['sessionId'];
         if (requested !== undefined && requested !== null && (typeof requested !== 'string' || requested === '' || requested.length > MAX_SESSION_ID || /[\s/?#%]/.test(requested))) {
-          throw qwenHttpError(400, 'invalid_session_id', `sessionId must be a non-empty string of at most ${MAX_SESSION_ID} characters without spaces, "/", "?", "#" or "%"`);
+          throw qwenError('invalid_session_id', `sessionId must be a non-empty string of at most ${MAX_SESSION_ID} characters without spaces, "/", "?", "#" or "%"`);
         }
         let uri: string | undefined;
         let attached = false;
@@ -217,17 +216,17 @@ export function createQwenServeFeature(options: QwenServeOptions = {}): Feature 
             await ctx.hub.createSession(hc.principal, { uri, title: typeof b['title'] === 'string' ? b['title'].slice(0, 200) : 'qwen session' });
           } catch (err) {
             if (err instanceof ProtocolError) {
-              if (err.code === ErrorCode.SessionAlreadyExists) throw qwenHttpError(409, 'session_exists', `session id ${id} is taken`);
-              if (err.code === ErrorCode.LimitExceeded) throw qwenHttpError(429, 'session_limit', err.message);
-              if (err.code === ErrorCode.QuotaExceeded) throw qwenHttpError(429, 'state_quota', err.message);
-              if (err.code === ErrorCode.PermissionDenied) throw qwenHttpError(403, 'permission_denied', err.message);
+              if (err.kind === 'session_exists') throw qwenError('session_exists', `session id ${id} is taken`);
+              if (err.kind === 'limit_exceeded') throw qwenError('session_limit', err.message);
+              if (err.kind === 'quota_exceeded') throw qwenError('state_quota', err.message);
+              if (err.kind === 'permission_denied') throw qwenError('permission_denied', err.message);
             }
             throw err;
           }
         }
         const log = logOf(uri);
         const entry = ctx.hub.sessionEntry(uri)!;
-        sendJson(res, 200, {
+        sendJson(res, {
           sessionId: sessionIdOf(uri),
           // What really runs: the agent's own directory, or "/" (no process, no directory); a
           // requested cwd is not honoured (agents get a directory per session, docs/limits.md#agents).
@@ -244,9 +243,9 @@ export function createQwenServeFeature(options: QwenServeOptions = {}): Feature 
         requireWriter(hc.principal, 'closeQwenSession');
         // Closing a session deletes it: the owner or an admin only, as on every surface.
         const deletion = authorizeSessionDeletion(hc.principal, ctx.hub.sessionEntry(session)?.owner ?? '');
-        if (deletion) throw qwenHttpError(httpStatusOf(deletion.kind), deletion.kind, deletion.message);
+        if (deletion) throw qwenError(deletion.kind, deletion.message);
         await ctx.hub.disposeSession(hc.principal, session);
-        res.writeHead(204).end();
+        sendNoContent(res);
       });
 
       // ─── Prompts ──────────────────────────────────────────────────────────────
@@ -258,7 +257,7 @@ export function createQwenServeFeature(options: QwenServeOptions = {}): Feature 
         try {
           text = parsePrompt(body, ctx.newId).text;
         } catch (err) {
-          if (err instanceof HttpError) throw qwenHttpError(err.status, err.code, err.message);
+          if (err instanceof ProtocolError) throw qwenError(err.kind, err.message);
           throw err;
         }
         defaultChatOf(session);
@@ -271,8 +270,8 @@ export function createQwenServeFeature(options: QwenServeOptions = {}): Feature 
           const pendingCount = log.queue.length + (running ? 1 : 0);
           if (pendingCount >= maxPending) {
             res.setHeader('Retry-After', '5');
-            // Written out rather than an HttpError: the queue figures follow `message` on the wire.
-            sendJson(res, 503, {
+            // Written out rather than a ProtocolError: the queue figures follow `message` on the wire.
+            sendJsonAs(res, 'prompt_queue_full', {
               error: `prompt queue full: ${pendingCount} prompts of this session are not finished yet`,
               code: 'prompt_queue_full',
               message: `at most ${maxPending} prompts may be pending per session (the running one included)`,
@@ -286,11 +285,11 @@ export function createQwenServeFeature(options: QwenServeOptions = {}): Feature 
           log.notePrompt(promptId);
           const queuedAt = ctx.now();
           log.queue.push({ promptId, text, queuedAt, start: () => startPrompt(principal, session, log, promptId, text, queuedAt) });
-          sendJson(res, 202, { ...accepted, queued: true });
+          sendAccepted(res, { ...accepted, queued: true });
           return;
         }
         await startPrompt(hc.principal, session, log, promptId, text, ctx.now());
-        sendJson(res, 202, accepted);
+        sendAccepted(res, accepted);
       });
 
       ctx.http.add('POST', '/session/{sessionId}/cancel', async (_req, res, hc) => {
@@ -303,25 +302,25 @@ export function createQwenServeFeature(options: QwenServeOptions = {}): Feature 
           // A turn that ended meanwhile is not an error: there is nothing left to cancel.
           await ctx.hub.submitAs(hc.principal, chat, { type: 'chat/turnCancelled', turnId: turn.id, duration: turnDuration(turn.startedAt, ctx.now()) });
         }
-        res.writeHead(204).end();
+        sendNoContent(res);
       });
 
       // ─── Status, heartbeat, pending prompts (qwen serve 0.24's shapes) ──────────
       ctx.http.add('GET', '/session/{sessionId}/status', (_req, res, hc) => {
         const session = requireSession(hc.principal, hc.params['sessionId']!);
-        sendJson(res, 200, sessionStatus(session));
+        sendJson(res, sessionStatus(session));
       });
 
       ctx.http.add('POST', '/session/{sessionId}/heartbeat', (req, res, hc) => {
         const session = requireSession(hc.principal, hc.params['sessionId']!);
         // Presence is not tracked per qwen client here; the heartbeat is acknowledged as qwen does.
         const clientId = headerOf(req.headers['x-qwen-client-id']);
-        sendJson(res, 200, { sessionId: sessionIdOf(session), ...(clientId ? { clientId: clientId.slice(0, 200) } : {}), lastSeenAt: ctx.now() });
+        sendJson(res, { sessionId: sessionIdOf(session), ...(clientId ? { clientId: clientId.slice(0, 200) } : {}), lastSeenAt: ctx.now() });
       });
 
       ctx.http.add('GET', '/session/{sessionId}/pending-prompts', (_req, res, hc) => {
         const session = requireSession(hc.principal, hc.params['sessionId']!);
-        sendJson(res, 200, { pendingPrompts: logs.get(session)?.pendingPrompts() ?? [] });
+        sendJson(res, { pendingPrompts: logs.get(session)?.pendingPrompts() ?? [] });
       });
 
       /** qwen serve's `DaemonSessionSummary` for a session of this hub. */
@@ -357,7 +356,7 @@ export function createQwenServeFeature(options: QwenServeOptions = {}): Feature 
         const session = requireSession(hc.principal, hc.params['sessionId']!);
         refuseStreamWhileStorageFails(ctx.hub);
         const log = logOf(session);
-        if (log.listenerCount >= maxListeners) throw qwenHttpError(429, 'too_many_listeners', `at most ${maxListeners} event streams per session`);
+        if (log.listenerCount >= maxListeners) throw qwenError('too_many_listeners', `at most ${maxListeners} event streams per session`);
         const lastEventId = parseLastEventId(headerOf(req.headers['last-event-id']) ?? hc.url.searchParams.get('lastEventId') ?? undefined);
         const epoch = headerOf(req.headers['x-qwen-event-epoch']);
         res.setHeader('X-Qwen-Event-Epoch', log.epoch);
@@ -397,7 +396,7 @@ export function createQwenServeFeature(options: QwenServeOptions = {}): Feature 
       // ─── Session-less permission reply ────────────────────────────────────────
       ctx.http.add('POST', '/permission/{requestId}', async (req, res, hc) => {
         const body = await readJsonBody(req);
-        if (!interactions.repliesEnabled) throw qwenHttpError(501, 'daemon_permission_unavailable', 'permission replies are not enabled on this hub');
+        if (!interactions.repliesEnabled) throw qwenError('daemon_permission_unavailable', 'permission replies are not enabled on this hub');
         const badId = checkPermissionRequestId(hc.params['requestId'], 'requestId');
         if (badId) throw replyHttpError(badId);
         const reply = parseQwen(body);
@@ -408,17 +407,17 @@ export function createQwenServeFeature(options: QwenServeOptions = {}): Feature 
         // Only sessions the caller may see are candidates (and only those are named back).
         const candidates = registry.sessionsWithPending(requestId).filter((uri) => ctx.hub.visibleSession(hc.principal, uri));
         if (candidates.length > 1) {
-          throw new HttpError(409, 'ambiguous_request_id', `${candidates.length} sessions have a pending request with this id; answer it on /session/{sessionId}/permission/{requestId}`, {
+          throw new ProtocolError('ambiguous_request_id', `${candidates.length} sessions have a pending request with this id; answer it on /session/{sessionId}/permission/{requestId}`, {
             sessions: candidates.slice(0, 20).map((uri) => sessionIdOf(uri)),
           });
         }
         const session = candidates[0];
         if (session) {
           const result = await registry.reply(hc.principal, session, requestId, reply);
-          if (result.kind === 'accepted') return sendJson(res, 200, { accepted: true });
-          if (result.kind === 'error') throw replyHttpError({ errorCode: result.code, message: result.message });
+          if (result.kind === 'accepted') return sendJson(res, { accepted: true });
+          if (result.kind === 'error') throw replyHttpError({ kind: result.code, message: result.message });
         }
-        throw qwenHttpError(404, 'permission_request_not_found', 'no pending permission request with that id (unknown, already resolved or expired)');
+        throw qwenError('permission_request_not_found', 'no pending permission request with that id (unknown, already resolved or expired)');
       });
 
       return {

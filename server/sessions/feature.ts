@@ -13,22 +13,22 @@
 import { sessionUri } from '../../shared/protocol/uris.js';
 import { transcriptMarkdown, transcriptOf } from '../../shared/state/transcript.js';
 import type { Feature, FeatureContext } from '../feature-contract.js';
-import { HttpError, sendJson } from '../transport/http-router.js';
+import { ProtocolError, sendJson, startOk } from '../transport/http-router.js';
 import { SEARCH_LIMITS, searchSessions } from './search.js';
 
 function parseLimit(raw: string | null): number {
   if (raw === null) return SEARCH_LIMITS.defaultResults;
   const n = Number(raw);
   if (!Number.isInteger(n) || n < 1 || n > SEARCH_LIMITS.maxResults) {
-    throw new HttpError(400, 'search_limit_invalid', `limit must be a whole number from 1 to ${SEARCH_LIMITS.maxResults}`);
+    throw new ProtocolError('search_limit_invalid', `limit must be a whole number from 1 to ${SEARCH_LIMITS.maxResults}`);
   }
   return n;
 }
 
 function parseQuery(raw: string | null): string {
   const q = (raw ?? '').trim();
-  if (q === '') throw new HttpError(400, 'search_query_empty', 'q is required: the text to search for in session titles and transcripts');
-  if (q.length > SEARCH_LIMITS.maxQueryChars) throw new HttpError(400, 'search_query_too_long', `q is ${q.length} characters; at most ${SEARCH_LIMITS.maxQueryChars}`);
+  if (q === '') throw new ProtocolError('search_query_empty', 'q is required: the text to search for in session titles and transcripts');
+  if (q.length > SEARCH_LIMITS.maxQueryChars) throw new ProtocolError('search_query_too_long', `q is ${q.length} characters; at most ${SEARCH_LIMITS.maxQueryChars}`);
   return q;
 }
 
@@ -40,21 +40,21 @@ export const sessionsFeature: Feature = {
     http.add('GET', '/v2/search', async (_req, res, c) => {
       const query = parseQuery(c.url.searchParams.get('q'));
       const limit = parseLimit(c.url.searchParams.get('limit'));
-      sendJson(res, 200, await searchSessions(hub.reader, c.principal, query, limit));
+      sendJson(res, await searchSessions(hub.reader, c.principal, query, limit));
     });
 
     http.add('GET', '/v2/sessions/{sessionId}/export', (_req, res, c) => {
       const uri = sessionUri(c.params['sessionId']!);
       const session = hub.visibleSession(c.principal, uri);
-      if (!session) throw HttpError.of('session_not_found', `no session ${c.params['sessionId']}`);
+      if (!session) throw new ProtocolError('session_not_found', `no session ${c.params['sessionId']}`);
       const format = c.url.searchParams.get('format') ?? 'markdown';
-      if (format !== 'markdown' && format !== 'json') throw new HttpError(400, 'export_format_invalid', 'format must be markdown or json');
+      if (format !== 'markdown' && format !== 'json') throw new ProtocolError('export_format_invalid', 'format must be markdown or json');
       const wanted = c.url.searchParams.get('chat') ?? hub.defaultChatOf(uri);
       const chat = hub.reader.chatsOf(session).find((e) => e.uri === wanted);
-      if (!chat) throw HttpError.of('not_found', `no chat ${wanted ?? '(none)'} in this session`);
+      if (!chat) throw new ProtocolError('not_found', `no chat ${wanted ?? '(none)'} in this session`);
       const transcript = transcriptOf(chat.state, { uri, title: session.state.title }, new Date(ctx.now()).toISOString());
-      if (format === 'json') return sendJson(res, 200, transcript);
-      res.writeHead(200, { 'content-type': 'text/markdown; charset=utf-8', 'cache-control': 'no-store' });
+      if (format === 'json') return sendJson(res, transcript);
+      startOk(res, { 'content-type': 'text/markdown; charset=utf-8', 'cache-control': 'no-store' });
       res.end(transcriptMarkdown(transcript));
     });
   },

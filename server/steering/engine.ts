@@ -23,7 +23,7 @@
  * dispatching the same `userMessage` part with `_meta['hub/userInput'].inputId`.
  */
 import { randomUUID } from 'node:crypto';
-import { ErrorCode, ProtocolError } from '../../shared/protocol/errors.js';
+import { ProtocolError } from '../../shared/protocol/errors.js';
 import type { WireAction } from '../../shared/protocol/messages.js';
 import { USER_INPUT_META, USER_MESSAGE_PART } from '../../shared/protocol/steering.js';
 import { acceptedUserInputs } from '../../shared/state/selectors.js';
@@ -174,18 +174,18 @@ export class SteeringEngine implements SteeringPort {
       if (first) return { ...first, duplicate: true };
     }
     const unavailable = this.#unavailable(session);
-    if (unavailable) throw new InputError(422, 'rejected', 'steering_unavailable', unavailable.message, { reason: unavailable.code });
+    if (unavailable) throw new InputError('steering_unavailable', 'rejected', unavailable.message, { reason: unavailable.code });
     const { chat, turnId } = this.#live(session);
     const epoch = historyEpochOf(session, book);
     if (chat === undefined || request.target.historyEpoch !== epoch || turnId !== request.target.turnId) {
       const why = request.target.historyEpoch !== epoch ? 'stale_history_epoch' : turnId === undefined ? 'no_active_turn' : 'turn_not_active';
-      throw new InputError(409, 'closed', 'turn_closed', `the target turn ${request.target.turnId} is not open for input (${why}); it is never redirected to another turn`, {
+      throw new InputError('turn_closed', 'closed', `the target turn ${request.target.turnId} is not open for input (${why}); it is never redirected to another turn`, {
         reason: why,
       });
     }
     const accepted = Math.max(turn?.chat === chat ? turn.accepted : 0, flight?.reserved ?? 0);
     if (accepted >= this.quotaPerTurn) {
-      throw new InputError(429, 'rejected', 'input_quota_exceeded', `at most ${this.quotaPerTurn} inputs may be added to one turn`, { quotaPerTurn: this.quotaPerTurn });
+      throw new InputError('input_quota_exceeded', 'rejected', `at most ${this.quotaPerTurn} inputs may be added to one turn`, { quotaPerTurn: this.quotaPerTurn });
     }
     const message = {
       text: request.text,
@@ -304,16 +304,16 @@ export class SteeringEngine implements SteeringPort {
 }
 
 function conflict(inputId: string, receipt: InputReceipt | undefined): InputError {
-  return new InputError(409, 'rejected', 'input_conflict', `input ${inputId} was already submitted to this turn with different text; use a new inputId for new text`, receipt ? { receipt } : {});
+  return new InputError('input_conflict', 'rejected', `input ${inputId} was already submitted to this turn with different text; use a new inputId for new text`, receipt ? { receipt } : {});
 }
 
 /** The hub could not record an acceptance: a state budget is full, or the log is away. */
 function notRecorded(inputId: string, err: unknown): InputError {
-  if (err instanceof ProtocolError && (err.code === ErrorCode.LimitExceeded || err.code === ErrorCode.QuotaExceeded || err.code === ErrorCode.StorageQuotaExceeded)) {
-    return new InputError(429, 'rejected', 'input_limit_exceeded', `input ${inputId} was not accepted: ${err.message}`);
+  if (err instanceof ProtocolError && (err.family === 'limit_exceeded' || err.family === 'quota_exceeded' || err.family === 'storage_quota_exceeded')) {
+    return new InputError('input_limit_exceeded', 'rejected', `input ${inputId} was not accepted: ${err.message}`);
   }
-  if (err instanceof ProtocolError && err.code === ErrorCode.StorageUnavailable) {
-    return new InputError(503, 'rejected', 'storage_unavailable', `input ${inputId} was not accepted: ${err.message}; retry it with the same inputId`);
+  if (err instanceof ProtocolError && err.family === 'storage_unavailable') {
+    return new InputError('storage_unavailable', 'rejected', `input ${inputId} was not accepted: ${err.message}; retry it with the same inputId`);
   }
-  return new InputError(500, 'rejected', 'input_not_recorded', `input ${inputId} was not accepted; retry it with the same inputId`);
+  return new InputError('input_not_recorded', 'rejected', `input ${inputId} was not accepted; retry it with the same inputId`);
 }

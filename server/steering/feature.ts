@@ -16,39 +16,29 @@
 import { InputMethod } from '../../shared/protocol/steering.js';
 import { z } from 'zod';
 import { ProtocolError } from '../../shared/protocol/errors.js';
-import { httpStatusOf, rpcCodeOf, type ErrorKind } from '../../shared/protocol/error-kinds.js';
+import type { CoarseKind } from '../../shared/protocol/error-kinds.js';
 import { channelKind, sessionUri } from '../../shared/protocol/uris.js';
 import type { Principal } from '../auth/auth.js';
 import { authorize } from '../auth/authorize.js';
 import type { HubPort } from '../hub/hub-port.js';
 import type { Feature, FeatureContext } from '../feature-contract.js';
-import { HttpError, readJsonBody, sendJson } from '../transport/http-router.js';
+import { httpBodyOf, readJsonBody, sendAccepted, sendJson } from '../transport/http-router.js';
 import { SteeringEngine, type SteeringOptions } from './engine.js';
 import { InputError, parseStatusQuery, parseSubmit, type InputSource } from './inputs.js';
 
+/** The coarse kinds a steering refusal keeps on the WebSocket; every other one is `input_rejected`. */
+const WS_KINDS: ReadonlySet<CoarseKind> = new Set(['invalid_params', 'permission_denied', 'session_not_found', 'not_found', 'limit_exceeded']);
+
 /**
- * The kind of a steering refusal (shared/protocol/error-kinds.ts), which gives the JSON-RPC code
- * the WebSocket answers it with. Only a missing session is `session_not_found`: a missing input
- * receipt is `not_found` (a session that exists).
+ * The kind a steering refusal has on the WebSocket (its JSON-RPC code follows): its coarse kind
+ * when that is one a client acts on (a bad request, a viewer, a missing session or receipt, a
+ * limit), else `input_rejected` with the finer name in `data.code`.
  */
-export function inputErrorKind(err: InputError): ErrorKind {
-  if (err.code === 'session_not_found') return 'session_not_found';
-  switch (err.status) {
-    case 400:
-      return 'invalid_params';
-    case 403:
-      return 'permission_denied';
-    case 404:
-      return 'not_found';
-    case 429:
-      return 'limit_exceeded';
-    default:
-      // An input refused as closed/rejected (409/422 over HTTP); data.code says which.
-      return 'input_rejected';
-  }
+export function inputErrorKind(err: InputError): CoarseKind {
+  return WS_KINDS.has(err.family) ? err.family : 'input_rejected';
 }
 
-const sessionNotFound = (): InputError => new InputError(404, undefined, 'session_not_found', 'session not found');
+const sessionNotFound = (): InputError => new InputError('session_not_found', undefined, 'session not found');
 
 /** Resolves a session the caller may see, or throws 404 session_not_found (other tenants' sessions do not exist for them). */
 function visibleSession(hub: HubPort, principal: Principal, uri: string): string {
@@ -58,7 +48,7 @@ function visibleSession(hub: HubPort, principal: Principal, uri: string): string
 
 function assertWriter(principal: Principal): void {
   const refused = authorize(principal, 'steer');
-  if (refused) throw new InputError(httpStatusOf(refused.kind), undefined, refused.kind, refused.message);
+  if (refused) throw new InputError(refused.kind, undefined, refused.message);
 }
 
 export function createSteeringFeature(options: SteeringOptions = {}): Feature {
@@ -96,12 +86,12 @@ export function createSteeringFeature(options: SteeringOptions = {}): Feature {
         if (turn) await turn;
         return engine.status(session, q.inputId, q.target);
       };
-      const notFoundBody = { outcome: 'rejected' as const, code: 'input_not_found', message: 'no receipt for this input and target in the retention window (current and last ended turn); this does not prove it was never applied' };
+      const notFound = (): InputError => new InputError('input_not_found', 'rejected', 'no receipt for this input and target in the retention window (current and last ended turn); this does not prove it was never applied');
 
-      // ─── HTTP (an InputError is an HttpError: the router answers it with its body) ─────
+      // ─── HTTP (an InputError is a ProtocolError: the router answers it with its body) ──
       http.add('GET', '/v2/sessions/{sessionId}/input-capabilities', (_req, res, c) => {
         const session = visibleSession(hub, c.principal, sessionUri(c.params['sessionId']!));
-        sendJson(res, 200, engine.capabilities(session));
+        sendJson(res, engine.capabilities(session));
       });
       http.add('POST', '/v2/sessions/{sessionId}/inputs', async (req, res, c) => {
         const uri = visibleSession(hub, c.principal, sessionUri(c.params['sessionId']!));
@@ -110,18 +100,18 @@ export function createSteeringFeature(options: SteeringOptions = {}): Feature {
         try {
           body = await readJsonBody(req);
         } catch (err) {
-          if (err instanceof HttpError) throw new InputError(err.status, 'rejected', err.code, err.message, err.extra);
+          if (err instanceof ProtocolError) throw new InputError(err.kind, 'rejected', err.message);
           throw err;
         }
         const result = await submit(c.principal, uri, body, 'http');
-        sendJson(res, 202, result);
+        sendAccepted(res, result);
       });
       http.add('GET', '/v2/sessions/{sessionId}/inputs/{inputId}', async (_req, res, c) => {
         const historyEpoch = c.url.searchParams.get('historyEpoch');
         const turnId = c.url.searchParams.get('turnId');
         const receipt = await status(c.principal, sessionUri(c.params['sessionId']!), c.params['inputId'], historyEpoch === null && turnId === null ? undefined : { historyEpoch, turnId });
-        if (!receipt) throw new InputError(404, notFoundBody.outcome, notFoundBody.code, notFoundBody.message);
-        sendJson(res, 200, { receipt });
+        if (!receipt) throw notFound();
+        sendJson(res, { receipt });
       });
 
       // ─── WebSocket JSON-RPC ─────────────────────────────────────────────
@@ -134,7 +124,7 @@ export function createSteeringFeature(options: SteeringOptions = {}): Feature {
         } catch (err) {
           if (err instanceof InputError) {
             const kind = inputErrorKind(err);
-            throw new ProtocolError(rpcCodeOf(kind), err.message, { ...err.body(), status: err.status, kind });
+            throw new ProtocolError(kind, err.message, { ...httpBodyOf(err), status: err.status, kind });
           }
           throw err;
         }
@@ -152,7 +142,7 @@ export function createSteeringFeature(options: SteeringOptions = {}): Feature {
         handle: (c, p) =>
           rpcWrap(async () => {
             const receipt = await status(c.principal, p.channel, p.inputId, p.target);
-            return receipt ? { receipt } : { receipt: null, ...notFoundBody };
+            return receipt ? { receipt } : { receipt: null, ...httpBodyOf(notFound()) };
           }),
       });
 

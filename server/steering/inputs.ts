@@ -2,12 +2,13 @@
  * The steering input contract shared by every surface (HTTP, WebSocket JSON-RPC, SDK, headless
  * CLI): request validation, content normalisation and the error taxonomy. Pure: no hub, no I/O.
  *
- * Every refusal is an `InputError` carrying the HTTP status, the `outcome` the seed names
- * (`closed` for a closed/stale target, `rejected` for everything else) and a stable
- * machine-readable `code`; the transports only translate it.
+ * Every refusal is an `InputError`: a `ProtocolError` of a kind of the one table (its HTTP status
+ * and `code` come from there) carrying the `outcome` the seed names (`closed` for a closed/stale
+ * target, `rejected` for everything else); the transports only render it.
  */
 import type { InputReceipt, InputReceiptState, InputSource, InputTarget } from '../../shared/protocol/steering.js';
-import { HttpError } from '../transport/http-error.js';
+import type { ErrorKind } from '../../shared/protocol/error-kinds.js';
+import { ProtocolError } from '../../shared/protocol/errors.js';
 
 export const INPUT_PROTOCOL_VERSION = 1;
 /** Longest accepted `inputId` (UTF-16 code units); the pending steering message id embeds it. */
@@ -31,24 +32,23 @@ export interface SubmitRequest {
 export type InputOutcome = 'closed' | 'rejected';
 
 /**
- * A refusal with the same `code` on every surface. It is an `HttpError` whose body is
- * `{...extra, outcome?, code, message}`: the HTTP routes answer it as any other, and the
- * WebSocket sends the same body as the JSON-RPC error's `data`.
+ * A refusal with the same `code` on every surface: a `ProtocolError` whose `data` is
+ * `{...extra, outcome?}`, so its HTTP body is `{...extra, outcome?, code, message}`; the WebSocket
+ * sends that body as the JSON-RPC error's `data` (steering/feature.ts).
  */
-export class InputError extends HttpError {
+export class InputError extends ProtocolError {
   constructor(
-    status: number,
+    kind: ErrorKind,
     readonly outcome: InputOutcome | undefined,
-    code: string,
     message: string,
     extra: Readonly<Record<string, unknown>> = {},
   ) {
-    super(status, code, message, outcome ? { ...extra, outcome } : extra);
+    super(kind, message, outcome ? { ...extra, outcome } : extra);
     this.name = 'InputError';
   }
 }
 
-export const malformed = (message: string): InputError => new InputError(400, 'rejected', 'invalid_request', message);
+export const malformed = (message: string): InputError => new InputError('input_malformed', 'rejected', message);
 
 function isRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
@@ -99,9 +99,8 @@ export function parseContent(value: unknown): string {
   if (unknownKeys.length > 0 || (hasText && hasBlocks) || (!hasText && !hasBlocks)) {
     const image = unknownKeys.some((k) => /image/i.test(k));
     throw new InputError(
-      422,
-      'rejected',
       image ? 'image_unsupported' : 'unsupported_content',
+      'rejected',
       image ? 'images are not supported (image: false); send text only' : `unsupported content ${JSON.stringify(keys)}: send exactly one of {text} or {blocks}`,
     );
   }
@@ -112,24 +111,24 @@ export function parseContent(value: unknown): string {
   } else {
     const blocks = value['blocks'];
     if (!Array.isArray(blocks)) throw malformed('content.blocks must be an array');
-    if (blocks.length === 0) throw new InputError(422, 'rejected', 'empty_content', 'content.blocks is empty; nothing would be added');
-    if (blocks.length > MAX_BLOCKS) throw new InputError(422, 'rejected', 'content_too_large', `at most ${MAX_BLOCKS} blocks`);
+    if (blocks.length === 0) throw new InputError('empty_content', 'rejected', 'content.blocks is empty; nothing would be added');
+    if (blocks.length > MAX_BLOCKS) throw new InputError('content_too_large', 'rejected', `at most ${MAX_BLOCKS} blocks`);
     const texts: string[] = [];
     for (const [i, block] of blocks.entries()) {
       if (!isRecord(block) || typeof block['t'] !== 'string') throw malformed(`content.blocks.${i} must be an object with a string "t"`);
-      if (block['t'] === 'image') throw new InputError(422, 'rejected', 'image_unsupported', `content.blocks.${i} is an image; images are not supported (image: false)`);
-      if (block['t'] !== 'text') throw new InputError(422, 'rejected', 'unsupported_content', `content.blocks.${i} has unsupported kind ${JSON.stringify(block['t'])}`);
+      if (block['t'] === 'image') throw new InputError('image_unsupported', 'rejected', `content.blocks.${i} is an image; images are not supported (image: false)`);
+      if (block['t'] !== 'text') throw new InputError('unsupported_content', 'rejected', `content.blocks.${i} has unsupported kind ${JSON.stringify(block['t'])}`);
       if (typeof block['text'] !== 'string') throw malformed(`content.blocks.${i}.text must be a string`);
       const extra = Object.keys(block).filter((k) => k !== 't' && k !== 'text');
-      if (extra.length > 0) throw new InputError(422, 'rejected', 'unsupported_content', `content.blocks.${i} has unsupported fields ${JSON.stringify(extra)}`);
+      if (extra.length > 0) throw new InputError('unsupported_content', 'rejected', `content.blocks.${i} has unsupported fields ${JSON.stringify(extra)}`);
       texts.push(block['text']);
     }
     joined = texts.join('\n');
   }
   const text = normaliseText(joined);
-  if (text.trim() === '') throw new InputError(422, 'rejected', 'empty_content', 'the text is empty or whitespace only; nothing would be added');
+  if (text.trim() === '') throw new InputError('empty_content', 'rejected', 'the text is empty or whitespace only; nothing would be added');
   if (text.length > MAX_INPUT_TEXT_LENGTH) {
-    throw new InputError(422, 'rejected', 'content_too_large', `the text is longer than ${MAX_INPUT_TEXT_LENGTH} characters`);
+    throw new InputError('content_too_large', 'rejected', `the text is longer than ${MAX_INPUT_TEXT_LENGTH} characters`);
   }
   return text;
 }
@@ -137,9 +136,9 @@ export function parseContent(value: unknown): string {
 export function parseAck(value: unknown): 'memory' {
   if (value === undefined || value === 'memory') return 'memory';
   if (value === 'durable') {
-    throw new InputError(422, 'rejected', 'durable_ack_unsupported', "ack 'durable' is not supported (durableAck: false); omit ack or send 'memory'");
+    throw new InputError('durable_ack_unsupported', 'rejected', "ack 'durable' is not supported (durableAck: false); omit ack or send 'memory'");
   }
-  if (typeof value === 'string') throw new InputError(422, 'rejected', 'unsupported_ack', `ack ${JSON.stringify(value)} is not supported; use 'memory'`);
+  if (typeof value === 'string') throw new InputError('unsupported_ack', 'rejected', `ack ${JSON.stringify(value)} is not supported; use 'memory'`);
   throw malformed("ack must be the string 'memory' when present");
 }
 

@@ -1,16 +1,16 @@
 /**
  * A small HTTP router for the hub's REST surfaces (steering inputs, permission replies, SSE).
  * Path patterns use `{name}` segments; each segment is URL-decoded on its own, so ids may carry
- * reserved characters (`%2F` stays inside one segment). Every error body is
- * `{...extra, code, message}` with a stable machine-readable code, built by `HttpError.body()`.
+ * reserved characters (`%2F` stays inside one segment). Every error is a `ProtocolError` whose
+ * status and body (`{...data, code, message}`) are rendered by `./http-reply.ts` from the one table.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Authenticator, Principal } from '../auth/auth.js';
 import { tokenFromRequest } from '../auth/auth.js';
 import type { Logger } from '../log.js';
 import { errorFields } from '../log.js';
-import { HttpError } from './http-error.js';
-import { ErrorCode, ProtocolError } from '../../shared/protocol/errors.js';
+import { ProtocolError } from '../../shared/protocol/errors.js';
+import { sendError, sendJsonAs } from './http-reply.js';
 import { UNCOUNTED_SLOT, type StreamSlot } from './stream-slots.js';
 
 /** Takes stream slots for one request's caller (the server binds it to the request's token). */
@@ -31,39 +31,29 @@ export interface HttpContext {
 
 export type HttpHandler = (req: IncomingMessage, res: ServerResponse, ctx: HttpContext) => unknown;
 
-export { HttpError };
+export { ProtocolError };
+export { httpBodyOf, redirect, sendAccepted, sendCreated, sendError, sendJson, sendJsonAs, sendNoContent, startOk } from './http-reply.js';
 
-export function sendJson(res: ServerResponse, status: number, body: unknown): void {
-  const text = JSON.stringify(body);
-  res.writeHead(status, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(text), 'cache-control': 'no-store' });
-  res.end(text);
-}
-
-/** Answers an error with its status and `err.body()` (see `./http-error.ts`). */
-export function sendError(res: ServerResponse, err: HttpError): void {
-  sendJson(res, err.status, err.body());
-}
-
-/** Reads and parses a JSON body of at most `limit` bytes; 413/400/415 with clear codes otherwise. */
+/** Reads and parses a JSON body of at most `limit` bytes; `body_too_large`, `invalid_json`, `unsupported_media_type` otherwise. */
 export async function readJsonBody(req: IncomingMessage, limit = 256 * 1024): Promise<unknown> {
   const type = req.headers['content-type'] ?? '';
   if (type && !/^application\/(.+\+)?json\b/i.test(type)) {
-    throw new HttpError(415, 'unsupported_media_type', 'send the body as application/json');
+    throw new ProtocolError('unsupported_media_type', 'send the body as application/json');
   }
   const chunks: Buffer[] = [];
   let size = 0;
   for await (const chunk of req) {
     const buf = chunk as Buffer;
     size += buf.length;
-    if (size > limit) throw new HttpError(413, 'body_too_large', `the body is larger than ${limit} bytes`);
+    if (size > limit) throw new ProtocolError('body_too_large', `the body is larger than ${limit} bytes`);
     chunks.push(buf);
   }
   const text = Buffer.concat(chunks).toString('utf8');
-  if (text.trim() === '') throw new HttpError(400, 'invalid_json', 'the body is empty; send a JSON object');
+  if (text.trim() === '') throw new ProtocolError('invalid_json', 'the body is empty; send a JSON object');
   try {
     return JSON.parse(text);
   } catch {
-    throw new HttpError(400, 'invalid_json', 'the body is not valid JSON');
+    throw new ProtocolError('invalid_json', 'the body is not valid JSON');
   }
 }
 
@@ -107,10 +97,10 @@ export class HttpRouter {
    * never simple requests (always preflighted), so a body-less DELETE (qwen's `closeSession`) needs
    * no Content-Type.
    */
-  #contentTypeRefusal(req: IncomingMessage): HttpError | undefined {
+  #contentTypeRefusal(req: IncomingMessage): ProtocolError | undefined {
     if (this.auth.enforced || req.method !== 'POST') return undefined;
     if (JSON_TYPE.test(req.headers['content-type'] ?? '')) return undefined;
-    return new HttpError(415, 'unsupported_media_type', `${req.method} needs Content-Type: application/json`);
+    return new ProtocolError('unsupported_media_type', `${req.method} needs Content-Type: application/json`);
   }
 
   /**
@@ -119,7 +109,7 @@ export class HttpRouter {
    * the tenant's router), so the token is not hashed and looked up a second time; `refusal`: why
    * its credential was refused, when the server knows (an expired JWT), answered instead of the plain 401.
    */
-  async handle(req: IncomingMessage, res: ServerResponse, caller?: { readonly principal: Principal | undefined; readonly refusal?: HttpError | undefined; readonly streams?: StreamClaimer | undefined }): Promise<boolean> {
+  async handle(req: IncomingMessage, res: ServerResponse, caller?: { readonly principal: Principal | undefined; readonly refusal?: ProtocolError | undefined; readonly streams?: StreamClaimer | undefined }): Promise<boolean> {
     const url = new URL(req.url ?? '/', 'http://localhost');
     const rawSegments = url.pathname.split('/').slice(1);
     let pathMatched = false;
@@ -138,7 +128,7 @@ export class HttpRouter {
         principal = caller ? caller.principal : this.auth.authenticate(tokenFromRequest(req.headers, url));
         if (!principal) {
           // `error` is the field qwen serve's 401 has (and qwen's DaemonClient shows).
-          sendError(res, caller?.refusal ?? new HttpError(401, 'unauthorized', 'a valid token is required (Authorization: Bearer <token> or ?token=)', { error: 'Unauthorized' }));
+          sendError(res, caller?.refusal ?? new ProtocolError('unauthorized', 'a valid token is required (Authorization: Bearer <token> or ?token=)', { error: 'Unauthorized' }));
           return true;
         }
       }
@@ -149,22 +139,20 @@ export class HttpRouter {
       } catch (err) {
         if (res.headersSent) {
           res.destroy();
-        } else if (err instanceof HttpError) {
+        } else if (err instanceof ProtocolError) {
+          // Every refusal, the route's own or the hub's (storage away, over the disk quota, shutting
+          // down), is answered by its kind's status and body.
+          if (err.family === 'internal_error') this.logger.warn('http handler refused', { path: url.pathname, kind: err.kind, message: err.message });
           sendError(res, err);
-        } else if (err instanceof ProtocolError && err.code === ErrorCode.StorageUnavailable) {
-          // The log cannot take writes (database away, disk full): retry later, elsewhere.
-          sendError(res, new HttpError(503, 'storage_unavailable', err.message));
-        } else if (err instanceof ProtocolError && err.code === ErrorCode.StorageQuotaExceeded) {
-          sendError(res, new HttpError(507, 'storage_quota_exceeded', err.message));
         } else {
           this.logger.error('http handler failed', { path: url.pathname, ...errorFields(err) });
-          sendError(res, new HttpError(500, 'internal_error', 'internal error'));
+          sendError(res, new ProtocolError('internal_error', 'internal error'));
         }
       }
       return true;
     }
     if (pathMatched) {
-      sendError(res, new HttpError(405, 'method_not_allowed', `${req.method} is not allowed on ${url.pathname}`));
+      sendError(res, new ProtocolError('method_not_allowed', `${req.method} is not allowed on ${url.pathname}`));
       return true;
     }
     if (this.#apiPrefixes.some((p) => url.pathname === p || url.pathname.startsWith(p + '/'))) {
@@ -177,8 +165,8 @@ export class HttpRouter {
 
 /** The JSON 404 for a path no route (and no app page) serves. */
 export function sendNoRoute(res: ServerResponse, method: string | undefined, pathname: string): void {
-  // Written out rather than an HttpError: clients have always seen `error` between `code` and `message`.
-  sendJson(res, 404, { code: 'not_found', error: `no route for ${method} ${pathname}`, message: `no route for ${method} ${pathname}` });
+  // Written out rather than a ProtocolError: clients have always seen `error` between `code` and `message`.
+  sendJsonAs(res, 'not_found', { code: 'not_found', error: `no route for ${method} ${pathname}`, message: `no route for ${method} ${pathname}` });
 }
 
 const JSON_TYPE = /^application\/(.+\+)?json\s*(;|$)/i;

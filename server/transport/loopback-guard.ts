@@ -9,12 +9,10 @@
  */
 import type { IncomingHttpHeaders } from 'node:http';
 import { isIP } from 'node:net';
+import { ProtocolError } from '../../shared/protocol/errors.js';
 
-export interface GuardRefusal {
-  readonly status: number;
-  readonly code: string;
-  readonly message: string;
-}
+/** A request or upgrade refused before routing: a `ProtocolError` of the one table. */
+export type GuardRefusal = ProtocolError;
 
 function isLoopbackName(hostname: string): boolean {
   const name = hostname.toLowerCase().replace(/\.$/, '');
@@ -32,11 +30,7 @@ function hostOf(header: string): string | undefined {
 export function loopbackRefusal(headers: IncomingHttpHeaders): GuardRefusal | undefined {
   const host = headers.host === undefined ? undefined : hostOf(headers.host);
   if (host === undefined || !isLoopbackName(host)) {
-    return {
-      status: 421,
-      code: 'host_not_allowed',
-      message: 'dev mode (no --auth) only answers requests addressed to localhost, 127.0.0.1 or [::1]',
-    };
+    return new ProtocolError('host_not_allowed', 'dev mode (no --auth) only answers requests addressed to localhost, 127.0.0.1 or [::1]');
   }
   const origin = headers.origin;
   if (origin !== undefined) {
@@ -48,11 +42,7 @@ export function loopbackRefusal(headers: IncomingHttpHeaders): GuardRefusal | un
       allowed = false;
     }
     if (!allowed) {
-      return {
-        status: 403,
-        code: 'origin_not_allowed',
-        message: 'dev mode (no --auth) only accepts browser requests from pages served on localhost, 127.0.0.1 or [::1]',
-      };
+      return new ProtocolError('origin_not_allowed', 'dev mode (no --auth) only accepts browser requests from pages served on localhost, 127.0.0.1 or [::1]');
     }
   }
   return undefined;

@@ -9,6 +9,7 @@ import { createReadStream } from 'node:fs';
 import { stat } from 'node:fs/promises';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { extname, join, resolve, sep } from 'node:path';
+import { startOk } from './http-reply.js';
 
 const TYPES: Record<string, string> = {
   '.html': 'text/html; charset=utf-8',
@@ -49,7 +50,7 @@ export async function serveStatic(root: string, req: IncomingMessage, res: Serve
   }
   if (!info?.isFile()) return false;
   const name = file.slice(base.length + 1);
-  res.writeHead(200, {
+  startOk(res, {
     'content-type': TYPES[extname(file)] ?? 'application/octet-stream',
     'content-length': info.size,
     ...(REVALIDATE.has(name) && { 'cache-control': 'no-cache' }),

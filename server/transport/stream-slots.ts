@@ -8,7 +8,7 @@
  */
 import type { ServerResponse } from 'node:http';
 import { stillValid, type Authenticator, type Principal } from '../auth/auth.js';
-import { HttpError } from './http-error.js';
+import { ProtocolError } from '../../shared/protocol/errors.js';
 
 export interface StreamSlotLimits {
   /** Streams in the whole hub: the HTTP connection cap minus the reserve. */
@@ -71,7 +71,7 @@ export class StreamSlots {
     if (refusal) {
       this.#refused++;
       if (res) res.shouldKeepAlive = false;
-      throw new HttpError(429, TOO_MANY_STREAMS, `${refusal.who} already holds ${refusal.limit} open event streams (the cap); close one first`, { scope: refusal.scope });
+      throw new ProtocolError(TOO_MANY_STREAMS, `${refusal.who} already holds ${refusal.limit} open event streams (the cap); close one first`, { scope: refusal.scope });
     }
     this.#byPrincipal.set(key, mine + 1);
     this.#byTenant.set(principal.tenant, tenants + 1);

@@ -10,8 +10,7 @@ import { randomUUID } from 'node:crypto';
 import { WebSocketServer, WebSocket, type RawData } from 'ws';
 import type { Authenticator, Principal } from '../auth/auth.js';
 import { stillValid, tokenFromRequest } from '../auth/auth.js';
-import { ErrorCode } from '../../shared/protocol/errors.js';
-import { httpStatusOf } from '../../shared/protocol/error-kinds.js';
+import { ProtocolError } from '../../shared/protocol/errors.js';
 import { RECONNECT_NOW_CLOSE_CODE, TOKEN_EXPIRED_CLOSE_CODE } from '../../shared/protocol/close-codes.js';
 import type { EdgeAuth } from '../auth/oidc/oidc-auth.js';
 import { atTime } from '../auth/oidc/at-time.js';
@@ -24,6 +23,7 @@ import { encodeError } from '../ahp/rpc.js';
 import type { Logger } from '../log.js';
 import { errorFields } from '../log.js';
 import type { GuardRefusal } from './loopback-guard.js';
+import { upgradeRefusalOf } from './http-reply.js';
 
 /** Close codes the transport itself uses (the hub's are in `CloseCode`). */
 export const TransportCloseCode = {
@@ -211,12 +211,12 @@ export class WsTransport {
     if (url.pathname !== this.options.path) return false;
     if (this.#draining) {
       // 503 so a load balancer sends the upgrade to another node (HAProxy: retry-on 503).
-      refuse(socket, 503, 'draining', 'this hub node is shutting down; connect again to reach another node');
+      refuse(socket, new ProtocolError('draining', 'this hub node is shutting down; connect again to reach another node'));
       return true;
     }
     const refusal = this.options.guard?.(req);
     if (refusal) {
-      refuse(socket, refusal.status, refusal.code, refusal.message);
+      refuse(socket, refusal);
       return true;
     }
     const token = tokenFromRequest(req.headers, url);
@@ -226,18 +226,18 @@ export class WsTransport {
         (edge) => {
           if (socket.destroyed) return;
           if (edge.kind === 'ok') return void this.#admit(req, socket, head, edge.principal, token, edge);
-          if (edge.kind === 'refused') return refuse(socket, httpStatusOf(edge.error), edge.error, edge.message);
-          refuse(socket, 401, 'unauthorized', 'a valid token is required (Authorization: Bearer <token> or ?token=)');
+          if (edge.kind === 'refused') return refuse(socket, new ProtocolError(edge.error, edge.message));
+          refuse(socket, new ProtocolError('unauthorized', 'a valid token is required (Authorization: Bearer <token> or ?token=)'));
         },
         (err: unknown) => {
           this.options.logger.error('resolving a sign-in failed', errorFields(err));
-          refuse(socket, 500, 'internal_error', 'internal error');
+          refuse(socket, new ProtocolError('internal_error', 'internal error'));
         },
       );
       return true;
     }
     if (!principal) {
-      refuse(socket, 401, 'unauthorized', 'a valid token is required (Authorization: Bearer <token> or ?token=)');
+      refuse(socket, new ProtocolError('unauthorized', 'a valid token is required (Authorization: Bearer <token> or ?token=)'));
       return true;
     }
     this.#admit(req, socket, head, principal, token, undefined);
@@ -246,22 +246,22 @@ export class WsTransport {
 
   /** The upgrade of an authenticated caller: tenant, caps, then the WebSocket (`edge`: how sign-in named it). */
   #admit(req: IncomingMessage, socket: Duplex, head: Buffer, principal: Principal, token: string | undefined, edge: (EdgeAuth & { kind: 'ok' }) | undefined): void {
-    if (this.#draining) return refuse(socket, 503, 'draining', 'this hub node is shutting down; connect again to reach another node');
+    if (this.#draining) return refuse(socket, new ProtocolError('draining', 'this hub node is shutting down; connect again to reach another node'));
     const tenantRefusal = this.options.refuse?.(principal);
     if (tenantRefusal) {
-      return refuse(socket, tenantRefusal.status, tenantRefusal.code, tenantRefusal.message);
+      return refuse(socket, tenantRefusal);
     }
     if (this.#connections.size >= this.options.maxConnections) {
-      refuse(socket, 503, 'too_many_connections', `the hub holds its maximum of ${this.options.maxConnections} connections; try again later`);
+      refuse(socket, new ProtocolError('hub_connections_full', `the hub holds its maximum of ${this.options.maxConnections} connections; try again later`));
       return;
     }
     const principalKey = keyOf(principal);
     if ((this.#perPrincipal.get(principalKey) ?? 0) >= this.options.maxConnectionsPerPrincipal) {
-      refuse(socket, 429, 'too_many_connections', `at most ${this.options.maxConnectionsPerPrincipal} open connections per user; close one first`);
+      refuse(socket, new ProtocolError('too_many_connections', `at most ${this.options.maxConnectionsPerPrincipal} open connections per user; close one first`));
       return;
     }
     if ((this.#perTenant.get(principal.tenant) ?? 0) >= this.options.maxConnectionsPerTenant) {
-      refuse(socket, 429, 'too_many_connections', `at most ${this.options.maxConnectionsPerTenant} open connections per tenant; close one first`);
+      refuse(socket, new ProtocolError('too_many_connections', `at most ${this.options.maxConnectionsPerTenant} open connections per tenant; close one first`));
       return;
     }
     // Counted from the upgrade on, so a burst of upgrades cannot overshoot the caps.
@@ -298,7 +298,7 @@ export class WsTransport {
     const flow = new InboundFlowControl(ws, router, ctx);
     ws.on('message', (data: RawData, isBinary: boolean) => {
       if (isBinary) {
-        conn.send(encodeError(null, ErrorCode.InvalidRequest, 'binary frames are not supported: send JSON-RPC as text frames'));
+        conn.send(encodeError(null, new ProtocolError('invalid_request', 'binary frames are not supported: send JSON-RPC as text frames')));
         return;
       }
       const bytes = Array.isArray(data) ? Buffer.concat(data) : Buffer.isBuffer(data) ? data : Buffer.from(data);
@@ -462,7 +462,6 @@ function decrement(counts: Map<string, number>, key: string): void {
   else counts.delete(key);
 }
 
-function refuse(socket: Duplex, status: number, code: string, message: string): void {
-  const body = JSON.stringify({ code, message });
-  socket.end(`HTTP/1.1 ${status} ${STATUS_CODES[status] ?? 'Error'}\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`);
+function refuse(socket: Duplex, err: ProtocolError): void {
+  socket.end(upgradeRefusalOf(err, (status) => STATUS_CODES[status] ?? 'Error'));
 }

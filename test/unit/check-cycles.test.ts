@@ -57,6 +57,38 @@ describe('check-cycles', () => {
     expect(out).not.toContain('server/x.ts');
   });
 
+  it('finds HTTP status numbers written outside the error table and its renderer', () => {
+    const root = checkout({
+      'server/route.ts': [
+        'export function a(res: any) { res.writeHead(404); }',
+        'export function b(res: any) { sendJson(res, 201, {}); }',
+        "export function c() { throw new HttpError(409, 'taken', 'm'); }",
+        "export const d = { status: 421, code: 'host_not_allowed' };",
+        'export function e(res: any) { res.statusCode = 500; }',
+        'export function replyStatus(x: string) { if (x) return 503; return 400; }',
+        // Reading another server's status, and numbers that are not statuses, pass.
+        'export function f(res: any) { return res.status === 410 || [404].length > 0 ? 200 : 1; }',
+      ].join('\n'),
+      'server/transport/http-reply.ts': 'export const OK = 200;\nexport function g(res: any) { res.writeHead(204); }\n',
+      'scripts/fault.ts': 'export const rule = { respond: { status: 503 } };\n',
+    });
+    const { code, out } = run(['--root', root]);
+    expect(code).toBe(1);
+    const found = out
+      .split('\n')
+      .filter((l) => l.startsWith('status: '))
+      .map((l) => l.split(' is ')[0]);
+    expect(found).toEqual([
+      'status: server/route.ts:1: 404',
+      'status: server/route.ts:2: 201',
+      'status: server/route.ts:3: 409',
+      'status: server/route.ts:4: 421',
+      'status: server/route.ts:5: 500',
+      'status: server/route.ts:6: 503',
+      'status: server/route.ts:6: 400',
+    ]);
+  });
+
   it('finds a longer cycle and names every file of the component', () => {
     const root = checkout({
       'shared/one.ts': "import { two } from './two.js';\nexport const one = () => two;\n",

@@ -1,16 +1,17 @@
 /**
- * Every error code the hub can put on the wire is named in docs/errors.md: the kinds of the one
- * table, the finer HTTP codes routes use (`new HttpError(…)`, steering's `InputError`, upgrade
- * refusals, hand-written `code:` fields), the DataWorks reply names and every JSON-RPC code. The
- * codes are read from the source, so a new route that invents a code fails here until the page
- * says what it means.
+ * docs/errors.md is checked against the one table (`ERROR_TABLE`, shared/protocol/error-kinds.ts):
+ * every kind has a row whose JSON-RPC code, HTTP status (and for a finer kind its body `code` and
+ * coarse kind) are the table's, every row names a kind of the table, every JSON-RPC code and every
+ * DataWorks name a reply can carry is on the page, and the codes the source still writes by hand
+ * (`code: '…'` inside `data` or a body that is not ours) are named too. Every status and code a
+ * route sends comes from a kind (the constructor takes nothing else), so a code on the wire that
+ * the page does not explain fails here.
  */
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { ERROR_TABLE } from '../../shared/protocol/error-kinds.js';
+import { COARSE_KINDS, dataWorksCode, ERROR_TABLE, familyOf, FINER_KINDS, httpCodeOf, isErrorKind, type ErrorKind } from '../../shared/protocol/error-kinds.js';
 import { ErrorCode } from '../../shared/protocol/errors.js';
-import { REPLY_ERRORS } from '../../server/interactions/replies.js';
 
 const DOC = readFileSync('docs/errors.md', 'utf8');
 
@@ -22,50 +23,79 @@ function sources(dir: string): string[] {
   });
 }
 
-/** String codes handed to the error builders of the HTTP and upgrade surfaces. */
-function codesInSource(): Map<string, string> {
-  const found = new Map<string, string>();
-  const patterns = [
-    // new HttpError(404, 'code', …) and HttpError.of('kind', …)
-    /new HttpError\(\s*[\w.]+,\s*'([a-z][a-z0-9_]*)'/g,
-    /HttpError\.of\(\s*'([a-z][a-z0-9_]*)'/g,
-    /qwenHttpError\(\s*[\w.()]+,\s*'([a-z][a-z0-9_]*)'/g,
-    // new InputError(409, 'closed', 'turn_closed', …)
-    /new InputError\(\s*[\w.()]+,\s*(?:'[a-z]+'|undefined|[\w.]+),\s*'([a-z][a-z0-9_]*)'/g,
-    // refuse(socket, 503, 'draining', …) at the WebSocket upgrade
-    /refuse\(\s*\w+,\s*\d+,\s*'([a-z][a-z0-9_]*)'/g,
-    // bodies that carry a code by hand ({ code: 'prompt_queue_full', … })
-    /\bcode: '([a-z][a-z0-9_]*)'/g,
-  ];
-  for (const file of [...sources('server'), ...sources('shared')]) {
-    const text = readFileSync(file, 'utf8');
-    for (const re of patterns) for (const m of text.matchAll(re)) if (!found.has(m[1]!)) found.set(m[1]!, file);
-  }
-  return found;
-}
-
 /** A code is documented when the page names it in backticks (`code`). */
 const documented = (code: string): boolean => DOC.includes(`\`${code}\``);
 
-describe('docs/errors.md names every error code on the wire', () => {
-  it('every kind of the table, with its JSON-RPC code', () => {
-    const missing = Object.keys(ERROR_TABLE).filter((kind) => !documented(kind));
-    expect(missing).toEqual([]);
+/** The rows of the markdown table under `heading` whose first cell is a backticked name: name → cells. */
+function tableRows(heading: string): Map<string, string[]> {
+  const start = DOC.indexOf(heading);
+  expect(start, heading).toBeGreaterThanOrEqual(0);
+  const next = DOC.indexOf('\n## ', start + heading.length);
+  const section = DOC.slice(start, next < 0 ? undefined : next);
+  const rows = new Map<string, string[]>();
+  for (const line of section.split('\n')) {
+    const m = /^\| `([a-z_]+)` \|(.*)\|$/.exec(line);
+    if (m)
+      rows.set(
+        m[1]!,
+        m[2]!.split(' | ').map((c) => c.trim()),
+      );
+  }
+  return rows;
+}
+
+const rpcText = (code: number): string => String(code).replace('-', '−');
+
+describe('docs/errors.md is checked against the error table', () => {
+  it('every coarse kind has a row with its JSON-RPC code and HTTP status', () => {
+    const rows = tableRows('## Kinds → codes per surface');
+    const wrong = Object.entries(COARSE_KINDS)
+      .filter(([kind, row]) => {
+        const cells = rows.get(kind);
+        return cells === undefined || cells[1] !== rpcText(row.rpc) || cells[2] !== String(row.http);
+      })
+      .map(([kind]) => kind);
+    expect(wrong).toEqual([]);
+    expect([...rows.keys()].filter((name) => !Object.hasOwn(COARSE_KINDS, name))).toEqual([]);
+  });
+
+  it('every finer kind has a row with its status, body code, coarse kind and JSON-RPC code', () => {
+    const rows = tableRows('## Finer kinds');
+    const wrong = (Object.keys(FINER_KINDS) as (keyof typeof FINER_KINDS)[])
+      .filter((kind) => {
+        const cells = rows.get(kind);
+        const row = FINER_KINDS[kind];
+        return cells === undefined || cells[0] !== String(row.http) || cells[1] !== `\`${httpCodeOf(kind)}\`` || cells[2] !== `\`${familyOf(kind)}\`` || cells[3] !== rpcText(row.rpc);
+      })
+      .map((kind) => `${kind}: ${JSON.stringify(rows.get(kind))}`);
+    expect(wrong).toEqual([]);
+    // No documented kind the table does not have.
+    expect([...rows.keys()].filter((name) => !Object.hasOwn(FINER_KINDS, name))).toEqual([]);
+    expect(Object.keys(ERROR_TABLE).length).toBe(Object.keys(COARSE_KINDS).length + rows.size);
+  });
+
+  it('every JSON-RPC code', () => {
     const rpcCodes: number[] = [...new Set(Object.values(ErrorCode))];
-    // Written with a real minus sign (−) in the table, or an ASCII one in prose.
-    const undocumentedRpc = rpcCodes.filter((c) => !DOC.includes(String(c).replace('-', '−')) && !DOC.includes(String(c)));
+    const undocumentedRpc = rpcCodes.filter((c) => !DOC.includes(rpcText(c)) && !DOC.includes(String(c)));
     expect(undocumentedRpc).toEqual([]);
   });
 
-  it('every finer HTTP or upgrade code a route builds', () => {
-    const codes = codesInSource();
-    expect(codes.size).toBeGreaterThan(20);
-    const missing = [...codes].filter(([code]) => !documented(code)).map(([code, file]) => `${code} (${file})`);
-    expect(missing).toEqual([]);
+  it('every DataWorks name a permission reply can carry', () => {
+    // The kinds the reply checks and the registry answer with, read from their source.
+    const kinds = new Set<ErrorKind>(['invalid_json', 'invalid_request', 'body_too_large', 'unsupported_media_type', 'daemon_permission_unavailable']);
+    for (const file of sources('server/interactions')) {
+      for (const m of readFileSync(file, 'utf8').matchAll(/(?:kind|code): '([a-z_]+)'/g)) if (isErrorKind(m[1])) kinds.add(m[1]);
+    }
+    expect(kinds.size).toBeGreaterThan(15);
+    expect([...kinds].map(dataWorksCode).filter((name) => !documented(name))).toEqual([]);
   });
 
-  it('every DataWorks reply name', () => {
-    const missing = Object.keys(REPLY_ERRORS).filter((name) => !documented(name));
-    expect(missing).toEqual([]);
+  it('every code the source still writes by hand (inside data, or a body that is not ours)', () => {
+    const found = new Map<string, string>();
+    for (const file of [...sources('server'), ...sources('shared')]) {
+      for (const m of readFileSync(file, 'utf8').matchAll(/\bcode: '([a-z][a-z0-9_]*)'/g)) if (!found.has(m[1]!)) found.set(m[1]!, file);
+    }
+    expect(found.size).toBeGreaterThan(5);
+    expect([...found].filter(([code]) => !documented(code)).map(([code, file]) => `${code} (${file})`)).toEqual([]);
   });
 });

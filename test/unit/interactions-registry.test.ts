@@ -66,7 +66,7 @@ describe('interactions registry (unit, fake hub port)', () => {
   it('an option that was not offered is INVALID_OPTION_ID, and nothing is submitted', async () => {
     const requestId = askForTool();
     const result = await registry.reply(ALICE, SESSION, requestId, { outcome: { outcome: 'selected', optionId: 'not-offered' } });
-    expect(result).toMatchObject({ kind: 'error', code: 'INVALID_OPTION_ID' });
+    expect(result).toMatchObject({ kind: 'error', code: 'invalid_option_id' });
     expect(hub.committed.filter((c) => c.via === 'submitAs')).toEqual([]);
   });
 
@@ -79,7 +79,7 @@ describe('interactions registry (unit, fake hub port)', () => {
 
   it('a viewer may not answer: PERMISSION_DENIED', async () => {
     const requestId = askForTool();
-    expect(await registry.reply(VIEWER, SESSION, requestId, { outcome: { outcome: 'cancelled' } })).toMatchObject({ kind: 'error', code: 'PERMISSION_DENIED' });
+    expect(await registry.reply(VIEWER, SESSION, requestId, { outcome: { outcome: 'cancelled' } })).toMatchObject({ kind: 'error', code: 'permission_denied' });
   });
 
   it('a reply the hub refuses (someone else answered first) is not accepted', async () => {

@@ -15,7 +15,7 @@ import { createInteractionsFeature } from '../../server/interactions/feature.js'
 import { silentLogger } from '../../server/log.js';
 import { createQwenServeFeature } from '../../server/qwen-serve/feature.js';
 import type { FeatureContext } from '../../server/feature-contract.js';
-import { HttpError, type HttpHandler, type HttpRegistrar } from '../../server/transport/http-router.js';
+import { httpBodyOf, ProtocolError, type HttpHandler, type HttpRegistrar } from '../../server/transport/http-router.js';
 import type { RpcRegistrar } from '../../server/ahp/rpc.js';
 import { FakeHubPort } from '../helpers/fake-hub-port.js';
 
@@ -62,8 +62,8 @@ class FakeHttp implements HttpRegistrar {
       try {
         await route.handler(req as unknown as IncomingMessage, res as unknown as ServerResponse, { params, url: new URL(`http://127.0.0.1${path}`), principal, claimStream: () => UNCOUNTED_SLOT });
       } catch (err) {
-        if (!(err instanceof HttpError)) throw err;
-        return { status: err.status, body: { ...err.extra, code: err.code, message: err.message } };
+        if (!(err instanceof ProtocolError)) throw err;
+        return { status: err.status, body: httpBodyOf(err) };
       }
       return answer;
     }

@@ -7,7 +7,7 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Authenticator, Principal } from '../auth.js';
-import { HttpError } from '../../transport/http-error.js';
+import { ProtocolError } from '../../../shared/protocol/errors.js';
 import type { StreamSlot } from '../../transport/stream-slots.js';
 import type { OidcAuth } from './oidc-auth.js';
 import { atTime } from './at-time.js';
@@ -15,7 +15,7 @@ import { atTime } from './at-time.js';
 export interface EdgeCaller {
   readonly principal: Principal | undefined;
   /** Why the presented credential was refused, when it is known (else the router's plain 401). */
-  readonly refusal?: HttpError | undefined;
+  readonly refusal?: ProtocolError | undefined;
   readonly streams: { claim(principal: Principal, res: ServerResponse): StreamSlot };
 }
 
@@ -25,7 +25,7 @@ export async function edgeCaller(auth: Authenticator, signIn: OidcAuth | undefin
   const edge = await signIn.resolve(token, req.headers);
   if (edge.kind === 'none') return { principal: undefined, streams: { claim } };
   // `error` is the field qwen serve's 401 has (as the router's plain 401).
-  if (edge.kind === 'refused') return { principal: undefined, refusal: HttpError.of(edge.error, edge.message, { error: 'Unauthorized' }), streams: { claim } };
+  if (edge.kind === 'refused') return { principal: undefined, refusal: new ProtocolError(edge.error, edge.message, { error: 'Unauthorized' }), streams: { claim } };
   const expiresAt = edge.expiresAt;
   return {
     principal: edge.principal,

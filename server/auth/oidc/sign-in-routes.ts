@@ -11,7 +11,7 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import * as oidc from 'openid-client';
-import { HttpError, sendJson, type HttpRouter } from '../../transport/http-router.js';
+import { ProtocolError, redirect as redirectTo, sendJson, startOk, type HttpRouter } from '../../transport/http-router.js';
 import type { Logger } from '../../log.js';
 import { errorFields } from '../../log.js';
 import { cookieValue, SESSION_COOKIE, type OidcAuth } from './oidc-auth.js';
@@ -27,7 +27,7 @@ export function registerSignInRoutes(router: HttpRouter, auth: OidcAuth, publicU
       return await auth.verifier.configuration();
     } catch (err) {
       logger.warn('the identity provider cannot be reached', { issuer: auth.options.issuer, ...errorFields(err) });
-      throw HttpError.of('sign_in_failed', `the identity provider (${auth.options.issuer}) cannot be reached right now; try again later`);
+      throw new ProtocolError('sign_in_failed', `the identity provider (${auth.options.issuer}) cannot be reached right now; try again later`);
     }
   };
 
@@ -62,12 +62,12 @@ export function registerSignInRoutes(router: HttpRouter, auth: OidcAuth, publicU
     async (req, res, { url }) => {
       const state = url.searchParams.get('state') ?? '';
       const providerError = url.searchParams.get('error');
-      if (providerError) throw HttpError.of('sign_in_failed', `the identity provider did not sign you in (${providerError.slice(0, 100)}): go back to the hub and sign in again`);
+      if (providerError) throw new ProtocolError('sign_in_failed', `the identity provider did not sign you in (${providerError.slice(0, 100)}): go back to the hub and sign in again`);
       if (!state || cookieValue(req.headers.cookie, LOGIN_COOKIE) !== state) {
-        throw HttpError.of('sign_in_failed', 'this sign-in was not started in this browser (or took longer than 10 minutes): go back to the hub and sign in again');
+        throw new ProtocolError('sign_in_failed', 'this sign-in was not started in this browser (or took longer than 10 minutes): go back to the hub and sign in again');
       }
       const pending = auth.sessions.takePending(state);
-      if (!pending) throw HttpError.of('sign_in_failed', 'this sign-in has expired or was already used: go back to the hub and sign in again');
+      if (!pending) throw new ProtocolError('sign_in_failed', 'this sign-in has expired or was already used: go back to the hub and sign in again');
       const config = await configuration();
       let tokens: oidc.TokenEndpointResponse;
       try {
@@ -76,10 +76,10 @@ export function registerSignInRoutes(router: HttpRouter, auth: OidcAuth, publicU
         tokens = await oidc.authorizationCodeGrant(config, current, { pkceCodeVerifier: pending.codeVerifier, expectedState: state, expectedNonce: pending.nonce, idTokenExpected: true }, resource ? { resource } : undefined);
       } catch (err) {
         logger.warn('a sign-in code exchange failed', errorFields(err));
-        throw HttpError.of('sign_in_failed', 'the identity provider did not accept the sign-in (the code exchange failed): sign in again');
+        throw new ProtocolError('sign_in_failed', 'the identity provider did not accept the sign-in (the code exchange failed): sign in again');
       }
       const verified = await auth.verifier.verify(tokens.access_token);
-      if (!verified.ok) throw HttpError.of(verified.kind, verified.message);
+      if (!verified.ok) throw new ProtocolError(verified.kind, verified.message);
       const session = auth.startSession(tokens, verified.principal, verified.expiresAt);
       redirect(res, pending.returnTo, [cookie(SESSION_COOKIE, session.id, Math.floor(auth.sessions.limits.maxAgeMs / 1000)), cookie(LOGIN_COOKIE, '', 0)]);
     },
@@ -99,8 +99,7 @@ export function registerSignInRoutes(router: HttpRouter, auth: OidcAuth, publicU
         }
       }
       const body = JSON.stringify({ signedOut: true, ...(endSessionUrl ? { endSessionUrl } : {}) });
-      res.writeHead(200, { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store', 'set-cookie': cookie(SESSION_COOKIE, '', 0), 'content-length': Buffer.byteLength(body) });
-      res.end(body);
+      startOk(res, { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store', 'set-cookie': cookie(SESSION_COOKIE, '', 0), 'content-length': Buffer.byteLength(body) }).end(body);
     },
     { public: true },
   );
@@ -110,8 +109,8 @@ export function registerSignInRoutes(router: HttpRouter, auth: OidcAuth, publicU
     '/auth/session',
     async (req: IncomingMessage, res: ServerResponse) => {
       const edge = await auth.resolve(undefined, { cookie: req.headers.cookie, origin: req.headers.origin, host: req.headers.host });
-      if (edge.kind !== 'ok') return sendJson(res, 200, { oidc: true, signedIn: false });
-      sendJson(res, 200, { oidc: true, signedIn: true, user: edge.principal.user, tenant: edge.principal.tenant, role: edge.principal.role });
+      if (edge.kind !== 'ok') return sendJson(res, { oidc: true, signedIn: false });
+      sendJson(res, { oidc: true, signedIn: true, user: edge.principal.user, tenant: edge.principal.tenant, role: edge.principal.role });
     },
     { public: true },
   );
@@ -123,6 +122,5 @@ function safeReturn(value: string | null): string {
 }
 
 function redirect(res: ServerResponse, location: string, cookies: string[]): void {
-  res.writeHead(302, { location, 'set-cookie': cookies, 'cache-control': 'no-store', 'content-length': 0 });
-  res.end();
+  redirectTo(res, location, { 'set-cookie': cookies, 'cache-control': 'no-store' });
 }
