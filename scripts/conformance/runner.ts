@@ -8,14 +8,15 @@
  * and the case must then fail on the invariant the plant names.
  */
 import { randomUUID } from 'node:crypto';
-import { Actor, RpcFailure, withoutHubMeta, type Operation } from './actor.js';
+import { Actor, RpcFailure, type Operation } from './actor.js';
 import type { ChannelRef, ConformanceCase, Step } from './case-format.js';
 import { FaultProxy } from './fault-proxy.js';
 import type { HubHost } from './hosts.js';
 import { HttpActor } from './http-actor.js';
 import { BridgeActor } from './bridge-actor.js';
 import type { CaseContext, CaseResult, CaseSession } from './case-types.js';
-import { asJson, countWitnesses, defaultChatOf, describeMatch, draftAction, firstDifference, frameMatches, isSayMarker, sameJson, supersededDraft, until } from './case-match.js';
+import { defaultChatOf, describeMatch, draftAction, frameMatches, isSayMarker, until } from './case-match.js';
+import { checkInvariants } from './case-invariants.js';
 
 export type { CaseResult } from './case-types.js';
 export { draftAction, firstDifference, until } from './case-match.js';
@@ -106,7 +107,7 @@ export class CaseRun implements CaseContext {
     const violations: CaseResult['violations'] = [];
     try {
       for (const step of this.spec.steps) await this.#step(step);
-      await this.#checkInvariants(violations);
+      await checkInvariants(this, violations);
       this.#checkFaultsFired(violations);
     } catch (err) {
       violations.push({ invariant: 'step', detail: err instanceof Error ? err.message : String(err) });
@@ -386,100 +387,5 @@ export class CaseRun implements CaseContext {
     const line = (await res.text()).split('\n').find((l) => l.startsWith('ahp_hub_slow_consumer_closes_total '));
     if (line === undefined) throw new StepFailure('no ahp_hub_slow_consumer_closes_total in /metrics');
     return Number(line.split(' ')[1]);
-  }
-
-  async #checkInvariants(violations: CaseResult['violations']): Promise<void> {
-    const truth = await this.truth();
-    try {
-      const states = new Map<string, unknown>();
-      const stateOf = async (channel: string): Promise<unknown> => {
-        // A channel the hub no longer has (restarted without its data) has no state.
-        const s = await truth.subscribe(channel).then(
-          () => truth.replicas.get(channel)!.state,
-          () => undefined,
-        );
-        states.set(channel, s);
-        return s;
-      };
-      for (const s of this.sessions.values()) {
-        await stateOf(s.chat);
-        await stateOf(s.session);
-      }
-      const ops = [...this.actors.values()].flatMap((a) => a.operations.map((op) => ({ actor: a, op })));
-      for (const inv of this.spec.invariants) {
-        if (inv === 'acked-kept') {
-          for (const { actor, op } of ops) {
-            if (op.status !== 'accepted' || supersededDraft(op, ops)) continue;
-            const state = states.get(op.channel);
-            if (countWitnesses(state, op, this.marker(op.key)) < 1) violations.push({ invariant: inv, detail: `${actor.name}'s ${op.key} was acknowledged (serverSeq ${op.serverSeq}) but is not in the hub's state` });
-          }
-        }
-        if (inv === 'applied-once') {
-          for (const { actor, op } of ops) {
-            const n = countWitnesses(states.get(op.channel), op, this.marker(op.key));
-            if (n > 1) violations.push({ invariant: inv, detail: `${actor.name}'s ${op.key} is in the hub's state ${n} times` });
-          }
-          for (const [key, outcome] of this.requestOutcomes) if (outcome === 'created-twice') violations.push({ invariant: inv, detail: `createSession ${key} made two sessions for one operation` });
-          const titles = (await truth.request<{ items: Array<{ title?: string }> }>('listSessions', { channel: 'ahp-root://', limit: 200 })).items;
-          for (const key of this.requestOutcomes.keys()) {
-            const n = titles.filter((t) => t.title === this.marker(key)).length;
-            if (n > 1) violations.push({ invariant: inv, detail: `${n} sessions carry the title of createSession ${key}` });
-          }
-        }
-        if (inv === 'outcome-known') {
-          for (const { actor, op } of ops) if (op.status === 'pending') violations.push({ invariant: inv, detail: `${actor.name} never learned the outcome of ${op.key} (sent ${op.sends}×)` });
-          for (const [key, outcome] of this.requestOutcomes) if (outcome === 'unknown') violations.push({ invariant: inv, detail: `createSession ${key}: outcome unknown` });
-          for (const h of this.http.values()) for (const d of h.unknownOutcomes()) violations.push({ invariant: inv, detail: `${h.name}: ${d}` });
-        }
-        if (inv === 'one-winner') this.#checkRace(violations);
-        if (inv === 'replicas-converge') await this.#checkConvergence(truth, violations);
-      }
-      for (const h of this.http.values()) h.checkInvariants(this.spec.invariants, violations, states, this);
-      for (const b of this.bridges.values()) b.checkInvariants(this.spec.invariants, violations, states, this);
-    } finally {
-      truth.close();
-    }
-  }
-
-  #checkRace(violations: CaseResult['violations']): void {
-    const racers = [...this.actors.values()].flatMap((a) => a.operations.filter((o) => o.key.startsWith('race-')).map((op) => ({ actor: a, op })));
-    const winners = racers.filter((r) => r.op.status === 'accepted');
-    if (winners.length !== 1) {
-      violations.push({ invariant: 'one-winner', detail: `${winners.length} of ${racers.length} racing answers were accepted` });
-      return;
-    }
-    const winner = winners[0]!;
-    if (this.outcome === 'completed') this.outcome = `${winner.actor.name} won`;
-    for (const loser of racers.filter((r) => r !== winner)) {
-      if (loser.op.status !== 'rejected') violations.push({ invariant: 'one-winner', detail: `${loser.actor.name}'s ${loser.op.key} has no answer` });
-      const told = loser.actor.received.some((e) => e.rejectionReason === undefined && e.origin?.clientId === winner.actor.clientId && e.origin.clientSeq === winner.op.clientSeq);
-      if (!told) violations.push({ invariant: 'one-winner', detail: `${loser.actor.name} was never shown the winning answer of ${winner.actor.name}` });
-    }
-  }
-
-  async #checkConvergence(truth: Actor, violations: CaseResult['violations']): Promise<void> {
-    for (const actor of this.actors.values()) {
-      for (const [channel, replica] of actor.replicas) {
-        if (replica.missing) continue;
-        try {
-          await until(
-            `${actor.name}'s replica of ${channel}`,
-            async () => {
-              // A ping on the actor's own connection: every envelope committed before it arrives first.
-              if (actor.connected) await actor.request('ping', {});
-              await truth.subscribe(channel);
-              return sameJson(withoutHubMeta(replica.state), withoutHubMeta(truth.replicas.get(channel)!.state));
-            },
-            this.planted ? 1_000 : 5_000,
-          );
-        } catch {
-          const hub = await truth.subscribe(channel).then(
-            () => truth.replicas.get(channel)!.state,
-            (err: Error) => `(the hub has no such channel: ${err.message})`,
-          );
-          violations.push({ invariant: 'replicas-converge', detail: `${actor.name}'s replica of ${channel} differs from the hub's snapshot: ${firstDifference(asJson(withoutHubMeta(replica.state)), asJson(withoutHubMeta(hub)))}` });
-        }
-      }
-    }
   }
 }
