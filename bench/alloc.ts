@@ -9,7 +9,7 @@
  * subscriber, and splits a heap-profiler sample of them into the socket layer and the core.
  * Prints, per N: heap bytes per update (all, core, socket layer), scavenges per 10k updates, the
  * deltas per frame the subscribers saw (above 1: the hub merged adjacent deltas of one batch, which
- * lowers the cost per update; the producer sends one delta at a time to keep that rare), and the
+ * lowers the cost per update; the producer sends one delta per timer tick to keep that rare), and the
  * top allocation sites.
  *
  * This is not a test and is never run by vitest.
@@ -31,7 +31,7 @@ const USAGE = `usage: npm run bench:alloc -- [flags]
   --subscribers 10,100     subscriber counts (comma list)                 [10,100]
   --updates 5000           deltas counted per N (after the warm-up)        [5000]
   --warmup 1000            deltas sent first, not counted (JIT, caches)    [1000]
-  --rate 250               deltas/s the producer sends                     [250]
+  --rate 250               deltas/s the producer sends at most (one per timer tick) [250]
   --repeat 1               runs per N (each its own hub); the table shows each run
   --hub-main FILE          hub entry point (A/B another build)  [dist/server/main.js]
   --top 12                 allocation sites listed per N
@@ -150,17 +150,15 @@ function received(w: Worker): Promise<number> {
   });
 }
 
-/** Sends `count` deltas at `rate`/s (a few per timer tick), then waits until every subscriber has all of them. */
+/**
+ * Sends `count` deltas, one per timer tick of 1000/`rate` ms (never catching up in bursts, so the
+ * hub's batches hold one delta and nothing merges: the cost per update is the unmerged one), then
+ * waits until every subscriber has all of them.
+ */
 async function sendAndDeliver(producer: HubProducer, w: Worker, count: number, rate: number, expectAtLeast: number): Promise<void> {
-  const started = performance.now();
-  let sent = 0;
-  while (sent < count) {
-    const due = Math.min(count, Math.floor(((performance.now() - started) * rate) / 1000) + 1);
-    while (sent < due) {
-      producer.send(nowUs());
-      sent++;
-    }
-    await new Promise((r) => setTimeout(r, 4));
+  for (let sent = 0; sent < count; sent++) {
+    producer.send(nowUs());
+    await new Promise((r) => setTimeout(r, 1000 / rate));
   }
   const deadline = Date.now() + 60_000;
   while ((await received(w)) < expectAtLeast) {
