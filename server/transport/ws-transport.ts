@@ -25,6 +25,7 @@ import type { Logger } from '../log.js';
 import { errorFields } from '../log.js';
 import type { GuardRefusal } from './loopback-guard.js';
 import { holdUntilTickEnd, textFrameOf } from './ws-frames.js';
+import { FrameInbox } from './frame-inbox.js';
 
 /** Close codes the transport itself uses (the hub's are in `CloseCode`). */
 export const TransportCloseCode = {
@@ -272,9 +273,13 @@ export class WsTransport {
       if (ctx.state.protocolVersion === undefined) conn.close(TransportCloseCode.InitializeTimeout, 'initialize was not completed in time');
     }, this.options.initializeTimeoutMs);
     initializeTimer.unref();
-    // Frames are handled one at a time per connection so answers keep the order of requests.
-    let queue: Promise<void> = Promise.resolve();
     const flow = new InboundFlowControl(ws, router, ctx);
+    const inbox = new FrameInbox(
+      (text, admission) => router.handleFrame(ctx, text, admission),
+      this.#frames,
+      () => flow.handled(),
+      (err) => this.options.logger.error('frame handling failed', errorFields(err)),
+    );
     ws.on('message', (data: RawData, isBinary: boolean) => {
       if (isBinary) {
         conn.send(encodeError(null, ErrorCode.InvalidRequest, 'binary frames are not supported: send JSON-RPC as text frames'));
@@ -282,12 +287,7 @@ export class WsTransport {
       }
       const bytes = Array.isArray(data) ? Buffer.concat(data) : Buffer.isBuffer(data) ? data : Buffer.from(data);
       const admission = flow.received(bytes.length);
-      const text = bytes.toString('utf8');
-      queue = queue
-        .then(() => this.#frames.turn())
-        .then(() => router.handleFrame(ctx, text, admission))
-        .catch((err: unknown) => this.options.logger.error('frame handling failed', errorFields(err)))
-        .finally(() => flow.handled());
+      inbox.push(bytes.toString('utf8'), admission);
     });
     ws.on('pong', () => {
       conn.alive = true;
