@@ -25,20 +25,31 @@ import { stampedText, nowUs } from './clock.js';
 const USAGE = `usage: npm run bench:append -- [flags]
   --appends 3000      appends measured per (variant, batch size)   [3000]
   --batches 1,2,5,10  records per append                            [1,2,5,10]
+  --variants all      part 2's settings: all, or a comma list of their indexes (0 = baseline)
+  --replica-only      skip part 1 (the real SqliteActionLog)
   --dir DIR           where the temporary databases go             [os.tmpdir()]`;
 
 interface Config {
   appends: number;
   batches: number[];
   dir: string;
+  /** Indexes into VARIANTS; undefined = all. */
+  variants: number[] | undefined;
+  /** Skip part 1 (the real log). */
+  replicaOnly: boolean;
 }
 
 function parseConfig(argv: readonly string[]): Config {
-  const c: Config = { appends: 3000, batches: [1, 2, 5, 10], dir: tmpdir() };
+  const c: Config = { appends: 3000, batches: [1, 2, 5, 10], dir: tmpdir(), variants: undefined, replicaOnly: false };
   for (let i = 0; i < argv.length; i++) {
     const flag = argv[i];
+    if (flag === '--replica-only') {
+      c.replicaOnly = true;
+      continue;
+    }
     const v = argv[++i];
-    if (flag === '--appends' && Number(v) >= 10) c.appends = Math.floor(Number(v));
+    if (flag === '--variants' && v) c.variants = v === 'all' ? undefined : v.split(',').map(Number);
+    else if (flag === '--appends' && Number(v) >= 10) c.appends = Math.floor(Number(v));
     else if (flag === '--batches' && v) c.batches = v.split(',').map(Number);
     else if (flag === '--dir' && v) c.dir = v;
     else {
@@ -61,8 +72,10 @@ function records(fromSeq: number, count: number): LogRecord[] {
 }
 
 interface Stats {
+  mean: number;
   p50: number;
   p99: number;
+  p999: number;
   max: number;
   cpu: number;
 }
@@ -70,7 +83,7 @@ interface Stats {
 function stats(wallUs: number[], cpuUs: number): Stats {
   const s = [...wallUs].sort((a, b) => a - b);
   const q = (p: number): number => s[Math.min(s.length - 1, Math.floor(p * s.length))]!;
-  return { p50: q(0.5), p99: q(0.99), max: s[s.length - 1]!, cpu: cpuUs / wallUs.length };
+  return { mean: s.reduce((a, b) => a + b, 0) / s.length, p50: q(0.5), p99: q(0.99), p999: q(0.999), max: s[s.length - 1]!, cpu: cpuUs / wallUs.length };
 }
 
 /** Times `appends` calls of `append(head, batch)` after 200 unmeasured ones. */
@@ -141,22 +154,24 @@ async function main(): Promise<void> {
   const fresh = (): string => join(root, `log-${n++}.db`);
   try {
     process.stdout.write(`# Append latency per group commit (small batches)\n\n${process.version} · ${cfg.appends} appends per row after 200 unmeasured · µs per append · under ${cfg.dir}\n\n`);
-    process.stdout.write('## SqliteActionLog\n\n| sync | records/append | p50 µs | p99 µs | max µs | CPU µs/append |\n|---|---:|---:|---:|---:|---:|\n');
-    for (const sync of ['normal', 'full'] as const) {
+    if (!cfg.replicaOnly) process.stdout.write('## SqliteActionLog\n\n| sync | records/append | mean µs | p50 µs | p99 µs | p99.9 µs | max µs | CPU µs/append |\n|---|---:|---:|---:|---:|---:|---:|---:|\n');
+    for (const sync of cfg.replicaOnly ? [] : (['normal', 'full'] as const)) {
       for (const batch of cfg.batches) {
         const log = SqliteActionLog.open({ file: fresh(), synchronous: sync });
         const s = await measure(batch, sync === 'full' ? Math.min(cfg.appends, 300) : cfg.appends, (head, recs) => log.append(head, recs));
         await log.close();
-        process.stdout.write(`| ${sync} | ${batch} | ${f(s.p50)} | ${f(s.p99)} | ${f(s.max)} | ${f(s.cpu)} |\n`);
+        process.stdout.write(`| ${sync} | ${batch} | ${f(s.mean)} | ${f(s.p50)} | ${f(s.p99)} | ${f(s.p999)} | ${f(s.max)} | ${f(s.cpu)} |\n`);
       }
     }
-    process.stdout.write('\n## One setting changed at a time (same transaction on a copy of the schema)\n\n| setting | keeps the promise | records/append | p50 µs | p99 µs | max µs | CPU µs/append |\n|---|---|---:|---:|---:|---:|---:|\n');
+    process.stdout.write(
+      '\n## One setting changed at a time (same transaction on a copy of the schema)\n\n| setting | keeps the promise | records/append | mean µs | p50 µs | p99 µs | p99.9 µs | max µs | CPU µs/append |\n|---|---|---:|---:|---:|---:|---:|---:|---:|\n',
+    );
     for (const batch of cfg.batches) {
-      for (const v of VARIANTS) {
+      for (const v of VARIANTS.filter((_, i) => cfg.variants === undefined || cfg.variants.includes(i))) {
         const r = replica(fresh(), v.pragmas);
         const s = await measure(batch, cfg.appends, r.append);
         r.close();
-        process.stdout.write(`| ${v.name} | ${v.keepsPromise ? 'yes' : 'no'} | ${batch} | ${f(s.p50)} | ${f(s.p99)} | ${f(s.max)} | ${f(s.cpu)} |\n`);
+        process.stdout.write(`| ${v.name} | ${v.keepsPromise ? 'yes' : 'no'} | ${batch} | ${f(s.mean)} | ${f(s.p50)} | ${f(s.p99)} | ${f(s.p999)} | ${f(s.max)} | ${f(s.cpu)} |\n`);
       }
     }
   } finally {
