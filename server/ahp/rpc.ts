@@ -12,7 +12,7 @@ import { ProtocolError } from '../../shared/protocol/errors.js';
 import { withKind, type ErrorKind } from '../../shared/protocol/error-kinds.js';
 import { checkJsonBounds } from '../../shared/protocol/json-bounds.js';
 import { describeIssues } from '../../shared/protocol/describe-issues.js';
-import { jsonRpcInboundSchema, requestIdSchema, type RequestId } from '../../shared/protocol/messages.js';
+import { JSONRPC, jsonRpcInboundSchema, Limits, requestIdSchema, type JsonRpcInbound, type RequestId } from '../../shared/protocol/messages.js';
 import type { Principal } from '../auth/auth.js';
 import type { Logger } from '../log.js';
 import { errorFields } from '../log.js';
@@ -96,6 +96,20 @@ export function encodeError(id: RequestId | null, err: ProtocolError): string {
 /** The side of the router a feature sees: it adds methods, it does not route. */
 export type RpcRegistrar = Pick<RpcRouter, 'request' | 'notification'>;
 
+/**
+ * The common case of `jsonRpcInboundSchema` without zod's copy: an object with `"jsonrpc": "2.0"`,
+ * a method of 1…128 characters and no id or a valid one. Anything else: undefined, and the schema
+ * decides (and names what is wrong) as before.
+ */
+function wellFormedInbound(json: unknown): { success: true; data: JsonRpcInbound } | undefined {
+  if (typeof json !== 'object' || json === null || Array.isArray(json)) return undefined;
+  const { jsonrpc, id, method, params } = json as Record<string, unknown>;
+  if (jsonrpc !== JSONRPC || typeof method !== 'string' || method.length < 1 || method.length > Limits.maxMethodLength) return undefined;
+  if (id === undefined) return { success: true, data: { jsonrpc, method, params } };
+  if ((typeof id === 'string' && id.length <= Limits.maxIdLength) || (typeof id === 'number' && Number.isFinite(id))) return { success: true, data: { jsonrpc, id, method, params } };
+  return undefined;
+}
+
 export class RpcRouter {
   readonly #requests = new Map<string, RequestHandler<z.ZodType>>();
   readonly #notifications = new Map<string, NotificationHandler<z.ZodType>>();
@@ -175,7 +189,7 @@ export class RpcRouter {
       this.#refuseOutOfBounds(ctx, json, `${outOfBounds.message} (${outOfBounds.code})`, outOfBounds.code);
       return;
     }
-    const parsed = jsonRpcInboundSchema.safeParse(json);
+    const parsed = wellFormedInbound(json) ?? jsonRpcInboundSchema.safeParse(json);
     if (!parsed.success) {
       const id = typeof json === 'object' && json !== null && 'id' in json ? (json as { id: unknown }).id : null;
       // Echo the id only when it is a valid one; an unusable id (object, too long) answers with null.

@@ -171,11 +171,21 @@ export function sendOrQueue(conn: Connection, text: string, limits: LagLimits, e
       conn.unsentBudget?.note(conn, unsent + text.length);
       return;
     }
-    queue = new LagQueue(conn, limits, encode, merge, () => lagging.delete(conn));
-    lagging.set(conn, queue);
+    queue = startLagging(conn, limits, encode, merge);
   }
   queue.push(text, envelope);
   conn.unsentBudget?.note(conn, unsentOf(conn));
+}
+
+/**
+ * The lag queue of a connection that has just fallen behind. Its own function: a closure over
+ * `conn` inside `sendOrQueue` would make every call allocate a context for it (40 bytes per
+ * receiver per envelope, issue 32), lagging or not.
+ */
+function startLagging(conn: Connection, limits: LagLimits, encode: (envelope: ActionEnvelope) => string, merge: EnvelopeMerge): LagQueue {
+  const queue = new LagQueue(conn, limits, encode, merge, () => lagging.delete(conn));
+  lagging.set(conn, queue);
+  return queue;
 }
 
 /** What `conn` holds unsent now: bytes in its socket plus characters waiting in its lag queue. */

@@ -24,6 +24,8 @@ import type { Logger } from '../log.js';
 import { errorFields } from '../log.js';
 import type { GuardRefusal } from './loopback-guard.js';
 import { upgradeRefusalOf } from './http-reply.js';
+import { holdUntilTickEnd, textFrameOf } from './ws-frames.js';
+import { FrameInbox } from './frame-inbox.js';
 
 /** Close codes the transport itself uses (the hub's are in `CloseCode`). */
 export const TransportCloseCode = {
@@ -75,49 +77,8 @@ export interface WsTransportOptions {
   readonly onClose: (conn: Connection, principal: Principal) => void;
 }
 
-/**
- * Frames leave in one write per connection per tick: connections touched in this tick are corked
- * on first send and all uncorked together at the end of the tick (one scheduled callback, not one
- * per connection). A connection sent one frame is then written with one plain write; one sent many
- * (a group commit's echoes) with one writev.
- */
-let tickEndScheduled = false;
-const corked: Duplex[] = [];
-function endTick(): void {
-  tickEndScheduled = false;
-  for (const raw of corked) raw.uncork();
-  corked.length = 0;
-}
-
-/**
- * The same envelope string goes to every receiver in a row: its WebSocket frame (RFC 6455 §5.2:
- * FIN + text opcode, unmasked as server frames are, payload length in 7, 16 or 64 bits, then the
- * UTF-8 bytes) is built once and the same bytes are written to every receiver's socket, instead of
- * `ws` encoding the string and framing it again for each one.
- */
-let lastText: string | undefined;
-let lastFrame: Buffer = Buffer.alloc(0);
-export function textFrameOf(text: string): Buffer {
-  if (text === lastText) return lastFrame;
-  const length = Buffer.byteLength(text, 'utf8');
-  const header = length < 126 ? 2 : length < 65_536 ? 4 : 10;
-  const frame = Buffer.allocUnsafe(header + length);
-  frame[0] = 0x81;
-  if (header === 2) frame[1] = length;
-  else if (header === 4) {
-    frame[1] = 126;
-    frame.writeUInt16BE(length, 2);
-  } else {
-    frame[1] = 127;
-    frame.writeBigUInt64BE(BigInt(length), 2);
-  }
-  frame.write(text, header, 'utf8');
-  lastText = text;
-  lastFrame = frame;
-  return frame;
-}
-
-class WsConnection implements Connection {
+/** A `ws` socket as the hub's `Connection` (exported for tests). */
+export class WsConnection implements Connection {
   readonly id = randomUUID();
   alive = true;
   constructor(
@@ -128,25 +89,41 @@ class WsConnection implements Connection {
     private readonly onServerClose: ((code: number) => void) | undefined,
     readonly unsentBudget: UnsentBudget,
   ) {}
+  /** Frames of this tick not yet written (written by `endTick`), and their bytes. */
+  #held: Buffer | Buffer[] | undefined;
+  #heldBytes = 0;
   send(text: string): void {
     if (this.socket.readyState !== WebSocket.OPEN) return;
-    if (this.socket.bufferedAmount > this.maxBufferedBytes) {
+    if (this.bufferedAmount > this.maxBufferedBytes) {
       this.close(CloseCode.SlowConsumer, 'slow consumer: reconnect and resume');
       return;
     }
-    if (this.raw.writableCorked === 0) {
-      if (!tickEndScheduled) {
-        tickEndScheduled = true;
-        process.nextTick(endTick);
-      }
-      this.raw.cork();
-      corked.push(this.raw);
-    }
-    // Straight to the TCP socket: ws's sender queues only while compressing (off here) or reading
-    // a Blob (never sent), so frames it writes itself (pings, close) keep their order with these.
-    this.raw.write(textFrameOf(text));
+    const frame = textFrameOf(text);
+    const held = this.#held;
+    if (held === undefined) {
+      this.#held = frame;
+      holdUntilTickEnd(this);
+    } else if (Array.isArray(held)) held.push(frame);
+    else this.#held = [held, frame];
+    this.#heldBytes += frame.length;
+  }
+  /**
+   * Writes the held frames straight to the TCP socket: ws's sender queues only while compressing
+   * (off here) or reading a Blob (never sent), so frames it writes itself (pings, close) keep
+   * their order with these (`close` writes the held frames first).
+   */
+  flush(): void {
+    const held = this.#held;
+    if (held === undefined) return;
+    this.#held = undefined;
+    const bytes = this.#heldBytes;
+    this.#heldBytes = 0;
+    // Closed since (the peer's close, a terminate): nothing more may follow the close frame.
+    if (this.socket.readyState !== WebSocket.OPEN) return;
+    this.raw.write(Array.isArray(held) ? Buffer.concat(held, bytes) : held);
   }
   close(code: number, reason: string): void {
+    this.flush();
     // A socket paused by flow control must be read again, or the closing handshake never completes.
     if (this.socket.isPaused) this.socket.resume();
     if (this.socket.readyState === WebSocket.OPEN || this.socket.readyState === WebSocket.CONNECTING) {
@@ -154,10 +131,13 @@ class WsConnection implements Connection {
       this.socket.close(code, reason);
     }
   }
+  /** Bytes not yet written out: what the socket holds plus this tick's held frames. */
   get bufferedAmount(): number {
-    return this.socket.bufferedAmount;
+    return this.socket.bufferedAmount + this.#heldBytes;
   }
   terminate(): void {
+    this.#held = undefined;
+    this.#heldBytes = 0;
     this.socket.terminate();
   }
   get isOpen(): boolean {
@@ -293,9 +273,13 @@ export class WsTransport {
       if (ctx.state.protocolVersion === undefined) conn.close(TransportCloseCode.InitializeTimeout, 'initialize was not completed in time');
     }, this.options.initializeTimeoutMs);
     initializeTimer.unref();
-    // Frames are handled one at a time per connection so answers keep the order of requests.
-    let queue: Promise<void> = Promise.resolve();
     const flow = new InboundFlowControl(ws, router, ctx);
+    const inbox = new FrameInbox(
+      (text, admission) => router.handleFrame(ctx, text, admission),
+      this.#frames,
+      () => flow.handled(),
+      (err) => this.options.logger.error('frame handling failed', errorFields(err)),
+    );
     ws.on('message', (data: RawData, isBinary: boolean) => {
       if (isBinary) {
         conn.send(encodeError(null, new ProtocolError('invalid_request', 'binary frames are not supported: send JSON-RPC as text frames')));
@@ -303,12 +287,7 @@ export class WsTransport {
       }
       const bytes = Array.isArray(data) ? Buffer.concat(data) : Buffer.isBuffer(data) ? data : Buffer.from(data);
       const admission = flow.received(bytes.length);
-      const text = bytes.toString('utf8');
-      queue = queue
-        .then(() => this.#frames.turn())
-        .then(() => router.handleFrame(ctx, text, admission))
-        .catch((err: unknown) => this.options.logger.error('frame handling failed', errorFields(err)))
-        .finally(() => flow.handled());
+      inbox.push(bytes.toString('utf8'), admission);
     });
     ws.on('pong', () => {
       conn.alive = true;

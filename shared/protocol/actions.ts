@@ -330,12 +330,20 @@ export function parseAction(raw: unknown): ParseActionResult {
   // nested thousands deep would otherwise be stored and then overflow every encoder.
   const outOfBounds = checkJsonBounds(raw);
   if (outOfBounds) return { ok: false, message: `action: ${outOfBounds.message}`, code: outOfBounds.code };
-  const envelope = anyActionSchema.safeParse(raw);
-  if (!envelope.success) {
-    return { ok: false, message: `action: ${describeIssues(envelope.error.issues)}` };
+  let action: AnyAction;
+  const shaped = knownTypedObject(raw);
+  if (shaped !== undefined) {
+    // A known type: its own schema below checks (and copies) everything; the `{type}` pass would only copy it once more.
+    action = shaped;
+  } else {
+    const envelope = anyActionSchema.safeParse(raw);
+    if (!envelope.success) {
+      return { ok: false, message: `action: ${describeIssues(envelope.error.issues)}` };
+    }
+    action = envelope.data;
   }
-  const legacy = LEGACY_ACTION_TYPES.get(envelope.data.type);
-  const action = legacy ? { ...envelope.data, type: legacy } : envelope.data;
+  const legacy = LEGACY_ACTION_TYPES.get(action.type);
+  if (legacy) action = { ...action, type: legacy };
   const { type } = action;
   if (!isKnownActionType(type)) return { ok: true, action };
 
@@ -368,7 +376,26 @@ function unknownFieldChars(action: Record<string, unknown>, schema: z.ZodType): 
  * `_meta`) are opaque and may use `null` as a value.
  */
 function withoutNullFields(action: AnyAction): AnyAction {
-  const entries = Object.entries(action);
-  if (!entries.some(([, value]) => value === null)) return action;
-  return Object.fromEntries(entries.filter(([, value]) => value !== null)) as AnyAction;
+  // Looked for first without building anything: almost every action has no null field.
+  let hasNull = false;
+  for (const key in action) {
+    if (Object.hasOwn(action, key) && action[key] === null) {
+      hasNull = true;
+      break;
+    }
+  }
+  if (!hasNull) return action;
+  return Object.fromEntries(Object.entries(action).filter(([, value]) => value !== null)) as AnyAction;
+}
+
+/**
+ * `raw` as an action when it is an object whose `type` is known (under its own or a legacy name):
+ * what `anyActionSchema` would accept, without its copy. Anything else: undefined (the schema then
+ * checks it and names what is wrong, and copies an unknown type's action, so it is fresh too).
+ */
+function knownTypedObject(raw: unknown): AnyAction | undefined {
+  if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) return undefined;
+  const type = (raw as { type?: unknown }).type;
+  if (typeof type !== 'string' || !(isKnownActionType(type) || LEGACY_ACTION_TYPES.has(type))) return undefined;
+  return raw as AnyAction;
 }
