@@ -176,9 +176,6 @@ export class ChatView {
         this.#turns.delete(id);
       }
     }
-    // Measured before the DOM grows: were we at the end a moment ago?
-    const follow = this.#follow.following || this.#follow.atBottom();
-    const heightBefore = document.documentElement.scrollHeight;
     let previous: HTMLElement | undefined;
     if (first > 0) {
       this.#earlier.textContent = `Show ${first} earlier turn${first === 1 ? '' : 's'}`;
@@ -222,9 +219,9 @@ export class ChatView {
     } else {
       this.#transcript.querySelector('.empty')?.remove();
     }
-    this.#links.addButtons(); // before the reveal measures the end
+    this.#links.addButtons();
     this.#composer.render(chat);
-    if (!this.#prepending) this.#follow.reveal(follow, heightBefore);
+    if (!this.#prepending) this.#follow.reveal(); // reads no layout: the end is followed once the frame settles
     this.#announcer.announce(chat);
     this.#links.afterRender(chat);
   }
