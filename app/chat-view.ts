@@ -255,7 +255,7 @@ export class ChatView {
 
   /**
    * Builds the `count` turns before the oldest one shown, keeping the turn that was first where it
-   * was on screen (the new ones go above it, out of view).
+   * was on screen (the new ones go above it, out of view), or the end in view while it is followed.
    */
   #showEarlier(count = EARLIER_TURNS): void {
     const view = this.#view;
@@ -263,7 +263,9 @@ export class ChatView {
     const turns = view.state.turns;
     const first = turns.findIndex((t) => t.id === this.#firstShownId);
     if (first <= 0) return;
-    const anchor = this.#turns.get(this.#firstShownId!)?.el;
+    // While the person follows the end (the window filled after the open), the end is kept in view
+    // once the frame is laid out (ChatFollow): measuring the anchor would force two layouts a frame.
+    const anchor = this.#follow.following ? undefined : this.#turns.get(this.#firstShownId!)?.el;
     const before = anchor?.getBoundingClientRect().top;
     this.#firstShownId = turns[Math.max(0, first - count)]!.id;
     this.#prepending = true;
