@@ -16,6 +16,13 @@ export class ChatFollow {
   /** `document.documentElement.scrollHeight` when it was last read (by `#settle`). */
   #height = 0;
   #settleArmed = false;
+  /**
+   * A new question was scrolled to its top: it stays there, readable from its start (its own
+   * fields may still grow), until new content comes, the window changes size or the person asks.
+   */
+  #questionHeld = false;
+  /** The window changed size since the last settle: a followed chat is brought back to its end. */
+  #resized = false;
   readonly #seenRequests = new Set<string>();
   readonly #offs: Array<() => void> = [];
 
@@ -33,6 +40,15 @@ export class ChatFollow {
     };
     window.addEventListener('scroll', onScroll, { passive: true });
     this.#offs.push(() => window.removeEventListener('scroll', onScroll));
+    // A shorter window (a turned phone, a resized desktop window) keeps the scroll offset, so
+    // the end would slip under the sticky composer, last turn's buttons with it. The transcript's
+    // size need not change (no resize observation), so the end is followed again after the frame.
+    const onResize = (): void => {
+      this.#resized = true;
+      this.#settleAfterFrame();
+    };
+    window.addEventListener('resize', onResize);
+    this.#offs.push(() => window.removeEventListener('resize', onResize));
     // Heights change with every render, every frame a long part draws on its own, a skipped turn
     // (content-visibility, app.css) laid out at its real size. Resize observations are delivered
     // after the frame's animation-frame callbacks and its layout, so the end is followed there:
@@ -63,9 +79,15 @@ export class ChatFollow {
     return this.#following;
   }
 
+  /** Following, and not holding a new question at its top: the end is kept in view after layout. */
+  get keepsEnd(): boolean {
+    return this.#following && !this.#questionHeld;
+  }
+
   /** The person went elsewhere in the chat (a turn link): stop keeping the end in view. */
   stopFollowing(): void {
     this.#following = false;
+    this.#questionHeld = false;
   }
 
   /** This tab submitted answers: bring the next question (or the agent's reply) into view. */
@@ -84,6 +106,7 @@ export class ChatFollow {
   scrollToBottom(behavior: ScrollBehavior = 'auto'): void {
     this.#height = document.documentElement.scrollHeight;
     window.scrollTo({ top: this.#height, behavior });
+    this.#questionHeld = false;
     this.#following = true;
     this.jump.hidden = true;
   }
@@ -107,6 +130,7 @@ export class ChatFollow {
       this.#grew = false;
       fresh[0]!.scrollIntoView({ block: 'start' });
       this.#following = this.atBottom();
+      this.#questionHeld = this.#following;
       return;
     }
     if (this.#revealNext && openForms.length === 0) {
@@ -121,25 +145,34 @@ export class ChatFollow {
   /** New content (a render, a frame a long part drew on its own): followed once this frame settles. */
   partGrew(): void {
     this.#grew = true;
-    // Nothing changed size, so no resize observation comes: settle in the task after this frame,
-    // when its layout is done (a timer set in a frame runs after the frame's rendering).
+    this.#settleAfterFrame();
+  }
+
+  /**
+   * Nothing may change size, so no resize observation may come: settle in the task after this
+   * frame, when its layout is done (a timer set in a frame runs after the frame's rendering).
+   */
+  #settleAfterFrame(): void {
     if (this.#settleArmed) return;
     this.#settleArmed = true;
     window.setTimeout(() => {
       this.#settleArmed = false;
-      if (this.#grew) this.#settle();
+      if (this.#grew || this.#resized) this.#settle();
     }, 0);
   }
 
   /** The one place that follows the end: one read of the height, one scroll at most. */
   #settle(): void {
     const grew = this.#grew;
+    const resized = this.#resized;
     this.#grew = false;
+    this.#resized = false;
     const before = this.#height;
     const height = document.documentElement.scrollHeight;
     this.#height = height;
     if (this.#following) {
-      if (window.innerHeight + window.scrollY < height - 1) window.scrollTo({ top: height });
+      if (resized || (grew && height > before + 1)) this.#questionHeld = false;
+      if (!this.#questionHeld && window.innerHeight + window.scrollY < height - 1) window.scrollTo({ top: height });
       this.jump.hidden = true;
     } else if (grew && height > before + 1) {
       this.jump.hidden = false;

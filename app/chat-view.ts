@@ -265,7 +265,8 @@ export class ChatView {
     if (first <= 0) return;
     // While the person follows the end (the window filled after the open), the end is kept in view
     // once the frame is laid out (ChatFollow): measuring the anchor would force two layouts a frame.
-    const anchor = this.#follow.following ? undefined : this.#turns.get(this.#firstShownId!)?.el;
+    // A question just shown from its top is held there, so the turns above it are measured then.
+    const anchor = this.#follow.keepsEnd ? undefined : this.#turns.get(this.#firstShownId!)?.el;
     const before = anchor?.getBoundingClientRect().top;
     this.#firstShownId = turns[Math.max(0, first - count)]!.id;
     this.#prepending = true;
