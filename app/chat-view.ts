@@ -21,6 +21,7 @@ import { emptyChat } from './empty-chat.js';
 import { TurnLinks } from './turn-links.js';
 import { TurnView, type TurnHandlers } from './turn-view.js';
 import { nextFrame } from './markdown-stream.js';
+import { warmMarkdown } from './markdown-warm.js';
 
 /**
  * Long transcripts: a chat opens with only its last `TURN_WINDOW` turns built; older turns are
@@ -94,6 +95,7 @@ export class ChatView {
     }, 15_000);
     this.#offs.push(() => window.clearInterval(ticker));
     this.#follow.watchComposer(this.#composer.el);
+    warmMarkdown(); // while the snapshot is on its way
     void this.#start();
   }
 
