@@ -21,8 +21,6 @@ export class ChatFollow {
    * fields may still grow), until new content comes, the window changes size or the person asks.
    */
   #questionHeld = false;
-  /** The window changed size since the last settle: a followed chat is brought back to its end. */
-  #resized = false;
   readonly #seenRequests = new Set<string>();
   readonly #offs: Array<() => void> = [];
 
@@ -42,11 +40,10 @@ export class ChatFollow {
     this.#offs.push(() => window.removeEventListener('scroll', onScroll));
     // A shorter window (a turned phone, a resized desktop window) keeps the scroll offset, so
     // the end would slip under the sticky composer, last turn's buttons with it. The transcript's
-    // size need not change (no resize observation), so the end is followed again after the frame.
-    const onResize = (): void => {
-      this.#resized = true;
-      this.#settleAfterFrame();
-    };
+    // size need not change (no resize observation), so the end is followed here: the resize event
+    // runs before the frame's callbacks and paint, so no frame shows the end covered (one layout
+    // read per resize, never on the streaming path).
+    const onResize = (): void => this.#settle(true);
     window.addEventListener('resize', onResize);
     this.#offs.push(() => window.removeEventListener('resize', onResize));
     // Heights change with every render, every frame a long part draws on its own, a skipped turn
@@ -145,28 +142,23 @@ export class ChatFollow {
   /** New content (a render, a frame a long part drew on its own): followed once this frame settles. */
   partGrew(): void {
     this.#grew = true;
-    this.#settleAfterFrame();
-  }
-
-  /**
-   * Nothing may change size, so no resize observation may come: settle in the task after this
-   * frame, when its layout is done (a timer set in a frame runs after the frame's rendering).
-   */
-  #settleAfterFrame(): void {
+    // Nothing changed size, so no resize observation comes: settle in the task after this frame,
+    // when its layout is done (a timer set in a frame runs after the frame's rendering).
     if (this.#settleArmed) return;
     this.#settleArmed = true;
     window.setTimeout(() => {
       this.#settleArmed = false;
-      if (this.#grew || this.#resized) this.#settle();
+      if (this.#grew) this.#settle();
     }, 0);
   }
 
-  /** The one place that follows the end: one read of the height, one scroll at most. */
-  #settle(): void {
+  /**
+   * The one place that follows the end: one read of the height, one scroll at most. `resized`: the
+   * window changed size, so a followed chat goes back to its end even with a question held.
+   */
+  #settle(resized = false): void {
     const grew = this.#grew;
-    const resized = this.#resized;
     this.#grew = false;
-    this.#resized = false;
     const before = this.#height;
     const height = document.documentElement.scrollHeight;
     this.#height = height;
