@@ -21,6 +21,7 @@ import { emptyChat } from './empty-chat.js';
 import { TurnLinks } from './turn-links.js';
 import { TurnView, type TurnHandlers } from './turn-view.js';
 import { nextFrame } from './markdown-stream.js';
+import { warmMarkdown } from './markdown-warm.js';
 
 /**
  * Long transcripts: a chat opens with only its last `TURN_WINDOW` turns built; older turns are
@@ -94,6 +95,7 @@ export class ChatView {
     }, 15_000);
     this.#offs.push(() => window.clearInterval(ticker));
     this.#follow.watchComposer(this.#composer.el);
+    warmMarkdown(); // while the snapshot is on its way
     void this.#start();
   }
 
@@ -176,9 +178,6 @@ export class ChatView {
         this.#turns.delete(id);
       }
     }
-    // Measured before the DOM grows: were we at the end a moment ago?
-    const follow = this.#follow.following || this.#follow.atBottom();
-    const heightBefore = document.documentElement.scrollHeight;
     let previous: HTMLElement | undefined;
     if (first > 0) {
       this.#earlier.textContent = `Show ${first} earlier turn${first === 1 ? '' : 's'}`;
@@ -222,9 +221,9 @@ export class ChatView {
     } else {
       this.#transcript.querySelector('.empty')?.remove();
     }
-    this.#links.addButtons(); // before the reveal measures the end
+    this.#links.addButtons();
     this.#composer.render(chat);
-    if (!this.#prepending) this.#follow.reveal(follow, heightBefore);
+    if (!this.#prepending) this.#follow.reveal(); // reads no layout: the end is followed once the frame settles
     this.#announcer.announce(chat);
     this.#links.afterRender(chat);
   }
@@ -258,7 +257,7 @@ export class ChatView {
 
   /**
    * Builds the `count` turns before the oldest one shown, keeping the turn that was first where it
-   * was on screen (the new ones go above it, out of view).
+   * was on screen (the new ones go above it, out of view), or the end in view while it is followed.
    */
   #showEarlier(count = EARLIER_TURNS): void {
     const view = this.#view;
@@ -266,7 +265,10 @@ export class ChatView {
     const turns = view.state.turns;
     const first = turns.findIndex((t) => t.id === this.#firstShownId);
     if (first <= 0) return;
-    const anchor = this.#turns.get(this.#firstShownId!)?.el;
+    // While the person follows the end (the window filled after the open), the end is kept in view
+    // once the frame is laid out (ChatFollow): measuring the anchor would force two layouts a frame.
+    // A question just shown from its top is held there, so the turns above it are measured then.
+    const anchor = this.#follow.keepsEnd ? undefined : this.#turns.get(this.#firstShownId!)?.el;
     const before = anchor?.getBoundingClientRect().top;
     this.#firstShownId = turns[Math.max(0, first - count)]!.id;
     this.#prepending = true;

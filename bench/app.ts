@@ -330,11 +330,17 @@ async function longChat(browser: import('playwright-core').Browser, base: string
     await peer.dispatch(chat, { type: 'chat/turnComplete', turnId, duration: 1 }, last);
   }
   const openedAt = Date.now();
-  const page = await openPage(browser, base, session, TRACE_DIR ? startTrace : undefined);
+  // `--profile=DIR` profiles the cold open too (from before the page loads to the newest turn shown).
+  let profiler: { stop(name: string): Promise<void> } | undefined;
+  const page = await openPage(browser, base, session, async (p) => {
+    if (TRACE_DIR) await startTrace(p);
+    if (PROFILE_DIR) profiler = await startProfile(p);
+  });
   // The newest turn on screen (the app builds the last turns first and older ones as they are scrolled to).
   await page.locator(`article.turn[data-turn="turn-${turns - 1}"] .part.md`).waitFor({ state: 'visible', timeout: 120_000 });
   const shownMs = Date.now() - openedAt;
   if (TRACE_DIR) await stopTrace(page, `long-chat-${turns}-open`);
+  if (profiler) await profiler.stop(`long-chat-${turns}-open`);
   const builtAtOpen = await page.locator('article.turn').count();
   const longTasks = await page.evaluate(() => (globalThis as unknown as { __longTasks: number[] }).__longTasks.slice());
   const mem = await metrics(page);
