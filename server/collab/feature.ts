@@ -5,7 +5,7 @@
  * limits: protocol.ts.
  *
  * The AHP chat state stays the source of truth for everyone else: merged text is mirrored into
- * `chat/inputAnswerChanged` drafts through `hub.submitAs` (full client validation, so a viewer's
+ * `chat/inputAnswerChanged` drafts through the hub's door (`hub.enter`, full client validation, so a viewer's
  * edit could never land there), and drafts written by clients that do not speak Yjs are merged
  * back into the text. A document is dropped when its request resolves, its turn ends (complete,
  * cancel, error, truncation) or its chat/session is disposed; presence goes with the connection.
@@ -18,7 +18,7 @@ import { ErrorCode, ProtocolError } from '../../shared/protocol/errors.js';
 import type { ChatInputRequest, ChatState } from '../../shared/protocol/state.js';
 import { findOpenInputRequest } from '../../shared/state/selectors.js';
 import type { WireAction } from '../../shared/protocol/messages.js';
-import { canWrite, type Principal } from '../auth/auth.js';
+import type { Principal } from '../auth/auth.js';
 import type { Connection } from '../hub/connection.js';
 import type { HubPort } from '../hub/hub-port.js';
 import type { RpcContext } from '../ahp/rpc.js';
@@ -259,7 +259,7 @@ export class CollabEngine {
     const room = this.rooms.get(roomKey(channel, doc));
     if (!room || !room.members.has(ctx.conn)) return this.#notJoined(ctx, channel, doc);
     try {
-      room.sync(ctx.conn, data, canWrite(ctx.principal) && room.requestId !== CHAT_PRESENCE_DOC);
+      room.sync(ctx.conn, data, room.requestId !== CHAT_PRESENCE_DOC && this.hub.enter({ op: 'editDraft', principal: ctx.principal }).outcome === 'accepted');
     } catch (err) {
       this.logger.warn('bad collab sync message', { channel, doc, ...errorFields(err) });
       ctx.conn.send(encodeError(null, ErrorCode.InvalidParams, `invalid ${CollabMethod.Sync} payload`));
@@ -412,8 +412,9 @@ export class CollabEngine {
       inFlight.push(value);
       this.#inFlight.set(key, inFlight);
       try {
-        const result = await this.hub.submitAs(principal, room.channel, action);
-        if (!result.ok) this.logger.debug('collab mirror not applied', { channel: room.channel, doc: room.requestId, questionId, reason: result.message });
+        const result = await this.hub.enter({ op: 'dispatch', by: { from: 'principal', principal }, channel: room.channel, action });
+        if (result.outcome === 'rejected' && result.at !== 'decision') throw result.cause ?? new Error(result.message);
+        if (result.outcome === 'rejected') this.logger.debug('collab mirror not applied', { channel: room.channel, doc: room.requestId, questionId, reason: result.message });
       } catch (err) {
         this.logger.warn('collab mirror failed', { channel: room.channel, ...errorFields(err) });
       } finally {

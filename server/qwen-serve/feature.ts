@@ -19,11 +19,11 @@
  * Errors are JSON `{error, code, message}` (`error` is what qwen's client shows). Auth is the
  * hub's: `Authorization: Bearer <token>`, same tenancy; `/health` is public.
  */
-import { ProtocolError, ErrorCode } from '../../shared/protocol/errors.js';
+import { ErrorCode } from '../../shared/protocol/errors.js';
 import { asSessionUri, sessionIdOf, sessionUri } from '../../shared/protocol/uris.js';
 import { turnDuration } from '../../shared/state/selectors.js';
 import type { Principal } from '../auth/auth.js';
-import { authorize, authorizeSessionDeletion, type Operation } from '../auth/authorize.js';
+import { protocolErrorOf, type FeatureOperation } from '../hub/entry.js';
 import { httpStatusOf } from '../../shared/protocol/error-kinds.js';
 import { SERVER_INFO } from '../ahp/ahp-methods.js';
 import { type Feature, type FeatureContext, refuseStreamWhileStorageFails } from '../feature-contract.js';
@@ -99,9 +99,10 @@ export function createQwenServeFeature(options: QwenServeOptions = {}): Feature 
         if (!uri) throw qwenHttpError(404, 'session_not_found', `no session ${rawId}`);
         return uri;
       };
-      const requireWriter = (principal: Principal, operation: Operation): void => {
-        const refused = authorize(principal, operation);
-        if (refused) throw qwenHttpError(httpStatusOf(refused.kind), refused.kind, refused.message);
+      /** The door checks the principal's grants for the operation (nothing is sequenced). */
+      const requireWriter = (principal: Principal, op: FeatureOperation): void => {
+        const refused = ctx.hub.enter({ op, principal });
+        if (refused.outcome === 'rejected') throw qwenHttpError(httpStatusOf(refused.kind), refused.kind, refused.message);
       };
 
       /** The session's event log, created (and attached to the interaction streams) on first use. */
@@ -148,18 +149,15 @@ export function createQwenServeFeature(options: QwenServeOptions = {}): Feature 
         if (!chat) failure = 'the session has no default chat';
         else {
           log.notePrompt(promptId);
-          try {
-            const started = await ctx.hub.submitAs(principal, chat, {
-              type: 'chat/turnStarted',
-              turnId: promptId,
-              startedAt: new Date(ctx.now()).toISOString(),
-              message: { text, origin: { kind: 'user' } },
-            });
-            if (!started.ok) failure = started.message;
-            else log.running = { promptId, text, queuedAt };
-          } catch {
-            failure = 'the hub cannot start turns right now';
-          }
+          const started = await ctx.hub.enter({
+            op: 'dispatch',
+            by: { from: 'principal', principal },
+            channel: chat,
+            action: { type: 'chat/turnStarted', turnId: promptId, startedAt: new Date(ctx.now()).toISOString(), message: { text, origin: { kind: 'user' } } },
+            as: 'prompt',
+          });
+          if (started.outcome === 'accepted') log.running = { promptId, text, queuedAt };
+          else failure = started.outcome === 'rejected' && started.at === 'decision' ? started.message : 'the hub cannot start turns right now';
         }
         if (failure !== undefined) {
           log.publish('turn_error', { sessionId: log.sessionId, promptId, code: 'prompt_rejected', message: failure }, promptId);
@@ -210,19 +208,17 @@ export function createQwenServeFeature(options: QwenServeOptions = {}): Feature 
           attached = uri !== undefined;
         }
         if (!uri) {
-          requireWriter(hc.principal, 'createQwenSession');
+          const refused = ctx.hub.enter({ op: 'createQwenSession', principal: hc.principal });
+          if (refused.outcome === 'rejected') throw qwenHttpError(httpStatusOf(refused.kind), refused.kind, refused.message);
           const id = typeof requested === 'string' ? requested.toLowerCase() : ctx.newId();
           uri = sessionUri(id);
-          try {
-            await ctx.hub.createSession(hc.principal, { uri, title: typeof b['title'] === 'string' ? b['title'].slice(0, 200) : 'qwen session' });
-          } catch (err) {
-            if (err instanceof ProtocolError) {
-              if (err.code === ErrorCode.SessionAlreadyExists) throw qwenHttpError(409, 'session_exists', `session id ${id} is taken`);
-              if (err.code === ErrorCode.LimitExceeded) throw qwenHttpError(429, 'session_limit', err.message);
-              if (err.code === ErrorCode.QuotaExceeded) throw qwenHttpError(429, 'state_quota', err.message);
-              if (err.code === ErrorCode.PermissionDenied) throw qwenHttpError(403, 'permission_denied', err.message);
-            }
-            throw err;
+          const created = await ctx.hub.enter({ op: 'createSession', principal: hc.principal, uri, title: typeof b['title'] === 'string' ? b['title'].slice(0, 200) : 'qwen session', as: 'createQwenSession' });
+          if (created.outcome === 'rejected') {
+            if (created.code === ErrorCode.SessionAlreadyExists) throw qwenHttpError(409, 'session_exists', `session id ${id} is taken`);
+            if (created.code === ErrorCode.LimitExceeded) throw qwenHttpError(429, 'session_limit', created.message);
+            if (created.code === ErrorCode.QuotaExceeded) throw qwenHttpError(429, 'state_quota', created.message);
+            if (created.code === ErrorCode.PermissionDenied) throw qwenHttpError(403, 'permission_denied', created.message);
+            throw protocolErrorOf(created);
           }
         }
         const log = logOf(uri);
@@ -241,11 +237,13 @@ export function createQwenServeFeature(options: QwenServeOptions = {}): Feature 
 
       ctx.http.add('DELETE', '/session/{sessionId}', async (_req, res, hc) => {
         const session = requireSession(hc.principal, hc.params['sessionId']!);
-        requireWriter(hc.principal, 'closeQwenSession');
-        // Closing a session deletes it: the owner or an admin only, as on every surface.
-        const deletion = authorizeSessionDeletion(hc.principal, ctx.hub.sessionEntry(session)?.owner ?? '');
-        if (deletion) throw qwenHttpError(httpStatusOf(deletion.kind), deletion.kind, deletion.message);
-        await ctx.hub.disposeSession(hc.principal, session);
+        // Closing a session deletes it: the owner or an admin only, as on every surface (checked at the door).
+        const closed = await ctx.hub.enter({ op: 'disposeSession', principal: hc.principal, uri: session, as: 'closeQwenSession' });
+        if (closed.outcome === 'rejected') {
+          if (closed.kind === 'permission_denied') throw qwenHttpError(httpStatusOf(closed.kind), closed.kind, closed.message);
+          if (closed.kind === 'session_not_found') throw qwenHttpError(404, 'session_not_found', `no session ${hc.params['sessionId']}`);
+          throw protocolErrorOf(closed);
+        }
         res.writeHead(204).end();
       });
 
@@ -301,7 +299,14 @@ export function createQwenServeFeature(options: QwenServeOptions = {}): Feature 
         const turn = chat ? ctx.hub.chatEntry(chat)?.state.activeTurn : undefined;
         if (chat && turn) {
           // A turn that ended meanwhile is not an error: there is nothing left to cancel.
-          await ctx.hub.submitAs(hc.principal, chat, { type: 'chat/turnCancelled', turnId: turn.id, duration: turnDuration(turn.startedAt, ctx.now()) });
+          const cancelled = await ctx.hub.enter({
+            op: 'dispatch',
+            by: { from: 'principal', principal: hc.principal },
+            channel: chat,
+            action: { type: 'chat/turnCancelled', turnId: turn.id, duration: turnDuration(turn.startedAt, ctx.now()) },
+            as: 'cancel',
+          });
+          if (cancelled.outcome === 'rejected' && cancelled.at !== 'decision') throw protocolErrorOf(cancelled);
         }
         res.writeHead(204).end();
       });
