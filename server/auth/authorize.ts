@@ -1,10 +1,11 @@
 /**
  * The authorize stage: whether a principal's role may perform an operation, decided by one
- * function for every surface (WebSocket methods and dispatches, steering, the prompt routes,
- * permission replies). Each operation is checked once, where the surface first knows what is
- * asked; a refusal is always the kind `permission_denied` (docs/errors.md), with words that say
- * what the role may not do. Tenant visibility is not a role question: it stays with the lookups
- * (`visibleSession`), which answer "not found".
+ * function for every surface. The principal's grants are computed once per principal
+ * (`grantsOf`) and checked in one place, the hub's door (`server/hub/door.ts`), from the entry's
+ * operation (dispatch, steer, prompt, answerPermission, createSession, disposeSession: owner or
+ * admin, …); features enter the operation instead of calling this. A refusal is always the kind
+ * `permission_denied` (docs/errors.md), with words that say what the role may not do. Tenant
+ * visibility is not a role question: the door checks it too, once per entry ("not found").
  */
 import type { ErrorKind } from '../../shared/protocol/error-kinds.js';
 import { canWrite, Role, type Principal } from './auth.js';
