@@ -139,8 +139,12 @@ export class Door {
         (err: unknown) => rejectedOf(err, 'durability'),
       );
     };
-    if (!turn) return Promise.resolve(now());
-    return turn.then(now, (err: unknown) => rejectedOf(err, 'admission'));
+    if (turn) return turn.then(now, (err: unknown) => rejectedOf(err, 'admission'));
+    try {
+      return Promise.resolve(now());
+    } catch (err) {
+      return Promise.reject(err); // a bug in deciding: the caller's promise fails, as an async call's would
+    }
   }
 
   /** A catalogue command (synchronous; throws its refusal), once admitted and authorized. */
