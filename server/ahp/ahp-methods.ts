@@ -150,7 +150,7 @@ export function registerAhpMethods(router: RpcRouter, hub: Hub): void {
       // On a windowed channel the echo (or rejection) goes out framed, in order with the channel.
       // The door echoes a rejection or a duplicate to the sender as it decides (in order); a notification has no answer.
       const client = clientOf(ctx, windowed.connectionFor(ctx.conn, params.channel));
-      void hub.enter({ op: 'dispatch', by: { from: 'client', client, clientSeq: params.clientSeq }, channel: params.channel, action: params.action });
+      void hub.door.enter({ op: 'dispatch', by: { from: 'client', client, clientSeq: params.clientSeq }, channel: params.channel, action: params.action });
     },
   });
 
@@ -213,7 +213,7 @@ export function registerAhpMethods(router: RpcRouter, hub: Hub): void {
   router.request(Method.CreateSession, {
     params: createSessionParamsSchema,
     async handle(ctx, params) {
-      const o = accepted(await hub.enter({ op: 'createSession', principal: ctx.principal, uri: params.channel, provider: params.provider, title: params.title }));
+      const o = accepted(await hub.door.enter({ op: 'createSession', principal: ctx.principal, uri: params.channel, provider: params.provider, title: params.title }));
       return { defaultChat: o.defaultChat! };
     },
   });
@@ -222,7 +222,7 @@ export function registerAhpMethods(router: RpcRouter, hub: Hub): void {
     params: disposeSessionParamsSchema,
     async handle(ctx, params) {
       if (channelKind(params.channel) !== 'session') throw new ProtocolError(ErrorCode.InvalidParams, 'channel must be a session URI');
-      accepted(await hub.enter({ op: 'disposeSession', principal: ctx.principal, uri: params.channel }));
+      accepted(await hub.door.enter({ op: 'disposeSession', principal: ctx.principal, uri: params.channel }));
       return {};
     },
   });
@@ -230,7 +230,7 @@ export function registerAhpMethods(router: RpcRouter, hub: Hub): void {
   router.request(Method.CreateChat, {
     params: createChatParamsSchema,
     async handle(ctx, params) {
-      const o = accepted(await hub.enter({ op: 'createChat', principal: ctx.principal, session: params.channel, chat: params.chat, title: params.title }));
+      const o = accepted(await hub.door.enter({ op: 'createChat', principal: ctx.principal, session: params.channel, chat: params.chat, title: params.title }));
       return { chat: o.chat! };
     },
   });
@@ -238,7 +238,7 @@ export function registerAhpMethods(router: RpcRouter, hub: Hub): void {
   router.request(Method.DisposeChat, {
     params: disposeChatParamsSchema,
     async handle(ctx, params) {
-      accepted(await hub.enter({ op: 'disposeChat', principal: ctx.principal, chat: params.channel }));
+      accepted(await hub.door.enter({ op: 'disposeChat', principal: ctx.principal, chat: params.channel }));
       return {};
     },
   });
@@ -255,7 +255,7 @@ export function throttledDispatchHandler(hub: Hub) {
     const refused = refusedDispatchSchema.safeParse(params);
     if (!refused.success) return false;
     const { channel, clientSeq, action } = refused.data;
-    void hub.enter({ op: 'dispatch', by: { from: 'client', client: clientOf(ctx), clientSeq }, channel, action: { type: action.type }, refused: { kind, message: reason } });
+    void hub.door.enter({ op: 'dispatch', by: { from: 'client', client: clientOf(ctx), clientSeq }, channel, action: { type: action.type }, refused: { kind, message: reason } });
     return true;
   };
 }

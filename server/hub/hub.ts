@@ -74,8 +74,8 @@ export class Hub implements HubPort {
   readonly #catalogue: CatalogueCommands;
   /** Sequencing with roll-up and the hooks' commit phase, local and remote (sequencer.ts). */
   readonly #sequencer: Sequencer;
-  /** Where every action and command enters (door.ts). */
-  readonly #door: Door;
+  /** Where every action and command enters (door.ts); the AHP methods call it directly (no relay through the facade). */
+  readonly door: Door;
   /** Set by the composition root: what to do when the log fails (exit so a supervisor restarts). */
   #onFatal: ((err: Error) => void) | undefined;
   /** Unwatched, idle sessions leave memory (session-parking.ts); `residency` is a metric. */
@@ -137,7 +137,7 @@ export class Hub implements HubPort {
     });
     this.#sequencer = new Sequencer({ ...parts, ledger: this.#ledger, catalogue: this.#catalogue });
     const host = () => ({ gate: this.#gate, failed: this.#failed, closed: this.#closed });
-    this.#door = new Door({ ...parts, admission: this.#admission, ledger: this.#ledger, replay, sequencer: this.#sequencer, catalogue: this.#catalogue, observer, now, host });
+    this.door = new Door({ ...parts, admission: this.#admission, ledger: this.#ledger, replay, sequencer: this.#sequencer, catalogue: this.#catalogue, observer, now, host });
   }
 
   /**
@@ -293,37 +293,37 @@ export class Hub implements HubPort {
   enter(entry: CheckEntry): Outcome;
   enter(entry: Entry): Outcome | Promise<Outcome>;
   enter(entry: Entry): Outcome | Promise<Outcome> {
-    return this.#door.enter(entry);
+    return this.door.enter(entry);
   }
 
   /** A client's `dispatchAction` (AHP): the door echoes a rejection or duplicate to the sender, in order. */
   dispatchFromClient(client: ClientHandle, channel: string, clientSeq: number, action: WireAction): void {
-    void this.#door.enter({ op: 'dispatch', by: { from: 'client', client, clientSeq }, channel, action });
+    void this.door.enter({ op: 'dispatch', by: { from: 'client', client, clientSeq }, channel, action });
   }
 
   // Renderings over the door for in-process callers and tests (features use `enter`).
   async submitAs(principal: Principal, channel: string, action: WireAction, surface = 'hub'): Promise<SubmitOutcome> {
-    return submitted(await this.#door.enter({ op: 'dispatch', by: { from: 'principal', principal, surface }, channel, action }));
+    return submitted(await this.door.enter({ op: 'dispatch', by: { from: 'principal', principal, surface }, channel, action }));
   }
 
   async dispatchServer(channel: string, action: WireAction): Promise<number> {
-    return sequenced(await this.#door.enter({ op: 'dispatch', by: { from: 'server' }, channel, action }));
+    return sequenced(await this.door.enter({ op: 'dispatch', by: { from: 'server' }, channel, action }));
   }
 
   async createSession(principal: Principal, params: { uri: string; provider?: string | undefined; title?: string | undefined }): Promise<{ defaultChat: string }> {
-    return { defaultChat: accepted(await this.#door.enter({ op: 'createSession', principal, ...params })).defaultChat! };
+    return { defaultChat: accepted(await this.door.enter({ op: 'createSession', principal, ...params })).defaultChat! };
   }
 
   async disposeSession(principal: Principal, uri: string): Promise<void> {
-    accepted(await this.#door.enter({ op: 'disposeSession', principal, uri }));
+    accepted(await this.door.enter({ op: 'disposeSession', principal, uri }));
   }
 
   async createChat(principal: Principal, session: string, params: { chat?: string | undefined; title?: string | undefined }): Promise<{ chat: string }> {
-    return { chat: accepted(await this.#door.enter({ op: 'createChat', principal, session, ...params })).chat! };
+    return { chat: accepted(await this.door.enter({ op: 'createChat', principal, session, ...params })).chat! };
   }
 
   async disposeChat(principal: Principal, chat: string): Promise<void> {
-    accepted(await this.#door.enter({ op: 'disposeChat', principal, chat }));
+    accepted(await this.door.enter({ op: 'disposeChat', principal, chat }));
   }
 
   /**
