@@ -44,10 +44,6 @@ export function rejection(kind: ErrorKind, reason: string): Rejection {
   return { ok: false, kind, code: rpcCodeOf(kind), reason };
 }
 
-export function optionalRejection(kind: ErrorKind, reason: string | undefined): Rejection | undefined {
-  return reason === undefined ? undefined : rejection(kind, reason);
-}
-
 /** A write turn that failed (the hub's write turn throws a ProtocolError) as a rejection. */
 export function rejectionOf(err: unknown): Rejection {
   const kind = err instanceof ProtocolError && err.code === ErrorCode.InternalError ? 'internal_error' : 'storage_unavailable';
