@@ -27,6 +27,7 @@ import { COLLAB_LOG_SERVICE, type CollabLog } from './collab/collab-log.js';
 import { DEFAULT_COMPACT_INTERVAL_MS, isCompactingLog, LogCompactor } from './hub/log-compactor.js';
 import type { HubMetrics } from './metrics.js';
 import type { Feature } from './feature-contract.js';
+import { dispatchAsHub } from './hub/entry.js';
 
 export interface TenantStackOptions {
   readonly tenant: string;
@@ -171,7 +172,7 @@ export class TenantStack {
       const turn = entry?.state.activeTurn;
       if (owner === undefined || turn?.id !== turnId || (auth.knowsUser?.(this.tenant, owner) ?? true)) continue;
       try {
-        await this.hub.dispatchServer(chat, {
+        await dispatchAsHub(this.hub, chat, {
           type: 'chat/error',
           turnId,
           duration: turnDuration(turn.startedAt, this.#now()),

@@ -21,6 +21,7 @@ import type { Logger } from '../log.js';
 import { errorFields } from '../log.js';
 import { TurnFailure, type AgentProvider, type InputOutcome, type SteeringInput, type ToolCallRequest, type ToolOutcome, type TurnContext } from './agent.js';
 import { resumedTurnOf, TurnReplay, withCarriedAnswers } from './turn-replay.js';
+import { dispatchAsHub } from '../hub/entry.js';
 
 /** Where accepted steering inputs come from; the steering engine implements it. */
 export interface SteeringPort {
@@ -303,14 +304,12 @@ export class AgentRunner implements SteeringHost {
   }
 
   async #endInterrupted(chat: string, turnId: string, startedAt: string, message: string): Promise<void> {
-    await this.hub
-      .dispatchServer(chat, {
-        type: 'chat/error',
-        turnId,
-        duration: turnDuration(startedAt, this.now()),
-        error: { errorType: 'hubRestarted', message },
-      })
-      .catch((err: unknown) => this.logger.debug('interrupted turn already ended', { chat, ...errorFields(err) }));
+    await dispatchAsHub(this.hub, chat, {
+      type: 'chat/error',
+      turnId,
+      duration: turnDuration(startedAt, this.now()),
+      error: { errorType: 'hubRestarted', message },
+    }).catch((err: unknown) => this.logger.debug('interrupted turn already ended', { chat, ...errorFields(err) }));
   }
 
   async #execute(run: Run, provider: AgentProvider, session: string, message: Message, startedAt: number, replay: TurnReplay | undefined): Promise<void> {
@@ -319,19 +318,17 @@ export class AgentRunner implements SteeringHost {
     try {
       const result = await provider.runTurn(ctx);
       if (run.controller.signal.aborted) return;
-      if (result === 'complete') await this.hub.dispatchServer(run.chat, { type: 'chat/turnComplete', turnId: run.turnId, duration: duration() });
+      if (result === 'complete') await dispatchAsHub(this.hub, run.chat, { type: 'chat/turnComplete', turnId: run.turnId, duration: duration() });
     } catch (err) {
       if (run.controller.signal.aborted) return;
       const failure = err instanceof TurnFailure ? err : undefined;
       if (!failure) this.logger.warn('agent run failed', { chat: run.chat, turnId: run.turnId, ...errorFields(err) });
-      await this.hub
-        .dispatchServer(run.chat, {
-          type: 'chat/error',
-          turnId: run.turnId,
-          duration: duration(),
-          error: { errorType: failure?.errorType ?? 'agentError', message: failure?.message ?? 'The agent failed unexpectedly.' },
-        })
-        .catch((e: unknown) => this.logger.debug('could not end failed turn', errorFields(e)));
+      await dispatchAsHub(this.hub, run.chat, {
+        type: 'chat/error',
+        turnId: run.turnId,
+        duration: duration(),
+        error: { errorType: failure?.errorType ?? 'agentError', message: failure?.message ?? 'The agent failed unexpectedly.' },
+      }).catch((e: unknown) => this.logger.debug('could not end failed turn', errorFields(e)));
     } finally {
       if (this.#runs.get(run.chat) === run) this.#runs.delete(run.chat);
       failWaiters(run);
@@ -395,7 +392,7 @@ export class AgentRunner implements SteeringHost {
     const signal = run.controller.signal;
     const dispatch = (action: WireAction): Promise<number> => {
       if (signal.aborted) return Promise.reject(new AbortedError());
-      return this.hub.dispatchServer(chat, action);
+      return dispatchAsHub(this.hub, chat, action);
     };
     return {
       session,

@@ -26,6 +26,7 @@ import { ROOT_URI, channelKind } from '../../shared/protocol/uris.js';
 import { advertisesSteeringList, AHP_1_1, knowsEveryAction, speaksChannelReconnect, speaksWindowedDelivery } from '../../shared/protocol/version-features.js';
 import { negotiateVersion, parseSemVer, SUPPORTED_VERSIONS } from '../../shared/protocol/version.js';
 import { CloseCode, setConnectionVersion, type Connection } from '../hub/connection.js';
+import { accepted } from '../hub/entry.js';
 import type { Hub } from '../hub/hub.js';
 import type { RpcContext, RpcRouter } from './rpc.js';
 import { WindowedSubscriptions } from './windowed-subscriptions.js';
@@ -147,7 +148,9 @@ export function registerAhpMethods(router: RpcRouter, hub: Hub): void {
     params: dispatchActionParamsSchema,
     handle(ctx, params) {
       // On a windowed channel the echo (or rejection) goes out framed, in order with the channel.
-      hub.dispatchFromClient(clientOf(ctx, windowed.connectionFor(ctx.conn, params.channel)), params.channel, params.clientSeq, params.action);
+      // The door echoes a rejection or a duplicate to the sender as it decides (in order); a notification has no answer.
+      const client = clientOf(ctx, windowed.connectionFor(ctx.conn, params.channel));
+      void hub.door.enter({ op: 'dispatch', by: { from: 'client', client, clientSeq: params.clientSeq }, channel: params.channel, action: params.action });
     },
   });
 
@@ -209,8 +212,9 @@ export function registerAhpMethods(router: RpcRouter, hub: Hub): void {
 
   router.request(Method.CreateSession, {
     params: createSessionParamsSchema,
-    handle(ctx, params) {
-      return hub.createSession(ctx.principal, { uri: params.channel, provider: params.provider, title: params.title });
+    async handle(ctx, params) {
+      const o = accepted(await hub.door.enter({ op: 'createSession', principal: ctx.principal, uri: params.channel, provider: params.provider, title: params.title }));
+      return { defaultChat: o.defaultChat! };
     },
   });
 
@@ -218,22 +222,23 @@ export function registerAhpMethods(router: RpcRouter, hub: Hub): void {
     params: disposeSessionParamsSchema,
     async handle(ctx, params) {
       if (channelKind(params.channel) !== 'session') throw new ProtocolError('invalid_params', 'channel must be a session URI');
-      await hub.disposeSession(ctx.principal, params.channel);
+      accepted(await hub.door.enter({ op: 'disposeSession', principal: ctx.principal, uri: params.channel }));
       return {};
     },
   });
 
   router.request(Method.CreateChat, {
     params: createChatParamsSchema,
-    handle(ctx, params) {
-      return hub.createChat(ctx.principal, params.channel, { chat: params.chat, title: params.title });
+    async handle(ctx, params) {
+      const o = accepted(await hub.door.enter({ op: 'createChat', principal: ctx.principal, session: params.channel, chat: params.chat, title: params.title }));
+      return { chat: o.chat! };
     },
   });
 
   router.request(Method.DisposeChat, {
     params: disposeChatParamsSchema,
     async handle(ctx, params) {
-      await hub.disposeChat(ctx.principal, params.channel);
+      accepted(await hub.door.enter({ op: 'disposeChat', principal: ctx.principal, chat: params.channel }));
       return {};
     },
   });
@@ -250,7 +255,7 @@ export function throttledDispatchHandler(hub: Hub) {
     const refused = refusedDispatchSchema.safeParse(params);
     if (!refused.success) return false;
     const { channel, clientSeq, action } = refused.data;
-    hub.rejectFromClient(clientOf(ctx), channel, clientSeq, { type: action.type }, reason, kind);
+    void hub.door.enter({ op: 'dispatch', by: { from: 'client', client: clientOf(ctx), clientSeq }, channel, action: { type: action.type }, refused: { kind, message: reason } });
     return true;
   };
 }

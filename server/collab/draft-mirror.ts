@@ -150,8 +150,10 @@ export class DraftMirror {
     const releaseKey = `${key}\u0000${d.value}`;
     if (mark !== undefined) this.#releasing.set(releaseKey, { room, mark });
     try {
-      const result = await this.hub.submitAs(d.principal, room.channel, d.action);
-      if (!result.ok) {
+      const result = await this.hub.enter({ op: 'dispatch', by: { from: 'principal', principal: d.principal }, channel: room.channel, action: d.action });
+      // Refused before deciding (storage away, shutting down) or never durable: not in the log.
+      if (result.outcome === 'rejected' && result.at !== 'decision') throw result.cause ?? new Error(result.message);
+      if (result.outcome === 'rejected') {
         this.logger.debug('collab mirror not applied', { channel: room.channel, doc: room.requestId, questionId: d.questionId, reason: result.message });
         if (mark !== undefined && this.#releasing.delete(releaseKey)) room.release(mark);
       }

@@ -5,7 +5,7 @@
  * limits: protocol.ts.
  *
  * The AHP chat state stays the source of truth for everyone else: merged text is mirrored into
- * `chat/inputAnswerChanged` drafts through `hub.submitAs` (full client validation, so a viewer's
+ * `chat/inputAnswerChanged` drafts through the hub's door (`hub.enter`, full client validation, so a viewer's
  * edit could never land there), and drafts written by clients that do not speak Yjs are merged
  * back into the text. A document is dropped when its request resolves, its turn ends (complete,
  * cancel, error, truncation) or its chat/session is disposed; presence goes with the connection.
@@ -16,7 +16,7 @@ import { fromBase64, toBase64 } from 'lib0/buffer';
 import { CLUSTER_BUS_SERVICE, type BusMessage, type ClusterBus } from '../cluster-bus/cluster-bus.js';
 import { ProtocolError } from '../../shared/protocol/errors.js';
 import type { ChatInputRequest } from '../../shared/protocol/state.js';
-import { canWrite, type Principal } from '../auth/auth.js';
+import type { Principal } from '../auth/auth.js';
 import type { Connection } from '../hub/connection.js';
 import type { HubPort } from '../hub/hub-port.js';
 import type { RpcContext } from '../ahp/rpc.js';
@@ -242,7 +242,7 @@ export class CollabEngine {
     const room = this.rooms.get(roomKey(channel, doc));
     if (!room || !room.members.has(ctx.conn)) return this.#notJoined(ctx, channel, doc);
     try {
-      room.sync(ctx.conn, data, canWrite(ctx.principal) && room.requestId !== CHAT_PRESENCE_DOC);
+      room.sync(ctx.conn, data, room.requestId !== CHAT_PRESENCE_DOC && this.hub.enter({ op: 'editDraft', principal: ctx.principal }).outcome === 'accepted');
     } catch (err) {
       this.logger.warn('bad collab sync message', { channel, doc, ...errorFields(err) });
       ctx.conn.send(encodeError(null, new ProtocolError('invalid_params', `invalid ${CollabMethod.Sync} payload`)));

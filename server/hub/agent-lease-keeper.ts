@@ -20,6 +20,7 @@ import { errorFields } from '../log.js';
 import type { AgentLeaseStore } from '../storage/postgres-agent-leases.js';
 import type { LeaseClaims } from '../storage/postgres-lease-sweeper.js';
 import type { Hub } from './hub.js';
+import { dispatchAsHub } from './entry.js';
 
 export interface AgentLeaseKeeperOptions {
   /** Carries on the running turns of sessions whose lease this node claimed from a draining one. */
@@ -84,7 +85,7 @@ export class AgentLeaseKeeper {
       const turn = this.#hub.chatEntry(chat)?.state.activeTurn;
       if (!turn) continue;
       try {
-        await this.#hub.dispatchServer(chat, {
+        await dispatchAsHub(this.#hub, chat, {
           type: 'chat/error',
           turnId: turn.id,
           duration: turnDuration(turn.startedAt, this.#now()),

@@ -1,16 +1,15 @@
 /**
  * The catalogue commands: creating and disposing sessions and chats (JSON-RPC `createSession`,
- * `disposeSession`, `createChat`, `disposeChat`). Each enters the write stage (write-admission.ts),
- * is authorized (`../auth/authorize.ts`), checks limits and quotas, and sequences its lifecycle
- * records and the session actions that keep the catalogue in the log; the hub (`hub.ts`) is the
- * facade that calls these. What follows a disposal (here or by another process: `sessionGone`,
+ * `disposeSession`, `createChat`, `disposeChat`). Each is entered through the door (`door.ts`:
+ * admission, visibility, authorization, then the wait for durability), checks limits and quotas
+ * synchronously, and sequences its lifecycle records and the session actions that keep the
+ * catalogue in the log. What follows a disposal (here or by another process: `sessionGone`,
  * `chatGone`) is here too.
  */
 import { ProtocolError } from '../../shared/protocol/errors.js';
 import { CHAT_SCHEME, channelKind } from '../../shared/protocol/uris.js';
 import type { AgentInfo } from '../agents/agent.js';
 import type { Principal } from '../auth/auth.js';
-import { assertAuthorized, assertMayDeleteSession } from '../auth/authorize.js';
 import { CATALOGUE_CHANNEL, CatalogueAction, type CatalogueRecordAction, type ChatEntry, type HubState, type SessionEntry } from './catalogue.js';
 import type { ChannelSizeBudget, StateRefusal } from './channel-budget.js';
 import type { CommitPipeline } from './commit-pipeline.js';
@@ -18,7 +17,6 @@ import type { HookList } from './hook-list.js';
 import type { HubLimits, HubObserver } from './hub-options.js';
 import type { RootCatalogue } from './root-catalogue.js';
 import type { Subscriptions } from './subscriptions.js';
-import type { WriteAdmission } from './write-admission.js';
 
 /** What a new session or chat is charged before it is measured (an empty one is a few hundred characters). */
 const NEW_CHANNEL_CHARS = 1_024;
@@ -32,14 +30,11 @@ export interface CatalogueDeps {
   readonly subscriptions: Subscriptions;
   readonly hooks: HookList;
   readonly observer: HubObserver | undefined;
-  readonly admission: WriteAdmission;
   readonly limits: HubLimits;
   readonly agents: readonly AgentInfo[];
   readonly defaultProvider: string;
   readonly now: () => number;
   readonly newId: () => string;
-  visibleSession(principal: Principal, uri: string): SessionEntry | undefined;
-  visibleChat(principal: Principal, uri: string): ChatEntry | undefined;
 }
 
 export class CatalogueCommands {
@@ -49,11 +44,8 @@ export class CatalogueCommands {
     this.#d = deps;
   }
 
-  async createSession(principal: Principal, params: { uri: string; provider?: string | undefined; title?: string | undefined }): Promise<{ defaultChat: string }> {
-    const turn = this.#d.admission.enter();
-    if (turn) await turn;
-    this.#d.admission.assertQuota();
-    assertAuthorized(principal, 'createSession');
+  /** Sequences a new session and its default chat (returned); throws the named refusal. */
+  createSession(principal: Principal, params: { uri: string; provider?: string | undefined; title?: string | undefined }): string {
     if (channelKind(params.uri) !== 'session') {
       throw new ProtocolError('invalid_params', 'channel must be an ahp-session:/<id> URI');
     }
@@ -88,29 +80,19 @@ export class CatalogueCommands {
     this.#d.channelBudget.opened(params.uri);
     this.#d.channelBudget.opened(defaultChat);
     this.#d.rootCatalogue.sessionAdded(this.#d.state.sessions.get(params.uri)!);
-    await this.#d.pipeline.durable();
-    return { defaultChat };
+    return defaultChat;
   }
 
-  async disposeSession(principal: Principal, uri: string): Promise<void> {
-    const turn = this.#d.admission.enter();
-    if (turn) await turn;
-    const session = this.#d.visibleSession(principal, uri);
-    if (!session) throw new ProtocolError('session_not_found', `session ${uri} not found`);
-    assertMayDeleteSession(principal, session.owner);
+  /** Sequences the disposal of a session (and its chats). */
+  disposeSession(session: SessionEntry): undefined {
     const chats = [...session.chats];
-    this.#sequenceLifecycle({ type: CatalogueAction.SessionDisposed, session: uri });
+    this.#sequenceLifecycle({ type: CatalogueAction.SessionDisposed, session: session.uri });
     this.sessionGone(session, chats);
-    await this.#d.pipeline.durable();
+    return undefined;
   }
 
-  async createChat(principal: Principal, sessionUri: string, params: { chat?: string | undefined; title?: string | undefined }): Promise<{ chat: string }> {
-    const turn = this.#d.admission.enter();
-    if (turn) await turn;
-    this.#d.admission.assertQuota();
-    const session = this.#d.visibleSession(principal, sessionUri);
-    if (!session) throw new ProtocolError('session_not_found', `session ${sessionUri} not found`);
-    assertAuthorized(principal, 'createChat');
+  /** Sequences a new chat in the session (returned); throws the named refusal. */
+  createChat(session: SessionEntry, params: { chat?: string | undefined; title?: string | undefined }): string {
     if (session.chats.size >= this.#d.limits.maxChatsPerSession) {
       throw new ProtocolError('limit_exceeded', `at most ${this.#d.limits.maxChatsPerSession} chats per session`);
     }
@@ -118,20 +100,16 @@ export class CatalogueCommands {
     if (channelKind(chat) !== 'chat') throw new ProtocolError('invalid_params', 'chat must be an ahp-chat:/<id> URI');
     if (this.#d.state.chats.has(chat)) throw new ProtocolError('already_exists', `chat ${chat} already exists`);
     this.#refuseOverQuota(this.#d.channelBudget.chargeNew(session.owner, NEW_CHANNEL_CHARS));
-    this.#createChatRecord(sessionUri, chat, params.title ?? 'Chat', new Date(this.#d.now()).toISOString());
+    this.#createChatRecord(session.uri, chat, params.title ?? 'Chat', new Date(this.#d.now()).toISOString());
     this.#d.channelBudget.opened(chat);
-    this.#d.channelBudget.opened(sessionUri);
+    this.#d.channelBudget.opened(session.uri);
     this.#d.rootCatalogue.sessionChanged(session);
-    await this.#d.pipeline.durable();
-    return { chat };
+    return chat;
   }
 
-  async disposeChat(principal: Principal, chatUri: string): Promise<void> {
-    const turn = this.#d.admission.enter();
-    if (turn) await turn;
-    const chat = this.#d.visibleChat(principal, chatUri);
-    if (!chat) throw new ProtocolError('not_found', `chat ${chatUri} not found`);
-    assertAuthorized(principal, 'disposeChat');
+  /** Sequences the disposal of a chat that is not its session's default; throws otherwise. */
+  disposeChat(chat: ChatEntry): undefined {
+    const chatUri = chat.uri;
     const session = this.#d.state.sessions.get(chat.session)!;
     if (session.state.defaultChat === chatUri) {
       throw new ProtocolError('invalid_params', 'the default chat is disposed with its session');
@@ -143,7 +121,7 @@ export class CatalogueCommands {
     this.#d.pipeline.sequence(session.uri, { type: 'session/chatRemoved', chat: chatUri });
     this.chatGone(chatUri, session.uri);
     this.#d.rootCatalogue.sessionChanged(session);
-    await this.#d.pipeline.durable();
+    return undefined;
   }
 
   /** Throws the quota refusal, if any, as the named error (and counts it). */

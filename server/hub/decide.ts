@@ -5,7 +5,7 @@
  * plain synchronous call, "first reply wins" needs no lock (AGENTS.md).
  *
  * Stages of a dispatch, each in its module: decode (`../ahp/rpc.ts`, `../ahp/ahp-methods.ts`: framing, bounds,
- * params) → authorize (`../auth/authorize.ts`) → decide (here) → sequence
+ * params) → the door (`door.ts`: admission, visibility, authorization) → decide (here) → sequence
  * (`commit-pipeline.ts` `sequence`) → persist (the pipeline's group commit) → deliver
  * (`fanout.ts`, after the log append). `hub.ts` is the facade that runs them.
  */
@@ -19,11 +19,9 @@ import { ANSWERED_BY_META } from '../../shared/state/answered-by.js';
 import { hasTurn } from '../../shared/state/selectors.js';
 import { validateParsedClientAction } from '../../shared/state/validate-action.js';
 import { canActAsAgent, type Principal } from '../auth/auth.js';
-import { authorize } from '../auth/authorize.js';
 import { errorMessage } from '../log.js';
 import { validateAgentAction } from './agent-actions.js';
 import type { HubState, SessionEntry } from './catalogue.js';
-import type { RejectionCode } from './hub-port.js';
 
 /** Answers, approvals and stops, stamped with who gave them (see `stampAnswer`). */
 const ANSWER_ACTIONS: ReadonlySet<string> = new Set(['chat/inputCompleted', 'chat/toolCallConfirmed', 'chat/toolCallResultConfirmed', 'chat/turnCancelled']);
@@ -34,20 +32,16 @@ export const CLIENT_SURFACE = 'AHP client';
 export interface Rejection {
   readonly ok: false;
   readonly kind: ErrorKind;
-  /** `rpcCodeOf(kind)`; the kinds `decide` refuses with (what `submitAs` answers) all have a `RejectionCode`. */
-  readonly code: RejectionCode;
+  /** `rpcCodeOf(kind)`. */
+  readonly code: number;
   readonly reason: string;
 }
 
-/** What deciding one action gives: accepted (as it will be sequenced), refused, or undefined = channel unknown or invisible (ignored). */
-export type Decision = { readonly ok: true; readonly action: WireAction } | Rejection | undefined;
+/** What deciding one action gives: accepted (as it will be sequenced) or refused. */
+export type Decision = { readonly ok: true; readonly action: WireAction } | Rejection;
 
 export function rejection(kind: ErrorKind, reason: string): Rejection {
-  return { ok: false, kind, code: rpcCodeOf(kind) as RejectionCode, reason };
-}
-
-export function optionalRejection(kind: ErrorKind, reason: string | undefined): Rejection | undefined {
-  return reason === undefined ? undefined : rejection(kind, reason);
+  return { ok: false, kind, code: rpcCodeOf(kind), reason };
 }
 
 /** A write turn that failed (the hub's write turn throws a ProtocolError) as a rejection. */
@@ -60,6 +54,8 @@ export function rejectionOf(err: unknown): Rejection {
 export interface DecisionInput {
   readonly principal: Principal;
   readonly clientId: string;
+  /** The channel's session, already found visible to the principal (at the door, `door.ts`). */
+  readonly session: SessionEntry;
   readonly channel: string;
   readonly rawAction: WireAction;
   readonly surface: string;
@@ -73,14 +69,10 @@ export function sessionOfVisibleChannel(state: HubState, principal: Principal, c
   return session && session.tenant === principal.tenant ? session : undefined;
 }
 
-/** Validation shared by every client path (WebSocket dispatches and `submitAs`). */
+/** Validation shared by every client path (AHP dispatches and principals' submissions), once the door found the channel visible and the principal authorized. */
 export function decide(state: HubState, input: DecisionInput): Decision {
-  const { principal, channel, rawAction } = input;
-  const session = sessionOfVisibleChannel(state, principal, channel);
-  if (!session) return undefined;
+  const { principal, channel, rawAction, session } = input;
   const chat = channelKind(channel) === 'chat' ? state.chats.get(channel) : undefined;
-  const refused = authorize(principal, 'dispatch');
-  if (refused) return rejection(refused.kind, refused.message);
   const parsed = parseAction(rawAction);
   if (!parsed.ok) return rejection('invalid_params', `invalid ${rawAction.type}: ${parsed.message}`);
   const action = parsed.action as WireAction;

@@ -5,12 +5,10 @@
  */
 import type { ErrorKind } from '../../shared/protocol/error-kinds.js';
 import type { AgentInfo } from '../agents/agent.js';
-import type { Principal } from '../auth/auth.js';
 import type { Logger } from '../log.js';
 import type { ActionLog } from '../storage/action-log.js';
 import { DEFAULT_MAX_CHANNEL_JSON_CHARS, DEFAULT_MAX_TENANT_STATE_CHARS, DEFAULT_MAX_USER_STATE_CHARS } from './channel-budget.js';
 import { LEDGER_LIMITS, type LedgerLimits } from './client-ledger.js';
-import type { Connection } from './connection.js';
 import { DEFAULT_FANOUT_LIMITS, type FanoutLimits } from './fanout.js';
 import { defaultMaxLoadStateChars } from './load-guard.js';
 
@@ -90,8 +88,4 @@ export interface HubObserver {
 }
 
 /** A client that dispatches actions: the connection it speaks on and who it is. */
-export interface ClientHandle {
-  readonly conn: Connection;
-  readonly principal: Principal;
-  readonly clientId: string;
-}
+export type { ClientHandle } from './entry.js';

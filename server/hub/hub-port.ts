@@ -1,7 +1,7 @@
 /**
  * The seam between the hub and the features built on it (agent runner, steering, permission
- * replies, collaboration, the qwen-serve surface). Features see only `HubPort`: they submit
- * actions as a principal and get a typed outcome, read session and chat state through named
+ * replies, collaboration, the qwen-serve surface). Features see only `HubPort`: they enter
+ * actions and commands through its one door (`enter`) and render the one `Outcome`, read session and chat state through named
  * accessors, and observe the hub through typed hooks called in one documented order.
  *
  * Hook order. Every hook event is delivered to the registered owners in `HOOK_ORDER`, whatever
@@ -27,14 +27,13 @@
  * A hook that throws is logged and does not stop the others (nor the commit, which is already
  * sequenced).
  */
-import type { ErrorKind } from '../../shared/protocol/error-kinds.js';
-import type { ErrorCode } from '../../shared/protocol/errors.js';
 import type { KnownAction } from '../../shared/protocol/actions.js';
 import type { ActionOrigin, WireAction } from '../../shared/protocol/messages.js';
 import type { Principal } from '../auth/auth.js';
 import type { ChatEntry, SessionEntry } from './catalogue.js';
 import type { Connection } from './connection.js';
 import type { SessionReader } from './queries.js';
+import type { CheckEntry, Entry, Outcome } from './entry.js';
 
 /** Who observes the hub, in the order they are called (see the file header). */
 export const HOOK_ORDER = ['leases', 'agents', 'metrics', 'steering', 'interactions', 'collab', 'qwen-serve', 'push', 'windowed', 'extension'] as const;
@@ -109,25 +108,17 @@ export interface HubHooks {
   subscribed?(e: { readonly channel: string; readonly principal: Principal }): void;
 }
 
-/** How a submitted action fared: committed (durable), or refused with a stable code. */
-export type SubmitOutcome = { readonly ok: true; readonly serverSeq: number } | { readonly ok: false; readonly code: RejectionCode; readonly kind: ErrorKind; readonly message: string };
-
-/**
- * The codes a submission can be refused with, from the one error-code table
- * (`shared/protocol/errors.ts`) that JSON-RPC answers use too.
- */
-export type RejectionCode = typeof ErrorCode.NotFound | typeof ErrorCode.PermissionDenied | typeof ErrorCode.TurnInProgress | typeof ErrorCode.LimitExceeded | typeof ErrorCode.QuotaExceeded | typeof ErrorCode.InvalidParams;
-
 export interface HubPort {
   /**
-   * Dispatches a client-dispatchable action on behalf of a caller that is not an AHP connection
-   * (HTTP, SSE, the collaboration bridge), with exactly the validation a client dispatch gets.
-   * Decided synchronously (the first of racing callers wins), resolved once durable.
-   * An unknown or invisible channel is `{ok: false, code: ErrorCode.NotFound}`.
+   * The one door (`door.ts`): every action (as a principal, or as the hub / an in-process agent)
+   * and command (create/dispose session and chat), and the operations a feature performs itself
+   * (steer, prompt, answerPermission, cancel…), which the door checks. Admission, tenant
+   * visibility and authorization are checked there, once; the decision is made synchronously
+   * within the call (the first of racing callers wins); writes resolve once durable. Features
+   * only render the `Outcome`.
    */
-  submitAs(principal: Principal, channel: string, action: WireAction, surface?: string): Promise<SubmitOutcome>;
-  /** An action of the hub itself or an in-process agent; rejections throw a ProtocolError. */
-  dispatchServer(channel: string, action: WireAction): Promise<number>;
+  enter(entry: CheckEntry): Outcome;
+  enter(entry: Entry): Outcome | Promise<Outcome>;
   /** The session if it exists and the principal's tenant may see it. */
   visibleSession(principal: Principal, uri: string): SessionEntry | undefined;
   /** The chat if it exists and its session is visible to the principal. */
@@ -140,8 +131,6 @@ export interface HubPort {
   readonly reader: SessionReader;
   /** The chat a session's non-AHP surfaces (prompt route, steering, qwen-serve) act on. */
   defaultChatOf(sessionUri: string): string | undefined;
-  createSession(principal: Principal, params: { uri: string; provider?: string | undefined; title?: string | undefined }): Promise<{ defaultChat: string }>;
-  disposeSession(principal: Principal, uri: string): Promise<void>;
   /** Resolves once everything sequenced so far is durable and delivered. */
   drain(): Promise<void>;
   /** True when this hub shares its log with other processes (cluster mode). */

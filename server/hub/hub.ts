@@ -2,20 +2,18 @@
  * The hub's facade: the `HubPort` features see and the API the composition root, the JSON-RPC
  * methods and the tests call. It runs a dispatch through its stages, each in its own module:
  *
- *   decode (`../ahp/rpc.ts` framing and bounds, `../ahp/ahp-methods.ts` params) → authorize
- *   (`../auth/authorize.ts`) → decide (`decide.ts`: pure, state + action → `Decision`; then the
+ *   decode (`../ahp/rpc.ts` framing and bounds, `../ahp/ahp-methods.ts` params) → the door
+ *   (`door.ts`: admission, visibility, authorization) → decide (`decide.ts`: pure, state + action → `Decision`; then the
  *   size budget) → sequence (`sequencer.ts`: the action with its roll-up, the hooks' commit
  *   phase) → persist (`commit-pipeline.ts` group commit) → deliver (`fanout.ts`, after the log
  *   append, then the hooks' delivered phase).
  *
- * Deciding is synchronous within the call (`#decide`), so "first reply wins" needs no lock. Every write enters through
- * `write-admission.ts` (open, writable, disk quota, cluster write turn); session and chat lifecycle commands are
- * `catalogue-commands.ts`, reads `queries.ts`; the rest lives beside it behind narrow interfaces: `recovery.ts` (open from
+ * Every action and command enters through one door (`enter`, `door.ts`: admission, visibility, authorization, then the
+ * decision, synchronously within the call, so "first reply wins" needs no lock) and gets one `Outcome`; session and chat
+ * lifecycle commands are `catalogue-commands.ts`, reads `queries.ts`; the rest lives beside it behind narrow interfaces: `recovery.ts` (open from
  * snapshot + replay), `subscriptions.ts` (who is subscribed, reconnect), `root-catalogue.ts` (root summaries),
  * `write-gate.ts` (cluster mode). It knows connections only through `Connection`, storage only through `ActionLog`.
  */
-import { ProtocolError, ErrorCode } from '../../shared/protocol/errors.js';
-import type { ErrorKind } from '../../shared/protocol/error-kinds.js';
 import { cursorEpochOf, type ReconnectParams, type ReconnectResult, type Snapshot, type WireAction } from '../../shared/protocol/messages.js';
 import type { ChannelReconnectParams, ChannelReconnectResult } from '../../shared/protocol/messages-1-1.js';
 import { ROOT_URI } from '../../shared/protocol/uris.js';
@@ -29,17 +27,19 @@ import type { ChatEntry, HubState, SessionEntry } from './catalogue.js';
 import type { Connection } from './connection.js';
 import type { SessionSummaryView } from './rollup.js';
 import { actorOf, type ClaimOutcome, type ClientLedger } from './client-ledger.js';
-import { budgetRejection, ChannelSizeBudget } from './channel-budget.js';
+import { ChannelSizeBudget } from './channel-budget.js';
 import type { WriteGate } from './write-gate.js';
 import { ReplayWindow } from './replay-window.js';
-import type { HookOwner, HubHooks, HubPort, SubmitOutcome } from './hub-port.js';
+import type { HookOwner, HubHooks, HubPort } from './hub-port.js';
+import { Door } from './door.js';
+import { accepted, sequenced, submitted, type CheckEntry, type Entry, type Outcome, type SubmitOutcome } from './entry.js';
 import { HookList } from './hook-list.js';
 import { CommitPipeline } from './commit-pipeline.js';
 import { Subscriptions } from './subscriptions.js';
 import { RootCatalogue } from './root-catalogue.js';
 import { interruptedTurns, recoverFromLog, snapshotImageOf, type InterruptedTurn, type RecoveredHub } from './recovery.js';
 import { DEFAULT_HUB_LIMITS, type ClientHandle, type HubLimits, type HubObserver, type HubOptions } from './hub-options.js';
-import { CLIENT_SURFACE, decide, decideServer, echoableRejected, optionalRejection, rejection, rejectionOf, sessionOfVisibleChannel, type Decision, type DecisionInput, type Rejection } from './decide.js';
+import { sessionOfVisibleChannel } from './decide.js';
 import { gateFor, WriteAdmission } from './write-admission.js';
 import { CatalogueCommands } from './catalogue-commands.js';
 import { Sequencer } from './sequencer.js';
@@ -52,7 +52,6 @@ export { STORAGE_QUOTA_REASON } from './write-admission.js';
 export class Hub implements HubPort {
   readonly limits: HubLimits;
   readonly #logger: Logger;
-  readonly #now: () => number;
   readonly #agents: readonly AgentInfo[];
   /** Every session and chat with its current state (catalogue.ts). */
   readonly #state: HubState;
@@ -61,7 +60,6 @@ export class Hub implements HubPort {
   readonly #pipeline: CommitPipeline;
   readonly #subscriptions: Subscriptions;
   readonly #rootCatalogue: RootCatalogue;
-  readonly #replay: ReplayWindow;
   readonly #channelBudget: ChannelSizeBudget;
   /** Registered hooks, kept sorted by `HOOK_ORDER` (then registration order). */
   readonly #hooks = new HookList((err) => this.#logger.error('hub listener failed', errorFields(err)));
@@ -76,6 +74,8 @@ export class Hub implements HubPort {
   readonly #catalogue: CatalogueCommands;
   /** Sequencing with roll-up and the hooks' commit phase, local and remote (sequencer.ts). */
   readonly #sequencer: Sequencer;
+  /** Where every action and command enters (door.ts); the AHP methods call it directly (no relay through the facade). */
+  readonly door: Door;
   /** Set by the composition root: what to do when the log fails (exit so a supervisor restarts). */
   #onFatal: ((err: Error) => void) | undefined;
   /** Unwatched, idle sessions leave memory (session-parking.ts); `residency` is a metric. */
@@ -86,14 +86,12 @@ export class Hub implements HubPort {
   private constructor(options: HubOptions, limits: HubLimits, replay: ReplayWindow, recovered: RecoveredHub) {
     this.limits = limits;
     this.#logger = options.logger;
-    this.#now = options.now;
     this.#agents = options.agents;
     this.#observer = options.observer;
     const admissionHost = () => ({ pipelineProblem: this.#pipeline.storageProblem, storageProblem: this.storageProblem, gate: this.#gate, failed: this.#failed, closed: this.#closed });
     this.#admission = new WriteAdmission(admissionHost, options.log, options.now, limits.maxTenantDiskBytes);
     this.#state = recovered.state;
     this.#ledger = recovered.ledger;
-    this.#replay = replay;
     const state = recovered.state;
     this.#channelBudget = new ChannelSizeBudget(
       limits,
@@ -131,16 +129,15 @@ export class Hub implements HubPort {
     this.#catalogue = new CatalogueCommands({
       ...parts,
       observer,
-      admission: this.#admission,
       limits,
       agents,
       defaultProvider,
       now,
       newId,
-      visibleSession: (principal, uri) => this.visibleSession(principal, uri),
-      visibleChat: (principal, uri) => this.visibleChat(principal, uri),
     });
     this.#sequencer = new Sequencer({ ...parts, ledger: this.#ledger, catalogue: this.#catalogue });
+    const host = () => ({ gate: this.#gate, failed: this.#failed, closed: this.#closed });
+    this.door = new Door({ ...parts, admission: this.#admission, ledger: this.#ledger, replay, sequencer: this.#sequencer, catalogue: this.#catalogue, observer, now, host });
   }
 
   /**
@@ -290,95 +287,43 @@ export class Hub implements HubPort {
     return this.#gate && this.#pipeline.serverSeq < serverSeq ? this.#gate.reach(serverSeq, timeoutMs) : undefined;
   }
 
-  // ─── Commands ───────────────────────────────────────────────────────────────
+  // ─── The door (door.ts): every action and command enters here ─────────────────
 
-  createSession(principal: Principal, params: { uri: string; provider?: string | undefined; title?: string | undefined }): Promise<{ defaultChat: string }> {
-    return this.#catalogue.createSession(principal, params);
+  /** One entry, one `Outcome`: decided synchronously within the call; a promise only for the cluster write turn and durability. */
+  enter(entry: CheckEntry): Outcome;
+  enter(entry: Entry): Outcome | Promise<Outcome>;
+  enter(entry: Entry): Outcome | Promise<Outcome> {
+    return this.door.enter(entry);
   }
 
-  disposeSession(principal: Principal, uri: string): Promise<void> {
-    return this.#catalogue.disposeSession(principal, uri);
+  /** A client's `dispatchAction` (AHP): the door echoes a rejection or duplicate to the sender, in order. */
+  dispatchFromClient(client: ClientHandle, channel: string, clientSeq: number, action: WireAction): void {
+    void this.door.enter({ op: 'dispatch', by: { from: 'client', client, clientSeq }, channel, action });
   }
 
-  createChat(principal: Principal, sessionUri: string, params: { chat?: string | undefined; title?: string | undefined }): Promise<{ chat: string }> {
-    return this.#catalogue.createChat(principal, sessionUri, params);
+  // Renderings over the door for in-process callers and tests (features use `enter`).
+  async submitAs(principal: Principal, channel: string, action: WireAction, surface = 'hub'): Promise<SubmitOutcome> {
+    return submitted(await this.door.enter({ op: 'dispatch', by: { from: 'principal', principal, surface }, channel, action }));
   }
 
-  disposeChat(principal: Principal, chatUri: string): Promise<void> {
-    return this.#catalogue.disposeChat(principal, chatUri);
+  async dispatchServer(channel: string, action: WireAction): Promise<number> {
+    return sequenced(await this.door.enter({ op: 'dispatch', by: { from: 'server' }, channel, action }));
   }
 
-  // ─── Dispatch and decision ──────────────────────────────────────────────────
-
-  /**
-   * A client's `dispatchAction`. Unknown or invisible channels are ignored without an echo (AHP).
-   * Everything else is either sequenced and echoed to every subscriber with its origin, or echoed
-   * to its sender alone with a `rejectionReason` and not applied.
-   */
-  dispatchFromClient(client: ClientHandle, channel: string, clientSeq: number, rawAction: WireAction): void {
-    const writeRefusal = this.#admission.writeRefusal();
-    const refusal = writeRefusal !== undefined ? rejection('storage_unavailable', writeRefusal) : optionalRejection('storage_quota_exceeded', this.#admission.quotaRefusal());
-    if (refusal === undefined && this.#closed) return;
-    if (refusal !== undefined) return this.#echoRejection(client, channel, clientSeq, echoableRejected(rawAction), refusal);
-    if (this.#gate && !this.#gate.isOpen) {
-      // Cluster mode: decide once this process holds the write turn (in arrival order).
-      this.#admission.writeTurn().then(
-        () => this.dispatchFromClient(client, channel, clientSeq, rawAction),
-        (err: unknown) => this.#echoRejection(client, channel, clientSeq, rawAction, rejectionOf(err)),
-      );
-      return;
-    }
-    const origin = { clientId: client.clientId, clientSeq };
-    const actor = actorOf(client.principal);
-    const duplicate = sessionOfVisibleChannel(this.#state, client.principal, channel) ? this.#ledger.duplicate(actor, client.clientId, clientSeq) : undefined;
-    if (duplicate?.kind === 'accepted') {
-      // A re-sent action that was applied: answer with its original echo, never apply it again.
-      const original = this.#replay.find(duplicate.serverSeq);
-      if (original) return this.#pipeline.sendPrivate(client.conn, original);
-    }
-    const decision = duplicate
-      ? rejection('duplicate', duplicate.kind === 'rejected' ? duplicate.reason : `clientSeq ${clientSeq} was already applied; it is not applied again`)
-      : this.#decide({ principal: client.principal, clientId: client.clientId, channel, rawAction, surface: CLIENT_SURFACE, now: this.#now() });
-    if (!decision) return;
-    if (!decision.ok) {
-      if (!duplicate && decision.kind !== 'storage_unavailable') this.#ledger.rejected(actor, client.clientId, clientSeq, decision.reason); // a storage refusal may be sent again
-      this.#echoRejection(client, channel, clientSeq, echoableRejected(rawAction), decision);
-      return;
-    }
-    this.#ledger.accepted(actor, client.clientId, clientSeq, this.#pipeline.serverSeq + 1);
-    // The source connection gets its echo at delivery even when it is not subscribed (AHP lets a
-    // client answer a chat it has not subscribed to). The stored origin also names the actor, so
-    // recovery can rebuild the principal-scoped ledger; envelopes never carry it.
-    this.#sequencer.accept(channel, decision.action, origin, client.conn, actor);
+  async createSession(principal: Principal, params: { uri: string; provider?: string | undefined; title?: string | undefined }): Promise<{ defaultChat: string }> {
+    return { defaultChat: accepted(await this.door.enter({ op: 'createSession', principal, ...params })).defaultChat! };
   }
 
-  /**
-   * Dispatches a client-dispatchable action on behalf of a caller that is not an AHP connection
-   * (HTTP replies, SSE clients, the collaboration bridge). It gets exactly the validation a client
-   * dispatch gets, is decided synchronously (so the first of several racing callers wins), is
-   * broadcast without an origin, and resolves once durable. An unknown or invisible channel is
-   * `{ok: false, code: ErrorCode.NotFound}`.
-   */
-  async submitAs(principal: Principal, channel: string, rawAction: WireAction, surface = 'hub'): Promise<SubmitOutcome> {
-    const turn = this.#admission.enter();
-    if (turn) await turn;
-    this.#admission.assertQuota();
-    const decision = this.#decide({ principal, clientId: `hub:${principal.user}`, channel, rawAction, surface, now: this.#now() });
-    if (!decision) return { ok: false, code: ErrorCode.NotFound, kind: 'not_found', message: `no channel ${channel}` };
-    if (!decision.ok) return { ok: false, code: decision.code, kind: decision.kind, message: decision.reason };
-    const serverSeq = this.#sequencer.accept(channel, decision.action, undefined);
-    await this.#pipeline.durable();
-    return { ok: true, serverSeq };
+  async disposeSession(principal: Principal, uri: string): Promise<void> {
+    accepted(await this.door.enter({ op: 'disposeSession', principal, uri }));
   }
 
-  /** The decide stage (decide.ts), then the size budget: an accepted action is charged before it is sequenced. */
-  #decide(input: DecisionInput): Decision {
-    const decision = decide(this.#state, input);
-    // Deciding loaded a parked session that could not be read (`#fail`): refused, not "unknown channel".
-    if (this.#failed) return rejection('storage_unavailable', this.#admission.writeRefusal()!);
-    if (!decision?.ok) return decision;
-    const full = this.#channelBudget.charge(input.channel, decision.action);
-    return full === undefined ? decision : budgetRejection(full, this.#observer);
+  async createChat(principal: Principal, session: string, params: { chat?: string | undefined; title?: string | undefined }): Promise<{ chat: string }> {
+    return { chat: accepted(await this.door.enter({ op: 'createChat', principal, session, ...params })).chat! };
+  }
+
+  async disposeChat(principal: Principal, chat: string): Promise<void> {
+    accepted(await this.door.enter({ op: 'disposeChat', principal, chat }));
   }
 
   /**
@@ -392,42 +337,6 @@ export class Hub implements HubPort {
     if (outcome === 'client_id_quota') this.#observer?.quotaRefused?.(outcome);
     if (outcome === 'claimed') this.#ledger.connected(conn, actorOf(principal), clientId); // never forgotten while open
     return outcome;
-  }
-
-  /** Echoes a rejection to the sender without looking at the action (e.g. rate limits), in order. */
-  rejectFromClient(client: ClientHandle, channel: string, clientSeq: number, action: WireAction, reason: string, kind: ErrorKind): void {
-    if (this.#gate && !this.#gate.isOpen) {
-      // Keeps the rejection behind this client's earlier dispatches that wait for the write turn.
-      const later = (): void => this.rejectFromClient(client, channel, clientSeq, action, reason, kind);
-      this.#admission.writeTurn().then(later, later);
-      return;
-    }
-    this.#echoRejection(client, channel, clientSeq, action, rejection(kind, reason));
-  }
-
-  /** Echoes a rejection to its sender alone (in order), counted by kind. */
-  #echoRejection(client: ClientHandle, channel: string, clientSeq: number, action: WireAction, refused: Rejection): void {
-    this.#observer?.dispatchRejected(refused.kind);
-    const origin = { clientId: client.clientId, clientSeq };
-    this.#pipeline.sendPrivate(client.conn, { channel, action, serverSeq: this.#pipeline.serverSeq, origin, rejectionReason: refused.reason, rejectionKind: refused.kind });
-  }
-
-  /**
-   * An action produced by the hub itself or an in-process agent. Validated for shape and turn
-   * (like a remote agent's), sequenced, and resolved once durable. Rejections throw.
-   */
-  async dispatchServer(channel: string, action: WireAction): Promise<number> {
-    const turn = this.#admission.enter();
-    if (turn) await turn;
-    const decided = this.#admission.lookup(() => decideServer(this.#state, channel, action));
-    const full = this.#channelBudget.charge(channel, decided);
-    if (full) {
-      const refusal = budgetRejection(full, this.#observer);
-      throw new ProtocolError(refusal.kind, refusal.reason);
-    }
-    const seq = this.#sequencer.accept(channel, decided, undefined);
-    await this.#pipeline.durable();
-    return seq;
   }
 
   // ─── Cluster mode ───────────────────────────────────────────────────────────

@@ -1,8 +1,8 @@
 /**
  * Whether the hub takes a write right now, checked where every write starts (`enter`): open,
  * writable (no batch in doubt, memory still the log's), under the tenant's disk quota, and — in
- * cluster mode — holding the write turn. The hub's commands, `submitAs` and server dispatches all
- * enter through here, so the refusals and their kinds are written once.
+ * cluster mode — holding the write turn. Every write the door (`door.ts`) lets in enters through
+ * here, so the refusals and their kinds are written once.
  */
 import { ProtocolError } from '../../shared/protocol/errors.js';
 import type { ActionLog, LogRecord, SharedActionLog } from '../storage/action-log.js';

@@ -13,13 +13,11 @@
  * `{sessionId}` is the path part of `ahp-session:/<id>` (the full URI is accepted too).
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { ErrorCode, ProtocolError } from '../../shared/protocol/errors.js';
+import { ProtocolError } from '../../shared/protocol/errors.js';
 import { dataWorksCode } from '../../shared/protocol/error-kinds.js';
-import type { SubmitOutcome } from '../hub/hub-port.js';
 import { asSessionUri } from '../../shared/protocol/uris.js';
 import { StateLimits } from '../../shared/protocol/state.js';
 import type { Principal } from '../auth/auth.js';
-import { authorize } from '../auth/authorize.js';
 import { type Feature, type FeatureContext, refuseStreamWhileStorageFails } from '../feature-contract.js';
 import { readJsonBody, sendJson, sendJsonAs, type HttpContext } from '../transport/http-router.js';
 import { JSONRPC } from '../../shared/protocol/messages.js';
@@ -96,8 +94,8 @@ export function createInteractionsFeature(options: InteractionsOptions = {}): Fe
         const session = visibleSession(hc.principal, hc.params['sessionId']!);
         if (!session) throw new ProtocolError('session_not_found', `no session ${hc.params['sessionId']}`);
         const { text, rpcId } = parsePrompt(body, ctx.newId);
-        const refused = authorize(hc.principal, 'prompt');
-        if (refused) throw new ProtocolError(refused.kind, refused.message);
+        const refused = ctx.hub.enter({ op: 'prompt', principal: hc.principal });
+        if (refused.outcome === 'rejected') throw new ProtocolError(refused.kind, refused.message);
         const chat = ctx.hub.defaultChatOf(session);
         if (!chat) throw new ProtocolError('no_default_chat', 'the session has no default chat to prompt');
         if (streams.listenerCount(session) >= streams.limits.maxListenersPerSession) {
@@ -138,25 +136,21 @@ export function createInteractionsFeature(options: InteractionsOptions = {}): Fe
           slot.release();
           throw new ProtocolError('too_many_listeners', 'too many event streams on this session');
         }
-        let started: SubmitOutcome;
-        try {
-          started = await ctx.hub.submitAs(hc.principal, chat, {
-            type: 'chat/turnStarted',
-            turnId,
-            startedAt: new Date(ctx.now()).toISOString(),
-            message: { text, origin: { kind: 'user' } },
-          });
-        } catch (err) {
+        const started = await ctx.hub.enter({
+          op: 'dispatch',
+          by: { from: 'principal', principal: hc.principal },
+          channel: chat,
+          action: { type: 'chat/turnStarted', turnId, startedAt: new Date(ctx.now()).toISOString(), message: { text, origin: { kind: 'user' } } },
+          as: 'prompt',
+        });
+        if (started.outcome !== 'accepted') {
           streams.detach(session, listener);
           slot.release();
+          if (started.outcome !== 'rejected') throw new ProtocolError('internal_error', 'the hub cannot start turns right now');
           // The hub refused before deciding (storage away, over the disk quota, shutting down).
-          throw err instanceof ProtocolError ? new ProtocolError(err.kind, err.message) : new ProtocolError('internal_error', 'the hub cannot start turns right now');
-        }
-        if (!started.ok) {
-          streams.detach(session, listener);
-          slot.release();
-          if (started.code === ErrorCode.NotFound) throw new ProtocolError('session_not_found', `no session ${hc.params['sessionId']}`);
-          if (started.code === ErrorCode.TurnInProgress) {
+          if (started.at !== 'decision') throw new ProtocolError(started.cause instanceof ProtocolError ? started.kind : 'internal_error', started.cause instanceof ProtocolError ? started.message : 'the hub cannot start turns right now');
+          if (started.kind === 'not_found') throw new ProtocolError('session_not_found', `no session ${hc.params['sessionId']}`);
+          if (started.kind === 'turn_in_progress') {
             throw new ProtocolError('turn_in_progress', `a turn is already running in this session; wait for it to end or cancel it (${started.message}). The prompt was not queued.`);
           }
           throw new ProtocolError('prompt_rejected', started.message);

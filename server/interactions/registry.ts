@@ -7,7 +7,7 @@
  * toolCallId), ACP-style options, and for questions the question list by index.
  *
  * Resolution is first-wins because it is decided by the hub: a reply becomes a client action via
- * `hub.submitAs`, which validates and commits synchronously in the single-threaded hub, and this
+ * the hub's door (`hub.enter`), which validates and commits synchronously in the single-threaded hub, and this
  * registry reconciles synchronously inside that commit. Whichever surface's action commits first
  * (AHP tab, HTTP reply, auto-approval or auto-denial) resolves the interaction; every later
  * reply finds it gone.
@@ -26,7 +26,6 @@ import { interactionIdOf } from '../../shared/state/status.js';
 import { APPROVED_TOOLS_META, DENIED_TOOLS_META, findOpenInputRequest, openInteractions, rememberedTools } from '../../shared/state/selectors.js';
 import { sessionIdOf } from '../../shared/protocol/uris.js';
 import type { Principal } from '../auth/auth.js';
-import { authorize } from '../auth/authorize.js';
 import { STREAMING_ONLY_ACTIONS } from '../../shared/protocol/actions.js';
 import type { CommitEvent, HubPort, TurnEndedEvent } from '../hub/hub-port.js';
 import type { Logger } from '../log.js';
@@ -36,6 +35,7 @@ import type { SessionStreams, TurnEnd } from './event-stream.js';
 import type { AnsweredBy } from '../../shared/state/answered-by.js';
 import { agentGrantOf, decisionStamp, rememberedChoiceAction, toolCallOf } from './standing-grants.js';
 import { deriveOutcome, type Interaction, type Lookup, offeredOption, questionInteraction, type Reply, type ReplyResult, replyAction, toolInteraction, turnEndOf, type Wanted, wantedOf } from './interaction-model.js';
+import { dispatchAsHub } from '../hub/entry.js';
 
 /** Resolved ids remembered for `permission_already_resolved` (Qwen keeps 512). */
 const RESOLVED_FIFO = 4_096;
@@ -162,8 +162,8 @@ export class InteractionRegistry {
    */
   /** `surface` names where the reply came from; the hub records it with the user (`hub/answeredBy`). */
   async reply(principal: Principal, session: string, requestId: string, reply: Reply, surface = 'HTTP reply'): Promise<ReplyResult> {
-    const refused = authorize(principal, 'answerPermission');
-    if (refused) return { kind: 'error', code: 'permission_denied', message: refused.message };
+    const refused = this.hub.enter({ op: 'answerPermission', principal });
+    if (refused.outcome === 'rejected') return { kind: 'error', code: 'permission_denied', message: refused.message };
     if (!this.hub.visibleSession(principal, session)) return { kind: 'notAccepted' };
     const found = this.lookup(session, requestId);
     if (found.state !== 'pending') {
@@ -177,26 +177,21 @@ export class InteractionRegistry {
     // An alias is recorded as the option it stands for, so every stream reports the offered id.
     const canonical = reply.outcome.outcome === 'selected' ? offeredOption(it.options, reply.outcome.optionId) : undefined;
     it.claimed = canonical ? { outcome: 'selected', optionId: canonical.optionId } : reply.outcome;
-    let submitted: ReturnType<HubPort['submitAs']>;
+    let submitted: ReturnType<HubPort['enter']>;
     try {
       // Decided and committed synchronously: the registry has reconciled when this returns.
-      submitted = this.hub.submitAs(principal, it.chat, built.action, surface);
-    } catch (err) {
-      it.claimed = undefined;
-      this.logger.warn('permission reply could not be applied', errorFields(err));
-      return { kind: 'error', code: 'reply_not_applied', message: 'the hub cannot apply replies right now' };
+      submitted = this.hub.enter({ op: 'dispatch', by: { from: 'principal', principal, surface }, channel: it.chat, action: built.action, as: 'answerPermission' });
     } finally {
       if (this.#bySession.get(session)?.get(requestId) === it) it.claimed = undefined;
     }
-    let result: Awaited<ReturnType<HubPort['submitAs']>>;
-    try {
-      result = await submitted;
-    } catch (err) {
-      this.logger.warn('permission reply could not be applied', errorFields(err));
+    const result = await submitted;
+    if (result.outcome === 'rejected' && result.at !== 'decision') {
+      // The hub took no write (storage away, shutting down) or the batch never became durable.
+      this.logger.warn('permission reply could not be applied', errorFields(result.cause ?? new Error(result.message)));
       return { kind: 'error', code: 'reply_not_applied', message: 'the hub cannot apply replies right now' };
     }
-    if (!result.ok) {
-      this.logger.debug('permission reply not accepted', { requestId, reason: result.message });
+    if (result.outcome !== 'accepted') {
+      this.logger.debug('permission reply not accepted', { requestId, reason: result.outcome === 'rejected' ? result.message : result.outcome });
       this.#alreadyResolved(session, requestId);
       return { kind: 'notAccepted' };
     }
@@ -232,7 +227,7 @@ export class InteractionRegistry {
     const remembered = this.#remembered(session, toolName);
     if (remembered === choice) return;
     try {
-      await this.hub.dispatchServer(session, rememberedChoiceAction(choice, toolName, by));
+      await dispatchAsHub(this.hub, session, rememberedChoiceAction(choice, toolName, by));
     } catch (err) {
       this.logger.warn(`could not record the remembered ${choice}`, { toolName, ...errorFields(err) });
     }
@@ -240,7 +235,7 @@ export class InteractionRegistry {
 
   async #recordAgentGrant(session: string, grant: WireAction): Promise<void> {
     try {
-      await this.hub.dispatchServer(session, grant);
+      await dispatchAsHub(this.hub, session, grant);
     } catch (err) {
       this.logger.warn('could not record the agent-kept grant', { toolName: grant['toolName'], ...errorFields(err) });
     }
@@ -280,9 +275,9 @@ export class InteractionRegistry {
           };
     const what = choice === 'approval' ? 'auto-approval' : 'auto-denial';
     try {
-      void this.hub.submitAs(principal, it.chat, action, 'remembered choice').catch((err: unknown) => this.logger.warn(`${what} failed`, errorFields(err)));
-    } catch (err) {
-      this.logger.warn(`${what} failed`, errorFields(err));
+      void Promise.resolve(this.hub.enter({ op: 'dispatch', by: { from: 'principal', principal, surface: 'remembered choice' }, channel: it.chat, action })).then((o) => {
+        if (o.outcome === 'rejected' && o.at !== 'decision') this.logger.warn(`${what} failed`, errorFields(o.cause ?? new Error(o.message)));
+      });
     } finally {
       if (this.#bySession.get(it.session)?.get(it.requestId) === it) it.claimed = undefined;
     }

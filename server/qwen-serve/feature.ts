@@ -23,7 +23,7 @@ import { ProtocolError } from '../../shared/protocol/errors.js';
 import { asSessionUri, sessionIdOf, sessionUri } from '../../shared/protocol/uris.js';
 import { turnDuration } from '../../shared/state/selectors.js';
 import type { Principal } from '../auth/auth.js';
-import { authorize, authorizeSessionDeletion, type Operation } from '../auth/authorize.js';
+import { protocolErrorOf, type FeatureOperation } from '../hub/entry.js';
 import { SERVER_INFO } from '../ahp/ahp-methods.js';
 import { type Feature, type FeatureContext, refuseStreamWhileStorageFails } from '../feature-contract.js';
 import { readJsonBody, sendAccepted, sendJson, sendJsonAs, sendNoContent } from '../transport/http-router.js';
@@ -98,9 +98,10 @@ export function createQwenServeFeature(options: QwenServeOptions = {}): Feature 
         if (!uri) throw qwenError('session_not_found', `no session ${rawId}`);
         return uri;
       };
-      const requireWriter = (principal: Principal, operation: Operation): void => {
-        const refused = authorize(principal, operation);
-        if (refused) throw qwenError(refused.kind, refused.message);
+      /** The door checks the principal's grants for the operation (nothing is sequenced). */
+      const requireWriter = (principal: Principal, op: FeatureOperation): void => {
+        const refused = ctx.hub.enter({ op, principal });
+        if (refused.outcome === 'rejected') throw qwenError(refused.kind, refused.message);
       };
 
       /** The session's event log, created (and attached to the interaction streams) on first use. */
@@ -147,18 +148,15 @@ export function createQwenServeFeature(options: QwenServeOptions = {}): Feature 
         if (!chat) failure = 'the session has no default chat';
         else {
           log.notePrompt(promptId);
-          try {
-            const started = await ctx.hub.submitAs(principal, chat, {
-              type: 'chat/turnStarted',
-              turnId: promptId,
-              startedAt: new Date(ctx.now()).toISOString(),
-              message: { text, origin: { kind: 'user' } },
-            });
-            if (!started.ok) failure = started.message;
-            else log.running = { promptId, text, queuedAt };
-          } catch {
-            failure = 'the hub cannot start turns right now';
-          }
+          const started = await ctx.hub.enter({
+            op: 'dispatch',
+            by: { from: 'principal', principal },
+            channel: chat,
+            action: { type: 'chat/turnStarted', turnId: promptId, startedAt: new Date(ctx.now()).toISOString(), message: { text, origin: { kind: 'user' } } },
+            as: 'prompt',
+          });
+          if (started.outcome === 'accepted') log.running = { promptId, text, queuedAt };
+          else failure = started.outcome === 'rejected' && started.at === 'decision' ? started.message : 'the hub cannot start turns right now';
         }
         if (failure !== undefined) {
           log.publish('turn_error', { sessionId: log.sessionId, promptId, code: 'prompt_rejected', message: failure }, promptId);
@@ -209,19 +207,17 @@ export function createQwenServeFeature(options: QwenServeOptions = {}): Feature 
           attached = uri !== undefined;
         }
         if (!uri) {
-          requireWriter(hc.principal, 'createQwenSession');
+          const refused = ctx.hub.enter({ op: 'createQwenSession', principal: hc.principal });
+          if (refused.outcome === 'rejected') throw qwenError(refused.kind, refused.message);
           const id = typeof requested === 'string' ? requested.toLowerCase() : ctx.newId();
           uri = sessionUri(id);
-          try {
-            await ctx.hub.createSession(hc.principal, { uri, title: typeof b['title'] === 'string' ? b['title'].slice(0, 200) : 'qwen session' });
-          } catch (err) {
-            if (err instanceof ProtocolError) {
-              if (err.kind === 'session_exists') throw qwenError('session_exists', `session id ${id} is taken`);
-              if (err.kind === 'limit_exceeded') throw qwenError('session_limit', err.message);
-              if (err.kind === 'quota_exceeded') throw qwenError('state_quota', err.message);
-              if (err.kind === 'permission_denied') throw qwenError('permission_denied', err.message);
-            }
-            throw err;
+          const created = await ctx.hub.enter({ op: 'createSession', principal: hc.principal, uri, title: typeof b['title'] === 'string' ? b['title'].slice(0, 200) : 'qwen session', as: 'createQwenSession' });
+          if (created.outcome === 'rejected') {
+            if (created.kind === 'session_exists') throw qwenError('session_exists', `session id ${id} is taken`);
+            if (created.kind === 'limit_exceeded') throw qwenError('session_limit', created.message);
+            if (created.kind === 'quota_exceeded') throw qwenError('state_quota', created.message);
+            if (created.kind === 'permission_denied') throw qwenError('permission_denied', created.message);
+            throw protocolErrorOf(created);
           }
         }
         const log = logOf(uri);
@@ -240,11 +236,13 @@ export function createQwenServeFeature(options: QwenServeOptions = {}): Feature 
 
       ctx.http.add('DELETE', '/session/{sessionId}', async (_req, res, hc) => {
         const session = requireSession(hc.principal, hc.params['sessionId']!);
-        requireWriter(hc.principal, 'closeQwenSession');
-        // Closing a session deletes it: the owner or an admin only, as on every surface.
-        const deletion = authorizeSessionDeletion(hc.principal, ctx.hub.sessionEntry(session)?.owner ?? '');
-        if (deletion) throw qwenError(deletion.kind, deletion.message);
-        await ctx.hub.disposeSession(hc.principal, session);
+        // Closing a session deletes it: the owner or an admin only, as on every surface (checked at the door).
+        const closed = await ctx.hub.enter({ op: 'disposeSession', principal: hc.principal, uri: session, as: 'closeQwenSession' });
+        if (closed.outcome === 'rejected') {
+          if (closed.kind === 'permission_denied') throw qwenError(closed.kind, closed.message);
+          if (closed.kind === 'session_not_found') throw qwenError('session_not_found', `no session ${hc.params['sessionId']}`);
+          throw protocolErrorOf(closed);
+        }
         sendNoContent(res);
       });
 
@@ -300,7 +298,14 @@ export function createQwenServeFeature(options: QwenServeOptions = {}): Feature 
         const turn = chat ? ctx.hub.chatEntry(chat)?.state.activeTurn : undefined;
         if (chat && turn) {
           // A turn that ended meanwhile is not an error: there is nothing left to cancel.
-          await ctx.hub.submitAs(hc.principal, chat, { type: 'chat/turnCancelled', turnId: turn.id, duration: turnDuration(turn.startedAt, ctx.now()) });
+          const cancelled = await ctx.hub.enter({
+            op: 'dispatch',
+            by: { from: 'principal', principal: hc.principal },
+            channel: chat,
+            action: { type: 'chat/turnCancelled', turnId: turn.id, duration: turnDuration(turn.startedAt, ctx.now()) },
+            as: 'cancel',
+          });
+          if (cancelled.outcome === 'rejected' && cancelled.at !== 'decision') throw protocolErrorOf(cancelled);
         }
         sendNoContent(res);
       });

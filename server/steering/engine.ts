@@ -35,6 +35,7 @@ import type { CommitEvent, HubHooks, HubPort } from '../hub/hub-port.js';
 import type { Logger } from '../log.js';
 import { errorFields } from '../log.js';
 import { DEFAULT_TURN_QUOTA, INPUT_PROTOCOL_VERSION, InputError, MAX_BLOCKS, MAX_INPUT_ID_LENGTH, MAX_INPUT_TEXT_LENGTH, type InputReceipt, type InputSource, type InputTarget, type SubmitRequest } from './inputs.js';
+import { dispatchAsHub } from '../hub/entry.js';
 
 export interface SteeringOptions {
   /** Most inputs accepted per turn (retries of an accepted id do not count). Default 32, at most 256. */
@@ -194,7 +195,7 @@ export class SteeringEngine implements SteeringPort {
     };
     // Cluster mode: sequencing waits for the write turn once more, so the ordinal is reserved here
     // until the acceptance is folded into the book (on one node it is folded before this returns).
-    const committed = this.hub.dispatchServer(chat, { type: 'chat/steeringMessageSet', steeringMessage: { id: steeringIdOf(request.inputId), message } });
+    const committed = dispatchAsHub(this.hub, chat, { type: 'chat/steeringMessageSet', steeringMessage: { id: steeringIdOf(request.inputId), message } });
     const done = committed.then(
       () => {
         const receipt = this.status(session, request.inputId, request.target);
@@ -285,7 +286,7 @@ export class SteeringEngine implements SteeringPort {
 
   #dispatchAwait(chat: string, action: WireAction): Promise<boolean> {
     if (!this.hub.chatEntry(chat)) return Promise.resolve(false);
-    return this.hub.dispatchServer(chat, action).then(
+    return dispatchAsHub(this.hub, chat, action).then(
       () => true,
       (err: unknown) => {
         this.logger.debug('steering action not applied', { type: action.type, ...errorFields(err) });

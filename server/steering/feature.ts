@@ -19,7 +19,6 @@ import { ProtocolError } from '../../shared/protocol/errors.js';
 import type { CoarseKind } from '../../shared/protocol/error-kinds.js';
 import { channelKind, sessionUri } from '../../shared/protocol/uris.js';
 import type { Principal } from '../auth/auth.js';
-import { authorize } from '../auth/authorize.js';
 import type { HubPort } from '../hub/hub-port.js';
 import type { Feature, FeatureContext } from '../feature-contract.js';
 import { httpBodyOf, readJsonBody, sendAccepted, sendJson } from '../transport/http-router.js';
@@ -46,9 +45,10 @@ function visibleSession(hub: HubPort, principal: Principal, uri: string): string
   return uri;
 }
 
-function assertWriter(principal: Principal): void {
-  const refused = authorize(principal, 'steer');
-  if (refused) throw new InputError(refused.kind, undefined, refused.message);
+/** The door checks the principal's grants for steering (nothing is sequenced). */
+function assertWriter(hub: HubPort, principal: Principal): void {
+  const refused = hub.enter({ op: 'steer', principal });
+  if (refused.outcome === 'rejected') throw new InputError(refused.kind, undefined, refused.message);
 }
 
 export function createSteeringFeature(options: SteeringOptions = {}): Feature {
@@ -63,7 +63,7 @@ export function createSteeringFeature(options: SteeringOptions = {}): Feature {
 
       const submit = async (principal: Principal, uri: string, body: unknown, source: InputSource) => {
         const session = visibleSession(hub, principal, uri);
-        assertWriter(principal);
+        assertWriter(hub, principal);
         const request = parseSubmit(body);
         // Cluster mode: ordinal, quota and retries are decided against the cluster's inputs, so
         // the decision waits for the write turn (which folds every other node's acceptances first).
@@ -95,7 +95,7 @@ export function createSteeringFeature(options: SteeringOptions = {}): Feature {
       });
       http.add('POST', '/v2/sessions/{sessionId}/inputs', async (req, res, c) => {
         const uri = visibleSession(hub, c.principal, sessionUri(c.params['sessionId']!));
-        assertWriter(c.principal);
+        assertWriter(hub, c.principal);
         let body: unknown;
         try {
           body = await readJsonBody(req);

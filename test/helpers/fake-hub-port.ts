@@ -1,6 +1,7 @@
 /**
  * An in-memory `HubPort` for unit tests of features (steering, interactions, collab, qwen-serve):
- * no log, no sockets, no validation beyond tenant visibility. Actions go through the real shared
+ * no log, no sockets, no validation beyond tenant visibility and the principal's grants (the
+ * real `authorize`, checked at `enter` as the hub's door checks it). Actions go through the real shared
  * reducers, so a feature reads the state it would read from the hub; hooks are called in
  * `HOOK_ORDER`, and `turnEnded` is derived from the state before and after by the hub's own `HookList`.
  * Every commit is "durable" at once: its delivered phase runs right after its commit phase (after
@@ -19,7 +20,9 @@ import type { Principal } from '../../server/auth/auth.js';
 import type { ChatEntry, SessionEntry } from '../../server/hub/catalogue.js';
 import type { Connection } from '../../server/hub/connection.js';
 import { HookList } from '../../server/hub/hook-list.js';
-import type { CommitFacts, HookOwner, HubHooks, HubPort, RejectionCode, SubmitOutcome } from '../../server/hub/hub-port.js';
+import type { CommitFacts, HookOwner, HubHooks, HubPort } from '../../server/hub/hub-port.js';
+import { authorize } from '../../server/auth/authorize.js';
+import { rejectedOf, sequenced, submitted, type CheckEntry, type Entry, type Outcome, type SubmitOutcome } from '../../server/hub/entry.js';
 import type { SessionReader } from '../../server/hub/queries.js';
 
 const AT = '2026-01-01T00:00:00.000Z';
@@ -43,7 +46,7 @@ export class FakeHubPort implements HubPort {
   #delivering = false;
   /** Commit phases running (a hook that dispatches commits inside one): delivery waits for them. */
   #committing = 0;
-  #refusal: { code: RejectionCode; kind: ErrorKind; message: string } | undefined;
+  #refusal: { code: number; kind: ErrorKind; message: string } | undefined;
 
   /** A session of `tenant` with one chat, its default (`<uri>/chat`). Returns the chat's URI. */
   addSession(uri: string, tenant = 'default', provider = 'demo'): string {
@@ -54,25 +57,74 @@ export class FakeHubPort implements HubPort {
     return chat;
   }
 
-  /** The next `submitAs` (only) is refused with this code, as the hub's validation would. */
-  refuseNext(code: RejectionCode, message: string): void {
+  /** The next submission as a principal (only) is refused with this code, as the hub's validation would. */
+  refuseNext(code: number, message: string): void {
     this.#refusal = { code, kind: kindOfRpcCode(code), message };
   }
 
-  async submitAs(principal: Principal, channel: string, action: WireAction, surface?: string): Promise<SubmitOutcome> {
-    const chat = this.chats.get(channel);
-    const session = this.sessions.get(chat ? chat.session : channel);
-    if (!session || session.tenant !== principal.tenant) return { ok: false, code: ErrorCode.NotFound, kind: 'not_found', message: `no channel ${channel}` };
-    const refusal = this.#refusal;
-    this.#refusal = undefined;
-    if (refusal) return { ok: false, ...refusal };
-    const serverSeq = this.commit(channel, action, 'submitAs', surface);
-    return { ok: true, serverSeq };
+  /** The door: a principal's or the hub's action, createSession / disposeSession, or a feature's own operation (grants, visibility). */
+  enter(entry: CheckEntry): Outcome;
+  enter(entry: Entry): Outcome | Promise<Outcome>;
+  enter(entry: Entry): Outcome | Promise<Outcome> {
+    const refusal = (kind: 'permission_denied' | 'not_found' | 'session_not_found', message: string): Outcome => ({
+      outcome: 'rejected',
+      kind,
+      code: kind === 'permission_denied' ? ErrorCode.PermissionDenied : kind === 'not_found' ? ErrorCode.NotFound : ErrorCode.SessionNotFound,
+      message,
+      at: 'decision',
+    });
+    switch (entry.op) {
+      case 'dispatch': {
+        const by = entry.by;
+        if (by.from === 'client') throw new Error('the fake hub port has no AHP clients');
+        if (by.from === 'server') {
+          if (!this.chats.has(entry.channel) && !this.sessions.has(entry.channel)) return Promise.resolve(rejectedOf(new Error(`no channel ${entry.channel}`), 'decision'));
+          return Promise.resolve({ outcome: 'accepted', serverSeq: this.commit(entry.channel, entry.action, 'dispatchServer') });
+        }
+        const chat = this.chats.get(entry.channel);
+        const session = this.sessions.get(chat ? chat.session : entry.channel);
+        if (!session || session.tenant !== by.principal.tenant) return Promise.resolve(refusal('not_found', `no channel ${entry.channel}`));
+        const denied = authorize(by.principal, entry.as ?? 'dispatch');
+        if (denied) return Promise.resolve(refusal(denied.kind, denied.message));
+        const next = this.#refusal;
+        this.#refusal = undefined;
+        if (next) return Promise.resolve({ outcome: 'rejected', ...next, at: 'decision' });
+        return Promise.resolve({ outcome: 'accepted', serverSeq: this.commit(entry.channel, entry.action, 'submitAs', by.surface) });
+      }
+      case 'createSession': {
+        const denied = authorize(entry.principal, entry.as ?? 'createSession');
+        if (denied) return Promise.resolve(refusal(denied.kind, denied.message));
+        return Promise.resolve({ outcome: 'accepted', defaultChat: this.addSession(entry.uri, entry.principal.tenant, entry.provider) });
+      }
+      case 'disposeSession': {
+        const session = this.visibleSession(entry.principal, entry.uri);
+        if (!session) return Promise.resolve(refusal('session_not_found', `session ${entry.uri} not found`));
+        const denied = authorize(entry.principal, entry.as ?? 'disposeSession', session.owner);
+        if (denied) return Promise.resolve(refusal(denied.kind, denied.message));
+        for (const chat of session.chats) this.chats.delete(chat);
+        this.sessions.delete(entry.uri);
+        this.#deliver(this.#seq, () => this.#hooks.call((h) => h.sessionDisposed?.({ session: entry.uri })));
+        return Promise.resolve({ outcome: 'accepted' });
+      }
+      case 'createChat':
+      case 'disposeChat':
+        throw new Error(`the fake hub port has no ${entry.op}`);
+      default: {
+        if (entry.session !== undefined && !this.visibleSession(entry.principal, entry.session)) return refusal('session_not_found', `session ${entry.session} not found`);
+        const denied = authorize(entry.principal, entry.op);
+        return denied ? refusal(denied.kind, denied.message) : { outcome: 'accepted' };
+      }
+    }
   }
 
+  /** `Hub.submitAs`'s rendering, for tests. */
+  async submitAs(principal: Principal, channel: string, action: WireAction, surface?: string): Promise<SubmitOutcome> {
+    return submitted(await this.enter({ op: 'dispatch', by: { from: 'principal', principal, surface }, channel, action }));
+  }
+
+  /** `Hub.dispatchServer`'s rendering, for tests. */
   async dispatchServer(channel: string, action: WireAction): Promise<number> {
-    if (!this.chats.has(channel) && !this.sessions.has(channel)) throw new Error(`no channel ${channel}`);
-    return this.commit(channel, action, 'dispatchServer');
+    return sequenced(await this.enter({ op: 'dispatch', by: { from: 'server' }, channel, action }));
   }
 
   /** Applies an action through the shared reducers and calls the hooks, like a hub commit. */
@@ -143,16 +195,10 @@ export class FakeHubPort implements HubPort {
     return chat !== undefined && this.chats.get(chat)?.session === sessionUri ? chat : undefined;
   }
 
-  async createSession(principal: Principal, params: { uri: string; provider?: string | undefined }): Promise<{ defaultChat: string }> {
-    return { defaultChat: this.addSession(params.uri, principal.tenant, params.provider) };
-  }
-
+  /** `Hub.disposeSession`'s rendering, for tests. */
   async disposeSession(principal: Principal, uri: string): Promise<void> {
-    const session = this.visibleSession(principal, uri);
-    if (!session) throw new Error(`no session ${uri}`);
-    for (const chat of session.chats) this.chats.delete(chat);
-    this.sessions.delete(uri);
-    this.#deliver(this.#seq, () => this.#hooks.call((h) => h.sessionDisposed?.({ session: uri })));
+    const o = await this.enter({ op: 'disposeSession', principal, uri });
+    if (o.outcome !== 'accepted') throw new Error(`no session ${uri}`);
   }
 
   disposeChat(chat: string): void {
