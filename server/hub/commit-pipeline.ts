@@ -25,8 +25,8 @@
  *
  * The same rule holds for every other way out of the process (SSE streams, answers written to an
  * agent, collaboration frames, follow-up dispatches): those happen in the hooks' delivered phase
- * (`hub-port.ts`), which the hub hands to `sequence` / `adoptDurable` as `onDelivered` and which
- * runs here, right after that record's envelope, in serverSeq order. Commit-phase hooks only fold
+ * (`hub-port.ts`), which the sequencer hands to `sequence` / `adoptDurable` as a `DeliveredPhase` and
+ * which runs here, right after that record's envelope, in serverSeq order. Commit-phase hooks only fold
  * state. A dispatch made while delivering is sequenced after everything being delivered and goes
  * out with the next batch.
  *
@@ -57,9 +57,14 @@ const RETRY_MAX_MS = 2_000;
  */
 const ABANDON_SOLE_WRITER_BATCH_AFTER_MS = 1_000;
 
+/** A commit's delivered phase as data: the sequencer sets `run` (HookList's) after the commit phase; the pipeline calls it once durable, never back into the sequencer. */
+export interface DeliveredPhase {
+  run?: (() => void) | undefined;
+}
+
 type OutboxItem =
   /** A sequenced envelope for the channel's subscribers; `source` (the dispatching connection) gets its echo too. */
-  | { readonly kind: 'envelope'; readonly envelope: ActionEnvelope; readonly source?: Connection | undefined; readonly onDelivered?: (() => void) | undefined }
+  | { readonly kind: 'envelope'; readonly envelope: ActionEnvelope; readonly source?: Connection | undefined; readonly onDelivered?: DeliveredPhase | undefined }
   /** An envelope for one connection only (a rejection echo, the original echo of a re-sent action). */
   | { readonly kind: 'private'; readonly conn: Connection; readonly envelope: ActionEnvelope }
   /** An encoded root-catalogue notification for one tenant's root subscribers. */
@@ -185,7 +190,7 @@ export class CommitPipeline {
    * connection that dispatched it; `actor` is stored in the log's origin, never sent.
    * `onDelivered` (the hooks' delivered phase) runs once the record is durable, after its envelope.
    */
-  sequence(channel: string, action: WireAction, origin?: ActionOrigin, source?: Connection, actor?: Actor, onDelivered?: () => void): number {
+  sequence(channel: string, action: WireAction, origin?: ActionOrigin, source?: Connection, actor?: Actor, onDelivered?: DeliveredPhase): number {
     if (origin === undefined && source === undefined) {
       const merged = this.#mergeIntoLast(channel, action, onDelivered);
       if (merged !== undefined) return merged;
@@ -199,9 +204,9 @@ export class CommitPipeline {
     return serverSeq;
   }
 
-  #queueDelivery(record: LogRecord, source: Connection | undefined, onDelivered: (() => void) | undefined): void {
+  #queueDelivery(record: LogRecord, source: Connection | undefined, onDelivered: DeliveredPhase | undefined): void {
     if (record.channel !== CATALOGUE_CHANNEL) this.#outbox.push({ kind: 'envelope', envelope: envelopeOf(record), source, onDelivered });
-    else if (onDelivered) this.#outbox.push({ kind: 'call', fn: onDelivered });
+    else if (onDelivered) this.#outbox.push({ kind: 'call', fn: () => onDelivered.run?.() });
     this.#scheduleFlush();
   }
 
@@ -221,7 +226,7 @@ export class CommitPipeline {
    * so every clientSeq keeps its own record and echo (other receivers still get a run of them as
    * one envelope, see `deliverEnvelopeRun`).
    */
-  #mergeIntoLast(channel: string, action: WireAction, onDelivered: (() => void) | undefined): number | undefined {
+  #mergeIntoLast(channel: string, action: WireAction, onDelivered: DeliveredPhase | undefined): number | undefined {
     const last = this.#mergeable;
     if (last === undefined || last.channel !== channel || last.serverSeq !== this.#seq) return undefined;
     const pendingAt = this.#pendingRecords.length - 1;
@@ -237,13 +242,11 @@ export class CommitPipeline {
     const record: LogRecord = { serverSeq: last.serverSeq, channel, action: combined };
     this.#pendingRecords[pendingAt] = record;
     const earlier = queued.onDelivered;
-    const chained =
-      earlier && onDelivered
-        ? () => {
-            earlier();
-            onDelivered();
-          }
-        : (earlier ?? onDelivered);
+    const both = (): void => {
+      earlier?.run?.();
+      onDelivered?.run?.();
+    };
+    const chained: DeliveredPhase | undefined = earlier && onDelivered ? { run: both } : (earlier ?? onDelivered);
     this.#outbox[queuedAt] = { ...queued, envelope: envelopeOf(record), onDelivered: chained };
     this.#mergeable = record;
     return record.serverSeq;
@@ -253,7 +256,7 @@ export class CommitPipeline {
    * Cluster mode: a record another process appended (so already durable), applied and queued for
    * delivery like a local one. Only while nothing local is pending, and only the next seq.
    */
-  adoptDurable(record: LogRecord, onDelivered?: () => void): void {
+  adoptDurable(record: LogRecord, onDelivered?: DeliveredPhase): void {
     if (this.hasPendingRecords) throw new Error('internal: folding remote records while local ones are pending');
     if (record.serverSeq !== this.#seq + 1) throw new Error(`folding record ${record.serverSeq} after ${this.#seq}: the log has a gap`);
     this.#state.applyRecord(record);
@@ -434,7 +437,7 @@ export class CommitPipeline {
           const run = deliverEnvelopeRun(this.#receivers.fanoutOf(item.envelope.channel), item, this.#followingEnvelope, limits, this.#keepForReplay);
           this.#deliveredSeq = run.lastSeq;
           // The delivered phase of each envelope of the run, in serverSeq order.
-          for (let k = 0; k <= run.consumed; k++) (outbox[i + k] as EnvelopeItem).onDelivered?.();
+          for (let k = 0; k <= run.consumed; k++) (outbox[i + k] as EnvelopeItem).onDelivered?.run?.();
           i += run.consumed;
           break;
         }

@@ -11,7 +11,7 @@ import { CatalogueAction, catalogueActionOf, type ChatEntry, type HubState } fro
 import type { CatalogueCommands } from './catalogue-commands.js';
 import type { ChannelSizeBudget } from './channel-budget.js';
 import type { Actor, ClientLedger } from './client-ledger.js';
-import type { CommitPipeline } from './commit-pipeline.js';
+import type { CommitPipeline, DeliveredPhase } from './commit-pipeline.js';
 import type { Connection } from './connection.js';
 import type { HookList } from './hook-list.js';
 import type { CommitFacts } from './hub-port.js';
@@ -41,14 +41,14 @@ export class Sequencer {
    */
   accept(channel: string, action: WireAction, origin: ActionOrigin | undefined, source?: Connection, actor?: Actor): number {
     const turnBefore = this.#d.state.chats.get(channel)?.state.activeTurn?.id;
-    // The delivered phase is known only once the commit phase ran, after sequencing.
-    let delivered: (() => void) | undefined;
-    const seq = this.#d.pipeline.sequence(channel, action, origin, source, actor, () => delivered?.());
+    // The delivered phase is known only once the commit phase ran, after sequencing: the commit carries it as data.
+    const delivered: DeliveredPhase = {};
+    const seq = this.#d.pipeline.sequence(channel, action, origin, source, actor, delivered);
     const chat = this.#d.state.chats.get(channel);
     const known = isKnownAction(action) ? action : undefined;
     if (chat && !STREAMING_ONLY_ACTIONS.has(action.type)) this.#rollUpChat(chat, known);
     else if (!chat) this.#rollUpSession(channel);
-    delivered = this.#announceCommit({ channel, action, known, serverSeq: seq, origin }, turnBefore);
+    delivered.run = this.#announceCommit({ channel, action, known, serverSeq: seq, origin }, turnBefore);
     return seq;
   }
 
@@ -86,8 +86,8 @@ export class Sequencer {
       const disposedSession = lifecycle?.type === CatalogueAction.SessionDisposed ? this.#d.state.sessions.get(lifecycle.session) : undefined;
       const disposedChat = lifecycle?.type === CatalogueAction.ChatDisposed ? this.#d.state.chats.get(lifecycle.chat) : undefined;
       const turnBefore = this.#d.state.chats.get(r.channel)?.state.activeTurn?.id;
-      let delivered: (() => void) | undefined;
-      this.#d.pipeline.adoptDurable(r, () => delivered?.());
+      const delivered: DeliveredPhase = {};
+      this.#d.pipeline.adoptDurable(r, delivered);
       this.#d.channelBudget.applied(r.channel, r.action);
       this.#d.ledger.acceptedFromLog(r);
       if (lifecycle) {
@@ -107,7 +107,7 @@ export class Sequencer {
       const action = r.action as WireAction;
       const session = this.#d.state.sessionOf(r.channel);
       if (session && !STREAMING_ONLY_ACTIONS.has(action.type)) this.#d.rootCatalogue.sessionChanged(session);
-      delivered = this.#announceCommit({ channel: r.channel, action, known: isKnownAction(action) ? action : undefined, serverSeq: r.serverSeq, origin: r.origin, remote: true }, turnBefore);
+      delivered.run = this.#announceCommit({ channel: r.channel, action, known: isKnownAction(action) ? action : undefined, serverSeq: r.serverSeq, origin: r.origin, remote: true }, turnBefore);
     }
   }
 }
