@@ -5,7 +5,7 @@
  * `finally` with a closure each cost every frame four promises and four closures (issue 32).
  */
 import type { LoopShare } from '../loop-share.js';
-import type { Admission } from '../ahp/rpc.js';
+import type { Admission, RpcContext, RpcRouter } from '../ahp/rpc.js';
 
 export class FrameInbox {
   readonly #texts: string[] = [];
@@ -15,11 +15,13 @@ export class FrameInbox {
   /** Starts the loop in a microtask, as the promise chain did: a frame is never handled inside ws's `message` event. */
   readonly #start = (): void => void this.#run();
 
+  /** The router and context themselves, not a closure over them: a frame goes forward to the router, never back through the transport. */
   constructor(
-    private readonly handle: (text: string, admission: Admission) => Promise<void>,
+    private readonly router: Pick<RpcRouter, 'handleFrame'>,
+    private readonly ctx: RpcContext,
     private readonly share: LoopShare,
-    /** Called after each frame, handled or failed (flow control counts frames in flight). */
-    private readonly handled: () => void,
+    /** Told after each frame, handled or failed (flow control counts frames in flight). */
+    private readonly flow: { handled(): void },
     private readonly failed: (err: unknown) => void,
   ) {}
 
@@ -40,11 +42,11 @@ export class FrameInbox {
       const admission = this.#admissions[i]!;
       this.#texts[i] = '';
       try {
-        await this.handle(text, admission);
+        await this.router.handleFrame(this.ctx, text, admission);
       } catch (err) {
         this.failed(err);
       } finally {
-        this.handled();
+        this.flow.handled();
       }
     }
     this.#texts.length = 0;

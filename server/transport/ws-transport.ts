@@ -274,12 +274,7 @@ export class WsTransport {
     }, this.options.initializeTimeoutMs);
     initializeTimer.unref();
     const flow = new InboundFlowControl(ws, router, ctx);
-    const inbox = new FrameInbox(
-      (text, admission) => router.handleFrame(ctx, text, admission),
-      this.#frames,
-      () => flow.handled(),
-      (err) => this.options.logger.error('frame handling failed', errorFields(err)),
-    );
+    const inbox = new FrameInbox(router, ctx, this.#frames, flow, (err) => this.options.logger.error('frame handling failed', errorFields(err)));
     ws.on('message', (data: RawData, isBinary: boolean) => {
       if (isBinary) {
         conn.send(encodeError(null, new ProtocolError('invalid_request', 'binary frames are not supported: send JSON-RPC as text frames')));
