@@ -18,7 +18,7 @@ import { randomUUID } from 'node:crypto';
 import WebSocket from 'ws';
 import * as Y from 'yjs';
 import { HocuspocusProvider, HocuspocusProviderWebsocket } from '@hocuspocus/provider';
-import { encodeEnvelope } from '../server/hub/fanout.js';
+import { encodeEnvelope } from '../server/hub/envelope-text.js';
 import { stampedText } from './clock.js';
 import { openSocket } from './open-socket.js';
 

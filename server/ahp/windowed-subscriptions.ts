@@ -13,7 +13,7 @@ import { ChannelMethod, channelCreditParamsSchema, type GrantedFlowControl, type
 import type { Snapshot } from '../../shared/protocol/messages.js';
 import { ROOT_URI } from '../../shared/protocol/uris.js';
 import type { Connection } from '../hub/connection.js';
-import { encodeEnvelope, encodeNotification } from '../hub/fanout.js';
+import { encodeEnvelope, encodeNotification } from '../hub/envelope-text.js';
 import type { Hub } from '../hub/hub.js';
 import type { RpcContext, RpcRouter } from './rpc.js';
 import { grantLimits, HOST_RECEIVE, MAX_WINDOWED_PER_CONNECTION, WindowedLink, type WindowedReceiver } from '../hub/windowed-delivery.js';

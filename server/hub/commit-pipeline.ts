@@ -43,7 +43,8 @@ import { errorFields, errorMessage } from '../log.js';
 import { CATALOGUE_CHANNEL } from './catalogue.js';
 import type { Actor } from './client-ledger.js';
 import { CloseCode, type Connection } from './connection.js';
-import { deliverEnvelopeRun, deliverPrivate, encodeNotification, mergeStreamingActions, sendOrCloseSlow, type FanoutLimits, type QueuedEnvelope } from './fanout.js';
+import { deliverEnvelopeRun, deliverPrivate, sendOrCloseSlow, type FanoutLimits, type QueuedEnvelope } from './fanout.js';
+import { encodeNotification, mergeStreamingActions } from './envelope-text.js';
 import type { ReplayWindow } from './replay-window.js';
 import { type Appender, type CommitPipelineOptions, logLacksBatch, type Receivers, retryOnSoleLog } from './commit-ports.js';
 

@@ -15,29 +15,11 @@
  * All coalescing lives here: per-subscriber windows (`ChannelFanout`), and the merging of
  * adjacent envelopes of one group commit (`deliverEnvelopeRun`, called by the commit pipeline's delivery, `commit-pipeline.ts`).
  */
-import { isKnownAction, type DeltaAction, type ReasoningAction } from '../../shared/protocol/actions.js';
 import type { ActionEnvelope, WireAction } from '../../shared/protocol/messages.js';
 import { actionForVersion, introducedIn, knowsEveryAction, RESYNC_CLOSE_CODE } from '../../shared/protocol/version-features.js';
 import { connectionVersion, type Connection } from './connection.js';
-import { actionJson } from '../action-json.js';
 import { sendOrQueue } from './lag-queue.js';
-
-export function encodeNotification(method: string, params: unknown): string {
-  return `{"jsonrpc":"2.0","method":${JSON.stringify(method)},"params":${JSON.stringify(params)}}`;
-}
-
-/**
- * The `action` notification for an envelope, with the fields in the schema's order. The action's
- * text comes from `actionJson`, so the JSON built for the size budget and the log record is
- * reused, never rebuilt per envelope.
- */
-export function encodeEnvelope(envelope: ActionEnvelope): string {
-  let params = '{"channel":' + JSON.stringify(envelope.channel) + ',"action":' + actionJson(envelope.action) + ',"serverSeq":' + envelope.serverSeq;
-  if (envelope.origin !== undefined) params += ',"origin":' + JSON.stringify(envelope.origin);
-  if (envelope.rejectionReason !== undefined) params += ',"rejectionReason":' + JSON.stringify(envelope.rejectionReason);
-  if (envelope.rejectionKind !== undefined) params += ',"rejectionKind":' + JSON.stringify(envelope.rejectionKind);
-  return '{"jsonrpc":"2.0","method":"action","params":' + params + '}}';
-}
+import { encodeEnvelope, mergeForReceiver, mergeStreamingActions, mergeStreamingEnvelopes, withoutOrigin } from './envelope-text.js';
 
 export interface FanoutLimits {
   /** A receiver whose unsent bytes exceed this is closed as a slow consumer. */
@@ -84,42 +66,6 @@ interface BufferedItem {
  */
 export function sendOrCloseSlow(conn: Connection, text: string, limits: FanoutLimits, mergeable?: ActionEnvelope): void {
   sendOrQueue(conn, text, limits, encodeEnvelope, mergeForReceiver, mergeable);
-}
-
-function mergeForReceiver(prev: ActionEnvelope, next: ActionEnvelope): ActionEnvelope | undefined {
-  return mergeStreamingEnvelopes(withoutOrigin(prev), withoutOrigin(next));
-}
-
-/**
- * Merges two consecutive streaming actions when applying the result equals applying both:
- * `chat/delta` (or `chat/reasoning`) for the same turn and part, without `_meta`.
- */
-export function mergeStreamingActions(a: WireAction, b: WireAction): WireAction | undefined {
-  const first = streamingTextAction(a);
-  const second = streamingTextAction(b);
-  if (!first || !second || first.type !== second.type) return undefined;
-  if (first.turnId !== second.turnId || first.partId !== second.partId) return undefined;
-  if (first._meta !== undefined || second._meta !== undefined) return undefined;
-  if (typeof first.content !== 'string' || typeof second.content !== 'string') return undefined;
-  return { ...b, content: first.content + second.content };
-}
-
-function streamingTextAction(action: WireAction): DeltaAction | ReasoningAction | undefined {
-  return isKnownAction(action) && (action.type === 'chat/delta' || action.type === 'chat/reasoning') ? action : undefined;
-}
-
-/** Merges `next` into `prev` for receivers that are not their origin; echoes are never merged. */
-export function mergeStreamingEnvelopes(prev: ActionEnvelope, next: ActionEnvelope): ActionEnvelope | undefined {
-  if (prev.origin || next.origin || prev.rejectionReason || next.rejectionReason) return undefined;
-  if (prev.channel !== next.channel) return undefined;
-  const action = mergeStreamingActions(prev.action, next.action);
-  return action ? { ...next, action } : undefined;
-}
-
-function withoutOrigin(envelope: ActionEnvelope): ActionEnvelope {
-  if (!envelope.origin) return envelope;
-  const { origin: _origin, ...rest } = envelope;
-  return rest;
 }
 
 class CoalescingGroup {

@@ -5,7 +5,7 @@
  * size of the envelopes, whichever is hit first.
  */
 import type { ActionEnvelope } from '../../shared/protocol/messages.js';
-import { encodeEnvelope } from './fanout.js';
+import { encodeEnvelope } from './envelope-text.js';
 
 interface ReplayEntry {
   readonly envelope: ActionEnvelope;

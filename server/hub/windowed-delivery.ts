@@ -21,7 +21,8 @@
 import { ProtocolError } from '../../shared/protocol/errors.js';
 import { ChannelMethod, type ReceiveLimits } from '../../shared/protocol/messages-1-1.js';
 import type { Connection } from './connection.js';
-import { encodeNotification, sendOrCloseSlow, type FanoutLimits } from './fanout.js';
+import { sendOrCloseSlow, type FanoutLimits } from './fanout.js';
+import { encodeNotification } from './envelope-text.js';
 import { countHeldUnsent, unsentOf } from './lag-queue.js';
 
 export const MAX_WINDOWED_PER_CONNECTION = 64;

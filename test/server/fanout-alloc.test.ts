@@ -10,7 +10,8 @@ import v8 from 'node:v8';
 import { describe, expect, it } from 'vitest';
 import type { ActionEnvelope } from '../../shared/protocol/messages.js';
 import type { Connection } from '../../server/hub/connection.js';
-import { ChannelFanout, encodeEnvelope } from '../../server/hub/fanout.js';
+import { ChannelFanout } from '../../server/hub/fanout.js';
+import { encodeEnvelope } from '../../server/hub/envelope-text.js';
 import { UnsentBudget } from '../../server/hub/unsent-budget.js';
 
 v8.setFlagsFromString('--expose-gc');

@@ -3,7 +3,8 @@ import { chatReducer } from '../../shared/state/chat-reducer.js';
 import { initialChatState, type ChatState } from '../../shared/protocol/state.js';
 import type { ActionEnvelope } from '../../shared/protocol/messages.js';
 import { FakeConnection } from '../helpers/fake-connection.js';
-import { ChannelFanout, encodeEnvelope, mergeStreamingEnvelopes } from '../../server/hub/fanout.js';
+import { ChannelFanout } from '../../server/hub/fanout.js';
+import { encodeEnvelope, mergeStreamingEnvelopes } from '../../server/hub/envelope-text.js';
 
 /** A manual scheduler: timers fire only when the test says so. */
 function manualScheduler() {

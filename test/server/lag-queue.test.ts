@@ -5,7 +5,7 @@
 import { describe, expect, it } from 'vitest';
 import type { ActionEnvelope } from '../../shared/protocol/messages.js';
 import type { Connection } from '../../server/hub/connection.js';
-import { encodeEnvelope, mergeStreamingEnvelopes } from '../../server/hub/fanout.js';
+import { encodeEnvelope, mergeStreamingEnvelopes } from '../../server/hub/envelope-text.js';
 import { sendOrQueue } from '../../server/hub/lag-queue.js';
 
 const LAG = 1_000;

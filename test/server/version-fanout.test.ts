@@ -5,7 +5,8 @@
  * that has not negotiated (in process) counts as the newest version.
  */
 import { describe, expect, it } from 'vitest';
-import { ChannelFanout, encodeEnvelope } from '../../server/hub/fanout.js';
+import { ChannelFanout } from '../../server/hub/fanout.js';
+import { encodeEnvelope } from '../../server/hub/envelope-text.js';
 import { setConnectionVersion } from '../../server/hub/connection.js';
 import type { ActionEnvelope } from '../../shared/protocol/messages.js';
 import { actionForVersion, introducedIn, isActionKnownToVersion, knowsEveryAction, RESYNC_CLOSE_CODE, supports } from '../../shared/protocol/version-features.js';
