@@ -12,7 +12,8 @@ import { textField, type TextFieldHooks } from './form-text-field.js';
 export interface QuestionHooks {
   /** The person moved into (`questionId`) or out of (null) the question. */
   editing(questionId: string | null): void;
-  draft(questionId: string, value: ChatInputAnswerValue | undefined): void;
+  /** The question's draft changed (the form's own function for this question, handed to the field as is). */
+  draft(value: ChatInputAnswerValue | undefined): void;
   /** For a text question: its shared-text hooks. */
   text(questionId: string): TextFieldHooks;
 }
@@ -62,7 +63,7 @@ function fieldFor(requestId: string, question: Q, hooks: QuestionHooks): Field {
   wrap.addEventListener('focusout', (e) => {
     if (!wrap.contains(e.relatedTarget as Node | null)) focus(false);
   });
-  const slot: FieldSlot = { question, id, wrap, presence, hint, required, draft: (value) => hooks.draft(question.id, value) };
+  const slot: FieldSlot = { question, id, wrap, presence, hint, required, draft: hooks.draft };
   switch (question.kind) {
     case 'text':
       return textField(slot, hooks.text(question.id));

@@ -15,7 +15,7 @@
  * is built by form-question.ts, the shared text and presence are form-collab.ts, the resolved
  * record form-record.ts, "Decline for everyone?" confirm-end-bar.ts.
  */
-import type { ChatInputAnswer, ChatInputAnswerValue, ChatInputRequest, InputRequestPart, ResponsePart } from '../shared/protocol/state.js';
+import type { ChatInputAnswer, ChatInputAnswerValue, ChatInputRequest, ChatState, InputRequestPart, ResponsePart } from '../shared/protocol/state.js';
 import type { CollabDoc } from './collab.js';
 import type { Field, Q } from './form-fields.js';
 import { DraftActivity, teammateDraftOf } from './form-draft-sync.js';
@@ -31,6 +31,7 @@ import { showNotDelivered } from './not-delivered.js';
 import { el, markdownInto, replaceChildren } from './dom.js';
 import { FROM_APP_META } from './format.js';
 import { submitProblems } from '../shared/state/answer-rules.js';
+import { findOpenInputRequest } from '../shared/state/selectors.js';
 import { answerInWords } from '../shared/state/transcript.js';
 import { safeHref } from './markdown.js';
 import type { PartContext, PartView } from './part-view.js';
@@ -117,9 +118,12 @@ export class InputRequestView implements PartView {
 
   #buildForm(): void {
     this.#destroyFields();
-    this.#offChat ??= this.ctx.chat.onChange((_, change) => {
+    this.#offChat ??= this.ctx.chat.onChange((view, change) => {
       const questionId = teammateDraftOf(change, this.#request.id, this.ctx.app.client.clientId);
-      if (questionId !== undefined) this.#noteTeammate(questionId);
+      if (questionId === undefined) return;
+      this.#noteTeammate(questionId);
+      // Shown now, as this tab's view has it (a pending change of ours stays on top); the transcript's next frame agrees.
+      this.#fields.get(questionId)?.show(findOpenInputRequest(view.state as ChatState, this.#request.id)?.request.answers?.[questionId]);
     });
     const request = this.#request;
     const canWrite = this.ctx.app.canWrite;
@@ -135,7 +139,7 @@ export class InputRequestView implements PartView {
     for (const question of request.questions ?? []) {
       const { field, error } = questionField(request.id, question as Q, {
         editing: (questionId) => this.#collab.setEditing(questionId),
-        draft: (questionId, value) => void this.#draft(questionId, value),
+        draft: (value) => void this.#draft(question.id, value),
         text: (questionId) => this.#textHooks(questionId),
       });
       this.#fields.set(question.id, field);
