@@ -21,7 +21,7 @@ import type { Logger } from '../log.js';
 import { errorFields } from '../log.js';
 import { TurnFailure, type AgentProvider, type InputOutcome, type SteeringInput, type ToolCallRequest, type ToolOutcome, type TurnContext } from './agent.js';
 import { resumedTurnOf, TurnReplay, withCarriedAnswers } from './turn-replay.js';
-import { dispatchAsHub } from '../hub/entry.js';
+import { AS_HUB, dispatchAsHub, sequenced } from '../hub/entry.js';
 
 /** Where accepted steering inputs come from; the steering engine implements it. */
 export interface SteeringPort {
@@ -392,7 +392,8 @@ export class AgentRunner implements SteeringHost {
     const signal = run.controller.signal;
     const dispatch = (action: WireAction): Promise<number> => {
       if (signal.aborted) return Promise.reject(new AbortedError());
-      return dispatchAsHub(this.hub, chat, action);
+      // Straight into the door (an agent's stream goes forward, no relay); `sequenced` renders the outcome.
+      return Promise.resolve(this.hub.enter({ op: 'dispatch', by: AS_HUB, channel: chat, action })).then(sequenced);
     };
     return {
       session,
